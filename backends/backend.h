@@ -1,0 +1,70 @@
+/*
+ * The backend interface: everything the runtime needs from a GPU API, as one
+ * ops table.  The runtime never includes a vendor header; a backend never
+ * knows about aggregation or transports.
+ *
+ * Contract for every hook: it logs its own errors with grain_fail() and
+ * returns the status; output arguments are set only on success.  Hooks are
+ * called from the application thread only, except alloc/free, which the
+ * runtime serializes itself.
+ */
+#ifndef GRAIN_BACKENDS_BACKEND_H
+#define GRAIN_BACKENDS_BACKEND_H
+
+#include <stddef.h>
+
+#include "grain/grain.h"
+
+typedef struct grain_backend grain_backend_t;   /* one opened device */
+typedef struct grain_bprogram grain_bprogram_t; /* one built program */
+typedef struct grain_bkernel grain_bkernel_t;   /* one kernel of a program */
+
+typedef struct grain_backend_info {
+    char device_name[256];
+    size_t max_wg_size;
+    unsigned subgroup_width; /* native sub-group / warp width, or the preferred multiple */
+    int cpu_device;          /* the device runs on the cores the host threads need */
+    int host_applies;        /* host threads may apply messages straight into the heap */
+} grain_backend_info_t;
+
+typedef struct grain_backend_ops {
+    size_t size; /* sizeof(grain_backend_ops_t) the backend was built with */
+    const char *name;
+
+    /* Opens the device that `config` selects (threads: how many host threads
+     * the runtime will run beside a CPU device). */
+    grain_status_t (*open)(const grain_config_t *config, unsigned host_threads,
+                           grain_backend_t **backend_p);
+    void (*close)(grain_backend_t *backend);
+    void (*query)(grain_backend_t *backend, grain_backend_info_t *info);
+
+    /* Memory that host threads and kernels both access, atomically included:
+     * the queue, the device context and, where host_applies, the heap. */
+    grain_status_t (*alloc_shared)(grain_backend_t *backend, size_t size, void **ptr_p);
+    void (*free_shared)(grain_backend_t *backend, void *ptr);
+    grain_status_t (*copy)(grain_backend_t *backend, void *dst, const void *src, size_t size);
+
+    /* `source` is complete (device headers inlined); `options` are compiler
+     * defines the runtime adds. */
+    grain_status_t (*program_build)(grain_backend_t *backend, const char *source,
+                                    const char *options, grain_bprogram_t **program_p);
+    void (*program_release)(grain_bprogram_t *program);
+    grain_status_t (*kernel_create)(grain_bprogram_t *program, const char *name,
+                                    grain_bkernel_t **kernel_p);
+    void (*kernel_release)(grain_bkernel_t *kernel);
+    grain_status_t (*kernel_set_arg)(grain_bkernel_t *kernel, unsigned index, size_t size,
+                                     const void *value);
+    grain_status_t (*kernel_set_arg_ptr)(grain_bkernel_t *kernel, unsigned index, void *ptr);
+
+    /* Asynchronous: returns once the kernel is submitted, so host threads can
+     * drain its messages while it runs. */
+    grain_status_t (*launch)(grain_bkernel_t *kernel, unsigned dims, const size_t *global,
+                             const size_t *local);
+    grain_status_t (*synchronize)(grain_backend_t *backend);
+} grain_backend_ops_t;
+
+/* The backend named `name` ("auto": the first built-in one that opens). */
+grain_status_t grain_backend_open(const grain_config_t *config, unsigned host_threads,
+                                  const grain_backend_ops_t **ops_p, grain_backend_t **backend_p);
+
+#endif

@@ -1,0 +1,59 @@
+#include <string.h>
+
+#include "backends/backend.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+
+#ifdef GRAIN_HAVE_OPENCL
+extern const grain_backend_ops_t grain_opencl_ops;
+#endif
+
+/* In order of preference for "auto". */
+static const grain_backend_ops_t *const backends[] = {
+#ifdef GRAIN_HAVE_OPENCL
+    &grain_opencl_ops,
+#endif
+    NULL,
+};
+
+/* Every backend grain knows of, built in or not, for the error message. */
+static const char *const known_backends[] = {"opencl", "cuda", "hip", NULL};
+
+grain_status_t grain_backend_open(const grain_config_t *config, unsigned host_threads,
+                                  const grain_backend_ops_t **ops_p, grain_backend_t **backend_p)
+{
+    const char *name = config->backend;
+    int automatic = strcmp(name, "auto") == 0;
+    grain_status_t first_error = GRAIN_ERR_NO_BACKEND;
+
+    for (const grain_backend_ops_t *const *ops = backends; *ops != NULL; ops++) {
+        if (!automatic && strcmp((*ops)->name, name) != 0)
+            continue;
+        grain_backend_t *backend;
+        grain_status_t st = (*ops)->open(config, host_threads, &backend);
+        if (st == GRAIN_OK) {
+            *ops_p = *ops;
+            *backend_p = backend;
+            return GRAIN_OK;
+        }
+        if (!automatic)
+            return st;
+        if (first_error == GRAIN_ERR_NO_BACKEND)
+            first_error = st;
+    }
+    if (automatic) {
+        if (backends[0] == NULL)
+            return grain_fail(GRAIN_ERR_NO_BACKEND,
+                              "grain was built without any backend: configure with "
+                              "-DGRAIN_WITH_OPENCL=ON (and install ocl-icd-opencl-dev)");
+        return first_error; /* each backend has said why it could not open */
+    }
+    for (const char *const *k = known_backends; *k != NULL; k++)
+        if (strcmp(*k, name) == 0)
+            return grain_fail(GRAIN_ERR_NO_BACKEND,
+                              "GRAIN_BACKEND=%s, but this grain was built without the %s backend",
+                              name, name);
+    return grain_fail(GRAIN_ERR_NO_BACKEND,
+                      "GRAIN_BACKEND=\"%s\" names no backend: expected auto, opencl, cuda or hip",
+                      name);
+}

@@ -1,0 +1,190 @@
+/*
+ * gups: distributed GUPS (HPCC RandomAccess) with grain increments.
+ *
+ * The table of 2^log2-table 64-bit counters is split in blocks over the
+ * ranks; every update of the HPCC stream increments table[value & (size-1)]
+ * at its owner (increments instead of HPCC's XOR, as in seed 001).  --verify
+ * replays the whole stream on the host and requires every counter to match.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/app.h"
+#include "grain/grain.h"
+#include "gups_stream.h"
+
+extern const char gups_kernel_source[];
+
+typedef struct gups_options {
+    unsigned log2_table;
+    unsigned long long updates; /* 0: 4 x table size, as HPCC */
+    unsigned long long per_wi;
+    unsigned long long wg_size;
+    int verify, json;
+} gups_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gups [--log2-table N] [--updates N] [--per-wi N] [--wg-size N] [--verify] [--json]\n"
+            "  --log2-table N  table of 2^N 64-bit counters over all ranks (default 20)\n"
+            "  --updates N     updates over all ranks (default 4 x table size)\n"
+            "  --per-wi N      updates per work-item (default 64)\n"
+            "  --wg-size N     work-group size (default: queue width, at most 256)\n"
+            "  --verify        replay the stream on the host and require an exact match\n"
+            "  --json          print one JSON object with the result and statistics\n");
+    app_config_usage(out);
+}
+
+static void parse(int argc, char **argv, gups_options_t *o, grain_config_t *config)
+{
+    *o = (gups_options_t){.log2_table = 20, .per_wi = 64};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = app_config_option(config, argc, argv, &i);
+        if (taken < 0)
+            exit(APP_EXIT_ERROR);
+        if (taken)
+            continue;
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(APP_EXIT_OK);
+        } else if (i + 1 < argc && strcmp(a, "--log2-table") == 0) {
+            o->log2_table = (unsigned)app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--updates") == 0) {
+            o->updates = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--per-wi") == 0) {
+            o->per_wi = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--wg-size") == 0) {
+            o->wg_size = app_parse_u64(a, argv[++i]);
+        } else {
+            fprintf(stderr, "gups: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            exit(APP_EXIT_ERROR);
+        }
+    }
+    if (o->log2_table < 1 || o->log2_table > 40 || o->per_wi == 0) {
+        fprintf(stderr, "gups: --log2-table must be 1 to 40 and --per-wi at least 1\n");
+        exit(APP_EXIT_ERROR);
+    }
+    if (o->updates == 0)
+        o->updates = 4ull << o->log2_table;
+}
+
+/* Replays the whole stream and counts the mismatches in this rank's block. */
+static unsigned long long verify(const int64_t *table, unsigned long long updates, uint64_t mask,
+                                 uint64_t owned, uint64_t local_entries, int my_pe)
+{
+    int64_t *expect = calloc(owned ? owned : 1, sizeof *expect);
+    if (expect == NULL) {
+        fprintf(stderr, "gups: no memory to verify\n");
+        exit(APP_EXIT_ERROR);
+    }
+    uint64_t first = (uint64_t)my_pe * local_entries;
+    uint64_t ran = 1; /* element 0 of the stream; update k uses element k + 1 */
+    for (unsigned long long k = 0; k < updates; k++) {
+        ran = gups_next(ran);
+        uint64_t index = ran & mask;
+        if (index - first < owned)
+            expect[index - first]++;
+    }
+    unsigned long long bad = 0;
+    for (uint64_t i = 0; i < owned; i++)
+        bad += table[i] != expect[i];
+    free(expect);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    gups_options_t o;
+    parse(argc, argv, &o, config);
+
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    int me = grain_my_pe(g), npes = grain_n_pes(g);
+
+    uint64_t size = 1ull << o.log2_table, mask = size - 1;
+    uint64_t local_entries = (size + (uint64_t)npes - 1) / (uint64_t)npes;
+    unsigned long long first = o.updates * (unsigned long long)me / (unsigned long long)npes;
+    unsigned long long count = o.updates * (unsigned long long)(me + 1) / (unsigned long long)npes - first;
+
+    int64_t *table;
+    uint64_t *m2;
+    app_check(grain_malloc(g, local_entries * sizeof *table, (void **)&table), "allocating the table");
+    app_check(grain_mem_alloc(g, 64 * sizeof *m2, (void **)&m2), "allocating the stream table");
+    uint64_t host_m2[64];
+    gups_m2_table(host_m2);
+    app_check(grain_memcpy(g, m2, host_m2, sizeof host_m2), "copying the stream table");
+
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    app_check(grain_program_create(g, gups_kernel_source, NULL, &prog), "building the gups kernel");
+    app_check(grain_kernel_create(prog, "gups", &k), "creating the gups kernel");
+
+    /* Every rank launches the same grid so that the loop is uniform. */
+    unsigned long long max_count = o.updates / (unsigned long long)npes + 1;
+    size_t wg = o.wg_size ? (size_t)o.wg_size : 256;
+    size_t items = (size_t)((max_count + o.per_wi - 1) / o.per_wi);
+    size_t global = (items + wg - 1) / wg * wg;
+    uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
+    app_check(grain_kernel_set_arg_ptr(k, 1, table), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 2, m2), "setting kernel arguments");
+    for (unsigned i = 0; i < 5; i++)
+        app_check(grain_kernel_set_arg(k, 3 + i, sizeof args[i], &args[i]), "setting kernel arguments");
+
+    app_check(grain_barrier(g), "the barrier before the run");
+    double t0 = app_seconds();
+    app_check(grain_launch(k, 1, &global, &wg), "launching gups");
+    app_check(grain_quiet(g), "grain_quiet after gups");
+    double seconds = app_seconds() - t0;
+    double slowest = seconds;
+    app_check(grain_allreduce(g, &slowest, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+
+    int verified = -1;
+    if (o.verify) {
+        /* The last blocks may be short (or empty) when the ranks do not divide the table. */
+        uint64_t lo = local_entries * (uint64_t)me;
+        uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
+        unsigned long long bad = verify(table, o.updates, mask, owned, local_entries, me);
+        uint64_t total = bad;
+        app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
+        verified = total == 0;
+        if (me == 0 && !o.json)
+            printf("verification: %s (%llu of %llu counters differ)\n", verified ? "passed" : "FAILED",
+                   (unsigned long long)total, (unsigned long long)size);
+    }
+    double gups = (double)o.updates / slowest / 1e9;
+    if (me == 0 && !o.json)
+        printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s)\n", npes,
+               o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
+               grain_transport_name(g));
+    FILE *out = me == 0 && o.json ? stdout : NULL;
+    if (out != NULL) {
+        fprintf(out, "{");
+        app_json_common(out, g, "gups");
+        fprintf(out, ",\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,"
+                     "\"wg_size\":%zu,\"per_wi\":%llu,\"stats\":",
+                verified < 0 ? "null" : verified ? "true" : "false", slowest, gups,
+                (unsigned long long)size, o.updates, wg, o.per_wi);
+    }
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fprintf(out, "}\n");
+
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    app_check(grain_mem_free(g, m2), "freeing");
+    app_check(grain_free(g, table), "freeing");
+    app_check(grain_finalize(g), "grain_finalize");
+    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+}

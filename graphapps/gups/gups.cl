@@ -1,0 +1,24 @@
+/*
+ * GUPS through grain: every update is an atomic increment at the rank that
+ * owns the table entry (seed 001, figure 4b).  Work-item w of this rank
+ * applies updates [first + w * per_wi, first + (w + 1) * per_wi) of the
+ * global stream; the loop bound is uniform and lanes past the end of the
+ * rank's share pass active = 0 (software predication).
+ */
+#include "grain/device.h"
+#include "gups_stream.h"
+
+GRAIN_KERNEL void gups(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table,
+                       GRAIN_GLOBAL const grain_u64 *m2, grain_u64 first, grain_u64 count,
+                       grain_u64 per_wi, grain_u64 local_entries, grain_u64 mask)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 begin = grain_global_linear_id() * per_wi;
+    grain_u64 mine = begin >= count ? 0 : (count - begin < per_wi ? count - begin : per_wi);
+    grain_u64 ran = gups_starts((grain_i64)(first + begin), m2);
+    for (grain_u64 i = 0; i < per_wi; i++) {
+        ran = gups_next(ran);
+        grain_u64 index = ran & mask;
+        grain_inc64(&wg, &table[index % local_entries], (grain_i32)(index / local_entries), i < mine);
+    }
+}

@@ -1,0 +1,192 @@
+/*
+ * grain device API: one-sided messages from any work-item.
+ *
+ * Every work-item of a work-group calls the same function; lanes with nothing
+ * to send pass active = 0.  Names and argument order follow OpenSHMEM
+ * (destination in the symmetric heap, value, PE), plus `active`:
+ *
+ *   GRAIN_KERNEL void k(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table, ...)
+ *   {
+ *       GRAIN_WG_BEGIN(wg);
+ *       grain_inc64(&wg, &table[idx], owner, idx_is_valid);
+ *   }
+ *
+ * How queue space is reserved is chosen at compile time with GRAIN_RESERVE:
+ * GRAIN_RESERVE_WG (default: the work-group's leader reserves one slot for all
+ * its active lanes), GRAIN_RESERVE_SG (one slot per sub-group of
+ * GRAIN_SG_WIDTH lanes) or GRAIN_RESERVE_WI (one slot per work-item).
+ */
+#ifndef GRAIN_DEVICE_H
+#define GRAIN_DEVICE_H
+
+#include "grain/device/port.h"
+#include "grain/device/ctx.h"
+#include "grain/device/queue.h"
+#include "grain/device/wg.h"
+
+#define GRAIN_RESERVE_WG 0
+#define GRAIN_RESERVE_SG 1
+#define GRAIN_RESERVE_WI 2
+
+#ifndef GRAIN_RESERVE
+#define GRAIN_RESERVE GRAIN_RESERVE_WG
+#endif
+#ifndef GRAIN_SG_WIDTH
+#define GRAIN_SG_WIDTH 32
+#endif
+
+#if GRAIN_RESERVE == GRAIN_RESERVE_WG
+#define GRAIN_RESERVE_SEGMENT GRAIN_MAX_WG
+#elif GRAIN_RESERVE == GRAIN_RESERVE_SG
+#define GRAIN_RESERVE_SEGMENT GRAIN_SG_WIDTH
+#endif
+
+/* Active-message handlers are written in this dialect too, so that the same
+ * source runs wherever the destination applies its messages. */
+#define GRAIN_AM_HANDLER(name) \
+    void name(GRAIN_GLOBAL char *heap, grain_u32 src_pe, grain_u64 a0, grain_u64 a1)
+
+#if !defined(GRAIN_DIALECT_HOST)
+
+/* First parameter of every kernel that uses grain. */
+#define GRAIN_KERNEL_CTX GRAIN_GLOBAL grain_dev_t *grain_ctx_
+
+/* Declares `wg` and its local scratch; must stand at kernel function scope. */
+#define GRAIN_WG_BEGIN(wg)                                              \
+    GRAIN_LOCAL grain_i64 grain_scratch_[GRAIN_WG_SCRATCH_WORDS];       \
+    grain_wg_t wg;                                                      \
+    wg.ctx = grain_ctx_;                                                \
+    wg.scratch = grain_scratch_
+
+GRAIN_INLINE int grain_dev_my_pe(const grain_wg_t *wg) { return (int)wg->ctx->my_pe; }
+GRAIN_INLINE int grain_dev_n_pes(const grain_wg_t *wg) { return (int)wg->ctx->n_pes; }
+
+/* A message that would be rejected at its destination is refused here, so the
+ * kernel's first bad call is reported with the work-item that made it. */
+GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, grain_u32 handler,
+                                  grain_i32 pe, grain_u64 offset)
+{
+    grain_u64 item = grain_global_linear_id();
+    if (pe < 0 || (grain_u32)pe >= ctx->n_pes) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_PE, cmd, (grain_u64)(grain_i64)pe, item);
+        return 0;
+    }
+    if (cmd == GRAIN_CMD_AM) {
+        if (!grain_handler_registered(ctx, handler)) {
+            grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_HANDLER, cmd, handler, item);
+            return 0;
+        }
+        return 1;
+    }
+    grain_u32 width = grain_cmd_width(cmd);
+    if (offset > ctx->heap_size - width || offset % width != 0) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_OFFSET, cmd, offset, item);
+        return 0;
+    }
+    return 1;
+}
+
+GRAIN_INLINE void grain_msg_write_(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket, grain_u32 col,
+                                   grain_u64 hdr, grain_u64 w1, grain_u64 w2)
+{
+    GRAIN_GLOBAL grain_u64 *p = grain_queue_payload(q, ticket);
+    grain_u32 width = q->width;
+    p[col] = hdr;
+    p[width + col] = w1;
+    p[2 * width + col] = w2;
+}
+
+/* The send path: validate, reserve, write the lane's column, publish. */
+GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
+                              grain_u64 w1, grain_u64 w2, int active)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+    GRAIN_GLOBAL grain_queue_t *q = ctx->queue;
+    if (active)
+        active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
+    grain_u64 hdr = GRAIN_HDR(cmd, handler, (grain_u32)pe);
+
+#if GRAIN_RESERVE == GRAIN_RESERVE_WI
+    if (active) {
+        grain_u64 ticket = grain_queue_reserve(q);
+        grain_msg_write_(q, ticket, 0, hdr, w1, w2);
+        grain_fence_release();
+        grain_queue_publish(q, ticket, 1);
+    }
+#else
+    grain_i64 count;
+    grain_i64 incl = grain_seg_scan_(wg->scratch, GRAIN_RESERVE_SEGMENT, GRAIN_OP_ADD, 1, active,
+                                     &count);
+    grain_u32 seg0 = (grain_local_linear_id() / GRAIN_RESERVE_SEGMENT) * GRAIN_RESERVE_SEGMENT;
+    /* The highest active lane leads: one atomic for the whole segment. */
+    int leader = active && incl == count;
+    if (leader)
+        wg->scratch[seg0] = (grain_i64)grain_queue_reserve(q);
+    grain_wg_barrier();
+    grain_u64 ticket = (grain_u64)wg->scratch[seg0];
+    if (active)
+        grain_msg_write_(q, ticket, (grain_u32)(incl - 1), hdr, w1, w2);
+    grain_wg_barrier();
+    if (leader) {
+        grain_fence_release();
+        grain_queue_publish(q, ticket, (grain_u32)count);
+    }
+#endif
+}
+
+GRAIN_INLINE grain_u64 grain_heap_offset_(const grain_wg_t *wg, GRAIN_GLOBAL void *dest)
+{
+    return (grain_u64)((GRAIN_GLOBAL char *)dest - wg->ctx->heap);
+}
+
+/* PUT: store `value` at `dest` (a symmetric-heap address) on PE `pe`. */
+GRAIN_INLINE void grain_put64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *dest, grain_i64 value,
+                              grain_i32 pe, int active)
+{
+    grain_send_(wg, GRAIN_CMD_PUT64, 0, pe, grain_heap_offset_(wg, dest), (grain_u64)value, active);
+}
+
+GRAIN_INLINE void grain_put32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *dest, grain_i32 value,
+                              grain_i32 pe, int active)
+{
+    grain_send_(wg, GRAIN_CMD_PUT32, 0, pe, grain_heap_offset_(wg, dest), (grain_u64)(grain_u32)value,
+                active);
+}
+
+/* Atomic add at the destination. */
+GRAIN_INLINE void grain_add64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *dest, grain_i64 value,
+                              grain_i32 pe, int active)
+{
+    grain_send_(wg, GRAIN_CMD_ADD64, 0, pe, grain_heap_offset_(wg, dest), (grain_u64)value, active);
+}
+
+GRAIN_INLINE void grain_add32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *dest, grain_i32 value,
+                              grain_i32 pe, int active)
+{
+    grain_send_(wg, GRAIN_CMD_ADD32, 0, pe, grain_heap_offset_(wg, dest), (grain_u64)(grain_u32)value,
+                active);
+}
+
+/* Atomic increment at the destination (the smallest message on the wire). */
+GRAIN_INLINE void grain_inc64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *dest, grain_i32 pe,
+                              int active)
+{
+    grain_send_(wg, GRAIN_CMD_INC64, 0, pe, grain_heap_offset_(wg, dest), 0, active);
+}
+
+GRAIN_INLINE void grain_inc32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *dest, grain_i32 pe,
+                              int active)
+{
+    grain_send_(wg, GRAIN_CMD_INC32, 0, pe, grain_heap_offset_(wg, dest), 0, active);
+}
+
+/* Active message: run registered handler `handler` on PE `pe` with a0, a1. */
+GRAIN_INLINE void grain_am(const grain_wg_t *wg, grain_u32 handler, grain_u64 a0, grain_u64 a1,
+                           grain_i32 pe, int active)
+{
+    grain_send_(wg, GRAIN_CMD_AM, handler, pe, a0, a1, active);
+}
+
+#endif /* !GRAIN_DIALECT_HOST */
+
+#endif /* GRAIN_DEVICE_H */

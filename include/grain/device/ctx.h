@@ -1,0 +1,87 @@
+/*
+ * What device code knows of the runtime: the per-rank device context the
+ * runtime passes as every grain kernel's first argument, the message
+ * commands, and the device-side error word.
+ */
+#ifndef GRAIN_DEVICE_CTX_H
+#define GRAIN_DEVICE_CTX_H
+
+#include "grain/device/port.h"
+#include "grain/device/queue.h"
+
+/* Message commands, as they travel in the queue and on the wire. */
+#define GRAIN_CMD_PUT32 1u
+#define GRAIN_CMD_PUT64 2u
+#define GRAIN_CMD_ADD32 3u
+#define GRAIN_CMD_ADD64 4u
+#define GRAIN_CMD_INC32 5u
+#define GRAIN_CMD_INC64 6u
+#define GRAIN_CMD_AM 7u
+#define GRAIN_CMD_COUNT 8u
+
+/* Rows of a message in the queue: header, offset (or first AM argument),
+ * value (or second AM argument). */
+#define GRAIN_MSG_ROWS 3u
+
+/* Queue header word: command, handler id, destination PE. */
+#define GRAIN_HDR(cmd, handler, pe) \
+    ((grain_u64)(cmd) | ((grain_u64)(handler) << 8) | ((grain_u64)(pe) << 32))
+#define GRAIN_HDR_CMD(h) ((grain_u32)((h) & 0xffu))
+#define GRAIN_HDR_HANDLER(h) ((grain_u32)(((h) >> 8) & 0xffffu))
+#define GRAIN_HDR_PE(h) ((grain_u32)((h) >> 32))
+
+#define GRAIN_MAX_HANDLERS 256u
+
+/* Kinds of device-side error: the first one a kernel hits is kept. */
+#define GRAIN_DEV_ERR_NONE 0u
+#define GRAIN_DEV_ERR_BAD_PE 1u
+#define GRAIN_DEV_ERR_BAD_OFFSET 2u
+#define GRAIN_DEV_ERR_BAD_HANDLER 3u
+
+typedef struct grain_dev {
+    GRAIN_DPTR(char) heap;           /* this rank's copy of the symmetric heap */
+    grain_u64 heap_size;
+    GRAIN_DPTR(grain_queue_t) queue; /* this rank's producer/consumer queue */
+    grain_u32 my_pe;
+    grain_u32 n_pes;
+    grain_u32 err_kind;              /* GRAIN_DEV_ERR_*, set once */
+    grain_u32 err_cmd;
+    grain_u32 handlers[GRAIN_MAX_HANDLERS / 32]; /* bit set: handler id registered */
+    grain_u64 err_value;             /* the bad PE, offset or handler id */
+    grain_u64 err_item;              /* global linear id of the work-item */
+} grain_dev_t;
+
+GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind, grain_u32 cmd,
+                                  grain_u64 value, grain_u64 item)
+{
+    grain_u32 none = GRAIN_DEV_ERR_NONE;
+    if (grain_atomic_cas_u32(&ctx->err_kind, &none, kind)) {
+        ctx->err_cmd = cmd;
+        ctx->err_value = value;
+        ctx->err_item = item;
+    }
+}
+
+GRAIN_INLINE int grain_handler_registered(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 id)
+{
+    return id < GRAIN_MAX_HANDLERS && ((ctx->handlers[id / 32] >> (id % 32)) & 1u);
+}
+
+/* Bytes a command touches at its destination (0 for active messages). */
+GRAIN_INLINE grain_u32 grain_cmd_width(grain_u32 cmd)
+{
+    switch (cmd) {
+    case GRAIN_CMD_PUT32:
+    case GRAIN_CMD_ADD32:
+    case GRAIN_CMD_INC32:
+        return 4;
+    case GRAIN_CMD_PUT64:
+    case GRAIN_CMD_ADD64:
+    case GRAIN_CMD_INC64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+#endif /* GRAIN_DEVICE_CTX_H */

@@ -1,0 +1,166 @@
+/*
+ * Portability layer for grain device code.
+ *
+ * Every device source of grain (the device API, the apps' kernels and their
+ * active-message handlers) is written once in the dialect this header defines
+ * and compiled as OpenCL C at run time, or as host C11 where the host applies
+ * messages itself (fine-grained SVM) and in unit tests.  CUDA and HIP map the
+ * same names in the backends that bring them.
+ *
+ * Pointer arguments carry an explicit address space because OpenCL C without
+ * the generic address space (PoCL 3.1) needs it.
+ */
+#ifndef GRAIN_DEVICE_PORT_H
+#define GRAIN_DEVICE_PORT_H
+
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
+#define GRAIN_DIALECT_OPENCL 1
+#else
+#define GRAIN_DIALECT_HOST 1
+#endif
+
+/* ------------------------------------------------------------------------ */
+#if defined(GRAIN_DIALECT_OPENCL)
+
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+
+typedef ulong grain_u64;
+typedef long grain_i64;
+typedef uint grain_u32;
+typedef int grain_i32;
+
+#define GRAIN_GLOBAL __global
+#define GRAIN_LOCAL __local
+#define GRAIN_KERNEL __kernel
+#define GRAIN_INLINE static inline
+#define GRAIN_DPTR(T) __global T *
+
+/*
+ * The host reads the queue concurrently with the kernel, so queue atomics need
+ * a scope that includes the host.  PoCL 3.1 does not know
+ * memory_scope_all_svm_devices; on a CPU device the device scope already
+ * covers the host threads that consume the queue.
+ */
+#if defined(__opencl_c_atomic_scope_all_devices)
+#define GRAIN_SCOPE_SYSTEM memory_scope_all_svm_devices
+#else
+#define GRAIN_SCOPE_SYSTEM memory_scope_device
+#endif
+
+#define GRAIN_A32(p) ((volatile __global atomic_uint *)(p))
+#define GRAIN_A64(p) ((volatile __global atomic_ulong *)(p))
+
+#define grain_atomic_load_acquire_u32(p) \
+    atomic_load_explicit(GRAIN_A32(p), memory_order_acquire, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_load_relaxed_u32(p) \
+    atomic_load_explicit(GRAIN_A32(p), memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_store_release_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_release, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_store_relaxed_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_cas_u32(p, expected_p, desired) \
+    atomic_compare_exchange_strong_explicit(GRAIN_A32(p), (expected_p), (desired), \
+        memory_order_acq_rel, memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_fetch_add_u32(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_fetch_add_u64(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_load_acquire_u64(p) \
+    atomic_load_explicit(GRAIN_A64(p), memory_order_acquire, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_fetch_min_i64(p, v) \
+    atomic_fetch_min_explicit((volatile __global atomic_long *)(p), (long)(v), \
+        memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+#define grain_atomic_fetch_max_i64(p, v) \
+    atomic_fetch_max_explicit((volatile __global atomic_long *)(p), (long)(v), \
+        memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
+
+/* Work-item ids flattened over all three dimensions. */
+GRAIN_INLINE grain_u32 grain_local_linear_id(void)
+{
+    return (grain_u32)(get_local_id(2) * get_local_size(1) * get_local_size(0) +
+                       get_local_id(1) * get_local_size(0) + get_local_id(0));
+}
+
+GRAIN_INLINE grain_u32 grain_local_linear_size(void)
+{
+    return (grain_u32)(get_local_size(0) * get_local_size(1) * get_local_size(2));
+}
+
+GRAIN_INLINE grain_u64 grain_global_linear_id(void)
+{
+    return (grain_u64)(get_global_id(2) - get_global_offset(2)) * get_global_size(1) *
+               get_global_size(0) +
+           (grain_u64)(get_global_id(1) - get_global_offset(1)) * get_global_size(0) +
+           (grain_u64)(get_global_id(0) - get_global_offset(0));
+}
+
+#define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#define grain_fence_release() \
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_SCOPE_SYSTEM)
+
+/* ------------------------------------------------------------------------ */
+#elif defined(GRAIN_DIALECT_HOST)
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef uint64_t grain_u64;
+typedef int64_t grain_i64;
+typedef uint32_t grain_u32;
+typedef int32_t grain_i32;
+
+#define GRAIN_GLOBAL
+#define GRAIN_LOCAL
+#define GRAIN_INLINE static inline
+#define GRAIN_DPTR(T) T *
+
+/* Plain words reinterpreted as atomics: lock-free 4- and 8-byte atomics have
+ * the representation of the plain type on every platform grain supports. */
+#define GRAIN_A32(p) ((_Atomic grain_u32 *)(p))
+#define GRAIN_A64(p) ((_Atomic grain_u64 *)(p))
+
+#define grain_atomic_load_acquire_u32(p) atomic_load_explicit(GRAIN_A32(p), memory_order_acquire)
+#define grain_atomic_load_relaxed_u32(p) atomic_load_explicit(GRAIN_A32(p), memory_order_relaxed)
+#define grain_atomic_store_release_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (v), memory_order_release)
+#define grain_atomic_store_relaxed_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (v), memory_order_relaxed)
+#define grain_atomic_cas_u32(p, expected_p, desired) \
+    atomic_compare_exchange_strong_explicit(GRAIN_A32(p), (expected_p), (desired), \
+        memory_order_acq_rel, memory_order_relaxed)
+#define grain_atomic_fetch_add_u32(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A32(p), (v), memory_order_relaxed)
+#define grain_atomic_fetch_add_u64(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A64(p), (v), memory_order_relaxed)
+#define grain_atomic_load_acquire_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_acquire)
+
+GRAIN_INLINE grain_i64 grain_host_fetch_min_i64(grain_i64 *p, grain_i64 v)
+{
+    _Atomic grain_i64 *a = (_Atomic grain_i64 *)p;
+    grain_i64 old = atomic_load_explicit(a, memory_order_relaxed);
+    while (v < old &&
+           !atomic_compare_exchange_weak_explicit(a, &old, v, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+    return old;
+}
+
+GRAIN_INLINE grain_i64 grain_host_fetch_max_i64(grain_i64 *p, grain_i64 v)
+{
+    _Atomic grain_i64 *a = (_Atomic grain_i64 *)p;
+    grain_i64 old = atomic_load_explicit(a, memory_order_relaxed);
+    while (v > old &&
+           !atomic_compare_exchange_weak_explicit(a, &old, v, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+    return old;
+}
+
+#define grain_atomic_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+#define grain_atomic_fetch_max_i64(p, v) grain_host_fetch_max_i64((p), (v))
+#define grain_fence_release() atomic_thread_fence(memory_order_release)
+
+#endif /* dialect */
+
+#endif /* GRAIN_DEVICE_PORT_H */

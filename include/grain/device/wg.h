@@ -1,0 +1,127 @@
+/*
+ * Diverged work-group-level reduce and prefix-sum (seed 001, section 5.2).
+ *
+ * Every work-item of the work-group calls these with the same arguments
+ * except `v` and `active`; inactive lanes contribute the non-interfering
+ * value of the operation, so divergent code keeps working as long as the call
+ * itself is reached by all lanes (software predication).
+ *
+ * They run over segments of `seg` consecutive lanes: the whole work-group
+ * (seg >= work-group size), a sub-group, or a single lane.  One
+ * Hillis-Steele scan in local memory serves every operation; it needs no
+ * native work-group collectives, which PoCL and many OpenCL drivers lack.
+ */
+#ifndef GRAIN_DEVICE_WG_H
+#define GRAIN_DEVICE_WG_H
+
+#include "grain/device/ctx.h"
+
+#ifndef GRAIN_MAX_WG
+#define GRAIN_MAX_WG 256
+#endif
+
+/* Local scratch: the scan double-buffers; the send path reuses the first
+ * word of a segment to broadcast the leader's ticket. */
+#define GRAIN_WG_SCRATCH_WORDS (2 * GRAIN_MAX_WG)
+
+#define GRAIN_OP_ADD 0
+#define GRAIN_OP_MAX 1
+#define GRAIN_OP_MIN 2
+
+#define GRAIN_I64_MAX ((grain_i64)0x7fffffffffffffff)
+#define GRAIN_I64_MIN (-GRAIN_I64_MAX - 1)
+
+GRAIN_INLINE grain_i64 grain_op_identity_(int op)
+{
+    return op == GRAIN_OP_ADD ? 0 : op == GRAIN_OP_MAX ? GRAIN_I64_MIN : GRAIN_I64_MAX;
+}
+
+GRAIN_INLINE grain_i64 grain_op_apply_(int op, grain_i64 a, grain_i64 b)
+{
+    if (op == GRAIN_OP_ADD)
+        return a + b;
+    if (op == GRAIN_OP_MAX)
+        return a > b ? a : b;
+    return a < b ? a : b;
+}
+
+/* What every work-item of a work-group holds to call the device API. */
+typedef struct grain_wg {
+    GRAIN_GLOBAL grain_dev_t *ctx;
+    GRAIN_LOCAL grain_i64 *scratch; /* GRAIN_WG_SCRATCH_WORDS words */
+} grain_wg_t;
+
+#if !defined(GRAIN_DIALECT_HOST)
+/*
+ * Inclusive scan of `v` over the active lanes of this lane's segment; the
+ * segment's total is stored in *total_p.  All lanes must call it.
+ */
+GRAIN_INLINE grain_i64 grain_seg_scan_(GRAIN_LOCAL grain_i64 *scratch, grain_u32 seg, int op,
+                                       grain_i64 v, int active, grain_i64 *total_p)
+{
+    grain_u32 lid = grain_local_linear_id();
+    grain_u32 n = grain_local_linear_size();
+    grain_u32 seg0 = (lid / seg) * seg;
+    grain_u32 last = seg0 + seg < n ? seg0 + seg - 1 : n - 1;
+    GRAIN_LOCAL grain_i64 *a = scratch;
+    GRAIN_LOCAL grain_i64 *b = scratch + GRAIN_MAX_WG;
+    grain_i64 x = active ? v : grain_op_identity_(op);
+
+    a[lid] = x;
+    grain_wg_barrier();
+    /* The loop bound depends only on uniform values, so every lane reaches
+     * every barrier. */
+    for (grain_u32 d = 1; d < seg && d < n; d <<= 1) {
+        if (lid >= seg0 + d)
+            x = grain_op_apply_(op, a[lid - d], x);
+        b[lid] = x;
+        grain_wg_barrier();
+        GRAIN_LOCAL grain_i64 *t = a;
+        a = b;
+        b = t;
+    }
+    *total_p = a[last];
+    grain_wg_barrier();
+    return x;
+}
+
+GRAIN_INLINE grain_i64 grain_wg_reduce_(const grain_wg_t *wg, int op, grain_i64 v, int active)
+{
+    grain_i64 total;
+    grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, op, v, active, &total);
+    return total;
+}
+
+/* The reduction over the active lanes, returned to every lane. */
+GRAIN_INLINE grain_i64 grain_wg_reduce_add(const grain_wg_t *wg, grain_i64 v, int active)
+{
+    return grain_wg_reduce_(wg, GRAIN_OP_ADD, v, active);
+}
+
+GRAIN_INLINE grain_i64 grain_wg_reduce_max(const grain_wg_t *wg, grain_i64 v, int active)
+{
+    return grain_wg_reduce_(wg, GRAIN_OP_MAX, v, active);
+}
+
+GRAIN_INLINE grain_i64 grain_wg_reduce_min(const grain_wg_t *wg, grain_i64 v, int active)
+{
+    return grain_wg_reduce_(wg, GRAIN_OP_MIN, v, active);
+}
+
+/* Prefix sums over the active lanes, in lane order; inactive lanes get 0. */
+GRAIN_INLINE grain_i64 grain_wg_scan_inclusive_add(const grain_wg_t *wg, grain_i64 v, int active)
+{
+    grain_i64 total;
+    grain_i64 x = grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, GRAIN_OP_ADD, v, active, &total);
+    return active ? x : 0;
+}
+
+GRAIN_INLINE grain_i64 grain_wg_scan_exclusive_add(const grain_wg_t *wg, grain_i64 v, int active)
+{
+    grain_i64 total;
+    grain_i64 x = grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, GRAIN_OP_ADD, v, active, &total);
+    return active ? x - v : 0;
+}
+#endif /* !GRAIN_DIALECT_HOST */
+
+#endif /* GRAIN_DEVICE_WG_H */

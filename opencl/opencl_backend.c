@@ -1,0 +1,458 @@
+/*
+ * The OpenCL backend: fine-grained buffer SVM with SVM atomics, so host
+ * threads consume the queue while the kernel fills it and apply received
+ * messages straight into the heap.  Runs on PoCL (CPU) and on any OpenCL 2.0+
+ * device that has those capabilities; a device without them is refused with
+ * the capability it lacks.
+ */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+
+struct grain_backend {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    grain_backend_info_t info;
+    char cl_std[16]; /* -cl-std= value */
+    /* Every live SVM allocation: kernels reach the heap and the queue through
+     * pointers stored in the device context, which OpenCL requires to be
+     * declared with CL_KERNEL_EXEC_INFO_SVM_PTRS. */
+    pthread_mutex_t lock;
+    void **svm;
+    size_t n_svm, cap_svm;
+};
+
+struct grain_bprogram {
+    grain_backend_t *backend;
+    cl_program program;
+};
+
+struct grain_bkernel {
+    grain_backend_t *backend;
+    cl_kernel kernel;
+};
+
+static const char *cl_error_name(cl_int err)
+{
+    switch (err) {
+#define E(x) case x: return #x;
+    E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+    E(CL_BUILD_PROGRAM_FAILURE) E(CL_INVALID_VALUE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE)
+    E(CL_INVALID_CONTEXT) E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_PROGRAM)
+    E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL)
+    E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+    E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_OPERATION)
+    E(CL_INVALID_BUILD_OPTIONS)
+#undef E
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "unknown OpenCL error";
+    }
+}
+
+#define CL_FAIL(err, what) \
+    grain_fail(GRAIN_ERR_BACKEND, "opencl: %s failed: %s (%d)", (what), cl_error_name(err), (int)(err))
+
+static void device_string(cl_device_id dev, cl_device_info param, char *buf, size_t size)
+{
+    if (clGetDeviceInfo(dev, param, size, buf, NULL) != CL_SUCCESS)
+        snprintf(buf, size, "?");
+}
+
+/* Why `dev` cannot run grain, or NULL when it can; fills the -cl-std value. */
+static const char *device_shortfall(cl_device_id dev, char *cl_std, size_t cl_std_size)
+{
+    cl_device_svm_capabilities svm = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL) != CL_SUCCESS)
+        svm = 0;
+    if (!(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER))
+        return "fine-grained buffer SVM (CL_DEVICE_SVM_FINE_GRAIN_BUFFER), which the host-device "
+               "queue needs";
+    if (!(svm & CL_DEVICE_SVM_ATOMICS))
+        return "SVM atomics (CL_DEVICE_SVM_ATOMICS), which the host-device queue needs";
+
+    char ext[8192];
+    device_string(dev, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
+    if (!strstr(ext, "cl_khr_int64_base_atomics") || !strstr(ext, "cl_khr_int64_extended_atomics"))
+        return "64-bit atomics (cl_khr_int64_base_atomics and cl_khr_int64_extended_atomics)";
+
+    char cver[256];
+    device_string(dev, CL_DEVICE_OPENCL_C_VERSION, cver, sizeof cver);
+    int major = 0, minor = 0;
+    sscanf(cver, "OpenCL C %d.%d", &major, &minor);
+    if (major >= 2) {
+        snprintf(cl_std, cl_std_size, "CL2.0");
+        return NULL;
+    }
+    /* OpenCL 3.0 devices may report OpenCL C 1.2 and list 3.0 with features. */
+    char dver[256];
+    device_string(dev, CL_DEVICE_VERSION, dver, sizeof dver);
+    if (sscanf(dver, "OpenCL %d.%d", &major, &minor) == 2 && major >= 3) {
+        size_t n = 0;
+        if (clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_FEATURES, 0, NULL, &n) == CL_SUCCESS && n > 0) {
+            cl_name_version *f = malloc(n);
+            int acq_rel = 0, dev_scope = 0;
+            if (f != NULL && clGetDeviceInfo(dev, CL_DEVICE_OPENCL_C_FEATURES, n, f, NULL) == CL_SUCCESS) {
+                for (size_t i = 0; i < n / sizeof *f; i++) {
+                    acq_rel |= strcmp(f[i].name, "__opencl_c_atomic_order_acq_rel") == 0;
+                    dev_scope |= strcmp(f[i].name, "__opencl_c_atomic_scope_device") == 0;
+                }
+            }
+            free(f);
+            if (acq_rel && dev_scope) {
+                snprintf(cl_std, cl_std_size, "CL3.0");
+                return NULL;
+            }
+        }
+    }
+    return "OpenCL C 2.0 atomics (or OpenCL C 3.0 with __opencl_c_atomic_order_acq_rel and "
+           "__opencl_c_atomic_scope_device)";
+}
+
+/* Does `selector` (an index or part of a name; empty matches all) pick item
+ * `index` named `name`? */
+static int selected(const char *selector, unsigned index, const char *name)
+{
+    if (selector[0] == '\0')
+        return 1;
+    char *end;
+    unsigned long want = strtoul(selector, &end, 10);
+    if (*end == '\0')
+        return want == index;
+    return strstr(name, selector) != NULL;
+}
+
+/*
+ * PoCL's worker threads and grain's host threads share the cores of a CPU
+ * device; with one worker per core the consumer starves (DESIGN.md: 1.1 M
+ * vs 106 M msg/s).  PoCL reads its thread count when the platform loads, so
+ * it is set before the first OpenCL call, unless the user set it.
+ */
+static void limit_cpu_device_threads(const grain_config_t *config, unsigned host_threads)
+{
+    if (getenv("POCL_MAX_PTHREAD_COUNT") != NULL)
+        return;
+    long threads = (long)config->cpu_device_threads;
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        long ranks_here = local ? atol(local) : 1;
+        if (ranks_here < 1)
+            ranks_here = 1;
+        threads = cores / ranks_here - (long)host_threads;
+        if (threads < 1)
+            threads = 1;
+    }
+    char text[32];
+    snprintf(text, sizeof text, "%ld", threads);
+    setenv("POCL_MAX_PTHREAD_COUNT", text, 0);
+}
+
+static grain_status_t pick_device(grain_backend_t *b, const grain_config_t *config)
+{
+    cl_uint n_platforms = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &n_platforms);
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && n_platforms == 0)) {
+        const char *vendors = getenv("OCL_ICD_VENDORS");
+        return grain_fail(GRAIN_ERR_NO_DEVICE,
+                          "opencl: no OpenCL platform found: the ICD loader found no driver in %s; "
+                          "install one (for CPUs: apt-get install pocl-opencl-icd)",
+                          vendors ? vendors : "/etc/OpenCL/vendors");
+    }
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clGetPlatformIDs");
+    cl_platform_id platforms[64];
+    if (n_platforms > 64)
+        n_platforms = 64;
+    clGetPlatformIDs(n_platforms, platforms, NULL);
+
+    char why[1024] = "";
+    for (cl_uint p = 0; p < n_platforms; p++) {
+        char pname[256];
+        if (clGetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS)
+            continue;
+        if (!selected(config->opencl_platform, p, pname))
+            continue;
+        cl_uint n_devices = 0;
+        cl_device_id devices[64];
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devices, &n_devices) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < n_devices && d < 64; d++) {
+            char dname[256];
+            device_string(devices[d], CL_DEVICE_NAME, dname, sizeof dname);
+            if (!selected(config->opencl_device, d, dname))
+                continue;
+            const char *lack = device_shortfall(devices[d], b->cl_std, sizeof b->cl_std);
+            if (lack != NULL) {
+                snprintf(why, sizeof why, "device \"%s\" of platform \"%s\" lacks %s", dname, pname,
+                         lack);
+                grain_info("opencl: skipping %s", why);
+                continue;
+            }
+            b->platform = platforms[p];
+            b->device = devices[d];
+            snprintf(b->info.device_name, sizeof b->info.device_name, "%s", dname);
+            return GRAIN_OK;
+        }
+    }
+    if (why[0] != '\0')
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "opencl: no usable device: %s", why);
+    return grain_fail(GRAIN_ERR_NO_DEVICE,
+                      "opencl: no device matches GRAIN_OPENCL_PLATFORM=\"%s\" and "
+                      "GRAIN_OPENCL_DEVICE=\"%s\" (clinfo lists what there is)",
+                      config->opencl_platform, config->opencl_device);
+}
+
+static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threads,
+                               grain_backend_t **backend_p)
+{
+    limit_cpu_device_threads(config, host_threads);
+    grain_backend_t *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for the backend");
+    pthread_mutex_init(&b->lock, NULL);
+    grain_status_t st = pick_device(b, config);
+    if (st != GRAIN_OK)
+        goto err_free;
+
+    cl_int err;
+    b->context = clCreateContext(NULL, 1, &b->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        st = CL_FAIL(err, "clCreateContext");
+        goto err_free;
+    }
+    b->queue = clCreateCommandQueueWithProperties(b->context, b->device, NULL, &err);
+    if (err != CL_SUCCESS) {
+        st = CL_FAIL(err, "clCreateCommandQueueWithProperties");
+        goto err_context;
+    }
+    cl_device_type type = 0;
+    size_t max_wg = 0, multiple = 0;
+    clGetDeviceInfo(b->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(b->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
+    b->info.max_wg_size = max_wg;
+    b->info.cpu_device = (type & CL_DEVICE_TYPE_CPU) != 0;
+    b->info.host_applies = 1; /* fine-grained SVM: the heap is host memory too */
+    b->info.subgroup_width = 32;
+    /* The preferred multiple is the SIMD width the compiler vectorizes for:
+     * the warp on NVIDIA, the wavefront on AMD. */
+    if (clGetDeviceInfo(b->device, CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof multiple,
+                        &multiple, NULL) == CL_SUCCESS &&
+        multiple > 0)
+        b->info.subgroup_width = (unsigned)multiple;
+    grain_info("opencl: using \"%s\" (%s)", b->info.device_name, b->cl_std);
+    *backend_p = b;
+    return GRAIN_OK;
+
+err_context:
+    clReleaseContext(b->context);
+err_free:
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+    return st;
+}
+
+static void ocl_close(grain_backend_t *b)
+{
+    for (size_t i = 0; i < b->n_svm; i++)
+        clSVMFree(b->context, b->svm[i]);
+    free(b->svm);
+    clReleaseCommandQueue(b->queue);
+    clReleaseContext(b->context);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+static void ocl_query(grain_backend_t *b, grain_backend_info_t *info)
+{
+    *info = b->info;
+}
+
+static grain_status_t ocl_alloc_shared(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    void *p = clSVMAlloc(b->context, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
+                         size, 64);
+    if (p == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: clSVMAlloc of %zu bytes failed", size);
+    pthread_mutex_lock(&b->lock);
+    if (b->n_svm == b->cap_svm) {
+        size_t cap = b->cap_svm ? 2 * b->cap_svm : 16;
+        void **svm = realloc(b->svm, cap * sizeof *svm);
+        if (svm == NULL) {
+            pthread_mutex_unlock(&b->lock);
+            clSVMFree(b->context, p);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory to track an SVM allocation");
+        }
+        b->svm = svm;
+        b->cap_svm = cap;
+    }
+    b->svm[b->n_svm++] = p;
+    pthread_mutex_unlock(&b->lock);
+    memset(p, 0, size);
+    *ptr_p = p;
+    return GRAIN_OK;
+}
+
+static void ocl_free_shared(grain_backend_t *b, void *ptr)
+{
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->n_svm; i++) {
+        if (b->svm[i] == ptr) {
+            b->svm[i] = b->svm[--b->n_svm];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    clSVMFree(b->context, ptr);
+}
+
+static grain_status_t ocl_copy(grain_backend_t *b, void *dst, const void *src, size_t size)
+{
+    (void)b; /* fine-grained SVM is coherent host memory */
+    memmove(dst, src, size);
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, const char *options,
+                                        grain_bprogram_t **program_p)
+{
+    grain_bprogram_t *prog = calloc(1, sizeof *prog);
+    if (prog == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for a program");
+    prog->backend = b;
+    cl_int err;
+    prog->program = clCreateProgramWithSource(b->context, 1, &source, NULL, &err);
+    if (err != CL_SUCCESS) {
+        free(prog);
+        return CL_FAIL(err, "clCreateProgramWithSource");
+    }
+    char opts[2048];
+    snprintf(opts, sizeof opts, "-cl-std=%s %s", b->cl_std, options ? options : "");
+    err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        size_t n = 0;
+        clGetProgramBuildInfo(prog->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+        char *log = malloc(n + 1);
+        if (log != NULL) {
+            clGetProgramBuildInfo(prog->program, b->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+            log[n] = '\0';
+        }
+        grain_status_t st = grain_fail(GRAIN_ERR_BUILD, "opencl: the kernel did not build (%s, options %s):\n%s",
+                                       cl_error_name(err), opts, log ? log : "(no build log)");
+        free(log);
+        clReleaseProgram(prog->program);
+        free(prog);
+        return st;
+    }
+    *program_p = prog;
+    return GRAIN_OK;
+}
+
+static void ocl_program_release(grain_bprogram_t *prog)
+{
+    clReleaseProgram(prog->program);
+    free(prog);
+}
+
+static grain_status_t ocl_kernel_create(grain_bprogram_t *prog, const char *name,
+                                        grain_bkernel_t **kernel_p)
+{
+    grain_bkernel_t *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for a kernel");
+    cl_int err;
+    k->backend = prog->backend;
+    k->kernel = clCreateKernel(prog->program, name, &err);
+    if (err != CL_SUCCESS) {
+        free(k);
+        if (err == CL_INVALID_KERNEL_NAME)
+            return grain_fail(GRAIN_ERR_INVALID, "opencl: the program has no kernel named \"%s\"", name);
+        return CL_FAIL(err, "clCreateKernel");
+    }
+    *kernel_p = k;
+    return GRAIN_OK;
+}
+
+static void ocl_kernel_release(grain_bkernel_t *k)
+{
+    clReleaseKernel(k->kernel);
+    free(k);
+}
+
+static grain_status_t ocl_kernel_set_arg(grain_bkernel_t *k, unsigned index, size_t size,
+                                         const void *value)
+{
+    cl_int err = clSetKernelArg(k->kernel, index, size, value);
+    if (err != CL_SUCCESS)
+        return grain_fail(GRAIN_ERR_INVALID, "opencl: setting kernel argument %u (%zu bytes): %s",
+                          index, size, cl_error_name(err));
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index, void *ptr)
+{
+    cl_int err = clSetKernelArgSVMPointer(k->kernel, index, ptr);
+    if (err != CL_SUCCESS)
+        return grain_fail(GRAIN_ERR_INVALID, "opencl: setting kernel argument %u to pointer %p: %s",
+                          index, ptr, cl_error_name(err));
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
+                                 const size_t *local)
+{
+    grain_backend_t *b = k->backend;
+    pthread_mutex_lock(&b->lock);
+    cl_int err = clSetKernelExecInfo(k->kernel, CL_KERNEL_EXEC_INFO_SVM_PTRS, b->n_svm * sizeof(void *),
+                                     b->svm);
+    pthread_mutex_unlock(&b->lock);
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS)");
+    err = clEnqueueNDRangeKernel(b->queue, k->kernel, dims, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clEnqueueNDRangeKernel");
+    /* Start it now: the host threads drain its queue while it runs. */
+    err = clFlush(b->queue);
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clFlush");
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_synchronize(grain_backend_t *b)
+{
+    cl_int err = clFinish(b->queue);
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clFinish");
+    return GRAIN_OK;
+}
+
+const grain_backend_ops_t grain_opencl_ops = {
+    .size = sizeof(grain_backend_ops_t),
+    .name = "opencl",
+    .open = ocl_open,
+    .close = ocl_close,
+    .query = ocl_query,
+    .alloc_shared = ocl_alloc_shared,
+    .free_shared = ocl_free_shared,
+    .copy = ocl_copy,
+    .program_build = ocl_program_build,
+    .program_release = ocl_program_release,
+    .kernel_create = ocl_kernel_create,
+    .kernel_release = ocl_kernel_release,
+    .kernel_set_arg = ocl_kernel_set_arg,
+    .kernel_set_arg_ptr = ocl_kernel_set_arg_ptr,
+    .launch = ocl_launch,
+    .synchronize = ocl_synchronize,
+};

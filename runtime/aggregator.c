@@ -1,0 +1,162 @@
+/*
+ * Aggregator threads (DESIGN.md, send path 4): drain queue slots, apply the
+ * messages addressed to this rank, pack the others per destination and hand
+ * full or expired buffers to the transport.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/backoff.h"
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/queue_consumer.h"
+#include "runtime/wire.h"
+
+/* Slots between two looks at the clock while the queue is busy. */
+#define TIMEOUT_CHECK_SLOTS 16u
+
+static void send_buffer(void *arg, grain_outbuf_t *buf)
+{
+    grain_aggregator_t *a = arg;
+    grain_t *g = a->grain;
+    grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, buf);
+    if (st != GRAIN_OK) {
+        /* Not sent, so not counted: quiet must not wait for these. */
+        a->packer.dest_msgs[buf->dest] -= buf->count;
+        grain_async_error(g, st, grain_error_message(g));
+        grain_packer_release(buf);
+    }
+}
+
+static void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, uint64_t now)
+{
+    grain_t *g = a->grain;
+    uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
+    /* The device checked the message; a slot that fails here was corrupted. */
+    if (pe >= (uint32_t)g->n_pes || grain_wire_msg_size(cmd) == 0) {
+        char why[160];
+        snprintf(why, sizeof why, "a queue slot holds a message with command %u for PE %u (of %d)",
+                 cmd, pe, g->n_pes);
+        grain_async_error(g, GRAIN_ERR_BAD_MESSAGE, why);
+        return;
+    }
+    a->cmd_msgs[cmd]++;
+    if (pe == (uint32_t)g->my_pe) {
+        /* Every current backend lets host threads write the heap. */
+        grain_apply_one(g->heap, g->handlers, pe, hdr, w1, w2);
+        a->local_msgs++;
+        return;
+    }
+    a->remote_msgs++;
+    if (grain_packer_append(&a->packer, pe, hdr, w1, w2, now) != GRAIN_OK) {
+        char why[160];
+        snprintf(why, sizeof why, "a %u-command message to PE %u has an offset the wire cannot carry",
+                 cmd, pe);
+        grain_async_error(g, GRAIN_ERR_BAD_OFFSET, why);
+    }
+}
+
+/* Processes one slot if a producer holds one; returns whether it did. */
+static int consume_slot(grain_aggregator_t *a, uint64_t *now)
+{
+    grain_t *g = a->grain;
+    grain_queue_t *q = g->queue;
+    grain_u64 ticket;
+    if (!grain_queue_try_claim(q, &ticket))
+        return 0;
+    /* The producer holds the ticket and will publish it; it may itself be
+     * waiting for the previous lap's consumer, so keep flushing meanwhile. */
+    grain_backoff_t backoff = {0};
+    while (!grain_queue_is_full(q, ticket)) {
+        grain_backoff_idle(&backoff);
+        *now = grain_now_ns();
+        grain_packer_flush_expired(&a->packer, *now);
+    }
+    grain_u32 count = grain_queue_count(q, ticket);
+    grain_u32 width = q->width;
+    const grain_u64 *p = grain_queue_payload(q, ticket);
+    for (grain_u32 c = 0; c < count; c++)
+        dispatch(a, p[c], p[width + c], p[2 * width + c], *now);
+    grain_queue_release(q, ticket);
+    a->slots++;
+    atomic_fetch_add_explicit(&g->retired, 1, memory_order_release);
+    return 1;
+}
+
+static void *aggregator_thread(void *arg)
+{
+    grain_aggregator_t *a = arg;
+    grain_t *g = a->grain;
+    grain_backoff_t backoff = {0};
+    uint64_t now = grain_now_ns();
+    unsigned since_clock = 0;
+    while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
+        if (consume_slot(a, &now)) {
+            grain_backoff_reset(&backoff);
+            if (++since_clock < TIMEOUT_CHECK_SLOTS)
+                continue;
+        }
+        since_clock = 0;
+        now = grain_now_ns();
+        grain_packer_flush_expired(&a->packer, now);
+        uint64_t epoch = atomic_load_explicit(&g->flush_epoch, memory_order_acquire);
+        if (epoch != atomic_load_explicit(&a->flush_ack, memory_order_relaxed)) {
+            grain_packer_flush_all(&a->packer, GRAIN_FLUSH_QUIET);
+            atomic_store_explicit(&a->flush_ack, epoch, memory_order_release);
+        }
+        grain_backoff_idle(&backoff);
+    }
+    return NULL;
+}
+
+grain_status_t grain_aggregators_start(grain_t *g)
+{
+    g->n_aggs = (unsigned)g->config.aggregators;
+    g->aggs = calloc(g->n_aggs, sizeof *g->aggs);
+    if (g->aggs == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %u aggregators", g->n_aggs);
+    for (unsigned i = 0; i < g->n_aggs; i++) {
+        grain_aggregator_t *a = &g->aggs[i];
+        a->grain = g;
+        a->index = i;
+        grain_status_t st = grain_packer_init(&a->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes,
+                                              g->config.buffer_size, (uint32_t)g->config.buffers_per_dest,
+                                              g->config.flush_timeout_us * 1000u, send_buffer, a);
+        if (st != GRAIN_OK) {
+            g->n_aggs = i;
+            grain_aggregators_stop(g);
+            return st;
+        }
+        if (pthread_create(&a->thread, NULL, aggregator_thread, a) != 0) {
+            grain_packer_destroy(&a->packer);
+            g->n_aggs = i;
+            grain_aggregators_stop(g);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "cannot start aggregator thread %u", i);
+        }
+    }
+    return GRAIN_OK;
+}
+
+void grain_aggregators_stop(grain_t *g)
+{
+    atomic_store_explicit(&g->stop, 1, memory_order_release);
+    for (unsigned i = 0; i < g->n_aggs; i++) {
+        pthread_join(g->aggs[i].thread, NULL);
+        grain_packer_destroy(&g->aggs[i].packer);
+    }
+    free(g->aggs);
+    g->aggs = NULL;
+    g->n_aggs = 0;
+}
+
+void grain_aggregators_drain(grain_t *g)
+{
+    unsigned spins = 0;
+    grain_u64 target = atomic_load_explicit(GRAIN_A64(&g->queue->write_idx), memory_order_acquire);
+    while (atomic_load_explicit(&g->retired, memory_order_acquire) < target)
+        grain_wait_a_little(&spins);
+    uint64_t epoch = atomic_fetch_add_explicit(&g->flush_epoch, 1, memory_order_acq_rel) + 1;
+    for (unsigned i = 0; i < g->n_aggs; i++)
+        while (atomic_load_explicit(&g->aggs[i].flush_ack, memory_order_acquire) < epoch)
+            grain_wait_a_little(&spins);
+}

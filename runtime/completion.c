@@ -1,0 +1,196 @@
+/*
+ * Completion: waiting for kernels, quiet/barrier, the receive callback that
+ * counts what was applied, error reporting and the host collectives.
+ *
+ * quiet counts, it never sleeps and hopes: every rank drains its queue and
+ * flushes its buffers, the ranks exchange how many messages each sent to
+ * each, and every rank waits until it has applied as many as were sent to it.
+ * A closing barrier makes that true on every rank before any returns.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/backoff.h"
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/wire.h"
+
+void grain_wait_a_little(unsigned *spins)
+{
+    if ((*spins)++ < 100u) {
+        sched_yield();
+        return;
+    }
+    struct timespec nap = {0, 10000};
+    nanosleep(&nap, NULL);
+}
+
+void grain_async_error(grain_t *g, grain_status_t status, const char *message)
+{
+    pthread_mutex_lock(&g->error_lock);
+    if (g->async_status == GRAIN_OK) {
+        g->async_status = status;
+        snprintf(g->async_message, sizeof g->async_message, "%s", message);
+        grain_log(GRAIN_LOG_ERROR, "%s", message);
+    }
+    pthread_mutex_unlock(&g->error_lock);
+}
+
+static const char *cmd_name(uint32_t cmd)
+{
+    static const char *const names[GRAIN_CMD_COUNT] = {"?", "put32", "put64", "add32", "add64",
+                                                       "inc32", "inc64", "am"};
+    return cmd < GRAIN_CMD_COUNT ? names[cmd] : "?";
+}
+
+static grain_status_t take_device_error(grain_t *g)
+{
+    grain_dev_t *d = g->dev;
+    uint32_t kind = d->err_kind;
+    if (kind == GRAIN_DEV_ERR_NONE)
+        return GRAIN_OK;
+    unsigned long long value = d->err_value, item = d->err_item;
+    const char *cmd = cmd_name(d->err_cmd);
+    grain_status_t st;
+    switch (kind) {
+    case GRAIN_DEV_ERR_BAD_PE:
+        st = grain_fail(GRAIN_ERR_BAD_PE,
+                        "work-item %llu of a kernel on rank %d sent a %s message to PE %lld, but the "
+                        "job has %d PEs (0 to %d); the message was not sent",
+                        item, g->my_pe, cmd, (long long)value, g->n_pes, g->n_pes - 1);
+        break;
+    case GRAIN_DEV_ERR_BAD_OFFSET:
+        st = grain_fail(GRAIN_ERR_BAD_OFFSET,
+                        "work-item %llu of a kernel on rank %d sent a %s message to heap offset %llu, "
+                        "outside the %llu-byte symmetric heap or misaligned (destinations must point "
+                        "into grain_malloc memory); the message was not sent",
+                        item, g->my_pe, cmd, value, (unsigned long long)g->config.heap_size);
+        break;
+    default:
+        st = grain_fail(GRAIN_ERR_BAD_HANDLER,
+                        "work-item %llu of a kernel on rank %d sent an active message to handler %llu, "
+                        "which is not registered (grain_am_register); the message was not sent",
+                        item, g->my_pe, value);
+        break;
+    }
+    d->err_kind = GRAIN_DEV_ERR_NONE;
+    return st;
+}
+
+grain_status_t grain_take_errors(grain_t *g)
+{
+    grain_status_t st = take_device_error(g);
+    pthread_mutex_lock(&g->error_lock);
+    grain_status_t async = g->async_status;
+    if (async != GRAIN_OK) {
+        grain_error_keep(g->async_message); /* logged where it happened */
+        g->async_status = GRAIN_OK;
+    }
+    pthread_mutex_unlock(&g->error_lock);
+    return st != GRAIN_OK ? st : async;
+}
+
+void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
+{
+    grain_t *g = arg;
+    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, g->handlers};
+    char why[512];
+    g->recv_buffers_from[src]++;
+    g->recv_bytes += len;
+    grain_status_t st = grain_wire_validate(data, len, src, &limits, why, sizeof why);
+    grain_wire_hdr_t h = {0};
+    if (len >= sizeof h)
+        memcpy(&h, data, sizeof h);
+    if (st != GRAIN_OK) {
+        grain_async_error(g, st, why);
+    } else {
+        grain_wire_apply(data, g->heap, g->handlers);
+    }
+    /* A rejected buffer counts as handled, so quiet reports the error
+     * instead of waiting for messages that will never apply. */
+    if (h.magic == GRAIN_WIRE_MAGIC)
+        atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
+}
+
+void grain_transport_sent(void *arg, void *token)
+{
+    (void)arg;
+    grain_packer_release(token);
+}
+
+grain_status_t grain_wait(grain_t *g)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_wait of a NULL handle");
+    grain_status_t st = g->bops->synchronize(g->backend);
+    g->kernels_in_flight = 0;
+    grain_status_t errs = grain_take_errors(g);
+    return st != GRAIN_OK ? st : errs;
+}
+
+static grain_status_t collective(grain_t *g, grain_coll_t *c)
+{
+    return g->tops->collective(g->transport, c);
+}
+
+grain_status_t grain_quiet(grain_t *g)
+{
+    grain_status_t st = grain_wait(g);
+    grain_aggregators_drain(g);
+    if (g->n_pes > 1) {
+        size_t n = (size_t)g->n_pes;
+        uint64_t *sent = calloc(2 * n, sizeof *sent);
+        if (sent == NULL)
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_quiet: no memory for %zu counters", 2 * n);
+        uint64_t *expect = sent + n;
+        for (unsigned a = 0; a < g->n_aggs; a++)
+            for (size_t p = 0; p < n; p++)
+                sent[p] += g->aggs[a].packer.dest_msgs[p];
+        grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 1};
+        grain_status_t cst = collective(g, &c);
+        unsigned spins = 0;
+        for (size_t p = 0; cst == GRAIN_OK && p < n; p++) {
+            while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[p]) {
+                pthread_mutex_lock(&g->error_lock);
+                int failed = g->async_status != GRAIN_OK;
+                pthread_mutex_unlock(&g->error_lock);
+                if (failed)
+                    break;
+                grain_wait_a_little(&spins);
+            }
+        }
+        free(sent);
+        if (cst == GRAIN_OK) {
+            grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
+            cst = collective(g, &barrier);
+        }
+        if (st == GRAIN_OK)
+            st = cst;
+    }
+    grain_status_t errs = grain_take_errors(g);
+    return st != GRAIN_OK ? st : errs;
+}
+
+grain_status_t grain_barrier(grain_t *g)
+{
+    return grain_quiet(g);
+}
+
+grain_status_t grain_allreduce(grain_t *g, void *buf, size_t count, grain_dtype_t dtype, grain_op_t op)
+{
+    if (g == NULL || (buf == NULL && count > 0))
+        return grain_fail(GRAIN_ERR_INVALID, "grain_allreduce needs a handle and a buffer");
+    grain_coll_t c = {.kind = GRAIN_COLL_ALLREDUCE, .buf = buf, .count = count, .dtype = dtype, .op = op};
+    return collective(g, &c);
+}
+
+grain_status_t grain_broadcast(grain_t *g, void *buf, size_t size, int root)
+{
+    if (g == NULL || (buf == NULL && size > 0) || root < 0 || root >= g->n_pes)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_broadcast needs a handle, a buffer and a root below %d",
+                          g ? g->n_pes : 0);
+    grain_coll_t c = {.kind = GRAIN_COLL_BROADCAST, .buf = buf, .count = size, .root = root};
+    return collective(g, &c);
+}

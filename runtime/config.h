@@ -1,0 +1,34 @@
+#ifndef GRAIN_RUNTIME_CONFIG_H
+#define GRAIN_RUNTIME_CONFIG_H
+
+#include <stdint.h>
+
+#include "grain/grain.h"
+#include "runtime/config_vars.h"
+
+#define GRAIN_CONFIG_STR_MAX 256
+
+#define GRAIN_CONFIG_FIELD_STR(f) char f[GRAIN_CONFIG_STR_MAX];
+#define GRAIN_CONFIG_FIELD_UINT(f) uint64_t f;
+#define GRAIN_CONFIG_FIELD_SIZE(f) uint64_t f;
+#define GRAIN_CONFIG_FIELD_BOOL(f) uint64_t f;
+#define GRAIN_CONFIG_FIELD(f, env, kind, def, lo, hi, doc) GRAIN_CONFIG_FIELD_##kind(f)
+
+struct grain_config {
+    GRAIN_CONFIG_VARS(GRAIN_CONFIG_FIELD)
+    /* Where each value came from: "default", "environment" or "api". */
+#define GRAIN_CONFIG_ORIGIN(f, env, kind, def, lo, hi, doc) const char *f##_origin;
+    GRAIN_CONFIG_VARS(GRAIN_CONFIG_ORIGIN)
+#undef GRAIN_CONFIG_ORIGIN
+};
+
+/* Defaults only, no environment: what tests start from. */
+grain_status_t grain_config_init_defaults(grain_config_t *config);
+/* Defaults overridden by the GRAIN_* environment. */
+grain_status_t grain_config_init_env(grain_config_t *config);
+/* Checks that hold between settings; fails with a sentence naming them. */
+grain_status_t grain_config_check(const grain_config_t *config);
+/* Parses "123", "64K", "1M", "2G" (powers of 1024). */
+grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * Every setting of grain, once: name, GRAIN_<ENV> variable, kind, default and
+ * one line of documentation.  config.c turns this table into the struct, the
+ * parser, the API setter and grain_config_print().
+ */
+#ifndef GRAIN_RUNTIME_CONFIG_VARS_H
+#define GRAIN_RUNTIME_CONFIG_VARS_H
+
+/* X(field, ENV, kind, default, minimum, maximum, doc); kind is STR, UINT, SIZE or BOOL. */
+#define GRAIN_CONFIG_VARS(X)                                                                      \
+    X(backend, BACKEND, STR, "auto", 0, 0,                                                        \
+      "GPU API: auto (first built-in one with a device) or opencl")                              \
+    X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
+      "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self")    \
+    X(queue_slots, QUEUE_SLOTS, UINT, "256", 1, 1u << 24,                                         \
+      "slots of the device-to-host queue; one work-group send fills one slot")                   \
+    X(queue_width, QUEUE_WIDTH, UINT, "256", 1, 4096,                                             \
+      "messages per slot, and so the largest work-group size a grain kernel may use")            \
+    X(aggregators, AGGREGATORS, UINT, "1", 1, 64,                                                 \
+      "aggregator threads draining the queue (more than one may reorder messages between quiets)") \
+    X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
+      "bytes of one per-destination buffer, the largest network message")                        \
+    X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
+      "per-destination buffers (one filling, the others in flight)")                             \
+    X(flush_timeout_us, FLUSH_TIMEOUT_US, UINT, "125", 1, 60000000,                               \
+      "microseconds after its first message that a partly filled buffer is sent")                \
+    X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \
+      "bytes of symmetric heap per rank")                                                        \
+    X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
+      "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
+    X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
+    X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
+    X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \
+      "OpenCL platform: index or part of its name (default: the first with a usable device)")    \
+    X(opencl_device, OPENCL_DEVICE, STR, "", 0, 0,                                                \
+      "OpenCL device of that platform: index or part of its name (default: the first usable)")   \
+    X(cpu_device_threads, CPU_DEVICE_THREADS, UINT, "0", 0, 4096,                                 \
+      "worker threads of a CPU OpenCL device (PoCL); 0: the cores left after one per "           \
+      "aggregator and one for the network thread, at least 1")                                   \
+    X(reserve, RESERVE, STR, "wg", 0, 0,                                                          \
+      "queue reservation compiled into kernels: wg (work-group), sg (sub-group), wi (work-item)") \
+    X(subgroup_width, SUBGROUP_WIDTH, UINT, "0", 0, 4096,                                         \
+      "lanes per sub-group for reserve=sg; 0: the device's native or preferred width")
+
+#endif

@@ -1,0 +1,87 @@
+/* The runtime's state of one rank. */
+#ifndef GRAIN_RUNTIME_GRAIN_IMPL_H
+#define GRAIN_RUNTIME_GRAIN_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "grain/device/ctx.h"
+#include "grain/grain.h"
+#include "runtime/config.h"
+#include "runtime/heap.h"
+#include "runtime/packer.h"
+#include "runtime/transport.h"
+
+typedef struct grain_aggregator {
+    struct grain *grain;
+    unsigned index;
+    pthread_t thread;
+    grain_packer_t packer;
+    /* Owned by the thread; read by others only after a flush handshake. */
+    uint64_t slots;
+    uint64_t cmd_msgs[GRAIN_CMD_COUNT];
+    uint64_t local_msgs;
+    uint64_t remote_msgs;
+    atomic_uint_fast64_t flush_ack; /* last flush epoch served */
+} grain_aggregator_t;
+
+struct grain {
+    grain_config_t config;
+    int my_pe, n_pes;
+
+    const grain_backend_ops_t *bops;
+    grain_backend_t *backend;
+    grain_backend_info_t binfo;
+
+    const grain_transport_ops_t *tops;
+    grain_transport_t *transport;
+
+    grain_dev_t *dev;     /* device context, in shared memory */
+    grain_queue_t *queue; /* in shared memory */
+    char *heap;
+    grain_heap_t heap_alloc;
+    pthread_mutex_t heap_lock;
+
+    grain_am_fn handlers[GRAIN_MAX_HANDLERS];
+
+    grain_aggregator_t *aggs;
+    unsigned n_aggs;
+    atomic_int stop;
+    atomic_uint_fast64_t retired;     /* queue slots fully processed */
+    atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators flush */
+
+    /* Completion counting (cumulative, never reset). */
+    _Atomic uint64_t *applied_from; /* messages from each rank applied here */
+    uint64_t *recv_buffers_from;    /* network thread only */
+    uint64_t recv_bytes;            /* network thread only */
+
+    /* First asynchronous error (bad received buffer, failed send), reported
+     * by the next call of the application. */
+    pthread_mutex_t error_lock;
+    grain_status_t async_status;
+    char async_message[512];
+
+    int kernels_in_flight;
+    double init_seconds;
+};
+
+/* Records an error seen off the application thread. */
+void grain_async_error(struct grain *g, grain_status_t status, const char *message);
+/* Reports (and clears) a pending asynchronous or device-side error. */
+grain_status_t grain_take_errors(struct grain *g);
+
+grain_status_t grain_aggregators_start(struct grain *g);
+void grain_aggregators_stop(struct grain *g);
+/* Waits until every slot up to the current write index is processed and
+ * every aggregator has flushed its buffers (flush cause "quiet"). */
+void grain_aggregators_drain(struct grain *g);
+
+void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
+void grain_transport_sent(void *arg, void *token);
+
+/* Sleeps a little; for the application thread's waits. */
+void grain_wait_a_little(unsigned *spins);
+
+#endif

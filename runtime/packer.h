@@ -1,0 +1,90 @@
+/*
+ * Per-destination buffers of one aggregator thread (DESIGN.md, send path 4).
+ *
+ * Messages are packed into the buffer currently filling for their
+ * destination; a buffer goes to the transport when the next message would not
+ * fit (full), when its first message is older than the flush timeout
+ * (timeout), or on request (quiet).  A destination has a fixed number of
+ * buffers: when all are in flight, append waits for the transport to return
+ * one, which is how back-pressure reaches the device queue.
+ *
+ * One thread owns a packer; only grain_packer_release() is called from
+ * another thread (the transport's, when a send completes).
+ */
+#ifndef GRAIN_RUNTIME_PACKER_H
+#define GRAIN_RUNTIME_PACKER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grain/grain.h"
+#include "runtime/wire.h"
+
+typedef enum grain_flush_cause {
+    GRAIN_FLUSH_FULL = 0,
+    GRAIN_FLUSH_TIMEOUT = 1,
+    GRAIN_FLUSH_QUIET = 2,
+    GRAIN_FLUSH_CAUSES = 3,
+} grain_flush_cause_t;
+
+typedef struct grain_outbuf {
+    struct grain_outbuf *next; /* in its destination's free list */
+    struct grain_packer *owner;
+    uint32_t dest;
+    uint32_t count;
+    size_t used; /* bytes, header included */
+    uint64_t first_ns;
+    uint8_t *data;
+} grain_outbuf_t;
+
+/* Hands a flushed buffer (data, used bytes) to the transport; the transport
+ * calls grain_packer_release() once it no longer needs it. */
+typedef void (*grain_packer_send_fn)(void *arg, grain_outbuf_t *buf);
+
+typedef struct grain_packer_stats {
+    uint64_t buffers;                     /* buffers sent */
+    uint64_t bytes;                       /* wire bytes sent, headers included */
+    uint64_t msgs;
+    uint64_t flushes[GRAIN_FLUSH_CAUSES];
+    uint64_t buffer_waits;                /* appends that waited for a free buffer */
+} grain_packer_stats_t;
+
+typedef struct grain_packer {
+    uint32_t my_pe;
+    uint32_t n_dest;
+    size_t buf_size;
+    uint64_t timeout_ns;
+    grain_packer_send_fn send;
+    void *send_arg;
+    grain_outbuf_t **filling;  /* per destination, NULL when none */
+    grain_outbuf_t **free;     /* per destination free lists, under lock */
+    uint64_t *next_seq;        /* per destination */
+    uint64_t *dest_msgs;       /* per destination messages handed to the transport */
+    uint64_t *dest_bytes;
+    grain_outbuf_t *all;       /* n_dest * per_dest buffers */
+    uint8_t *memory;
+    uint32_t n_filling;        /* destinations with a filling buffer */
+    pthread_mutex_t lock;
+    pthread_cond_t returned;
+    grain_packer_stats_t stats;
+} grain_packer_t;
+
+grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
+                                 size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
+                                 grain_packer_send_fn send, void *send_arg);
+void grain_packer_destroy(grain_packer_t *p);
+
+/* Appends the queue message (hdr, w1, w2) for destination `dest`; `now_ns`
+ * stamps a buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
+ * message the wire cannot carry. */
+grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
+                                   uint64_t w2, uint64_t now_ns);
+/* Sends every buffer whose first message is older than the timeout. */
+void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns);
+/* Sends every non-empty buffer. */
+void grain_packer_flush_all(grain_packer_t *p, grain_flush_cause_t cause);
+/* Returns a sent buffer to its destination's free list (any thread). */
+void grain_packer_release(grain_outbuf_t *buf);
+
+#endif

@@ -1,0 +1,146 @@
+/* Programs and kernels: the runtime's defines, argument 0, launch checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grain/device.h"
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+
+struct grain_program {
+    grain_t *grain;
+    grain_bprogram_t *bprogram;
+};
+
+struct grain_kernel {
+    grain_t *grain;
+    grain_bkernel_t *bkernel;
+    char name[128];
+};
+
+static int reserve_mode(const char *name)
+{
+    return strcmp(name, "sg") == 0 ? GRAIN_RESERVE_SG : strcmp(name, "wi") == 0 ? GRAIN_RESERVE_WI
+                                                                                : GRAIN_RESERVE_WG;
+}
+
+grain_status_t grain_program_create(grain_t *g, const char *source, const char *options,
+                                    grain_program_t **program_p)
+{
+    if (g == NULL || source == NULL || program_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_program_create needs a handle, a source and an output");
+    unsigned sg = g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
+    char defines[1024];
+    snprintf(defines, sizeof defines, "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u %s",
+             (unsigned long long)g->config.queue_width, reserve_mode(g->config.reserve), sg,
+             options ? options : "");
+    grain_program_t *prog = calloc(1, sizeof *prog);
+    if (prog == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");
+    prog->grain = g;
+    grain_status_t st = g->bops->program_build(g->backend, source, defines, &prog->bprogram);
+    if (st != GRAIN_OK) {
+        free(prog);
+        return st;
+    }
+    *program_p = prog;
+    return GRAIN_OK;
+}
+
+void grain_program_destroy(grain_program_t *prog)
+{
+    if (prog == NULL)
+        return;
+    prog->grain->bops->program_release(prog->bprogram);
+    free(prog);
+}
+
+grain_status_t grain_kernel_create(grain_program_t *prog, const char *name, grain_kernel_t **kernel_p)
+{
+    if (prog == NULL || name == NULL || kernel_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_kernel_create needs a program, a name and an output");
+    grain_t *g = prog->grain;
+    grain_kernel_t *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a kernel");
+    k->grain = g;
+    snprintf(k->name, sizeof k->name, "%s", name);
+    grain_status_t st = g->bops->kernel_create(prog->bprogram, name, &k->bkernel);
+    if (st == GRAIN_OK) {
+        st = g->bops->kernel_set_arg_ptr(k->bkernel, 0, g->dev);
+        if (st != GRAIN_OK)
+            g->bops->kernel_release(k->bkernel);
+    }
+    if (st != GRAIN_OK) {
+        free(k);
+        return st;
+    }
+    *kernel_p = k;
+    return GRAIN_OK;
+}
+
+void grain_kernel_destroy(grain_kernel_t *k)
+{
+    if (k == NULL)
+        return;
+    k->grain->bops->kernel_release(k->bkernel);
+    free(k);
+}
+
+grain_status_t grain_kernel_set_arg(grain_kernel_t *k, unsigned index, size_t size, const void *value)
+{
+    if (k == NULL || index == 0)
+        return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
+    return k->grain->bops->kernel_set_arg(k->bkernel, index, size, value);
+}
+
+grain_status_t grain_kernel_set_arg_ptr(grain_kernel_t *k, unsigned index, void *ptr)
+{
+    if (k == NULL || index == 0)
+        return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
+    return k->grain->bops->kernel_set_arg_ptr(k->bkernel, index, ptr);
+}
+
+/* The largest work-group size that divides `n`, at most `limit`. */
+static size_t divisor_at_most(size_t n, size_t limit)
+{
+    for (size_t d = limit < n ? limit : n; d > 1; d--)
+        if (n % d == 0)
+            return d;
+    return 1;
+}
+
+grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *global, const size_t *local)
+{
+    if (k == NULL || global == NULL || dims < 1 || dims > 3)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_launch needs a kernel and 1 to 3 dimensions");
+    grain_t *g = k->grain;
+    size_t limit = g->config.queue_width < g->binfo.max_wg_size ? g->config.queue_width : g->binfo.max_wg_size;
+    size_t chosen[3] = {1, 1, 1};
+    size_t wg = 1;
+    for (unsigned d = 0; d < dims; d++) {
+        if (global[d] == 0)
+            return grain_fail(GRAIN_ERR_INVALID, "kernel %s: global size %u is zero", k->name, d);
+        if (local != NULL) {
+            if (local[d] == 0 || global[d] % local[d] != 0)
+                return grain_fail(GRAIN_ERR_INVALID,
+                                  "kernel %s: global size %zu of dimension %u is not a multiple of the "
+                                  "work-group size %zu",
+                                  k->name, global[d], d, local[d]);
+            chosen[d] = local[d];
+        } else if (d == 0) {
+            chosen[0] = divisor_at_most(global[0], limit);
+        }
+        wg *= chosen[d];
+    }
+    if (wg > limit)
+        return grain_fail(GRAIN_ERR_INVALID,
+                          "kernel %s: work-group size %zu exceeds %zu, the smaller of GRAIN_QUEUE_WIDTH "
+                          "(%llu, the messages one queue slot holds) and the device's maximum (%zu)",
+                          k->name, wg, limit, (unsigned long long)g->config.queue_width,
+                          g->binfo.max_wg_size);
+    grain_status_t st = g->bops->launch(k->bkernel, dims, global, chosen);
+    if (st == GRAIN_OK)
+        g->kernels_in_flight = 1;
+    return st;
+}

@@ -1,0 +1,235 @@
+/* grain_init / grain_finalize and the calls that only read or allocate. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/queue_consumer.h"
+
+static grain_status_t check_symmetric_config(grain_t *g)
+{
+    /* Receives are sized by this rank's buffer_size and heap offsets are
+     * checked against its heap_size: every rank must agree on both. */
+    uint64_t mins[2] = {g->config.buffer_size, g->config.heap_size};
+    uint64_t maxs[2] = {g->config.buffer_size, g->config.heap_size};
+    grain_status_t st = grain_allreduce(g, mins, 2, GRAIN_UINT64, GRAIN_MIN);
+    if (st == GRAIN_OK)
+        st = grain_allreduce(g, maxs, 2, GRAIN_UINT64, GRAIN_MAX);
+    if (st != GRAIN_OK)
+        return st;
+    if (mins[0] != maxs[0] || mins[1] != maxs[1])
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "ranks disagree on GRAIN_BUFFER_SIZE (%llu..%llu) or GRAIN_HEAP_SIZE "
+                          "(%llu..%llu); give every rank the same settings",
+                          (unsigned long long)mins[0], (unsigned long long)maxs[0],
+                          (unsigned long long)mins[1], (unsigned long long)maxs[1]);
+    return GRAIN_OK;
+}
+
+static grain_status_t alloc_device_state(grain_t *g)
+{
+    const grain_config_t *c = &g->config;
+    size_t qbytes = grain_queue_bytes((uint32_t)c->queue_slots, (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
+    void *dev, *queue, *heap;
+    grain_status_t st = g->bops->alloc_shared(g->backend, sizeof(grain_dev_t), &dev);
+    if (st != GRAIN_OK)
+        return st;
+    g->dev = dev;
+    st = g->bops->alloc_shared(g->backend, qbytes, &queue);
+    if (st != GRAIN_OK)
+        return st;
+    g->queue = queue;
+    st = g->bops->alloc_shared(g->backend, c->heap_size, &heap);
+    if (st != GRAIN_OK)
+        return st;
+    g->heap = heap;
+    grain_queue_init(g->queue, (uint32_t)c->queue_slots, (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
+    *g->dev = (grain_dev_t){
+        .heap = g->heap,
+        .heap_size = c->heap_size,
+        .queue = g->queue,
+        .my_pe = (grain_u32)g->my_pe,
+        .n_pes = (grain_u32)g->n_pes,
+    };
+    return grain_heap_init(&g->heap_alloc, c->heap_size);
+}
+
+static void release(grain_t *g)
+{
+    if (g->aggs != NULL)
+        grain_aggregators_stop(g);
+    if (g->transport != NULL)
+        g->tops->close(g->transport);
+    if (g->backend != NULL) {
+        if (g->heap != NULL)
+            g->bops->free_shared(g->backend, g->heap);
+        if (g->queue != NULL)
+            g->bops->free_shared(g->backend, g->queue);
+        if (g->dev != NULL)
+            g->bops->free_shared(g->backend, g->dev);
+        g->bops->close(g->backend);
+    }
+    grain_heap_destroy(&g->heap_alloc);
+    free((void *)g->applied_from);
+    free(g->recv_buffers_from);
+    pthread_mutex_destroy(&g->heap_lock);
+    pthread_mutex_destroy(&g->error_lock);
+    free(g);
+}
+
+grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
+{
+    if (grain_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_init needs somewhere to store the handle");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    grain_t *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for grain");
+    pthread_mutex_init(&g->heap_lock, NULL);
+    pthread_mutex_init(&g->error_lock, NULL);
+    grain_status_t st = config ? (g->config = *config, GRAIN_OK) : grain_config_init_env(&g->config);
+    if (st == GRAIN_OK)
+        st = grain_config_check(&g->config);
+    if (st != GRAIN_OK)
+        goto err;
+    grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), -1);
+
+    st = grain_transport_select(g->config.transport, &g->tops);
+    if (st == GRAIN_OK)
+        st = g->tops->open(&g->transport, &g->my_pe, &g->n_pes);
+    if (st != GRAIN_OK)
+        goto err;
+    grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);
+
+    unsigned host_threads = (unsigned)g->config.aggregators + (g->tops->uses_thread ? 1u : 0u);
+    st = grain_backend_open(&g->config, host_threads, &g->bops, &g->backend);
+    if (st != GRAIN_OK)
+        goto err;
+    g->bops->query(g->backend, &g->binfo);
+
+    g->applied_from = calloc((size_t)g->n_pes, sizeof *g->applied_from);
+    g->recv_buffers_from = calloc((size_t)g->n_pes, sizeof *g->recv_buffers_from);
+    if (g->applied_from == NULL || g->recv_buffers_from == NULL) {
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
+        goto err;
+    }
+    st = alloc_device_state(g);
+    if (st != GRAIN_OK)
+        goto err;
+
+    unsigned recv_buffers = (unsigned)g->config.recv_buffers;
+    if (recv_buffers == 0) {
+        recv_buffers = (unsigned)(g->config.buffers_per_dest * (uint64_t)(g->n_pes - 1));
+        if (recv_buffers < 4)
+            recv_buffers = 4;
+    }
+    grain_transport_handlers_t handlers = {grain_transport_received, grain_transport_sent, g};
+    st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
+    if (st == GRAIN_OK)
+        st = check_symmetric_config(g);
+    if (st == GRAIN_OK)
+        st = grain_aggregators_start(g);
+    if (st != GRAIN_OK)
+        goto err;
+
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    g->init_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    grain_info("rank %d of %d: backend %s (%s), transport %s", g->my_pe, g->n_pes, g->bops->name,
+               g->binfo.device_name, g->tops->name);
+    *grain_p = g;
+    return GRAIN_OK;
+
+err:
+    release(g);
+    return st;
+}
+
+grain_status_t grain_finalize(grain_t *g)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_finalize of a NULL handle");
+    grain_status_t st = grain_quiet(g);
+    if (g->config.stats)
+        grain_stats_print(g, stderr);
+    release(g);
+    return st;
+}
+
+int grain_my_pe(const grain_t *g) { return g->my_pe; }
+int grain_n_pes(const grain_t *g) { return g->n_pes; }
+const char *grain_backend_name(const grain_t *g) { return g->bops->name; }
+const char *grain_transport_name(const grain_t *g) { return g->tops->name; }
+const char *grain_device_name(const grain_t *g) { return g->binfo.device_name; }
+
+grain_status_t grain_malloc(grain_t *g, size_t size, void **ptr_p)
+{
+    if (g == NULL || ptr_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_malloc needs a handle and somewhere to store the pointer");
+    /* Symmetric means every rank asks for the same size, in the same order. */
+    uint64_t range[2] = {size, ~(uint64_t)size};
+    grain_status_t st = grain_allreduce(g, range, 2, GRAIN_UINT64, GRAIN_MAX);
+    if (st != GRAIN_OK)
+        return st;
+    if (range[0] != size || ~range[1] != size)
+        return grain_fail(GRAIN_ERR_INVALID,
+                          "grain_malloc is collective: rank %d asked for %zu bytes, another rank for "
+                          "%llu",
+                          g->my_pe, size, (unsigned long long)(range[0] != size ? range[0] : ~range[1]));
+    uint64_t offset;
+    pthread_mutex_lock(&g->heap_lock);
+    st = grain_heap_alloc(&g->heap_alloc, size, &offset);
+    pthread_mutex_unlock(&g->heap_lock);
+    if (st != GRAIN_OK)
+        return st;
+    memset(g->heap + offset, 0, size);
+    *ptr_p = g->heap + offset;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_free(grain_t *g, void *ptr)
+{
+    if (g == NULL || (char *)ptr < g->heap || (char *)ptr >= g->heap + g->config.heap_size)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_free of %p, which is not in the symmetric heap", ptr);
+    pthread_mutex_lock(&g->heap_lock);
+    grain_status_t st = grain_heap_free(&g->heap_alloc, (uint64_t)((char *)ptr - g->heap));
+    pthread_mutex_unlock(&g->heap_lock);
+    return st;
+}
+
+grain_status_t grain_mem_alloc(grain_t *g, size_t size, void **ptr_p)
+{
+    if (g == NULL || ptr_p == NULL || size == 0)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_mem_alloc needs a handle, a size and an output pointer");
+    return g->bops->alloc_shared(g->backend, size, ptr_p);
+}
+
+grain_status_t grain_mem_free(grain_t *g, void *ptr)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_mem_free of a NULL handle");
+    if (ptr != NULL)
+        g->bops->free_shared(g->backend, ptr);
+    return GRAIN_OK;
+}
+
+grain_status_t grain_memcpy(grain_t *g, void *dst, const void *src, size_t size)
+{
+    if (g == NULL || (size > 0 && (dst == NULL || src == NULL)))
+        return grain_fail(GRAIN_ERR_INVALID, "grain_memcpy needs a handle and two pointers");
+    return g->bops->copy(g->backend, dst, src, size);
+}
+
+grain_status_t grain_am_register(grain_t *g, unsigned id, grain_am_fn handler)
+{
+    if (g == NULL || handler == NULL || id >= GRAIN_MAX_HANDLERS)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_am_register: handler id %u must be below %u and the "
+                          "handler non-NULL", id, GRAIN_MAX_HANDLERS);
+    if (g->kernels_in_flight)
+        return grain_fail(GRAIN_ERR_STATE, "grain_am_register while kernels run; register first");
+    g->handlers[id] = handler;
+    g->dev->handlers[id / 32] |= 1u << (id % 32);
+    return GRAIN_OK;
+}

@@ -1,0 +1,145 @@
+/*
+ * Statistics of every rank (DESIGN.md "Errors, configuration, observability"),
+ * gathered collectively so that one rank can print the whole job.  Read
+ * after a quiet: the aggregators publish their counters in its handshake.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+
+enum {
+    S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
+    S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_CMD0,
+    S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
+};
+
+static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL, "put32", "put64", "add32", "add64",
+                                                       "inc32", "inc64", "am"};
+
+/* rows[n_pes][width]: every rank's counters, after an allreduce. */
+static uint64_t *gather(grain_t *g, size_t *width_p)
+{
+    size_t n = (size_t)g->n_pes, width = S_FIXED + 2 * n;
+    uint64_t *rows = calloc(n * width, sizeof *rows);
+    if (rows == NULL)
+        return NULL;
+    uint64_t *r = rows + (size_t)g->my_pe * width;
+    r[S_FULL_WAITS] = atomic_load_explicit(GRAIN_A64(&g->queue->full_waits), memory_order_relaxed);
+    for (unsigned a = 0; a < g->n_aggs; a++) {
+        grain_aggregator_t *agg = &g->aggs[a];
+        const grain_packer_stats_t *ps = &agg->packer.stats;
+        r[S_SLOTS] += agg->slots;
+        r[S_LOCAL] += agg->local_msgs;
+        r[S_REMOTE] += agg->remote_msgs;
+        r[S_BUFFERS] += ps->buffers;
+        r[S_BYTES] += ps->bytes;
+        r[S_FLUSH_FULL] += ps->flushes[GRAIN_FLUSH_FULL];
+        r[S_FLUSH_TIMEOUT] += ps->flushes[GRAIN_FLUSH_TIMEOUT];
+        r[S_FLUSH_QUIET] += ps->flushes[GRAIN_FLUSH_QUIET];
+        r[S_BUFFER_WAITS] += ps->buffer_waits;
+        for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
+            r[S_CMD0 + c] += agg->cmd_msgs[c];
+        for (size_t p = 0; p < n; p++) {
+            r[S_FIXED + p] += agg->packer.dest_msgs[p];
+            r[S_FIXED + n + p] += agg->packer.dest_bytes[p];
+        }
+    }
+    r[S_FIXED + (size_t)g->my_pe] = r[S_LOCAL]; /* local messages never cross the wire */
+    for (size_t p = 0; p < n; p++)
+        r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
+    r[S_RECV_BYTES] = g->recv_bytes;
+    if (grain_allreduce(g, rows, n * width, GRAIN_UINT64, GRAIN_SUM) != GRAIN_OK) {
+        free(rows);
+        return NULL;
+    }
+    *width_p = width;
+    return rows;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0.0;
+}
+
+static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
+{
+    fprintf(out, "{\"slots\":%llu,\"queue_full_waits\":%llu,\"messages\":{",
+            (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS]);
+    for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
+        fprintf(out, "%s\"%s\":%llu", c > 1 ? "," : "", cmd_names[c], (unsigned long long)r[S_CMD0 + c]);
+    fprintf(out,
+            "},\"local_messages\":%llu,\"remote_messages\":%llu,\"remote_fraction\":%.6f,"
+            "\"buffers_sent\":%llu,\"bytes_sent\":%llu,\"mean_buffer_bytes\":%.1f,"
+            "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu},"
+            "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
+            "\"messages_to\":[",
+            (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
+            ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
+            (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
+            ratio(r[S_BYTES], r[S_BUFFERS] * buf_size), (unsigned long long)r[S_FLUSH_FULL],
+            (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
+            (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
+            (unsigned long long)r[S_RECV_BYTES]);
+    for (size_t p = 0; p < n; p++)
+        fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + p]);
+    fprintf(out, "],\"bytes_to\":[");
+    for (size_t p = 0; p < n; p++)
+        fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + n + p]);
+    fprintf(out, "]}");
+}
+
+void grain_stats_json(grain_t *g, FILE *out)
+{
+    size_t width, n = (size_t)g->n_pes;
+    uint64_t *rows = gather(g, &width);
+    if (rows == NULL) {
+        grain_warn("statistics could not be gathered");
+        return;
+    }
+    if (out != NULL) {
+        uint64_t *total = calloc(width, sizeof *total);
+        for (size_t p = 0; total != NULL && p < n; p++)
+            for (size_t i = 0; i < width; i++)
+                total[i] += rows[p * width + i];
+        fprintf(out, "{\"total\":");
+        if (total != NULL)
+            json_rank(out, total, n, g->config.buffer_size);
+        fprintf(out, ",\"per_rank\":[");
+        for (size_t p = 0; p < n; p++) {
+            fprintf(out, "%s", p ? "," : "");
+            json_rank(out, rows + p * width, n, g->config.buffer_size);
+        }
+        fprintf(out, "]}");
+        free(total);
+    }
+    free(rows);
+}
+
+void grain_stats_print(grain_t *g, FILE *out)
+{
+    size_t width, n = (size_t)g->n_pes;
+    uint64_t *rows = gather(g, &width);
+    if (rows == NULL) {
+        grain_warn("statistics could not be gathered");
+        return;
+    }
+    if (g->my_pe == 0 && out != NULL) {
+        fprintf(out, "grain statistics (%d ranks, backend %s, transport %s, buffers of %llu bytes)\n",
+                g->n_pes, g->bops->name, g->tops->name, (unsigned long long)g->config.buffer_size);
+        fprintf(out, "%4s %10s %9s %12s %12s %7s %9s %10s %8s %8s %8s %8s\n", "rank", "slots", "q-waits",
+                "local", "remote", "remote%", "buffers", "mean-B", "full", "timeout", "quiet", "b-waits");
+        for (size_t p = 0; p < n; p++) {
+            const uint64_t *r = rows + p * width;
+            fprintf(out, "%4zu %10llu %9llu %12llu %12llu %6.1f%% %9llu %10.0f %8llu %8llu %8llu %8llu\n", p,
+                    (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS],
+                    (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
+                    100.0 * ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
+                    ratio(r[S_BYTES], r[S_BUFFERS]), (unsigned long long)r[S_FLUSH_FULL],
+                    (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
+                    (unsigned long long)r[S_BUFFER_WAITS]);
+        }
+    }
+    free(rows);
+}

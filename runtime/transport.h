@@ -1,0 +1,71 @@
+/*
+ * Transports move packed buffers between ranks and run the few host
+ * collectives the runtime and apps need.  A transport owns its progress: the
+ * MPI transport runs a network thread that is the only caller of MPI, so the
+ * receive path never waits on anything but the network.
+ */
+#ifndef GRAIN_RUNTIME_TRANSPORT_H
+#define GRAIN_RUNTIME_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grain/grain.h"
+
+typedef struct grain_transport grain_transport_t;
+
+typedef struct grain_transport_handlers {
+    /* A buffer arrived from `src`; it is the transport's again when this
+     * returns.  Called from the transport's thread. */
+    void (*received)(void *arg, uint32_t src, const void *data, size_t len);
+    /* The buffer passed to send() with `token` may be reused. */
+    void (*sent)(void *arg, void *token);
+    void *arg;
+} grain_transport_handlers_t;
+
+typedef enum grain_coll_kind {
+    GRAIN_COLL_BARRIER,
+    GRAIN_COLL_ALLREDUCE,
+    GRAIN_COLL_ALLTOALL_U64, /* count words to each rank */
+    GRAIN_COLL_BROADCAST,
+} grain_coll_kind_t;
+
+typedef struct grain_coll {
+    grain_coll_kind_t kind;
+    void *buf;     /* in place for allreduce and broadcast; send buffer for alltoall */
+    void *recv;    /* alltoall only */
+    size_t count;  /* elements (allreduce), words per rank (alltoall), bytes (broadcast) */
+    grain_dtype_t dtype;
+    grain_op_t op;
+    int root;
+} grain_coll_t;
+
+typedef struct grain_transport_ops {
+    size_t size;
+    const char *name;
+    /* Joins the job: learns this rank and the number of ranks. */
+    grain_status_t (*open)(grain_transport_t **transport_p, int *my_pe_p, int *n_pes_p);
+    /* Starts progress; `recv_size` is the largest buffer a peer sends. */
+    grain_status_t (*start)(grain_transport_t *t, const grain_transport_handlers_t *handlers,
+                            size_t recv_size, unsigned recv_buffers);
+    /* Queues `len` bytes for `dest` (never this rank); any thread. */
+    grain_status_t (*send)(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
+                           void *token);
+    /* Collective, from the application thread; receives keep being applied
+     * while it runs. */
+    grain_status_t (*collective)(grain_transport_t *t, const grain_coll_t *coll);
+    /* Stops progress (every send must have completed) and leaves the job. */
+    void (*close)(grain_transport_t *t);
+    /* Whether progress needs a thread of its own (for core accounting). */
+    int uses_thread;
+} grain_transport_ops_t;
+
+extern const grain_transport_ops_t grain_transport_self;
+#ifdef GRAIN_HAVE_MPI
+extern const grain_transport_ops_t grain_transport_mpi;
+#endif
+
+/* Picks the transport `name` (auto, mpi, self). */
+grain_status_t grain_transport_select(const char *name, const grain_transport_ops_t **ops_p);
+
+#endif

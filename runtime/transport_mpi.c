@@ -1,0 +1,416 @@
+/*
+ * The MPI transport.
+ *
+ * One network thread makes every MPI call after MPI_Init_thread (so
+ * MPI_THREAD_SERIALIZED suffices): it posts the aggregators' buffers with
+ * MPI_Isend, keeps receives posted, hands arrived buffers to the runtime in
+ * the order their source sent them, and runs the host collectives as
+ * non-blocking collectives so that receives keep being applied meanwhile.
+ *
+ * Buffers of 64 KiB travel with the rendezvous protocol, so two buffers from
+ * one source can complete out of order; each carries a per-(source,
+ * destination) sequence number and a buffer that arrives early is held until
+ * its predecessors are delivered.
+ */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/backoff.h"
+#include "runtime/log.h"
+#include "runtime/transport.h"
+#include "runtime/wire.h"
+
+#define DATA_TAG 0x6752
+
+typedef struct send_node {
+    struct send_node *next;
+    uint32_t dest;
+    const void *data;
+    size_t len;
+    void *token;
+} send_node_t;
+
+typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t;
+
+struct grain_transport {
+    MPI_Comm comm;
+    int my_pe, n_pes;
+    int initialized_mpi;
+    grain_transport_handlers_t handlers;
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+
+    /* Receives: slot i is posted, or held (arrived early). */
+    unsigned n_recv;
+    size_t recv_size;
+    uint8_t *recv_memory;
+    MPI_Request *recv_reqs;
+    int *recv_src;        /* held slots: source, else -1 */
+    uint64_t *recv_seq;   /* held slots: sequence number */
+    uint64_t *next_seq;   /* per source */
+    int *indices;
+    MPI_Status *statuses;
+
+    /* Sends queued by aggregators, then in flight. */
+    pthread_mutex_t lock;
+    send_node_t *pending_head, *pending_tail;
+    atomic_int n_pending;
+    MPI_Request *send_reqs;
+    send_node_t **send_nodes;
+    int *send_done;
+    int n_inflight, cap_inflight;
+
+    /* One collective at a time, from the application thread. */
+    pthread_mutex_t coll_lock;
+    pthread_cond_t coll_done;
+    const grain_coll_t *coll;
+    coll_state_t coll_state;
+    int coll_error;
+    MPI_Request coll_req;
+};
+
+static grain_status_t mpi_fail(int err, const char *what)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(err, text, &len);
+    return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, text);
+}
+
+static grain_status_t mpi_open(grain_transport_t **t_p, int *my_pe_p, int *n_pes_p)
+{
+    grain_transport_t *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi transport: no memory");
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+            free(t);
+            return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: MPI_Init_thread failed");
+        }
+        t->initialized_mpi = 1;
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_SERIALIZED) {
+        if (t->initialized_mpi)
+            MPI_Finalize();
+        free(t);
+        return grain_fail(GRAIN_ERR_TRANSPORT,
+                          "mpi: grain's network thread needs MPI_THREAD_SERIALIZED, the MPI library "
+                          "provides only level %d",
+                          provided);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
+    MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(t->comm, &t->my_pe);
+    MPI_Comm_size(t->comm, &t->n_pes);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_mutex_init(&t->coll_lock, NULL);
+    pthread_cond_init(&t->coll_done, NULL);
+    *t_p = t;
+    *my_pe_p = t->my_pe;
+    *n_pes_p = t->n_pes;
+    return GRAIN_OK;
+}
+
+static void post_recv(grain_transport_t *t, unsigned i)
+{
+    t->recv_src[i] = -1;
+    MPI_Irecv(t->recv_memory + (size_t)i * t->recv_size, (int)t->recv_size, MPI_BYTE, MPI_ANY_SOURCE,
+              DATA_TAG, t->comm, &t->recv_reqs[i]);
+}
+
+static void deliver(grain_transport_t *t, unsigned i, int src, size_t len)
+{
+    t->handlers.received(t->handlers.arg, (uint32_t)src, t->recv_memory + (size_t)i * t->recv_size, len);
+    post_recv(t, i);
+}
+
+/* Delivers held buffers of `src` while the next one in sequence is there. */
+static void deliver_held(grain_transport_t *t, int src)
+{
+    for (int found = 1; found;) {
+        found = 0;
+        for (unsigned i = 0; i < t->n_recv; i++) {
+            if (t->recv_src[i] == src && t->recv_seq[i] == t->next_seq[src]) {
+                grain_wire_hdr_t h;
+                memcpy(&h, t->recv_memory + (size_t)i * t->recv_size, sizeof h);
+                t->next_seq[src]++;
+                deliver(t, i, src, h.bytes);
+                found = 1;
+            }
+        }
+    }
+}
+
+static int progress_recvs(grain_transport_t *t)
+{
+    int n = 0;
+    MPI_Testsome((int)t->n_recv, t->recv_reqs, &n, t->indices, t->statuses);
+    if (n == MPI_UNDEFINED || n == 0)
+        return 0;
+    for (int k = 0; k < n; k++) {
+        unsigned i = (unsigned)t->indices[k];
+        int src = t->statuses[k].MPI_SOURCE, len = 0;
+        MPI_Get_count(&t->statuses[k], MPI_BYTE, &len);
+        grain_wire_hdr_t h;
+        if ((size_t)len < sizeof h) {
+            deliver(t, i, src, (size_t)len); /* the runtime rejects and reports it */
+            continue;
+        }
+        memcpy(&h, t->recv_memory + (size_t)i * t->recv_size, sizeof h);
+        if (h.magic != GRAIN_WIRE_MAGIC || h.seq == t->next_seq[src]) {
+            if (h.magic == GRAIN_WIRE_MAGIC)
+                t->next_seq[src]++;
+            deliver(t, i, src, (size_t)len);
+            deliver_held(t, src);
+        } else {
+            t->recv_src[i] = src; /* early: hold it, its request stays null */
+            t->recv_seq[i] = h.seq;
+        }
+    }
+    return 1;
+}
+
+static int start_sends(grain_transport_t *t)
+{
+    if (atomic_load_explicit(&t->n_pending, memory_order_acquire) == 0)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    send_node_t *list = t->pending_head;
+    t->pending_head = t->pending_tail = NULL;
+    atomic_store(&t->n_pending, 0);
+    pthread_mutex_unlock(&t->lock);
+    while (list != NULL) {
+        send_node_t *node = list;
+        list = list->next;
+        if (t->n_inflight == t->cap_inflight) {
+            int cap = t->cap_inflight ? 2 * t->cap_inflight : 64;
+            MPI_Request *reqs = realloc(t->send_reqs, (size_t)cap * sizeof *reqs);
+            if (reqs != NULL)
+                t->send_reqs = reqs;
+            send_node_t **nodes = realloc(t->send_nodes, (size_t)cap * sizeof *nodes);
+            if (nodes != NULL)
+                t->send_nodes = nodes;
+            int *done = realloc(t->send_done, (size_t)cap * sizeof *done);
+            if (done != NULL)
+                t->send_done = done;
+            if (reqs == NULL || nodes == NULL || done == NULL) {
+                grain_log(GRAIN_LOG_ERROR, "mpi: no memory to track sends; aborting");
+                abort(); /* a lost buffer would break quiet's counting */
+            }
+            t->cap_inflight = cap;
+        }
+        int err = MPI_Isend(node->data, (int)node->len, MPI_BYTE, (int)node->dest, DATA_TAG, t->comm,
+                            &t->send_reqs[t->n_inflight]);
+        if (err != MPI_SUCCESS) {
+            mpi_fail(err, "MPI_Isend");
+            abort(); /* nothing may be dropped silently */
+        }
+        t->send_nodes[t->n_inflight++] = node;
+    }
+    return 1;
+}
+
+static int complete_sends(grain_transport_t *t)
+{
+    if (t->n_inflight == 0)
+        return 0;
+    int n = 0;
+    int *done = t->send_done;
+    MPI_Testsome(t->n_inflight, t->send_reqs, &n, done, MPI_STATUSES_IGNORE);
+    if (n == MPI_UNDEFINED || n == 0)
+        return 0;
+    for (int k = 0; k < n; k++) {
+        send_node_t *node = t->send_nodes[done[k]];
+        t->handlers.sent(t->handlers.arg, node->token);
+        free(node);
+        t->send_nodes[done[k]] = NULL;
+    }
+    int j = 0;
+    for (int i = 0; i < t->n_inflight; i++) {
+        if (t->send_nodes[i] != NULL) {
+            t->send_nodes[j] = t->send_nodes[i];
+            t->send_reqs[j] = t->send_reqs[i];
+            j++;
+        }
+    }
+    t->n_inflight = j;
+    return 1;
+}
+
+static MPI_Datatype mpi_dtype(grain_dtype_t d)
+{
+    return d == GRAIN_INT64 ? MPI_INT64_T : d == GRAIN_UINT64 ? MPI_UINT64_T : MPI_DOUBLE;
+}
+
+static MPI_Op mpi_op(grain_op_t op)
+{
+    return op == GRAIN_SUM ? MPI_SUM : op == GRAIN_MIN ? MPI_MIN : MPI_MAX;
+}
+
+static int progress_collective(grain_transport_t *t)
+{
+    pthread_mutex_lock(&t->coll_lock);
+    int worked = 0;
+    if (t->coll_state == COLL_REQUESTED) {
+        const grain_coll_t *c = t->coll;
+        int err = MPI_SUCCESS;
+        switch (c->kind) {
+        case GRAIN_COLL_BARRIER:
+            err = MPI_Ibarrier(t->comm, &t->coll_req);
+            break;
+        case GRAIN_COLL_ALLREDUCE:
+            err = MPI_Iallreduce(MPI_IN_PLACE, c->buf, (int)c->count, mpi_dtype(c->dtype),
+                                 mpi_op(c->op), t->comm, &t->coll_req);
+            break;
+        case GRAIN_COLL_ALLTOALL_U64:
+            err = MPI_Ialltoall(c->buf, (int)c->count, MPI_UINT64_T, c->recv, (int)c->count,
+                                MPI_UINT64_T, t->comm, &t->coll_req);
+            break;
+        case GRAIN_COLL_BROADCAST:
+            err = MPI_Ibcast(c->buf, (int)c->count, MPI_BYTE, c->root, t->comm, &t->coll_req);
+            break;
+        }
+        t->coll_error = err;
+        t->coll_state = err == MPI_SUCCESS ? COLL_STARTED : COLL_DONE;
+        worked = 1;
+    }
+    if (t->coll_state == COLL_STARTED) {
+        int flag = 0;
+        t->coll_error = MPI_Test(&t->coll_req, &flag, MPI_STATUS_IGNORE);
+        if (flag || t->coll_error != MPI_SUCCESS) {
+            t->coll_state = COLL_DONE;
+            worked = 1;
+        }
+    }
+    if (t->coll_state == COLL_DONE)
+        pthread_cond_broadcast(&t->coll_done);
+    pthread_mutex_unlock(&t->coll_lock);
+    return worked;
+}
+
+static void *network_thread(void *arg)
+{
+    grain_transport_t *t = arg;
+    grain_backoff_t backoff = {0};
+    for (;;) {
+        int worked = start_sends(t);
+        worked |= progress_recvs(t);
+        worked |= complete_sends(t);
+        worked |= progress_collective(t);
+        if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0)
+            break;
+        if (worked)
+            grain_backoff_reset(&backoff);
+        else
+            grain_backoff_idle(&backoff);
+    }
+    return NULL;
+}
+
+static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_handlers_t *handlers,
+                                size_t recv_size, unsigned recv_buffers)
+{
+    t->handlers = *handlers;
+    t->recv_size = recv_size;
+    t->n_recv = recv_buffers;
+    t->recv_memory = malloc((size_t)recv_buffers * recv_size);
+    t->recv_reqs = calloc(recv_buffers, sizeof *t->recv_reqs);
+    t->recv_src = calloc(recv_buffers, sizeof *t->recv_src);
+    t->recv_seq = calloc(recv_buffers, sizeof *t->recv_seq);
+    t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
+    t->statuses = calloc(recv_buffers, sizeof *t->statuses);
+    t->indices = calloc(recv_buffers, sizeof *t->indices);
+    if (!t->recv_memory || !t->recv_reqs || !t->recv_src || !t->recv_seq || !t->next_seq ||
+        !t->statuses || !t->indices)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory for %u receive buffers of %zu bytes",
+                          recv_buffers, recv_size);
+    for (unsigned i = 0; i < recv_buffers; i++)
+        post_recv(t, i);
+    if (pthread_create(&t->thread, NULL, network_thread, t) != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: cannot start the network thread");
+    t->running = 1;
+    return GRAIN_OK;
+}
+
+static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
+                               void *token)
+{
+    send_node_t *node = malloc(sizeof *node);
+    if (node == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory to queue a send");
+    *node = (send_node_t){NULL, dest, data, len, token};
+    pthread_mutex_lock(&t->lock);
+    if (t->pending_tail != NULL)
+        t->pending_tail->next = node;
+    else
+        t->pending_head = node;
+    t->pending_tail = node;
+    atomic_fetch_add_explicit(&t->n_pending, 1, memory_order_release);
+    pthread_mutex_unlock(&t->lock);
+    return GRAIN_OK;
+}
+
+static grain_status_t mpi_collective(grain_transport_t *t, const grain_coll_t *c)
+{
+    pthread_mutex_lock(&t->coll_lock);
+    t->coll = c;
+    t->coll_state = COLL_REQUESTED;
+    while (t->coll_state != COLL_DONE)
+        pthread_cond_wait(&t->coll_done, &t->coll_lock);
+    t->coll_state = COLL_NONE;
+    int err = t->coll_error;
+    pthread_mutex_unlock(&t->coll_lock);
+    if (err != MPI_SUCCESS)
+        return mpi_fail(err, "a collective");
+    return GRAIN_OK;
+}
+
+static void mpi_close(grain_transport_t *t)
+{
+    if (t->running) {
+        atomic_store(&t->stop, 1);
+        pthread_join(t->thread, NULL);
+        for (unsigned i = 0; i < t->n_recv; i++) {
+            if (t->recv_reqs[i] != MPI_REQUEST_NULL) {
+                MPI_Cancel(&t->recv_reqs[i]);
+                MPI_Wait(&t->recv_reqs[i], MPI_STATUS_IGNORE);
+            }
+        }
+    }
+    MPI_Comm_free(&t->comm);
+    if (t->initialized_mpi)
+        MPI_Finalize();
+    free(t->recv_memory);
+    free(t->recv_reqs);
+    free(t->recv_src);
+    free(t->recv_seq);
+    free(t->next_seq);
+    free(t->statuses);
+    free(t->indices);
+    free(t->send_reqs);
+    free(t->send_nodes);
+    free(t->send_done);
+    pthread_mutex_destroy(&t->lock);
+    pthread_mutex_destroy(&t->coll_lock);
+    pthread_cond_destroy(&t->coll_done);
+    free(t);
+}
+
+const grain_transport_ops_t grain_transport_mpi = {
+    .size = sizeof(grain_transport_ops_t),
+    .name = "mpi",
+    .open = mpi_open,
+    .start = mpi_start,
+    .send = mpi_send,
+    .collective = mpi_collective,
+    .close = mpi_close,
+    .uses_thread = 1,
+};

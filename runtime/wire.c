@@ -1,0 +1,169 @@
+#include "runtime/wire.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+size_t grain_wire_msg_size(uint32_t cmd)
+{
+    switch (cmd) {
+    case GRAIN_CMD_INC32:
+    case GRAIN_CMD_INC64:
+        return 8;
+    case GRAIN_CMD_PUT32:
+    case GRAIN_CMD_PUT64:
+    case GRAIN_CMD_ADD32:
+    case GRAIN_CMD_ADD64:
+        return 16;
+    case GRAIN_CMD_AM:
+        return 24;
+    default:
+        return 0;
+    }
+}
+
+size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2)
+{
+    uint32_t cmd = GRAIN_HDR_CMD(hdr);
+    size_t size = grain_wire_msg_size(cmd);
+    uint64_t words[3];
+    if (size == 0)
+        return 0;
+    if (cmd == GRAIN_CMD_AM) {
+        words[0] = cmd | ((uint64_t)GRAIN_HDR_HANDLER(hdr) << 8);
+        words[1] = w1;
+        words[2] = w2;
+    } else {
+        if (w1 > GRAIN_WIRE_MAX_OFFSET)
+            return 0;
+        words[0] = cmd | (w1 << 8);
+        words[1] = w2;
+    }
+    memcpy(dst, words, size);
+    return size;
+}
+
+grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
+                                   const grain_wire_limits_t *limits, char *why, size_t why_size)
+{
+    grain_wire_hdr_t h;
+    if (len < sizeof h) {
+        snprintf(why, why_size, "a %zu-byte buffer from rank %u is shorter than its header", len, src_pe);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != GRAIN_WIRE_MAGIC) {
+        snprintf(why, why_size, "a buffer from rank %u has no grain header (magic 0x%08x)", src_pe, h.magic);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    if (h.src_pe != src_pe || h.bytes != len) {
+        snprintf(why, why_size,
+                 "a buffer from rank %u says it is %u bytes from rank %u, but %zu bytes arrived",
+                 src_pe, h.bytes, h.src_pe, len);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    const uint8_t *p = (const uint8_t *)buf + sizeof h;
+    const uint8_t *end = (const uint8_t *)buf + len;
+    for (uint32_t i = 0; i < h.count; i++) {
+        uint64_t w0;
+        if ((size_t)(end - p) < sizeof w0) {
+            snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
+            return GRAIN_ERR_BAD_MESSAGE;
+        }
+        memcpy(&w0, p, sizeof w0);
+        uint32_t cmd = (uint32_t)(w0 & 0xff);
+        size_t size = grain_wire_msg_size(cmd);
+        if (size == 0) {
+            snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
+            return GRAIN_ERR_BAD_MESSAGE;
+        }
+        if ((size_t)(end - p) < size) {
+            snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
+            return GRAIN_ERR_BAD_MESSAGE;
+        }
+        uint64_t arg = w0 >> 8;
+        if (cmd == GRAIN_CMD_AM) {
+            if (arg >= GRAIN_MAX_HANDLERS || limits->handlers[arg] == NULL) {
+                snprintf(why, why_size,
+                         "active message %u from rank %u names handler %llu, which is not registered",
+                         i, src_pe, (unsigned long long)arg);
+                return GRAIN_ERR_BAD_HANDLER;
+            }
+        } else {
+            uint64_t width = grain_cmd_width(cmd);
+            if (arg > limits->heap_size - width || arg % width != 0) {
+                snprintf(why, why_size,
+                         "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
+                         "%llu-byte symmetric heap or misaligned",
+                         i, src_pe, (unsigned long long)width, (unsigned long long)arg,
+                         (unsigned long long)limits->heap_size);
+                return GRAIN_ERR_BAD_OFFSET;
+            }
+        }
+        p += size;
+    }
+    if (p != end) {
+        snprintf(why, why_size, "a buffer from rank %u has %zu bytes after its %u messages", src_pe,
+                 (size_t)(end - p), h.count);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    return GRAIN_OK;
+}
+
+/* Concurrent appliers (network thread, aggregators) may hit the same word:
+ * every store and add is atomic, relaxed; quiet orders them for readers. */
+static void apply(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint32_t cmd,
+                  uint64_t arg, uint64_t v1, uint64_t v2)
+{
+    switch (cmd) {
+    case GRAIN_CMD_PUT32:
+        atomic_store_explicit((_Atomic uint32_t *)(heap + arg), (uint32_t)v1, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_PUT64:
+        atomic_store_explicit((_Atomic uint64_t *)(heap + arg), v1, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_ADD32:
+        atomic_fetch_add_explicit((_Atomic uint32_t *)(heap + arg), (uint32_t)v1, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_ADD64:
+        atomic_fetch_add_explicit((_Atomic uint64_t *)(heap + arg), v1, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_INC32:
+        atomic_fetch_add_explicit((_Atomic uint32_t *)(heap + arg), 1u, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_INC64:
+        atomic_fetch_add_explicit((_Atomic uint64_t *)(heap + arg), 1u, memory_order_relaxed);
+        break;
+    case GRAIN_CMD_AM:
+        handlers[arg](heap, src_pe, v1, v2);
+        break;
+    default:
+        break;
+    }
+}
+
+void grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers)
+{
+    grain_wire_hdr_t h;
+    memcpy(&h, buf, sizeof h);
+    const uint8_t *p = (const uint8_t *)buf + sizeof h;
+    for (uint32_t i = 0; i < h.count; i++) {
+        uint64_t w[3] = {0, 0, 0};
+        memcpy(&w[0], p, sizeof w[0]);
+        uint32_t cmd = (uint32_t)(w[0] & 0xff);
+        size_t size = grain_wire_msg_size(cmd);
+        memcpy(w, p, size);
+        apply(heap, handlers, h.src_pe, cmd, w[0] >> 8, w[1], w[2]);
+        p += size;
+    }
+}
+
+void grain_apply_one(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint64_t hdr,
+                     uint64_t w1, uint64_t w2)
+{
+    uint32_t cmd = GRAIN_HDR_CMD(hdr);
+    if (cmd == GRAIN_CMD_AM)
+        apply(heap, handlers, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2);
+    else
+        apply(heap, handlers, src_pe, cmd, w1, w2, 0);
+}
