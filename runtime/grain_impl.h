@@ -54,6 +54,7 @@ struct grain {
 
     /* Completion counting (cumulative, never reset). */
     _Atomic uint64_t *applied_from; /* messages from each rank applied here */
+    _Atomic uint64_t *next_seq;     /* buffers sent to each rank */
     uint64_t *recv_buffers_from;    /* network thread only */
     uint64_t recv_bytes;            /* network thread only */
 

@@ -1,5 +1,6 @@
 #include "runtime/packer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +8,8 @@
 
 grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
                                  size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
-                                 grain_packer_send_fn send, void *send_arg)
+                                 _Atomic uint64_t *next_seq, grain_packer_send_fn send,
+                                 void *send_arg)
 {
     memset(p, 0, sizeof *p);
     if (buf_size < sizeof(grain_wire_hdr_t) + GRAIN_WIRE_MAX_MSG || per_dest == 0 || n_dest == 0)
@@ -24,12 +26,12 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
     size_t n_bufs = (size_t)n_dest * per_dest;
     p->filling = calloc(n_dest, sizeof *p->filling);
     p->free = calloc(n_dest, sizeof *p->free);
-    p->next_seq = calloc(n_dest, sizeof *p->next_seq);
+    p->next_seq = next_seq;
     p->dest_msgs = calloc(n_dest, sizeof *p->dest_msgs);
     p->dest_bytes = calloc(n_dest, sizeof *p->dest_bytes);
     p->all = calloc(n_bufs, sizeof *p->all);
     p->memory = aligned_alloc(64, n_bufs * ((buf_size + 63) & ~(size_t)63));
-    if (!p->filling || !p->free || !p->next_seq || !p->dest_msgs || !p->dest_bytes || !p->all ||
+    if (!p->filling || !p->free || !p->dest_msgs || !p->dest_bytes || !p->all ||
         !p->memory) {
         grain_packer_destroy(p);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu per-destination buffers of %zu bytes",
@@ -56,7 +58,6 @@ void grain_packer_destroy(grain_packer_t *p)
     }
     free(p->filling);
     free(p->free);
-    free(p->next_seq);
     free(p->dest_msgs);
     free(p->dest_bytes);
     free(p->all);
@@ -91,7 +92,7 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
         .src_pe = p->my_pe,
         .count = b->count,
         .bytes = (uint32_t)b->used,
-        .seq = p->next_seq[dest]++,
+        .seq = atomic_fetch_add_explicit(&p->next_seq[dest], 1, memory_order_relaxed),
     };
     memcpy(b->data, &h, sizeof h);
     p->stats.buffers++;

@@ -15,6 +15,7 @@
 #define GRAIN_RUNTIME_PACKER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,7 +60,7 @@ typedef struct grain_packer {
     void *send_arg;
     grain_outbuf_t **filling;  /* per destination, NULL when none */
     grain_outbuf_t **free;     /* per destination free lists, under lock */
-    uint64_t *next_seq;        /* per destination */
+    _Atomic uint64_t *next_seq; /* per destination, shared by a rank's aggregators */
     uint64_t *dest_msgs;       /* per destination messages handed to the transport */
     uint64_t *dest_bytes;
     grain_outbuf_t *all;       /* n_dest * per_dest buffers */
@@ -70,9 +71,12 @@ typedef struct grain_packer {
     grain_packer_stats_t stats;
 } grain_packer_t;
 
+/* `next_seq` (n_dest counters) numbers the buffers to each destination; the
+ * aggregators of one rank share it so that the receiver can restore order. */
 grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
                                  size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
-                                 grain_packer_send_fn send, void *send_arg);
+                                 _Atomic uint64_t *next_seq, grain_packer_send_fn send,
+                                 void *send_arg);
 void grain_packer_destroy(grain_packer_t *p);
 
 /* Appends the queue message (hdr, w1, w2) for destination `dest`; `now_ns`

@@ -73,6 +73,7 @@ static void release(grain_t *g)
     grain_heap_destroy(&g->heap_alloc);
     free((void *)g->applied_from);
     free(g->recv_buffers_from);
+    free((void *)g->next_seq);
     pthread_mutex_destroy(&g->heap_lock);
     pthread_mutex_destroy(&g->error_lock);
     free(g);
@@ -111,7 +112,8 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 
     g->applied_from = calloc((size_t)g->n_pes, sizeof *g->applied_from);
     g->recv_buffers_from = calloc((size_t)g->n_pes, sizeof *g->recv_buffers_from);
-    if (g->applied_from == NULL || g->recv_buffers_from == NULL) {
+    g->next_seq = calloc((size_t)g->n_pes, sizeof *g->next_seq);
+    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->next_seq == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
     }

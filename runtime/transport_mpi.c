@@ -9,8 +9,9 @@
  *
  * Buffers of 64 KiB travel with the rendezvous protocol, so two buffers from
  * one source can complete out of order; each carries a per-(source,
- * destination) sequence number and a buffer that arrives early is held until
- * its predecessors are delivered.
+ * destination) sequence number.  A buffer that arrives early is copied aside
+ * (its receive reposted at once, so it can never starve the one it waits for)
+ * and delivered after its predecessors.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -33,6 +34,14 @@ typedef struct send_node {
     void *token;
 } send_node_t;
 
+typedef struct held_buffer {
+    struct held_buffer *next;
+    int src;
+    uint64_t seq;
+    size_t len;
+    unsigned char data[];
+} held_buffer_t;
+
 typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t;
 
 struct grain_transport {
@@ -44,14 +53,13 @@ struct grain_transport {
     int running;
     atomic_int stop;
 
-    /* Receives: slot i is posted, or held (arrived early). */
+    /* Receives, always all posted, and the early buffers set aside. */
     unsigned n_recv;
     size_t recv_size;
     uint8_t *recv_memory;
     MPI_Request *recv_reqs;
-    int *recv_src;        /* held slots: source, else -1 */
-    uint64_t *recv_seq;   /* held slots: sequence number */
     uint64_t *next_seq;   /* per source */
+    held_buffer_t *held;
     int *indices;
     MPI_Status *statuses;
 
@@ -121,31 +129,24 @@ static grain_status_t mpi_open(grain_transport_t **t_p, int *my_pe_p, int *n_pes
 
 static void post_recv(grain_transport_t *t, unsigned i)
 {
-    t->recv_src[i] = -1;
     MPI_Irecv(t->recv_memory + (size_t)i * t->recv_size, (int)t->recv_size, MPI_BYTE, MPI_ANY_SOURCE,
               DATA_TAG, t->comm, &t->recv_reqs[i]);
 }
 
-static void deliver(grain_transport_t *t, unsigned i, int src, size_t len)
-{
-    t->handlers.received(t->handlers.arg, (uint32_t)src, t->recv_memory + (size_t)i * t->recv_size, len);
-    post_recv(t, i);
-}
-
-/* Delivers held buffers of `src` while the next one in sequence is there. */
+/* Delivers the set-aside buffers of `src` while the next in sequence is there. */
 static void deliver_held(grain_transport_t *t, int src)
 {
-    for (int found = 1; found;) {
-        found = 0;
-        for (unsigned i = 0; i < t->n_recv; i++) {
-            if (t->recv_src[i] == src && t->recv_seq[i] == t->next_seq[src]) {
-                grain_wire_hdr_t h;
-                memcpy(&h, t->recv_memory + (size_t)i * t->recv_size, sizeof h);
-                t->next_seq[src]++;
-                deliver(t, i, src, h.bytes);
-                found = 1;
-            }
+    for (held_buffer_t **h = &t->held; *h != NULL;) {
+        held_buffer_t *b = *h;
+        if (b->src != src || b->seq != t->next_seq[src]) {
+            h = &b->next;
+            continue;
         }
+        *h = b->next;
+        t->next_seq[src]++;
+        t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len);
+        free(b);
+        h = &t->held; /* a later one may now be next */
     }
 }
 
@@ -157,23 +158,29 @@ static int progress_recvs(grain_transport_t *t)
         return 0;
     for (int k = 0; k < n; k++) {
         unsigned i = (unsigned)t->indices[k];
+        uint8_t *data = t->recv_memory + (size_t)i * t->recv_size;
         int src = t->statuses[k].MPI_SOURCE, len = 0;
         MPI_Get_count(&t->statuses[k], MPI_BYTE, &len);
-        grain_wire_hdr_t h;
-        if ((size_t)len < sizeof h) {
-            deliver(t, i, src, (size_t)len); /* the runtime rejects and reports it */
-            continue;
-        }
-        memcpy(&h, t->recv_memory + (size_t)i * t->recv_size, sizeof h);
-        if (h.magic != GRAIN_WIRE_MAGIC || h.seq == t->next_seq[src]) {
+        grain_wire_hdr_t h = {0};
+        if ((size_t)len >= sizeof h)
+            memcpy(&h, data, sizeof h);
+        if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
+            held_buffer_t *b = malloc(sizeof *b + (size_t)len);
+            if (b == NULL) {
+                grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");
+                abort(); /* dropping it would lose messages */
+            }
+            *b = (held_buffer_t){t->held, src, h.seq, (size_t)len};
+            memcpy(b->data, data, (size_t)len);
+            t->held = b;
+        } else {
+            /* In order, or malformed: the runtime rejects and reports the latter. */
             if (h.magic == GRAIN_WIRE_MAGIC)
                 t->next_seq[src]++;
-            deliver(t, i, src, (size_t)len);
+            t->handlers.received(t->handlers.arg, (uint32_t)src, data, (size_t)len);
             deliver_held(t, src);
-        } else {
-            t->recv_src[i] = src; /* early: hold it, its request stays null */
-            t->recv_seq[i] = h.seq;
         }
+        post_recv(t, i);
     }
     return 1;
 }
@@ -323,12 +330,10 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->n_recv = recv_buffers;
     t->recv_memory = malloc((size_t)recv_buffers * recv_size);
     t->recv_reqs = calloc(recv_buffers, sizeof *t->recv_reqs);
-    t->recv_src = calloc(recv_buffers, sizeof *t->recv_src);
-    t->recv_seq = calloc(recv_buffers, sizeof *t->recv_seq);
     t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
     t->statuses = calloc(recv_buffers, sizeof *t->statuses);
     t->indices = calloc(recv_buffers, sizeof *t->indices);
-    if (!t->recv_memory || !t->recv_reqs || !t->recv_src || !t->recv_seq || !t->next_seq ||
+    if (!t->recv_memory || !t->recv_reqs || !t->next_seq ||
         !t->statuses || !t->indices)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory for %u receive buffers of %zu bytes",
                           recv_buffers, recv_size);
@@ -390,8 +395,11 @@ static void mpi_close(grain_transport_t *t)
         MPI_Finalize();
     free(t->recv_memory);
     free(t->recv_reqs);
-    free(t->recv_src);
-    free(t->recv_seq);
+    while (t->held != NULL) {
+        held_buffer_t *b = t->held;
+        t->held = b->next;
+        free(b);
+    }
     free(t->next_seq);
     free(t->statuses);
     free(t->indices);

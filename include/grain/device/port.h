@@ -95,6 +95,10 @@ GRAIN_INLINE grain_u64 grain_global_linear_id(void)
            (grain_u64)(get_global_id(0) - get_global_offset(0));
 }
 
+#define grain_local_fetch_inc_u32(p) \
+    atomic_fetch_add_explicit((volatile __local atomic_uint *)(p), 1u, memory_order_relaxed, \
+                              memory_scope_work_group)
+
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define grain_fence_release() \
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_SCOPE_SYSTEM)

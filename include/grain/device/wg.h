@@ -20,8 +20,8 @@
 #define GRAIN_MAX_WG 256
 #endif
 
-/* Local scratch: the scan double-buffers; the send path reuses the first
- * word of a segment to broadcast the leader's ticket. */
+/* Local scratch: the scan double-buffers; the send path reuses them for its
+ * per-segment column counters and tickets. */
 #define GRAIN_WG_SCRATCH_WORDS (2 * GRAIN_MAX_WG)
 
 #define GRAIN_OP_ADD 0

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main job: builds grain and runs GUPS on 4 MPI ranks over the OpenCL
+# backend (PoCL on a machine without a GPU), verified, with statistics.
+#   scripts/run.sh [gups options...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+grain_install_deps
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$(nproc)"
+ranks=${GRAIN_RANKS:-4}
+args=("$@")
+[ ${#args[@]} -gt 0 ] || args=(--log2-table 20 --verify)
+echo "grain: mpirun -np $ranks build/bin/gups ${args[*]}"
+GRAIN_STATS=${GRAIN_STATS:-1} mpirun -np "$ranks" build/bin/gups "${args[@]}"

@@ -1,0 +1,38 @@
+#include "grain/device.h"
+
+/* Every diverged WG-level primitive over per-lane values and active flags. */
+GRAIN_KERNEL void wg_prims(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_i64 *values,
+                           GRAIN_GLOBAL const grain_i32 *active, GRAIN_GLOBAL grain_i64 *out)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 g = grain_global_linear_id();
+    grain_i64 v = values[g];
+    int a = active[g];
+    out[5 * g + 0] = grain_wg_reduce_add(&wg, v, a);
+    out[5 * g + 1] = grain_wg_reduce_max(&wg, v, a);
+    out[5 * g + 2] = grain_wg_reduce_min(&wg, v, a);
+    out[5 * g + 3] = grain_wg_scan_inclusive_add(&wg, v, a);
+    out[5 * g + 4] = grain_wg_scan_exclusive_add(&wg, v, a);
+}
+
+/* One message per active lane; lane `bad_lane` sends the kind of bad message
+ * `what` asks for (0: PE, 1: offset past the heap, 2: offset before it,
+ * 3: misaligned, 4: unregistered handler). */
+GRAIN_KERNEL void send_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *target, grain_i32 what,
+                           grain_u32 bad_lane, grain_u32 handler)
+{
+    GRAIN_WG_BEGIN(wg);
+    int bad = grain_global_linear_id() == bad_lane;
+    int me = grain_dev_my_pe(&wg);
+    if (what == 0)
+        grain_inc64(&wg, target, bad ? grain_dev_n_pes(&wg) + 4 : me, 1);
+    else if (what == 1)
+        grain_inc64(&wg, bad ? target + (1 << 27) : target, me, 1);
+    else if (what == 2)
+        grain_inc64(&wg, bad ? target - 1 : target, me, 1);
+    else if (what == 3)
+        grain_add32(&wg, bad ? (GRAIN_GLOBAL grain_i32 *)((GRAIN_GLOBAL char *)target + 2)
+                             : (GRAIN_GLOBAL grain_i32 *)target, 1, me, 1);
+    else
+        grain_am(&wg, bad ? 77 : handler, grain_offset(&wg, target), 1, me, 1);
+}

@@ -1,0 +1,114 @@
+/*
+ * Integration test under mpirun (1 to 4 ranks): shmem_all.cl sends every kind
+ * of message from every active work-item to every rank, for every activity
+ * pattern; after grain_barrier every rank checks each counter and slot against
+ * values computed from the same pattern.  Exit 0 only if every rank agrees.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grain/grain.h"
+#include "shmem_all_pattern.h"
+
+extern const char shmem_all_source[];
+
+#define ITEMS 512
+#define WG 64
+
+static void add_at(char *heap, uint32_t src, uint64_t offset, uint64_t value)
+{
+    (void)src;
+    __atomic_fetch_add((int64_t *)(heap + offset), (int64_t)value, __ATOMIC_RELAXED);
+}
+
+static int check(int me, const char *what, long long got, long long want, int *bad)
+{
+    if (got == want)
+        return 1;
+    if (++*bad <= 10)
+        fprintf(stderr, "rank %d: %s is %lld, expected %lld\n", me, what, got, want);
+    return 0;
+}
+
+#define OK(x)                                                                              \
+    do {                                                                                   \
+        grain_status_t st_ = (x);                                                          \
+        if (st_ != GRAIN_OK) {                                                             \
+            fprintf(stderr, "%s: %s (%s)\n", #x, grain_strerror(st_), grain_error_message(NULL)); \
+            exit(2);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+int main(void)
+{
+    grain_t *g;
+    OK(grain_init(NULL, &g));
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    OK(grain_am_register(g, 3, add_at));
+    int64_t *cnt, *sum, *puts, *am_sum, *divergent;
+    int32_t *cnt32, *sum32, *puts32;
+    OK(grain_malloc(g, 8, (void **)&cnt));
+    OK(grain_malloc(g, 4, (void **)&cnt32));
+    OK(grain_malloc(g, 8, (void **)&sum));
+    OK(grain_malloc(g, 4, (void **)&sum32));
+    OK(grain_malloc(g, 8 * (size_t)n * ITEMS, (void **)&puts));
+    OK(grain_malloc(g, 4 * (size_t)n * ITEMS, (void **)&puts32));
+    OK(grain_malloc(g, 8, (void **)&am_sum));
+    OK(grain_malloc(g, 8 * (size_t)n, (void **)&divergent));
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    OK(grain_program_create(g, shmem_all_source, NULL, &prog));
+    OK(grain_kernel_create(prog, "shmem_all", &k));
+    void *ptrs[8] = {cnt, cnt32, sum, sum32, puts, puts32, am_sum, divergent};
+    for (unsigned i = 0; i < 8; i++)
+        OK(grain_kernel_set_arg_ptr(k, 1 + i, ptrs[i]));
+    uint32_t handler = 3;
+    OK(grain_kernel_set_arg(k, 10, sizeof handler, &handler));
+
+    int bad = 0;
+    for (uint32_t pattern = 0; pattern < PATTERNS; pattern++) {
+        memset(cnt, 0, 8), memset(cnt32, 0, 4), memset(sum, 0, 8), memset(sum32, 0, 4);
+        memset(puts, 0, 8 * (size_t)n * ITEMS), memset(puts32, 0, 4 * (size_t)n * ITEMS);
+        memset(am_sum, 0, 8), memset(divergent, 0, 8 * (size_t)n);
+        OK(grain_barrier(g));
+        OK(grain_kernel_set_arg(k, 9, sizeof pattern, &pattern));
+        size_t global = ITEMS, local = WG;
+        OK(grain_launch(k, 1, &global, &local));
+        OK(grain_barrier(g));
+
+        long long want_cnt = 0, want_sum = 0, want_sum32 = 0, want_am = 0, want_div = 0;
+        for (int r = 0; r < n; r++) {
+            for (uint64_t gid = 0; gid < ITEMS; gid++) {
+                int act = pattern_active(pattern, (uint32_t)r, gid, (uint32_t)(gid % WG));
+                uint64_t slot = (uint64_t)r * ITEMS + gid;
+                check(me, "a put64 slot", puts[slot], act ? put_value((uint32_t)r, gid) : 0, &bad);
+                check(me, "a put32 slot", puts32[slot], act ? (int32_t)put_value((uint32_t)r, gid) : 0, &bad);
+                if (!act)
+                    continue;
+                want_cnt++;
+                want_sum += (long long)gid + 1;
+                want_sum32 += (long long)(gid % 1000);
+                want_am += r + 1;
+                if (gid % (uint64_t)n == (uint64_t)me)
+                    want_div += lane_trips((uint32_t)r, gid);
+            }
+        }
+        check(me, "the inc64 counter", cnt[0], want_cnt, &bad);
+        check(me, "the inc32 counter", cnt32[0], want_cnt, &bad);
+        check(me, "the add64 sum", sum[0], want_sum, &bad);
+        check(me, "the add32 sum", sum32[0], want_sum32, &bad);
+        check(me, "the active-message sum", am_sum[0], want_am, &bad);
+        check(me, "the divergent-loop counter", divergent[me], want_div, &bad);
+    }
+    uint64_t total_bad = (uint64_t)bad;
+    OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));
+    if (me == 0)
+        printf("shmem_all: %d ranks, %d patterns: %s (%llu mismatches)\n", n, PATTERNS,
+               total_bad ? "FAILED" : "passed", (unsigned long long)total_bad);
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    OK(grain_finalize(g));
+    return total_bad ? 1 : 0;
+}

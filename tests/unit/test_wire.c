@@ -1,0 +1,169 @@
+/* Message encoding, the receiver's validation (every bad field rejected with
+ * a sentence naming it) and host apply. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/wire.h"
+
+#define HEAP 4096
+
+static uint64_t am_sum;
+static uint32_t am_src;
+
+static void am_handler(char *heap, uint32_t src, uint64_t a0, uint64_t a1)
+{
+    (void)heap;
+    am_src = src;
+    am_sum += a0 * a1;
+}
+
+static grain_am_fn handlers[GRAIN_MAX_HANDLERS];
+static const grain_wire_limits_t limits = {4, HEAP, handlers};
+
+/* Builds a buffer from rank 2 with the given queue messages. */
+static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
+{
+    size_t used = sizeof(grain_wire_hdr_t);
+    for (unsigned i = 0; i < n; i++) {
+        size_t k = grain_wire_encode(buf + used, msgs[i][0], msgs[i][1], msgs[i][2]);
+        assert_true(k > 0);
+        used += k;
+    }
+    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, n, (uint32_t)used, 0};
+    memcpy(buf, &h, sizeof h);
+    return used;
+}
+
+static grain_status_t check(const uint8_t *buf, size_t len, char *why)
+{
+    return grain_wire_validate(buf, len, 2, &limits, why, 256);
+}
+
+static void test_sizes(void **state)
+{
+    assert_int_equal(grain_wire_msg_size(GRAIN_CMD_INC64), 8);
+    assert_int_equal(grain_wire_msg_size(GRAIN_CMD_PUT32), 16);
+    assert_int_equal(grain_wire_msg_size(GRAIN_CMD_AM), 24);
+    assert_int_equal(grain_wire_msg_size(0), 0);
+    assert_int_equal(grain_wire_msg_size(99), 0);
+    uint8_t b[24];
+    assert_int_equal(grain_wire_encode(b, GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 1ull << 57, 0), 0);
+}
+
+static void test_valid_buffer_applies_every_command(void **state)
+{
+    _Alignas(8) char heap[HEAP] = {0};
+    handlers[5] = am_handler;
+    const uint64_t msgs[][3] = {
+        {GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 0, 0x1122334455667788ull},
+        {GRAIN_HDR(GRAIN_CMD_PUT32, 0, 1), 8, 0xdeadbeef},
+        {GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1), 16, (uint64_t)-5},
+        {GRAIN_HDR(GRAIN_CMD_ADD32, 0, 1), 24, 7},
+        {GRAIN_HDR(GRAIN_CMD_INC64, 0, 1), 32, 0},
+        {GRAIN_HDR(GRAIN_CMD_INC64, 0, 1), 32, 0},
+        {GRAIN_HDR(GRAIN_CMD_INC32, 0, 1), HEAP - 4, 0},
+        {GRAIN_HDR(GRAIN_CMD_AM, 5, 1), 6, 7},
+    };
+    uint8_t buf[512];
+    char why[256];
+    size_t len = build(buf, msgs, 8);
+    assert_int_equal(check(buf, len, why), GRAIN_OK);
+    am_sum = 0;
+    grain_wire_apply(buf, heap, handlers);
+    uint64_t u64;
+    uint32_t u32;
+    int64_t i64;
+    memcpy(&u64, heap, 8);
+    assert_int_equal(u64, 0x1122334455667788ull);
+    memcpy(&u32, heap + 8, 4);
+    assert_int_equal(u32, 0xdeadbeef);
+    memcpy(&i64, heap + 16, 8);
+    assert_int_equal(i64, -5);
+    memcpy(&u32, heap + 24, 4);
+    assert_int_equal(u32, 7);
+    memcpy(&u64, heap + 32, 8);
+    assert_int_equal(u64, 2);
+    memcpy(&u32, heap + HEAP - 4, 4);
+    assert_int_equal(u32, 1);
+    assert_int_equal(am_sum, 42);
+    assert_int_equal(am_src, 2);
+}
+
+static void expect_rejected(const uint8_t *buf, size_t len, grain_status_t want, const char *phrase)
+{
+    char why[256] = "";
+    assert_int_equal(check(buf, len, why), want);
+    if (strstr(why, phrase) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", why, phrase);
+}
+
+static void test_each_bad_field_is_rejected(void **state)
+{
+    handlers[5] = am_handler;
+    const uint64_t good[][3] = {{GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1), 64, 1}};
+    uint8_t buf[256];
+    size_t len = build(buf, good, 1);
+    grain_wire_hdr_t h;
+
+    expect_rejected(buf, 10, GRAIN_ERR_BAD_MESSAGE, "shorter than its header");
+
+    memcpy(buf, &(uint32_t){0x12345678}, 4);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "no grain header");
+    len = build(buf, good, 1);
+
+    memcpy(&h, buf, sizeof h);
+    h.src_pe = 3;
+    memcpy(buf, &h, sizeof h);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "from rank 3");
+    len = build(buf, good, 1);
+
+    expect_rejected(buf, len - 1, GRAIN_ERR_BAD_MESSAGE, "bytes arrived");
+
+    memcpy(&h, buf, sizeof h);
+    h.count = 2;
+    memcpy(buf, &h, sizeof h);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "ends inside message 1");
+
+    const uint64_t bad_offset[][3] = {{GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), HEAP, 1}};
+    len = build(buf, bad_offset, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "heap offset 4096");
+
+    const uint64_t straddle[][3] = {{GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), HEAP - 4, 1}};
+    len = build(buf, straddle, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "outside the 4096-byte symmetric heap");
+
+    const uint64_t misaligned[][3] = {{GRAIN_HDR(GRAIN_CMD_ADD32, 0, 1), 6, 1}};
+    len = build(buf, misaligned, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
+
+    const uint64_t bad_handler[][3] = {{GRAIN_HDR(GRAIN_CMD_AM, 6, 1), 0, 0}};
+    len = build(buf, bad_handler, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_HANDLER, "handler 6");
+
+    len = build(buf, good, 1);
+    uint64_t w0 = 9 | (64ull << 8);
+    memcpy(buf + sizeof h, &w0, 8);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "unknown command 9");
+
+    len = build(buf, good, 1);
+    memset(buf + len, 0, 8);
+    memcpy(&h, buf, sizeof h);
+    h.bytes = (uint32_t)len + 8;
+    memcpy(buf, &h, sizeof h);
+    expect_rejected(buf, len + 8, GRAIN_ERR_BAD_MESSAGE, "after its 1 messages");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_valid_buffer_applies_every_command),
+        cmocka_unit_test(test_each_bad_field_is_rejected),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
