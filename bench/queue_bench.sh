@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds and runs the queue benchmark; writes bench-results/queue_bench.{csv,png}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+grain_install_deps
+cmake -S . -B build >/dev/null
+cmake --build build -j "$(nproc)" --target queue_bench
+mkdir -p bench-results
+build/bin/queue_bench --csv bench-results/queue_bench.csv "$@"
+/usr/bin/python3 bench/plot_queue.py bench-results/queue_bench.csv bench-results/queue_bench.png
