@@ -5,7 +5,8 @@
  * message per slot (Gravel figure 8's baseline), measured in the same run.
  *
  *   queue_bench [--messages N] [--csv FILE]
- * Prints one line per point and the ratio to the CPU queue; writes CSV.
+ * Every point is the median of three runs.  Prints one line per point and the
+ * ratio to the CPU queue; writes CSV.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -131,6 +132,11 @@ static double grain_rate(const char *reserve, size_t wg, uint64_t messages)
     return rate;
 }
 
+static double median3(double a, double b, double c)
+{
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t messages = 1 << 22;
@@ -147,7 +153,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fprintf(csv, "queue,reserve,wg_size,msg_bytes,msgs_per_s,gb_per_s,ratio_to_cpu_queue\n");
-    double cpu = cpu_queue_rate(messages);
+    double cpu = median3(cpu_queue_rate(messages), cpu_queue_rate(messages), cpu_queue_rate(messages));
     printf("%-10s %-7s %6s %14s %9s %9s\n", "queue", "reserve", "wg", "msgs/s", "GB/s", "x cpu");
     printf("%-10s %-7s %6s %14.0f %9.3f %9.2f\n", "cpu-mpmc", "-", "-", cpu, cpu * MSG_BYTES / 1e9, 1.0);
     fprintf(csv, "cpu-mpmc,-,1,%d,%.0f,%.4f,1.0\n", MSG_BYTES, cpu, cpu * MSG_BYTES / 1e9);
@@ -156,7 +162,8 @@ int main(int argc, char **argv)
     for (int m = 0; m < 3; m++) {
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             uint64_t n = strcmp(modes[m], "wi") == 0 ? messages / 8 : messages;
-            double r = grain_rate(modes[m], sizes[s], n);
+            double r = median3(grain_rate(modes[m], sizes[s], n), grain_rate(modes[m], sizes[s], n),
+                               grain_rate(modes[m], sizes[s], n));
             printf("%-10s %-7s %6zu %14.0f %9.3f %9.2f\n", "grain", modes[m], sizes[s], r, r * MSG_BYTES / 1e9,
                    r / cpu);
             fprintf(csv, "grain,%s,%zu,%d,%.0f,%.4f,%.3f\n", modes[m], sizes[s], MSG_BYTES, r, r * MSG_BYTES / 1e9,
