@@ -6,10 +6,9 @@
  * value of the operation, so divergent code keeps working as long as the call
  * itself is reached by all lanes (software predication).
  *
- * They run over segments of `seg` consecutive lanes: the whole work-group
- * (seg >= work-group size), a sub-group, or a single lane.  One
- * Hillis-Steele scan in local memory serves every operation; it needs no
- * native work-group collectives, which PoCL and many OpenCL drivers lack.
+ * One Hillis-Steele scan over the work-group in local memory serves every
+ * operation; it needs no native work-group collectives, which PoCL and many
+ * OpenCL drivers lack.
  */
 #ifndef GRAIN_DEVICE_WG_H
 #define GRAIN_DEVICE_WG_H
@@ -53,26 +52,23 @@ typedef struct grain_wg {
 
 #if !defined(GRAIN_DIALECT_HOST)
 /*
- * Inclusive scan of `v` over the active lanes of this lane's segment; the
- * segment's total is stored in *total_p.  All lanes must call it.
+ * Inclusive scan of `v` over the active lanes of the work-group; the total is
+ * stored in *total_p.  All lanes must call it.
  */
-GRAIN_INLINE grain_i64 grain_seg_scan_(GRAIN_LOCAL grain_i64 *scratch, grain_u32 seg, int op,
-                                       grain_i64 v, int active, grain_i64 *total_p)
+GRAIN_INLINE grain_i64 grain_wg_scan_(GRAIN_LOCAL grain_i64 *scratch, int op, grain_i64 v, int active,
+                                      grain_i64 *total_p)
 {
     grain_u32 lid = grain_local_linear_id();
     grain_u32 n = grain_local_linear_size();
-    grain_u32 seg0 = (lid / seg) * seg;
-    grain_u32 last = seg0 + seg < n ? seg0 + seg - 1 : n - 1;
     GRAIN_LOCAL grain_i64 *a = scratch;
     GRAIN_LOCAL grain_i64 *b = scratch + GRAIN_MAX_WG;
     grain_i64 x = active ? v : grain_op_identity_(op);
 
     a[lid] = x;
     grain_wg_barrier();
-    /* The loop bound depends only on uniform values, so every lane reaches
-     * every barrier. */
-    for (grain_u32 d = 1; d < seg && d < n; d <<= 1) {
-        if (lid >= seg0 + d)
+    /* The loop bound is uniform, so every lane reaches every barrier. */
+    for (grain_u32 d = 1; d < n; d <<= 1) {
+        if (lid >= d)
             x = grain_op_apply_(op, a[lid - d], x);
         b[lid] = x;
         grain_wg_barrier();
@@ -80,7 +76,7 @@ GRAIN_INLINE grain_i64 grain_seg_scan_(GRAIN_LOCAL grain_i64 *scratch, grain_u32
         a = b;
         b = t;
     }
-    *total_p = a[last];
+    *total_p = a[n - 1];
     grain_wg_barrier();
     return x;
 }
@@ -88,7 +84,7 @@ GRAIN_INLINE grain_i64 grain_seg_scan_(GRAIN_LOCAL grain_i64 *scratch, grain_u32
 GRAIN_INLINE grain_i64 grain_wg_reduce_(const grain_wg_t *wg, int op, grain_i64 v, int active)
 {
     grain_i64 total;
-    grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, op, v, active, &total);
+    grain_wg_scan_(wg->scratch, op, v, active, &total);
     return total;
 }
 
@@ -112,14 +108,14 @@ GRAIN_INLINE grain_i64 grain_wg_reduce_min(const grain_wg_t *wg, grain_i64 v, in
 GRAIN_INLINE grain_i64 grain_wg_scan_inclusive_add(const grain_wg_t *wg, grain_i64 v, int active)
 {
     grain_i64 total;
-    grain_i64 x = grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, GRAIN_OP_ADD, v, active, &total);
+    grain_i64 x = grain_wg_scan_(wg->scratch, GRAIN_OP_ADD, v, active, &total);
     return active ? x : 0;
 }
 
 GRAIN_INLINE grain_i64 grain_wg_scan_exclusive_add(const grain_wg_t *wg, grain_i64 v, int active)
 {
     grain_i64 total;
-    grain_i64 x = grain_seg_scan_(wg->scratch, GRAIN_MAX_WG, GRAIN_OP_ADD, v, active, &total);
+    grain_i64 x = grain_wg_scan_(wg->scratch, GRAIN_OP_ADD, v, active, &total);
     return active ? x - v : 0;
 }
 #endif /* !GRAIN_DIALECT_HOST */
