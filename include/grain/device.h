@@ -96,30 +96,38 @@ GRAIN_INLINE void grain_msg_write_(GRAIN_GLOBAL grain_queue_t *q, grain_u64 tick
     p[2 * width + col] = w2;
 }
 
-/* The send path: validate, reserve, write the lane's column, publish. */
-GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
-                              grain_u64 w1, grain_u64 w2, int active)
-{
-    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
-    GRAIN_GLOBAL grain_queue_t *q = ctx->queue;
-    if (active)
-        active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
-    grain_u64 hdr = GRAIN_HDR(cmd, handler, (grain_u32)pe);
+/*
+ * A lane's place in the queue for one collective send: the slot's ticket, the
+ * lane's column in it, and whether this lane publishes the slot (with how
+ * many messages).  grain_wg_reserve_ and grain_wg_publish_ are called by every
+ * work-item of the work-group (they hold barriers unless GRAIN_RESERVE_WI);
+ * between them each active lane writes the rows of its column.
+ */
+typedef struct grain_slot {
+    grain_u64 ticket;
+    grain_u32 col;
+    grain_u32 count;
+    int publisher;
+} grain_slot_t;
 
+GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_t *q,
+                                            int active)
+{
+    grain_slot_t s = {0, 0, 0, 0};
 #if GRAIN_RESERVE == GRAIN_RESERVE_WI
+    (void)wg;
     if (active) {
-        grain_u64 ticket = grain_queue_reserve(q);
-        grain_msg_write_(q, ticket, 0, hdr, w1, w2);
-        grain_fence_release();
-        grain_queue_publish(q, ticket, 1);
+        s.ticket = grain_queue_reserve(q);
+        s.count = 1;
+        s.publisher = 1;
     }
 #else
     /*
      * Each active lane takes its column with one local atomic; the segment's
      * first lane (active or not: every lane runs this code) reserves the slot
-     * with the one global atomic, and publishes it.  Columns need no lane
-     * order, so this replaces the prefix sum of seed 001 with four barriers
-     * and no loop: PoCL compiles a kernel with many sends in minutes less.
+     * with the one global atomic.  Columns need no lane order, so this
+     * replaces the prefix sum of seed 001 with three barriers and no loop:
+     * PoCL compiles a kernel with many sends in minutes less.
      */
     GRAIN_LOCAL grain_u32 *counts = (GRAIN_LOCAL grain_u32 *)wg->scratch;
     GRAIN_LOCAL grain_u64 *tickets = (GRAIN_LOCAL grain_u64 *)(wg->scratch + GRAIN_MAX_WG);
@@ -128,21 +136,42 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
     if (first)
         counts[seg] = 0;
     grain_wg_barrier();
-    grain_u32 col = active ? grain_local_fetch_inc_u32(&counts[seg]) : 0;
+    if (active)
+        s.col = grain_local_fetch_inc_u32(&counts[seg]);
     grain_wg_barrier();
-    grain_u32 count = counts[seg];
-    if (first && count > 0)
+    s.count = counts[seg];
+    s.publisher = first && s.count > 0;
+    if (s.publisher)
         tickets[seg] = grain_queue_reserve(q);
     grain_wg_barrier();
-    grain_u64 ticket = tickets[seg];
-    if (active)
-        grain_msg_write_(q, ticket, col, hdr, w1, w2);
-    grain_wg_barrier();
-    if (first && count > 0) {
-        grain_fence_release();
-        grain_queue_publish(q, ticket, count);
-    }
+    s.ticket = tickets[seg];
 #endif
+    return s;
+}
+
+GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_t *q, grain_slot_t s)
+{
+#if GRAIN_RESERVE != GRAIN_RESERVE_WI
+    grain_wg_barrier(); /* every column of the slot is written */
+#endif
+    if (s.publisher) {
+        grain_fence_release();
+        grain_queue_publish(q, s.ticket, s.count);
+    }
+}
+
+/* The send path: validate, reserve, write the lane's column, publish. */
+GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
+                              grain_u64 w1, grain_u64 w2, int active)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+    GRAIN_GLOBAL grain_queue_t *q = ctx->queue;
+    if (active)
+        active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
+    grain_slot_t s = grain_wg_reserve_(wg, q, active);
+    if (active)
+        grain_msg_write_(q, s.ticket, s.col, GRAIN_HDR(cmd, handler, (grain_u32)pe), w1, w2);
+    grain_wg_publish_(q, s);
 }
 
 /* Offset of a symmetric-heap address: what active-message handlers get back
