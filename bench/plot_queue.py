@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Draws queue_bench.csv as Gravel figure 6: throughput by work-group size per reservation mode,
-with the CPU-only queue of the same run as a line."""
+"""Draws queue_bench.csv as seed 001's figures 6 and 8: <stem>_fig6.png (send-path throughput by
+work-group size per reservation mode, with the CPU MPMC queue of the same run as a line) and
+<stem>_fig8.png (queue throughput by message size against the CPU-only queues)."""
 import csv
 import sys
 
@@ -10,21 +11,46 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 src = sys.argv[1] if len(sys.argv) > 1 else "queue_bench.csv"
-dst = sys.argv[2] if len(sys.argv) > 2 else src.replace(".csv", ".png")
+stem = src[: -len(".csv")] if src.endswith(".csv") else src
 rows = list(csv.DictReader(open(src)))
-cpu = [float(r["msgs_per_s"]) for r in rows if r["queue"] == "cpu-mpmc"][0]
-fig, ax = plt.subplots(figsize=(7, 4.5))
-for mode, label in (("wg", "work-group reservation"), ("sg", "sub-group reservation"), ("wi", "work-item reservation")):
-    pts = [(int(r["wg_size"]), float(r["msgs_per_s"]) / 1e6) for r in rows if r["reserve"] == mode]
-    if pts:
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
-ax.axhline(cpu / 1e6, color="gray", linestyle="--", label="CPU-only MPMC queue (same run)")
-ax.set_xscale("log", base=2)
-ax.set_yscale("log")
-ax.set_xlabel("work-group size (lanes)")
-ax.set_ylabel("million 24-byte messages / s")
-ax.set_title("grain send path throughput (queue + aggregator + apply)")
-ax.legend()
-fig.tight_layout()
-fig.savefig(dst, dpi=120)
-print("wrote", dst)
+
+
+def points(figure, queue, reserve=None, x="wg_size", y="msgs_per_s", scale=1e6):
+    return [(int(r[x]), float(r[y]) / scale) for r in rows
+            if r["figure"] == figure and r["queue"] == queue and (reserve is None or r["reserve"] == reserve)]
+
+
+def save(fig, ax, name):
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(name, dpi=120)
+    print("wrote", name)
+
+
+fig6 = points("fig6", "cpu-mpmc")
+if fig6:
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for mode, label in (("wg", "work-group reservation"), ("sg", "sub-group reservation"),
+                        ("wi", "work-item reservation")):
+        pts = points("fig6", "grain", mode)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.axhline(fig6[0][1], color="gray", linestyle="--", label="CPU-only MPMC queue (same run)")
+    ax.set_xlabel("work-group size (lanes)")
+    ax.set_ylabel("million 24-byte messages / s")
+    ax.set_title("grain send path (queue + aggregator + apply)")
+    save(fig, ax, stem + "_fig6.png")
+
+if points("fig8", "grain"):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for queue, label, style in (("grain", "grain queue, 256-lane work-groups", "o-"),
+                                ("cpu-mpmc", "CPU-only MPMC queue (same algorithm)", "s--"),
+                                ("cpu-spsc", "CPU-only SPSC queue", "^--")):
+        pts = points("fig8", queue, x="msg_bytes", y="gb_per_s", scale=1)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("GB/s through the queue")
+    ax.set_title("producer/consumer queue throughput")
+    save(fig, ax, stem + "_fig8.png")

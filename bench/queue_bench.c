@@ -1,87 +1,41 @@
 /*
- * queue_bench: throughput of grain's device-to-host send path by work-group
- * size and reservation mode (Gravel figure 6), against a CPU-only
- * multi-producer/multi-consumer queue with the same synchronization, one
- * message per slot (Gravel figure 8's baseline), measured in the same run.
+ * queue_bench: grain's device-to-host queue against CPU-only queues measured
+ * in the same run (seed 001 figures 6 and 8).
  *
- *   queue_bench [--messages N] [--csv FILE]
- * Every point is the median of three runs.  Prints one line per point and the
- * ratio to the CPU queue; writes CSV.
+ *   queue_bench [--sweep wg|size|all] [--messages N] [--bytes B]
+ *               [--consumers C] [--csv FILE]
+ *
+ * wg:   the whole send path (reservation, slot write, aggregator, apply) of
+ *       24-byte increments, by work-group size and reservation mode, against
+ *       the CPU-only MPMC queue (figure 6).
+ * size: the queue alone, a 256-lane work-group per slot and C host consumer
+ *       threads, by message size from 8 B to 4 KiB, against CPU-only SPSC and
+ *       MPMC queues (figure 8).
+ * Every point is the median of three runs, checked by a checksum or by the
+ * applied counts.  Prints one line per point with the ratio to the CPU MPMC
+ * queue of the same message size; writes CSV.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
+#include "bench/queue_baselines.h"
 #include "grain/grain.h"
-#include "runtime/queue_consumer.h"
 
 extern const char queue_bench_source[];
 
-#define MSG_BYTES 24 /* a grain message in the queue: header, offset, value */
+#define SEND_ROWS 3 /* a grain message in the queue: header, offset, value */
+#define SIZE_WG 256 /* seed 001 figure 8: work-groups of four 64-lane wavefronts */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef struct {
-    grain_queue_t *q;
-    uint64_t messages;
-} cpu_arg_t;
-
-static void *cpu_produce(void *arg)
-{
-    cpu_arg_t *a = arg;
-    for (uint64_t i = 0; i < a->messages; i++) {
-        grain_u64 t = grain_queue_reserve(a->q);
-        grain_u64 *p = grain_queue_payload(a->q, t);
-        p[0] = i, p[1] = i, p[2] = i;
-        grain_queue_publish(a->q, t, 1);
-    }
-    return NULL;
-}
-
-static void *cpu_consume(void *arg)
-{
-    cpu_arg_t *a = arg;
-    uint64_t sum = 0;
-    for (uint64_t got = 0; got < a->messages;) {
-        grain_u64 t;
-        if (!grain_queue_try_claim(a->q, &t))
-            continue;
-        while (!grain_queue_is_full(a->q, t)) {
-        }
-        grain_u64 *p = grain_queue_payload(a->q, t);
-        sum += p[0] + p[1] + p[2];
-        got += grain_queue_count(a->q, t);
-        grain_queue_release(a->q, t);
-    }
-    return (void *)(uintptr_t)sum;
-}
-
-/* One producer and one consumer thread, as many cores as this machine has. */
-static double cpu_queue_rate(uint64_t messages)
-{
-    size_t bytes = grain_queue_bytes(256, 1, 3);
-    grain_queue_t *q = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    memset(q, 0, bytes);
-    grain_queue_init(q, 256, 1, 3);
-    cpu_arg_t a = {q, messages};
-    pthread_t p, c;
-    double t0 = now();
-    pthread_create(&c, NULL, cpu_consume, &a);
-    pthread_create(&p, NULL, cpu_produce, &a);
-    pthread_join(p, NULL);
-    pthread_join(c, NULL);
-    double rate = (double)messages / (now() - t0);
-    free(q);
-    return rate;
-}
+typedef struct opts {
+    uint64_t messages;  /* per point of the wg sweep, and the most per point of the size sweep */
+    uint64_t bytes;     /* payload per point of the size sweep */
+    unsigned consumers; /* host threads draining the queue; also the CPU queues' producers */
+    FILE *csv;
+} opts_t;
 
 static void check(grain_status_t st, const char *what)
 {
@@ -91,15 +45,53 @@ static void check(grain_status_t st, const char *what)
     }
 }
 
-static double grain_rate(const char *reserve, size_t wg, uint64_t messages)
+static double median3(double a, double b, double c)
+{
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+static double checked(double rate, const char *what)
+{
+    if (rate < 0) {
+        fprintf(stderr, "queue_bench: %s lost or duplicated messages\n", what);
+        exit(1);
+    }
+    return rate;
+}
+
+static void report(const opts_t *o, const char *figure, const char *queue, const char *reserve,
+                   size_t wg, uint32_t rows, double rate, double baseline)
+{
+    double gbs = rate * rows * 8 / 1e9;
+    printf("%-6s %-9s %-7s %5zu %6u %14.0f %9.3f %8.2f\n", figure, queue, reserve, wg, rows * 8,
+           rate, gbs, rate / baseline);
+    fprintf(o->csv, "%s,%s,%s,%zu,%u,%.0f,%.4f,%.4f\n", figure, queue, reserve, wg, rows * 8, rate,
+            gbs, rate / baseline);
+    fflush(stdout);
+}
+
+static grain_t *start_grain(const char *reserve, unsigned device_threads)
 {
     grain_config_t *c;
     check(grain_config_create(&c), "config");
     check(grain_config_set(c, "transport", "self"), "config");
     check(grain_config_set(c, "reserve", reserve), "config");
+    if (device_threads > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%u", device_threads);
+        check(grain_config_set(c, "cpu_device_threads", n), "config");
+    }
     grain_t *g;
     check(grain_init(c, &g), "grain_init");
     grain_config_destroy(c);
+    return g;
+}
+
+/* ---- figure 6: the send path by work-group size ------------------------- */
+
+static double send_path_rate(const char *reserve, size_t wg, uint64_t messages)
+{
+    grain_t *g = start_grain(reserve, 0);
     int64_t *counters;
     check(grain_malloc(g, 64 * sizeof *counters, (void **)&counters), "grain_malloc");
     grain_program_t *prog;
@@ -110,68 +102,161 @@ static double grain_rate(const char *reserve, size_t wg, uint64_t messages)
     size_t global = (size_t)((messages / per_wi + wg - 1) / wg * wg);
     check(grain_kernel_set_arg_ptr(k, 1, counters), "arg");
     check(grain_kernel_set_arg(k, 2, sizeof per_wi, &per_wi), "arg");
-    /* A first small launch compiles and warms up; the second is measured. */
+    /* A first small launch warms up; the second is measured. */
     size_t warm = wg;
     check(grain_launch(k, 1, &warm, &wg), "launch");
     check(grain_quiet(g), "quiet");
-    double t0 = now();
+    double t0 = bench_now();
     check(grain_launch(k, 1, &global, &wg), "launch");
     check(grain_quiet(g), "quiet");
-    double rate = (double)(global * per_wi) / (now() - t0);
+    double rate = (double)(global * per_wi) / (bench_now() - t0);
     int64_t total = 0;
     for (int i = 0; i < 64; i++)
         total += counters[i];
-    if (total != (int64_t)((global + warm) * per_wi)) {
-        fprintf(stderr, "queue_bench: %lld increments applied, %zu sent\n", (long long)total,
-                (global + warm) * per_wi);
-        exit(1);
-    }
+    if (total != (int64_t)((global + warm) * per_wi))
+        rate = -1;
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
     check(grain_finalize(g), "finalize");
     return rate;
 }
 
-static double median3(double a, double b, double c)
+static void sweep_wg(const opts_t *o)
 {
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+    unsigned c = o->consumers;
+    double cpu = median3(bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
+                         bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
+                         bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c));
+    report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu);
+    static const char *const modes[] = {"wg", "sg", "wi"};
+    static const size_t sizes[] = {8, 16, 32, 64, 128, 256};
+    for (int m = 0; m < 3; m++) {
+        /* work-item reservation is an order of magnitude slower: fewer messages */
+        uint64_t n = strcmp(modes[m], "wi") == 0 ? o->messages / 8 : o->messages;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            double r = median3(send_path_rate(modes[m], sizes[s], n),
+                               send_path_rate(modes[m], sizes[s], n),
+                               send_path_rate(modes[m], sizes[s], n));
+            report(o, "fig6", "grain", modes[m], sizes[s], SEND_ROWS, checked(r, "the send path"), cpu);
+        }
+    }
+}
+
+/* ---- figure 8: the queue alone by message size -------------------------- */
+
+static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t messages,
+                         unsigned consumers)
+{
+    uint32_t per_wi = 16;
+    size_t wg = SIZE_WG;
+    size_t global = (size_t)((messages / per_wi + wg - 1) / wg * wg);
+    messages = (uint64_t)global * per_wi;
+    /* slots for 64 MiB of payload, at least 8: the consumers rarely stall
+     * the producers on a full queue */
+    size_t slot = grain_queue_slot_stride(SIZE_WG, rows);
+    uint32_t nslots = (uint32_t)((64u << 20) / slot);
+    nslots = nslots < 8 ? 8 : nslots > 1024 ? 1024 : nslots;
+    size_t bytes = grain_queue_bytes(nslots, SIZE_WG, rows);
+    grain_queue_t *q;
+    check(grain_mem_alloc(g, bytes, (void **)&q), "grain_mem_alloc");
+    memset(q, 0, bytes);
+    grain_queue_init(q, nslots, SIZE_WG, rows);
+    check(grain_kernel_set_arg_ptr(k, 1, q), "arg");
+    check(grain_kernel_set_arg(k, 2, sizeof per_wi, &per_wi), "arg");
+    bench_drain_t drain = {.q = q, .messages = messages};
+    pthread_t t[256];
+    double t0 = bench_now();
+    for (unsigned i = 0; i < consumers; i++)
+        pthread_create(&t[i], NULL, bench_drain_thread, &drain);
+    check(grain_launch(k, 1, &global, &wg), "launch");
+    check(grain_wait(g), "wait");
+    for (unsigned i = 0; i < consumers; i++)
+        pthread_join(t[i], NULL);
+    double rate = (double)messages / (bench_now() - t0);
+    if (atomic_load(&drain.sum) != bench_expected_sum(messages, rows))
+        rate = -1;
+    check(grain_mem_free(g, q), "grain_mem_free");
+    return rate;
+}
+
+static void sweep_size(const opts_t *o)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned c = o->consumers;
+    /* On a CPU device the kernel gets the cores the consumers leave. */
+    grain_t *g = start_grain("wg", cpus > (long)c ? (unsigned)(cpus - c) : 1);
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
+    check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
+    checked(queue_rate(g, k, 1, SIZE_WG * 16, c), "warm-up"); /* compiles */
+    for (uint32_t rows = 1; rows <= 512; rows *= 2) {
+        uint64_t n = o->bytes / (rows * 8);
+        n = n > o->messages ? o->messages : n;
+        double mpmc = median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
+                              bench_cpu_mpmc_rate(rows, n, c, c));
+        checked(mpmc, "the CPU MPMC queue");
+        double spsc = median3(bench_cpu_spsc_rate(rows, n), bench_cpu_spsc_rate(rows, n),
+                              bench_cpu_spsc_rate(rows, n));
+        double gr = median3(queue_rate(g, k, rows, n, c), queue_rate(g, k, rows, n, c),
+                            queue_rate(g, k, rows, n, c));
+        report(o, "fig8", "cpu-mpmc", "-", 1, rows, mpmc, mpmc);
+        report(o, "fig8", "cpu-spsc", "-", 1, rows, checked(spsc, "the CPU SPSC queue"), mpmc);
+        report(o, "fig8", "grain", "wg", SIZE_WG, rows, checked(gr, "grain's queue"), mpmc);
+    }
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    check(grain_finalize(g), "finalize");
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: queue_bench [--sweep wg|size|all] [--messages N] [--bytes B] "
+                    "[--consumers C] [--csv FILE]\n");
+    exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    uint64_t messages = 1 << 22;
-    const char *csv_path = "queue_bench.csv";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--messages") == 0)
-            messages = strtoull(argv[i + 1], NULL, 10);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    opts_t o = {1u << 22, 256u << 20, cpus > 3 ? (unsigned)(cpus / 2) : 1, NULL};
+    const char *sweep = "all", *csv_path = "queue_bench.csv";
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            usage();
+        char *end;
+        unsigned long long v = strtoull(argv[i + 1], &end, 10);
+        int number = *end == '\0' && v > 0;
+        if (strcmp(argv[i], "--sweep") == 0)
+            sweep = argv[i + 1];
         else if (strcmp(argv[i], "--csv") == 0)
             csv_path = argv[i + 1];
+        else if (strcmp(argv[i], "--messages") == 0 && number)
+            o.messages = v;
+        else if (strcmp(argv[i], "--bytes") == 0 && number)
+            o.bytes = v;
+        else if (strcmp(argv[i], "--consumers") == 0 && number && v <= 256)
+            o.consumers = (unsigned)v;
+        else
+            usage();
     }
-    FILE *csv = fopen(csv_path, "w");
-    if (csv == NULL) {
+    int wg = strcmp(sweep, "wg") == 0 || strcmp(sweep, "all") == 0;
+    int size = strcmp(sweep, "size") == 0 || strcmp(sweep, "all") == 0;
+    if (!wg && !size)
+        usage();
+    o.csv = fopen(csv_path, "w");
+    if (o.csv == NULL) {
         perror(csv_path);
         return 2;
     }
-    fprintf(csv, "queue,reserve,wg_size,msg_bytes,msgs_per_s,gb_per_s,ratio_to_cpu_queue\n");
-    double cpu = median3(cpu_queue_rate(messages), cpu_queue_rate(messages), cpu_queue_rate(messages));
-    printf("%-10s %-7s %6s %14s %9s %9s\n", "queue", "reserve", "wg", "msgs/s", "GB/s", "x cpu");
-    printf("%-10s %-7s %6s %14.0f %9.3f %9.2f\n", "cpu-mpmc", "-", "-", cpu, cpu * MSG_BYTES / 1e9, 1.0);
-    fprintf(csv, "cpu-mpmc,-,1,%d,%.0f,%.4f,1.0\n", MSG_BYTES, cpu, cpu * MSG_BYTES / 1e9);
-    static const char *const modes[] = {"wg", "sg", "wi"};
-    static const size_t sizes[] = {8, 16, 32, 64, 128, 256};
-    for (int m = 0; m < 3; m++) {
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            uint64_t n = strcmp(modes[m], "wi") == 0 ? messages / 8 : messages;
-            double r = median3(grain_rate(modes[m], sizes[s], n), grain_rate(modes[m], sizes[s], n),
-                               grain_rate(modes[m], sizes[s], n));
-            printf("%-10s %-7s %6zu %14.0f %9.3f %9.2f\n", "grain", modes[m], sizes[s], r, r * MSG_BYTES / 1e9,
-                   r / cpu);
-            fprintf(csv, "grain,%s,%zu,%d,%.0f,%.4f,%.3f\n", modes[m], sizes[s], MSG_BYTES, r, r * MSG_BYTES / 1e9,
-                    r / cpu);
-            fflush(stdout);
-        }
-    }
-    fclose(csv);
+    fprintf(o.csv, "figure,queue,reserve,wg_size,msg_bytes,msgs_per_s,gb_per_s,ratio_to_cpu_mpmc\n");
+    printf("%-6s %-9s %-7s %5s %6s %14s %9s %8s\n", "figure", "queue", "reserve", "wg", "bytes",
+           "msgs/s", "GB/s", "x mpmc");
+    if (wg)
+        sweep_wg(&o);
+    if (size)
+        sweep_size(&o);
+    fclose(o.csv);
     printf("wrote %s\n", csv_path);
     return 0;
 }

@@ -9,3 +9,21 @@ GRAIN_KERNEL void bench_send(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *counters,
     for (grain_u32 i = 0; i < per_wi; i++)
         grain_inc64(&wg, &counters[(gid + i) % 64], grain_dev_my_pe(&wg), 1);
 }
+
+/* The queue alone (seed 001 figure 8): every work-item writes `per_wi`
+ * messages of q->rows words through grain's reservation into a queue the
+ * benchmark drains itself.  Message m carries the words m, m+1, ... */
+GRAIN_KERNEL void bench_queue(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_queue_t *q, grain_u32 per_wi)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 rows = q->rows, width = q->width;
+    grain_u64 gid = grain_global_linear_id();
+    for (grain_u32 i = 0; i < per_wi; i++) {
+        grain_slot_t s = grain_wg_reserve_(&wg, q, 1);
+        GRAIN_GLOBAL grain_u64 *p = grain_queue_payload(q, s.ticket);
+        grain_u64 m = gid * per_wi + i;
+        for (grain_u32 r = 0; r < rows; r++)
+            p[(grain_u64)r * width + s.col] = m + r;
+        grain_wg_publish_(q, s);
+    }
+}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the queue benchmark; writes bench-results/queue_bench.{csv,png}.
+# Builds and runs the queue benchmark (seed 001 figures 6 and 8); writes
+# bench-results/queue_bench.csv and queue_bench_fig{6,8}.png.  Arguments go
+# to queue_bench (--sweep wg|size, --consumers C, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -8,4 +10,4 @@ cmake -S . -B build >/dev/null
 cmake --build build -j "$(nproc)" --target queue_bench
 mkdir -p bench-results
 build/bin/queue_bench --csv bench-results/queue_bench.csv "$@"
-/usr/bin/python3 bench/plot_queue.py bench-results/queue_bench.csv bench-results/queue_bench.png
+/usr/bin/python3 bench/plot_queue.py bench-results/queue_bench.csv

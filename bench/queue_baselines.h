@@ -1,0 +1,38 @@
+/*
+ * What the queue benchmark measures grain's queue against, and the consumer
+ * side it shares with it.  Message m of a run carries the words m, m+1, ...,
+ * m+rows-1, so one checksum proves that every message arrived once.
+ */
+#ifndef GRAIN_BENCH_QUEUE_BASELINES_H
+#define GRAIN_BENCH_QUEUE_BASELINES_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "runtime/queue_consumer.h"
+
+/* Sum of the words of messages 0 .. messages-1 of `rows` words each. */
+uint64_t bench_expected_sum(uint64_t messages, uint32_t rows);
+
+/* Consumer threads draining `q` until `messages` messages (in all) have come
+ * out; they read every word, as an aggregator must. */
+typedef struct bench_drain {
+    grain_queue_t *q;
+    uint64_t messages;
+    atomic_uint_fast64_t consumed;
+    atomic_uint_fast64_t sum;
+} bench_drain_t;
+
+void *bench_drain_thread(void *drain);
+
+/* CPU-only queues, producers and consumers both host threads (seed 001
+ * figure 8): a single-producer/single-consumer ring with padded indices and
+ * padded slots, and grain's own queue algorithm with one message per slot.
+ * Each returns messages per second, or a negative value when the checksum
+ * fails. */
+double bench_cpu_spsc_rate(uint32_t rows, uint64_t messages);
+double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers, unsigned consumers);
+
+double bench_now(void);
+
+#endif
