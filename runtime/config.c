@@ -144,27 +144,33 @@ grain_status_t grain_config_init_env(grain_config_t *config)
     return st;
 }
 
-static int str_in(const char *s, const char *const *set)
+/* A string setting that takes one of a few words: the error lists them. */
+static grain_status_t check_choice(const char *env, const char *value, const char *const *choices)
 {
-    for (; *set != NULL; set++)
-        if (strcmp(s, *set) == 0)
-            return 1;
-    return 0;
+    char expected[128] = "";
+    for (size_t i = 0; choices[i] != NULL; i++) {
+        if (strcmp(value, choices[i]) == 0)
+            return GRAIN_OK;
+        const char *sep = i == 0 ? "" : choices[i + 1] == NULL ? " or " : ", ";
+        size_t len = strlen(expected);
+        snprintf(expected + len, sizeof expected - len, "%s%s", sep, choices[i]);
+    }
+    return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_%s=\"%s\": expected %s", env, value, expected);
 }
 
 grain_status_t grain_config_check(const grain_config_t *c)
 {
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
     static const char *const transports[] = {"auto", "mpi", "self", NULL};
-    if (!str_in(c->reserve, reserves))
-        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_RESERVE=\"%s\": expected wg, sg or wi", c->reserve);
-    if (!str_in(c->transport, transports))
-        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_TRANSPORT=\"%s\": expected auto, mpi or self",
-                          c->transport);
-    if (grain_log_level_parse(c->log_level) < 0)
-        return grain_fail(GRAIN_ERR_CONFIG,
-                          "GRAIN_LOG_LEVEL=\"%s\": expected error, warn, info or debug", c->log_level);
-    return GRAIN_OK;
+    static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
+    grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
+    if (st == GRAIN_OK)
+        st = check_choice("TRANSPORT", c->transport, transports);
+    if (st == GRAIN_OK)
+        st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
+    if (st == GRAIN_OK)
+        st = check_choice("LOG_LEVEL", c->log_level, grain_log_level_names);
+    return st;
 }
 
 grain_status_t grain_config_create(grain_config_t **config_p)

@@ -26,6 +26,9 @@
       "microseconds after its first message that a partly filled buffer is sent")                \
     X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \
       "bytes of symmetric heap per rank")                                                        \
+    X(mpi_threads, MPI_THREADS, STR, "auto", 0, 0,                                                \
+      "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
+      "(the network thread only), auto (multiple when the MPI library provides it)")             \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
       "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \

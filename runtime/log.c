@@ -9,7 +9,7 @@ static atomic_int log_level = GRAIN_LOG_WARN;
 static atomic_int log_rank = -1;
 static _Thread_local char last_error[1024];
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
+const char *const grain_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 void grain_log_configure(grain_log_level_t level, int rank)
 {
@@ -19,8 +19,8 @@ void grain_log_configure(grain_log_level_t level, int rank)
 
 int grain_log_level_parse(const char *name)
 {
-    for (int i = 0; i < (int)(sizeof level_names / sizeof level_names[0]); i++)
-        if (strcmp(name, level_names[i]) == 0)
+    for (int i = 0; grain_log_level_names[i] != NULL; i++)
+        if (strcmp(name, grain_log_level_names[i]) == 0)
             return i;
     return -1;
 }
@@ -30,9 +30,9 @@ static void log_line(grain_log_level_t level, const char *text)
     int rank = atomic_load(&log_rank);
     /* One fprintf per line so that lines of several ranks do not interleave. */
     if (rank >= 0)
-        fprintf(stderr, "grain[%d] %s: %s\n", rank, level_names[level], text);
+        fprintf(stderr, "grain[%d] %s: %s\n", rank, grain_log_level_names[level], text);
     else
-        fprintf(stderr, "grain %s: %s\n", level_names[level], text);
+        fprintf(stderr, "grain %s: %s\n", grain_log_level_names[level], text);
 }
 
 void grain_log(grain_log_level_t level, const char *fmt, ...)

@@ -17,6 +17,9 @@ typedef enum grain_log_level {
     GRAIN_LOG_DEBUG = 3,
 } grain_log_level_t;
 
+/* By level, NULL-terminated: the words GRAIN_LOG_LEVEL takes. */
+extern const char *const grain_log_level_names[];
+
 void grain_log_configure(grain_log_level_t level, int rank);
 /* -1 for an unknown name. */
 int grain_log_level_parse(const char *name);

@@ -99,7 +99,7 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 
     st = grain_transport_select(g->config.transport, &g->tops);
     if (st == GRAIN_OK)
-        st = g->tops->open(&g->transport, &g->my_pe, &g->n_pes);
+        st = g->tops->open(&g->transport, &g->config, &g->my_pe, &g->n_pes);
     if (st != GRAIN_OK)
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);

@@ -44,7 +44,8 @@ typedef struct grain_transport_ops {
     size_t size;
     const char *name;
     /* Joins the job: learns this rank and the number of ranks. */
-    grain_status_t (*open)(grain_transport_t **transport_p, int *my_pe_p, int *n_pes_p);
+    grain_status_t (*open)(grain_transport_t **transport_p, const grain_config_t *config,
+                           int *my_pe_p, int *n_pes_p);
     /* Starts progress; `recv_size` is the largest buffer a peer sends. */
     grain_status_t (*start)(grain_transport_t *t, const grain_transport_handlers_t *handlers,
                             size_t recv_size, unsigned recv_buffers);

@@ -1,11 +1,16 @@
 /*
  * The MPI transport.
  *
- * One network thread makes every MPI call after MPI_Init_thread (so
- * MPI_THREAD_SERIALIZED suffices): it posts the aggregators' buffers with
- * MPI_Isend, keeps receives posted, hands arrived buffers to the runtime in
- * the order their source sent them, and runs the host collectives as
- * non-blocking collectives so that receives keep being applied meanwhile.
+ * One network thread keeps receives posted, hands arrived buffers to the
+ * runtime in the order their source sent them, completes sends, and runs the
+ * host collectives as non-blocking collectives so that receives keep being
+ * applied meanwhile.  Who posts the aggregators' buffers is GRAIN_MPI_THREADS:
+ * under MPI_THREAD_MULTIPLE each aggregator calls MPI_Isend itself; under
+ * "serialized" it hands the buffer to the network thread, the only caller of
+ * MPI.  The hand-off waits for a network thread that may be napping or
+ * descheduled; with several ranks per node "multiple" measured 1.15 to 1.7x
+ * the GUP/s of "serialized" (README.md, bench/mpi_threads_bench.py), so
+ * "auto" takes it whenever the library provides it.
  *
  * Buffers of 64 KiB travel with the rendezvous protocol, so two buffers from
  * one source can complete out of order; each carries a per-(source,
@@ -20,6 +25,7 @@
 #include <string.h>
 
 #include "runtime/backoff.h"
+#include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/transport.h"
 #include "runtime/wire.h"
@@ -32,6 +38,7 @@ typedef struct send_node {
     const void *data;
     size_t len;
     void *token;
+    MPI_Request req; /* posted by the aggregator in "multiple" mode */
 } send_node_t;
 
 typedef struct held_buffer {
@@ -48,6 +55,7 @@ struct grain_transport {
     MPI_Comm comm;
     int my_pe, n_pes;
     int initialized_mpi;
+    int multiple; /* aggregators post their own sends */
     grain_transport_handlers_t handlers;
     pthread_t thread;
     int running;
@@ -89,15 +97,19 @@ static grain_status_t mpi_fail(int err, const char *what)
     return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, text);
 }
 
-static grain_status_t mpi_open(grain_transport_t **t_p, int *my_pe_p, int *n_pes_p)
+static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *config,
+                               int *my_pe_p, int *n_pes_p)
 {
     grain_transport_t *t = calloc(1, sizeof *t);
     if (t == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi transport: no memory");
+    int want_multiple = strcmp(config->mpi_threads, "serialized") != 0;
+    int needed = strcmp(config->mpi_threads, "multiple") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
     if (!inited) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        if (MPI_Init_thread(NULL, NULL, want_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
+                            &provided) != MPI_SUCCESS) {
             free(t);
             return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: MPI_Init_thread failed");
         }
@@ -105,15 +117,19 @@ static grain_status_t mpi_open(grain_transport_t **t_p, int *my_pe_p, int *n_pes
     } else {
         MPI_Query_thread(&provided);
     }
-    if (provided < MPI_THREAD_SERIALIZED) {
+    if (provided < needed) {
         if (t->initialized_mpi)
             MPI_Finalize();
         free(t);
         return grain_fail(GRAIN_ERR_TRANSPORT,
-                          "mpi: grain's network thread needs MPI_THREAD_SERIALIZED, the MPI library "
-                          "provides only level %d",
+                          "mpi: GRAIN_MPI_THREADS=%s needs MPI_THREAD_%s, the MPI library provides "
+                          "only level %d",
+                          config->mpi_threads, needed == MPI_THREAD_MULTIPLE ? "MULTIPLE" : "SERIALIZED",
                           provided);
     }
+    t->multiple = want_multiple && provided == MPI_THREAD_MULTIPLE;
+    grain_info("mpi: %s", t->multiple ? "aggregators post their own sends (MPI_THREAD_MULTIPLE)"
+                                      : "the network thread posts every send");
     MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(t->comm, &t->my_pe);
@@ -185,6 +201,15 @@ static int progress_recvs(grain_transport_t *t)
     return 1;
 }
 
+static grain_status_t post_send(grain_transport_t *t, send_node_t *node)
+{
+    int err = MPI_Isend(node->data, (int)node->len, MPI_BYTE, (int)node->dest, DATA_TAG, t->comm,
+                        &node->req);
+    return err == MPI_SUCCESS ? GRAIN_OK : mpi_fail(err, "MPI_Isend");
+}
+
+/* Takes the sends the aggregators queued into the in-flight set, posting
+ * them first unless the aggregators did. */
 static int start_sends(grain_transport_t *t)
 {
     if (atomic_load_explicit(&t->n_pending, memory_order_acquire) == 0)
@@ -214,12 +239,9 @@ static int start_sends(grain_transport_t *t)
             }
             t->cap_inflight = cap;
         }
-        int err = MPI_Isend(node->data, (int)node->len, MPI_BYTE, (int)node->dest, DATA_TAG, t->comm,
-                            &t->send_reqs[t->n_inflight]);
-        if (err != MPI_SUCCESS) {
-            mpi_fail(err, "MPI_Isend");
+        if (!t->multiple && post_send(t, node) != GRAIN_OK)
             abort(); /* nothing may be dropped silently */
-        }
+        t->send_reqs[t->n_inflight] = node->req;
         t->send_nodes[t->n_inflight++] = node;
     }
     return 1;
@@ -351,7 +373,14 @@ static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *
     send_node_t *node = malloc(sizeof *node);
     if (node == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory to queue a send");
-    *node = (send_node_t){NULL, dest, data, len, token};
+    *node = (send_node_t){NULL, dest, data, len, token, MPI_REQUEST_NULL};
+    if (t->multiple) {
+        grain_status_t st = post_send(t, node);
+        if (st != GRAIN_OK) {
+            free(node);
+            return st;
+        }
+    }
     pthread_mutex_lock(&t->lock);
     if (t->pending_tail != NULL)
         t->pending_tail->next = node;
