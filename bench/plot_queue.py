@@ -23,7 +23,7 @@ def points(figure, queue, reserve=None, x="wg_size", y="msgs_per_s", scale=1e6):
 def save(fig, ax, name):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(name, dpi=120)
     print("wrote", name)
@@ -45,12 +45,15 @@ if fig6:
 
 if points("fig8", "grain"):
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for queue, label, style in (("grain", "grain queue, 256-lane work-groups", "o-"),
-                                ("cpu-mpmc", "CPU-only MPMC queue (same algorithm)", "s--"),
-                                ("cpu-spsc", "CPU-only SPSC queue", "^--")):
-        pts = points("fig8", queue, x="msg_bytes", y="gb_per_s", scale=1)
+    for queue, reserve, label, style in (
+            ("grain", "wg", "grain, work-group reservation (256 lanes)", "o-"),
+            ("grain", "sg", "grain, sub-group reservation (32 lanes)", "o-"),
+            ("grain", "wi", "grain, work-item reservation", "o-"),
+            ("cpu-mpmc", None, "CPU-only MPMC queue (same algorithm)", "s--"),
+            ("cpu-spsc", None, "CPU-only SPSC queue", "^--")):
+        pts = points("fig8", queue, reserve, x="msg_bytes", y="gb_per_s", scale=1)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s through the queue")
-    ax.set_title("producer/consumer queue throughput")
+    ax.set_title("producer/consumer queue throughput (256-lane work-groups)")
     save(fig, ax, stem + "_fig8.png")

@@ -8,9 +8,10 @@
  * wg:   the whole send path (reservation, slot write, aggregator, apply) of
  *       24-byte increments, by work-group size and reservation mode, against
  *       the CPU-only MPMC queue (figure 6).
- * size: the queue alone, a 256-lane work-group per slot and C host consumer
- *       threads, by message size from 8 B to 4 KiB, against CPU-only SPSC and
- *       MPMC queues (figure 8).
+ * size: the queue alone, drained by C host consumer threads, by message size
+ *       from 8 B to 4 KiB, with 256-lane work-groups (seed 001's four
+ *       64-lane wavefronts) reserving per work-group, per 32-lane sub-group
+ *       and per work-item, against CPU-only SPSC and MPMC queues (figure 8).
  * Every point is the median of three runs, checked by a checksum or by the
  * applied counts.  Prints one line per point with the ratio to the CPU MPMC
  * queue of the same message size; writes CSV.
@@ -29,6 +30,7 @@ extern const char queue_bench_source[];
 
 #define SEND_ROWS 3 /* a grain message in the queue: header, offset, value */
 #define SIZE_WG 256 /* seed 001 figure 8: work-groups of four 64-lane wavefronts */
+#define SIZE_SG 32  /* an NVIDIA warp; on PoCL, fixed-width lane segments */
 
 typedef struct opts {
     uint64_t messages;  /* per point of the wg sweep, and the most per point of the size sweep */
@@ -36,6 +38,9 @@ typedef struct opts {
     unsigned consumers; /* host threads draining the queue; also the CPU queues' producers */
     FILE *csv;
 } opts_t;
+
+static const char *const modes[] = {"wg", "sg", "wi"};
+#define N_MODES 3
 
 static void check(grain_status_t st, const char *what)
 {
@@ -70,17 +75,24 @@ static void report(const opts_t *o, const char *figure, const char *queue, const
     fflush(stdout);
 }
 
-static grain_t *start_grain(const char *reserve, unsigned device_threads)
+static void set_uint(grain_config_t *c, const char *name, unsigned value)
+{
+    char text[16];
+    snprintf(text, sizeof text, "%u", value);
+    check(grain_config_set(c, name, text), "config");
+}
+
+/* 0 leaves a number setting at its default. */
+static grain_t *start_grain(const char *reserve, unsigned device_threads, unsigned sg_width)
 {
     grain_config_t *c;
     check(grain_config_create(&c), "config");
     check(grain_config_set(c, "transport", "self"), "config");
     check(grain_config_set(c, "reserve", reserve), "config");
-    if (device_threads > 0) {
-        char n[16];
-        snprintf(n, sizeof n, "%u", device_threads);
-        check(grain_config_set(c, "cpu_device_threads", n), "config");
-    }
+    if (device_threads > 0)
+        set_uint(c, "cpu_device_threads", device_threads);
+    if (sg_width > 0)
+        set_uint(c, "subgroup_width", sg_width);
     grain_t *g;
     check(grain_init(c, &g), "grain_init");
     grain_config_destroy(c);
@@ -91,7 +103,7 @@ static grain_t *start_grain(const char *reserve, unsigned device_threads)
 
 static double send_path_rate(const char *reserve, size_t wg, uint64_t messages)
 {
-    grain_t *g = start_grain(reserve, 0);
+    grain_t *g = start_grain(reserve, 0, 0);
     int64_t *counters;
     check(grain_malloc(g, 64 * sizeof *counters, (void **)&counters), "grain_malloc");
     grain_program_t *prog;
@@ -128,9 +140,8 @@ static void sweep_wg(const opts_t *o)
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c));
     report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu);
-    static const char *const modes[] = {"wg", "sg", "wi"};
     static const size_t sizes[] = {8, 16, 32, 64, 128, 256};
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < N_MODES; m++) {
         /* work-item reservation is an order of magnitude slower: fewer messages */
         uint64_t n = strcmp(modes[m], "wi") == 0 ? o->messages / 8 : o->messages;
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -144,8 +155,14 @@ static void sweep_wg(const opts_t *o)
 
 /* ---- figure 8: the queue alone by message size -------------------------- */
 
-static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t messages,
-                         unsigned consumers)
+/* Messages per slot under each reservation mode, and so the queue's width. */
+static uint32_t slot_width(const char *reserve)
+{
+    return strcmp(reserve, "wg") == 0 ? SIZE_WG : strcmp(reserve, "sg") == 0 ? SIZE_SG : 1;
+}
+
+static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t rows,
+                         uint64_t messages, unsigned consumers)
 {
     uint32_t per_wi = 16;
     size_t wg = SIZE_WG;
@@ -153,14 +170,14 @@ static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t 
     messages = (uint64_t)global * per_wi;
     /* slots for 64 MiB of payload, at least 8: the consumers rarely stall
      * the producers on a full queue */
-    size_t slot = grain_queue_slot_stride(SIZE_WG, rows);
-    uint32_t nslots = (uint32_t)((64u << 20) / slot);
-    nslots = nslots < 8 ? 8 : nslots > 1024 ? 1024 : nslots;
-    size_t bytes = grain_queue_bytes(nslots, SIZE_WG, rows);
+    size_t slot = grain_queue_slot_stride(width, rows);
+    uint64_t nslots = (64u << 20) / slot;
+    nslots = nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots;
+    size_t bytes = grain_queue_bytes((uint32_t)nslots, width, rows);
     grain_queue_t *q;
     check(grain_mem_alloc(g, bytes, (void **)&q), "grain_mem_alloc");
     memset(q, 0, bytes);
-    grain_queue_init(q, nslots, SIZE_WG, rows);
+    grain_queue_init(q, (uint32_t)nslots, width, rows);
     check(grain_kernel_set_arg_ptr(k, 1, q), "arg");
     check(grain_kernel_set_arg(k, 2, sizeof per_wi, &per_wi), "arg");
     bench_drain_t drain = {.q = q, .messages = messages};
@@ -184,29 +201,36 @@ static void sweep_size(const opts_t *o)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned c = o->consumers;
     /* On a CPU device the kernel gets the cores the consumers leave. */
-    grain_t *g = start_grain("wg", cpus > (long)c ? (unsigned)(cpus - c) : 1);
-    grain_program_t *prog;
-    grain_kernel_t *k;
-    check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
-    check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
-    checked(queue_rate(g, k, 1, SIZE_WG * 16, c), "warm-up"); /* compiles */
+    unsigned device_threads = cpus > (long)c ? (unsigned)(cpus - c) : 1;
     for (uint32_t rows = 1; rows <= 512; rows *= 2) {
         uint64_t n = o->bytes / (rows * 8);
         n = n > o->messages ? o->messages : n;
         double mpmc = median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
                               bench_cpu_mpmc_rate(rows, n, c, c));
-        checked(mpmc, "the CPU MPMC queue");
+        report(o, "fig8", "cpu-mpmc", "-", 1, rows, checked(mpmc, "the CPU MPMC queue"), mpmc);
         double spsc = median3(bench_cpu_spsc_rate(rows, n), bench_cpu_spsc_rate(rows, n),
                               bench_cpu_spsc_rate(rows, n));
-        double gr = median3(queue_rate(g, k, rows, n, c), queue_rate(g, k, rows, n, c),
-                            queue_rate(g, k, rows, n, c));
-        report(o, "fig8", "cpu-mpmc", "-", 1, rows, mpmc, mpmc);
         report(o, "fig8", "cpu-spsc", "-", 1, rows, checked(spsc, "the CPU SPSC queue"), mpmc);
-        report(o, "fig8", "grain", "wg", SIZE_WG, rows, checked(gr, "grain's queue"), mpmc);
+        for (int m = 0; m < N_MODES; m++) {
+            const char *reserve = modes[m];
+            /* One runtime per mode: the reservation is compiled into the kernel. */
+            grain_t *g = start_grain(reserve, device_threads, SIZE_SG);
+            grain_program_t *prog;
+            grain_kernel_t *k;
+            check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
+            check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
+            uint32_t width = slot_width(reserve);
+            /* work-item reservation is an order of magnitude slower: fewer messages */
+            uint64_t nm = strcmp(reserve, "wi") == 0 ? n / 8 : n;
+            checked(queue_rate(g, k, width, rows, SIZE_WG * 16, c), "warm-up");
+            double r = median3(queue_rate(g, k, width, rows, nm, c), queue_rate(g, k, width, rows, nm, c),
+                               queue_rate(g, k, width, rows, nm, c));
+            report(o, "fig8", "grain", reserve, SIZE_WG, rows, checked(r, "grain's queue"), mpmc);
+            grain_kernel_destroy(k);
+            grain_program_destroy(prog);
+            check(grain_finalize(g), "finalize");
+        }
     }
-    grain_kernel_destroy(k);
-    grain_program_destroy(prog);
-    check(grain_finalize(g), "finalize");
 }
 
 static void usage(void)
