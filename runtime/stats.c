@@ -18,13 +18,16 @@ enum {
 static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL, "put32", "put64", "add32", "add64",
                                                        "inc32", "inc64", "am"};
 
-/* rows[n_pes][width]: every rank's counters, after an allreduce. */
+/* rows[n_pes][width]: every rank's counters, after an allreduce; NULL (and
+ * a warning) when they could not be gathered. */
 static uint64_t *gather(grain_t *g, size_t *width_p)
 {
     size_t n = (size_t)g->n_pes, width = S_FIXED + 2 * n;
     uint64_t *rows = calloc(n * width, sizeof *rows);
-    if (rows == NULL)
+    if (rows == NULL) {
+        grain_warn("no memory to gather statistics");
         return NULL;
+    }
     uint64_t *r = rows + (size_t)g->my_pe * width;
     r[S_FULL_WAITS] = atomic_load_explicit(GRAIN_A64(&g->queue->full_waits), memory_order_relaxed);
     for (unsigned a = 0; a < g->n_aggs; a++) {
@@ -51,6 +54,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
     r[S_RECV_BYTES] = g->recv_bytes;
     if (grain_allreduce(g, rows, n * width, GRAIN_UINT64, GRAIN_SUM) != GRAIN_OK) {
+        grain_warn("statistics could not be gathered");
         free(rows);
         return NULL;
     }
@@ -94,10 +98,8 @@ void grain_stats_json(grain_t *g, FILE *out)
 {
     size_t width, n = (size_t)g->n_pes;
     uint64_t *rows = gather(g, &width);
-    if (rows == NULL) {
-        grain_warn("statistics could not be gathered");
+    if (rows == NULL)
         return;
-    }
     if (out != NULL) {
         uint64_t *total = calloc(width, sizeof *total);
         for (size_t p = 0; total != NULL && p < n; p++)
@@ -121,10 +123,8 @@ void grain_stats_print(grain_t *g, FILE *out)
 {
     size_t width, n = (size_t)g->n_pes;
     uint64_t *rows = gather(g, &width);
-    if (rows == NULL) {
-        grain_warn("statistics could not be gathered");
+    if (rows == NULL)
         return;
-    }
     if (g->my_pe == 0 && out != NULL) {
         fprintf(out, "grain statistics (%d ranks, backend %s, transport %s, buffers of %llu bytes)\n",
                 g->n_pes, g->bops->name, g->tops->name, (unsigned long long)g->config.buffer_size);
