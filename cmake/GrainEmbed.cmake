@@ -10,4 +10,37 @@ function(grain_embed_source target source symbol)
     DEPENDS grain_embed "${abs}" ${grain_device_headers}
     COMMENT "Embedding ${source}")
   target_sources(${target} PRIVATE "${out}")
+  grain_device_check(${target} "${abs}" ${symbol})
+endfunction()
+
+# Compiles a device source as CUDA (nvcc) and HIP (hipcc) for the check
+# architectures, in every reservation mode, so that a dialect error fails the
+# build on a machine without a GPU.
+function(grain_device_check target abs symbol)
+  get_filename_component(dir "${abs}" DIRECTORY)
+  set(flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32)
+  set(stamps)
+  foreach(mode 0 1 2)
+    if(GRAIN_HAVE_CUDA)
+      set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.cuda${mode}.o")
+      add_custom_command(OUTPUT "${o}"
+        COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -x cu -arch=${GRAIN_CUDA_CHECK_ARCH} ${flags}
+                -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
+        DEPENDS "${abs}" ${grain_device_headers}
+        COMMENT "Checking ${symbol} as CUDA for ${GRAIN_CUDA_CHECK_ARCH} (reserve ${mode})")
+      list(APPEND stamps "${o}")
+    endif()
+    if(GRAIN_HAVE_HIP)
+      set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.hip${mode}.o")
+      add_custom_command(OUTPUT "${o}"
+        COMMAND ${GRAIN_HIPCC} -x hip --offload-arch=${GRAIN_HIP_CHECK_ARCH} ${flags}
+                -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
+        DEPENDS "${abs}" ${grain_device_headers}
+        COMMENT "Checking ${symbol} as HIP for ${GRAIN_HIP_CHECK_ARCH} (reserve ${mode})")
+      list(APPEND stamps "${o}")
+    endif()
+  endforeach()
+  if(stamps)
+    add_custom_target(${symbol}_device_check ALL DEPENDS ${stamps})
+  endif()
 endfunction()

@@ -9,7 +9,7 @@
 /* X(field, ENV, kind, default, minimum, maximum, doc); kind is STR, UINT, SIZE or BOOL. */
 #define GRAIN_CONFIG_VARS(X)                                                                      \
     X(backend, BACKEND, STR, "auto", 0, 0,                                                        \
-      "GPU API: auto (first built-in one with a device) or opencl")                              \
+      "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl")                              \
     X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
       "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self")    \
     X(queue_slots, QUEUE_SLOTS, UINT, "256", 1, 1u << 24,                                         \
@@ -37,6 +37,8 @@
       "OpenCL platform: index or part of its name (default: the first with a usable device)")    \
     X(opencl_device, OPENCL_DEVICE, STR, "", 0, 0,                                                \
       "OpenCL device of that platform: index or part of its name (default: the first usable)")   \
+    X(gpu_device, GPU_DEVICE, STR, "", 0, 0,                                                      \
+      "CUDA/HIP device index (default: the rank's index on its node, modulo the devices)")       \
     X(cpu_device_threads, CPU_DEVICE_THREADS, UINT, "0", 0, 4096,                                 \
       "worker threads of a CPU OpenCL device (PoCL); 0: the cores left after one per "           \
       "aggregator and one for the network thread, at least 1")                                   \

@@ -8,6 +8,7 @@
 static atomic_int log_level = GRAIN_LOG_WARN;
 static atomic_int log_rank = -1;
 static _Thread_local char last_error[1024];
+static _Thread_local int quiet; /* failures logged at debug level only */
 
 const char *const grain_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
@@ -53,8 +54,16 @@ grain_status_t grain_fail(grain_status_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    log_line(GRAIN_LOG_ERROR, last_error);
+    if (!quiet)
+        log_line(GRAIN_LOG_ERROR, last_error);
+    else if (atomic_load(&log_level) >= GRAIN_LOG_DEBUG)
+        log_line(GRAIN_LOG_DEBUG, last_error);
     return status;
+}
+
+void grain_log_quiet(int on)
+{
+    quiet = on;
 }
 
 void grain_error_keep(const char *message)

@@ -53,7 +53,7 @@
 
 /* Declares `wg` and its local scratch; must stand at kernel function scope. */
 #define GRAIN_WG_BEGIN(wg)                                              \
-    GRAIN_LOCAL grain_i64 grain_scratch_[GRAIN_WG_SCRATCH_WORDS];       \
+    GRAIN_LOCAL_DECL grain_i64 grain_scratch_[GRAIN_WG_SCRATCH_WORDS];  \
     grain_wg_t wg;                                                      \
     wg.ctx = grain_ctx_;                                                \
     wg.scratch = grain_scratch_

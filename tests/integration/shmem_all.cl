@@ -15,7 +15,7 @@ GRAIN_KERNEL void shmem_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *cnt, GRAIN
     grain_u32 me = (grain_u32)grain_dev_my_pe(&wg);
     int n = grain_dev_n_pes(&wg);
     grain_u64 gid = grain_global_linear_id();
-    grain_u64 items = get_global_size(0);
+    grain_u64 items = grain_global_linear_size();
     int act = pattern_active(pattern, me, gid, grain_local_linear_id());
     grain_u64 slot = me * items + gid;
     for (int pe = 0; pe < n; pe++) {

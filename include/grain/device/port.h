@@ -3,18 +3,21 @@
  *
  * Every device source of grain (the device API, the apps' kernels and their
  * active-message handlers) is written once in the dialect this header defines
- * and compiled as OpenCL C at run time, or as host C11 where the host applies
- * messages itself (fine-grained SVM) and in unit tests.  CUDA and HIP map the
- * same names in the backends that bring them.
+ * and compiled at run time as OpenCL C (OpenCL backend) or as CUDA or HIP C++
+ * (NVRTC, hiprtc), or as host C11 where the host applies messages itself and
+ * in unit tests.
  *
  * Pointer arguments carry an explicit address space because OpenCL C without
- * the generic address space (PoCL 3.1) needs it.
+ * the generic address space (PoCL 3.1) needs it: GRAIN_GLOBAL and GRAIN_LOCAL
+ * qualify pointers, GRAIN_LOCAL_DECL declares a work-group-shared array.
  */
 #ifndef GRAIN_DEVICE_PORT_H
 #define GRAIN_DEVICE_PORT_H
 
 #if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
 #define GRAIN_DIALECT_OPENCL 1
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__) || defined(__HIPCC__) || defined(__HIPCC_RTC__)
+#define GRAIN_DIALECT_GPU 1 /* CUDA and HIP: one C++ dialect */
 #else
 #define GRAIN_DIALECT_HOST 1
 #endif
@@ -32,6 +35,7 @@ typedef int grain_i32;
 
 #define GRAIN_GLOBAL __global
 #define GRAIN_LOCAL __local
+#define GRAIN_LOCAL_DECL __local
 #define GRAIN_KERNEL __kernel
 #define GRAIN_INLINE static inline
 #define GRAIN_DPTR(T) __global T *
@@ -95,6 +99,11 @@ GRAIN_INLINE grain_u64 grain_global_linear_id(void)
            (grain_u64)(get_global_id(0) - get_global_offset(0));
 }
 
+GRAIN_INLINE grain_u64 grain_global_linear_size(void)
+{
+    return (grain_u64)get_global_size(0) * get_global_size(1) * get_global_size(2);
+}
+
 #define grain_local_fetch_inc_u32(p) \
     atomic_fetch_add_explicit((volatile __local atomic_uint *)(p), 1u, memory_order_relaxed, \
                               memory_scope_work_group)
@@ -102,6 +111,98 @@ GRAIN_INLINE grain_u64 grain_global_linear_id(void)
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define grain_fence_release() \
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_SCOPE_SYSTEM)
+
+/* ------------------------------------------------------------------------ */
+#elif defined(GRAIN_DIALECT_GPU)
+
+#if defined(__HIPCC__) && !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h> /* hiprtc and nvcc have their builtins without it */
+#endif
+
+typedef unsigned long long grain_u64;
+typedef long long grain_i64;
+typedef unsigned int grain_u32;
+typedef int grain_i32;
+
+#define GRAIN_GLOBAL
+#define GRAIN_LOCAL
+#define GRAIN_LOCAL_DECL __shared__
+#define GRAIN_KERNEL extern "C" __global__
+#define GRAIN_INLINE static __device__ inline
+#define GRAIN_DPTR(T) T *
+
+/*
+ * The queue lives in pinned host memory that the host's threads read while
+ * the kernel runs, so its atomics and fences have system scope.  Acquire and
+ * release are a volatile access beside a system fence: CUDA and HIP agree on
+ * these, not on their atomic_ref spellings.
+ */
+#define GRAIN_A32(p) ((volatile unsigned int *)(p))
+#define GRAIN_A64(p) ((volatile unsigned long long *)(p))
+
+GRAIN_INLINE grain_u32 grain_atomic_load_acquire_u32(GRAIN_GLOBAL void *p)
+{
+    grain_u32 v = *GRAIN_A32(p);
+    __threadfence_system();
+    return v;
+}
+
+GRAIN_INLINE grain_u64 grain_atomic_load_acquire_u64(GRAIN_GLOBAL void *p)
+{
+    grain_u64 v = *GRAIN_A64(p);
+    __threadfence_system();
+    return v;
+}
+
+GRAIN_INLINE grain_u32 grain_atomic_load_relaxed_u32(GRAIN_GLOBAL void *p) { return *GRAIN_A32(p); }
+
+GRAIN_INLINE void grain_atomic_store_release_u32(GRAIN_GLOBAL void *p, grain_u32 v)
+{
+    __threadfence_system();
+    *GRAIN_A32(p) = v;
+}
+
+GRAIN_INLINE void grain_atomic_store_relaxed_u32(GRAIN_GLOBAL void *p, grain_u32 v) { *GRAIN_A32(p) = v; }
+
+GRAIN_INLINE int grain_atomic_cas_u32(GRAIN_GLOBAL void *p, grain_u32 *expected, grain_u32 desired)
+{
+    grain_u32 old = atomicCAS_system((unsigned int *)p, *expected, desired);
+    int ok = old == *expected;
+    *expected = old;
+    return ok;
+}
+
+#define grain_atomic_fetch_add_u32(p, v) atomicAdd_system((unsigned int *)(p), (unsigned int)(v))
+#define grain_atomic_fetch_add_u64(p, v) \
+    atomicAdd_system((unsigned long long *)(p), (unsigned long long)(v))
+#define grain_atomic_fetch_min_i64(p, v) atomicMin_system((long long *)(p), (long long)(v))
+#define grain_atomic_fetch_max_i64(p, v) atomicMax_system((long long *)(p), (long long)(v))
+
+GRAIN_INLINE grain_u32 grain_local_linear_id(void)
+{
+    return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
+
+GRAIN_INLINE grain_u32 grain_local_linear_size(void) { return blockDim.x * blockDim.y * blockDim.z; }
+
+/* The OpenCL order: dimension 0 varies fastest. */
+GRAIN_INLINE grain_u64 grain_global_linear_id(void)
+{
+    grain_u64 x = (grain_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    grain_u64 y = (grain_u64)blockIdx.y * blockDim.y + threadIdx.y;
+    grain_u64 z = (grain_u64)blockIdx.z * blockDim.z + threadIdx.z;
+    grain_u64 nx = (grain_u64)gridDim.x * blockDim.x, ny = (grain_u64)gridDim.y * blockDim.y;
+    return (z * ny + y) * nx + x;
+}
+
+GRAIN_INLINE grain_u64 grain_global_linear_size(void)
+{
+    return (grain_u64)gridDim.x * blockDim.x * gridDim.y * blockDim.y * gridDim.z * blockDim.z;
+}
+
+#define grain_local_fetch_inc_u32(p) atomicAdd((unsigned int *)(p), 1u)
+#define grain_wg_barrier() __syncthreads()
+#define grain_fence_release() __threadfence_system()
 
 /* ------------------------------------------------------------------------ */
 #elif defined(GRAIN_DIALECT_HOST)
@@ -116,6 +217,7 @@ typedef int32_t grain_i32;
 
 #define GRAIN_GLOBAL
 #define GRAIN_LOCAL
+#define GRAIN_LOCAL_DECL
 #define GRAIN_INLINE static inline
 #define GRAIN_DPTR(T) T *
 

@@ -1,0 +1,162 @@
+/*
+ * The CUDA and HIP runtimes under one set of names, so that gpu_backend.c is
+ * one source compiled once against each (alpaka's uniform CUDA/HIP layer):
+ * the build defines GRAIN_GPU_CUDA or GRAIN_GPU_HIP.  Only calls whose
+ * meaning is the same in both are mapped; where the two differ (loading a
+ * module, launching from it, the compiler's target option), a small function
+ * here says it once per API.
+ */
+#ifndef GRAIN_BACKENDS_GPU_API_H
+#define GRAIN_BACKENDS_GPU_API_H
+
+#include <stdio.h>
+
+#if defined(GRAIN_GPU_CUDA)
+
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+
+#define GPU_NAME "cuda"
+#define GPU_VENDOR "CUDA"
+
+typedef cudaError_t gpu_err_t;
+typedef struct cudaDeviceProp gpu_props_t;
+typedef cudaStream_t gpu_stream_t;
+typedef cudaLibrary_t gpu_module_t;
+typedef cudaKernel_t gpu_function_t;
+#define GPU_SUCCESS cudaSuccess
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuFreeHost cudaFreeHost
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuGetLastError cudaGetLastError
+
+static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
+{
+    /* mapped: kernels reach it at the same address (unified addressing) */
+    return cudaHostAlloc(p, n, cudaHostAllocMapped | cudaHostAllocPortable);
+}
+
+static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
+{
+    return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
+}
+
+static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
+{
+    return cudaLibraryLoadData(m, image, NULL, NULL, 0, NULL, NULL, 0);
+}
+
+static inline gpu_err_t gpuModuleUnload(gpu_module_t m) { return cudaLibraryUnload(m); }
+
+static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, const char *name)
+{
+    return cudaLibraryGetKernel(f, m, name);
+}
+
+static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], const unsigned block[3],
+                                   void **args, gpu_stream_t s)
+{
+    dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
+    return cudaLaunchKernel((const void *)f, g, b, args, 0, s);
+}
+
+/* The compiler's target: the device's own SASS. */
+static inline void gpuArchOption(const gpu_props_t *p, char *out, size_t n)
+{
+    snprintf(out, n, "--gpu-architecture=sm_%d%d", p->major, p->minor);
+}
+
+typedef nvrtcProgram rtc_program_t;
+typedef nvrtcResult rtc_result_t;
+#define RTC_SUCCESS NVRTC_SUCCESS
+#define rtcCreateProgram nvrtcCreateProgram
+#define rtcCompileProgram nvrtcCompileProgram
+#define rtcGetProgramLogSize nvrtcGetProgramLogSize
+#define rtcGetProgramLog nvrtcGetProgramLog
+#define rtcGetCodeSize nvrtcGetCUBINSize
+#define rtcGetCode nvrtcGetCUBIN
+#define rtcDestroyProgram nvrtcDestroyProgram
+#define rtcGetErrorString nvrtcGetErrorString
+
+#elif defined(GRAIN_GPU_HIP)
+
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
+
+#define GPU_NAME "hip"
+#define GPU_VENDOR "HIP"
+
+typedef hipError_t gpu_err_t;
+typedef hipDeviceProp_t gpu_props_t;
+typedef hipStream_t gpu_stream_t;
+typedef hipModule_t gpu_module_t;
+typedef hipFunction_t gpu_function_t;
+#define GPU_SUCCESS hipSuccess
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuSetDevice hipSetDevice
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuFreeHost hipHostFree
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuGetLastError hipGetLastError
+
+static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
+{
+    /* coherent: host and kernel see each other's stores while the kernel runs */
+    return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent | hipHostMallocPortable);
+}
+
+static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
+{
+    return hipStreamCreateWithFlags(s, hipStreamNonBlocking);
+}
+
+static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
+{
+    return hipModuleLoadData(m, image);
+}
+
+static inline gpu_err_t gpuModuleUnload(gpu_module_t m) { return hipModuleUnload(m); }
+
+static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, const char *name)
+{
+    return hipModuleGetFunction(f, m, name);
+}
+
+static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], const unsigned block[3],
+                                   void **args, gpu_stream_t s)
+{
+    return hipModuleLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, s,
+                                 args, NULL);
+}
+
+static inline void gpuArchOption(const gpu_props_t *p, char *out, size_t n)
+{
+    snprintf(out, n, "--offload-arch=%s", p->gcnArchName);
+}
+
+typedef hiprtcProgram rtc_program_t;
+typedef hiprtcResult rtc_result_t;
+#define RTC_SUCCESS HIPRTC_SUCCESS
+#define rtcCreateProgram hiprtcCreateProgram
+#define rtcCompileProgram hiprtcCompileProgram
+#define rtcGetProgramLogSize hiprtcGetProgramLogSize
+#define rtcGetProgramLog hiprtcGetProgramLog
+#define rtcGetCodeSize hiprtcGetCodeSize
+#define rtcGetCode hiprtcGetCode
+#define rtcDestroyProgram hiprtcDestroyProgram
+#define rtcGetErrorString hiprtcGetErrorString
+
+#else
+#error "gpu_backend.c is built with GRAIN_GPU_CUDA or GRAIN_GPU_HIP"
+#endif
+
+#endif

@@ -1,0 +1,324 @@
+/*
+ * The CUDA and HIP backends: one source, built once with GRAIN_GPU_CUDA and
+ * once with GRAIN_GPU_HIP (gpu_api.h maps the names).
+ *
+ * Device code is grain's one dialect (include/grain/device/port.h), compiled
+ * at run time by NVRTC or hiprtc for the device in hand, like the OpenCL
+ * backend compiles it, so apps ship one source for every backend.  The queue
+ * and the device context live in pinned host memory that kernels reach over
+ * the host link with system-scope atomics, and that the aggregator threads
+ * read while the kernel runs.
+ *
+ * The symmetric heap is pinned host memory too for now, so host threads apply
+ * received messages as on the OpenCL backend (issue #3 moves the heap to
+ * device memory with an apply kernel).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/gpu/gpu_api.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+
+#define MAX_ARGS 32
+#define MAX_ARG_BYTES 64
+
+struct grain_backend {
+    int device;
+    gpu_props_t props;
+    gpu_stream_t stream;
+    grain_backend_info_t info;
+    char arch[320]; /* the compiler's target option */
+};
+
+struct grain_bprogram {
+    grain_backend_t *backend;
+    gpu_module_t module;
+};
+
+struct grain_bkernel {
+    grain_backend_t *backend;
+    gpu_function_t function;
+    char name[128];
+    unsigned n_args;
+    unsigned char set[MAX_ARGS];
+    _Alignas(16) unsigned char values[MAX_ARGS][MAX_ARG_BYTES];
+};
+
+static grain_status_t gpu_fail(gpu_err_t err, const char *what)
+{
+    return grain_fail(GRAIN_ERR_BACKEND, GPU_NAME ": %s failed: %s", what, gpuGetErrorString(err));
+}
+
+/* The rank's index among the ranks of its node, from the launcher. */
+static int local_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "SLURM_LOCALID", "PMI_LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL)
+            return atoi(v);
+    }
+    return 0;
+}
+
+static grain_status_t pick_device(const grain_config_t *config, int *device_p)
+{
+    int count = 0;
+    gpu_err_t err = gpuGetDeviceCount(&count);
+    if (err != GPU_SUCCESS || count == 0)
+        return grain_fail(GRAIN_ERR_NO_DEVICE, GPU_NAME ": no " GPU_VENDOR " device (%s)",
+                          err != GPU_SUCCESS ? gpuGetErrorString(err) : "the driver lists none");
+    if (config->gpu_device[0] == '\0') {
+        *device_p = local_rank() % count; /* one GPU per rank of a node, round robin */
+        return GRAIN_OK;
+    }
+    char *end;
+    long d = strtol(config->gpu_device, &end, 10);
+    if (*end != '\0' || d < 0 || d >= count)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_GPU_DEVICE=\"%s\": expected a device index from 0 to %d",
+                          config->gpu_device, count - 1);
+    *device_p = (int)d;
+    return GRAIN_OK;
+}
+
+static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threads,
+                               grain_backend_t **backend_p)
+{
+    (void)host_threads; /* the device has cores of its own */
+    grain_backend_t *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": no memory for the backend");
+    grain_status_t st = pick_device(config, &b->device);
+    gpu_err_t err = GPU_SUCCESS;
+    if (st == GRAIN_OK && (err = gpuSetDevice(b->device)) != GPU_SUCCESS)
+        st = gpu_fail(err, "selecting the device");
+    if (st == GRAIN_OK && (err = gpuGetDeviceProperties(&b->props, b->device)) != GPU_SUCCESS)
+        st = gpu_fail(err, "reading the device's properties");
+    if (st == GRAIN_OK && (err = gpuStreamCreate(&b->stream)) != GPU_SUCCESS)
+        st = gpu_fail(err, "creating a stream");
+    if (st != GRAIN_OK) {
+        free(b);
+        return st;
+    }
+    snprintf(b->info.device_name, sizeof b->info.device_name, "%s", b->props.name);
+    b->info.max_wg_size = (size_t)b->props.maxThreadsPerBlock;
+    b->info.subgroup_width = (unsigned)b->props.warpSize;
+    b->info.cpu_device = 0;
+    b->info.host_applies = 1; /* the heap is pinned host memory */
+    gpuArchOption(&b->props, b->arch, sizeof b->arch);
+    grain_info(GPU_NAME ": using device %d, \"%s\" (%s)", b->device, b->props.name, b->arch);
+    *backend_p = b;
+    return GRAIN_OK;
+}
+
+static void gpu_close(grain_backend_t *b)
+{
+    gpuStreamDestroy(b->stream);
+    free(b);
+}
+
+static void gpu_query(grain_backend_t *b, grain_backend_info_t *info)
+{
+    *info = b->info;
+}
+
+static grain_status_t gpu_alloc_shared(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    (void)b;
+    void *p = NULL;
+    gpu_err_t err = gpuHostAllocShared(&p, size);
+    if (err != GPU_SUCCESS)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": pinned host allocation of %zu bytes failed: %s",
+                          size, gpuGetErrorString(err));
+    memset(p, 0, size);
+    *ptr_p = p;
+    return GRAIN_OK;
+}
+
+static void gpu_free_shared(grain_backend_t *b, void *ptr)
+{
+    (void)b;
+    gpuFreeHost(ptr);
+}
+
+static grain_status_t gpu_copy(grain_backend_t *b, void *dst, const void *src, size_t size)
+{
+    (void)b; /* every grain allocation is host memory */
+    memmove(dst, src, size);
+    return GRAIN_OK;
+}
+
+/* Splits the runtime's "-DA=1 -DB=2" into the compiler's argument list. */
+static int split_options(char *options, const char **argv, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(options, " ", &save); tok != NULL && n < max;
+         tok = strtok_r(NULL, " ", &save))
+        argv[n++] = tok;
+    return n;
+}
+
+static grain_status_t gpu_program_build(grain_backend_t *b, const char *source, const char *options,
+                                        grain_bprogram_t **program_p)
+{
+    char opts[2048];
+    snprintf(opts, sizeof opts, "%s -std=c++17 %s", b->arch, options ? options : "");
+    char split[2048];
+    memcpy(split, opts, sizeof split);
+    const char *argv[64];
+    int argc = split_options(split, argv, 64);
+
+    rtc_program_t rtc;
+    rtc_result_t r = rtcCreateProgram(&rtc, source, "grain_program", 0, NULL, NULL);
+    if (r != RTC_SUCCESS)
+        return grain_fail(GRAIN_ERR_BUILD, GPU_NAME ": creating the program failed: %s",
+                          rtcGetErrorString(r));
+    r = rtcCompileProgram(rtc, argc, argv);
+    if (r != RTC_SUCCESS) {
+        size_t n = 0;
+        rtcGetProgramLogSize(rtc, &n);
+        char *log = malloc(n + 1);
+        if (log != NULL) {
+            rtcGetProgramLog(rtc, log);
+            log[n] = '\0';
+        }
+        grain_status_t st = grain_fail(GRAIN_ERR_BUILD, GPU_NAME ": the kernel did not build (%s, options %s):\n%s",
+                                       rtcGetErrorString(r), opts, log ? log : "(no build log)");
+        free(log);
+        rtcDestroyProgram(&rtc);
+        return st;
+    }
+    size_t size = 0;
+    char *code = NULL;
+    if (rtcGetCodeSize(rtc, &size) == RTC_SUCCESS)
+        code = malloc(size);
+    if (code == NULL || rtcGetCode(rtc, code) != RTC_SUCCESS) {
+        free(code);
+        rtcDestroyProgram(&rtc);
+        return grain_fail(GRAIN_ERR_BUILD, GPU_NAME ": could not read the compiled code");
+    }
+    rtcDestroyProgram(&rtc);
+
+    grain_bprogram_t *prog = calloc(1, sizeof *prog);
+    gpu_err_t err = GPU_SUCCESS;
+    if (prog != NULL)
+        err = gpuModuleLoad(&prog->module, code);
+    free(code);
+    if (prog == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": no memory for a program");
+    if (err != GPU_SUCCESS) {
+        free(prog);
+        return gpu_fail(err, "loading the compiled program");
+    }
+    prog->backend = b;
+    *program_p = prog;
+    return GRAIN_OK;
+}
+
+static void gpu_program_release(grain_bprogram_t *prog)
+{
+    gpuModuleUnload(prog->module);
+    free(prog);
+}
+
+static grain_status_t gpu_kernel_create(grain_bprogram_t *prog, const char *name,
+                                        grain_bkernel_t **kernel_p)
+{
+    grain_bkernel_t *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": no memory for a kernel");
+    gpu_err_t err = gpuModuleFunction(&k->function, prog->module, name);
+    if (err != GPU_SUCCESS) {
+        free(k);
+        gpuGetLastError(); /* the runtime API keeps the error sticky until read */
+        return grain_fail(GRAIN_ERR_INVALID, GPU_NAME ": the program has no kernel named \"%s\" (%s)",
+                          name, gpuGetErrorString(err));
+    }
+    k->backend = prog->backend;
+    snprintf(k->name, sizeof k->name, "%s", name);
+    *kernel_p = k;
+    return GRAIN_OK;
+}
+
+static void gpu_kernel_release(grain_bkernel_t *k)
+{
+    free(k);
+}
+
+static grain_status_t gpu_kernel_set_arg(grain_bkernel_t *k, unsigned index, size_t size,
+                                         const void *value)
+{
+    if (index >= MAX_ARGS || size == 0 || size > MAX_ARG_BYTES || value == NULL)
+        return grain_fail(GRAIN_ERR_INVALID,
+                          GPU_NAME ": kernel %s argument %u of %zu bytes: at most %d arguments of 1 to "
+                          "%d bytes",
+                          k->name, index, size, MAX_ARGS, MAX_ARG_BYTES);
+    memcpy(k->values[index], value, size);
+    k->set[index] = 1;
+    if (index >= k->n_args)
+        k->n_args = index + 1;
+    return GRAIN_OK;
+}
+
+static grain_status_t gpu_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index, void *ptr)
+{
+    return gpu_kernel_set_arg(k, index, sizeof ptr, &ptr);
+}
+
+static grain_status_t gpu_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
+                                 const size_t *local)
+{
+    void *args[MAX_ARGS];
+    for (unsigned i = 0; i < k->n_args; i++) {
+        if (!k->set[i])
+            return grain_fail(GRAIN_ERR_INVALID, GPU_NAME ": kernel %s: argument %u was never set",
+                              k->name, i);
+        args[i] = k->values[i];
+    }
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    for (unsigned d = 0; d < dims; d++) {
+        block[d] = (unsigned)local[d]; /* the runtime checked that it divides global */
+        grid[d] = (unsigned)(global[d] / local[d]);
+    }
+    gpu_err_t err = gpuLaunch(k->function, grid, block, args, k->backend->stream);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "launching a kernel");
+    return GRAIN_OK;
+}
+
+static grain_status_t gpu_synchronize(grain_backend_t *b)
+{
+    gpu_err_t err = gpuStreamSynchronize(b->stream);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "waiting for the kernels");
+    return GRAIN_OK;
+}
+
+#if defined(GRAIN_GPU_CUDA)
+const grain_backend_ops_t grain_cuda_ops = {
+#else
+const grain_backend_ops_t grain_hip_ops = {
+#endif
+    .size = sizeof(grain_backend_ops_t),
+    .name = GPU_NAME,
+    .open = gpu_open,
+    .close = gpu_close,
+    .query = gpu_query,
+    .alloc_shared = gpu_alloc_shared,
+    .free_shared = gpu_free_shared,
+    .copy = gpu_copy,
+    .program_build = gpu_program_build,
+    .program_release = gpu_program_release,
+    .kernel_create = gpu_kernel_create,
+    .kernel_release = gpu_kernel_release,
+    .kernel_set_arg = gpu_kernel_set_arg,
+    .kernel_set_arg_ptr = gpu_kernel_set_arg_ptr,
+    .launch = gpu_launch,
+    .synchronize = gpu_synchronize,
+};
