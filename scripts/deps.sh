@@ -1,8 +1,10 @@
 # Sourced by the scripts: installs the Debian packages grain needs that are
 # missing (root, or sudo), and lets Open MPI run as root with more ranks than
-# cores, as on CI machines.
+# cores, as on CI machines.  hipcc and libamdhip64-dev build the HIP backend
+# (compile and link: Debian's ROCm 5.2); the CUDA backend is built when a CUDA
+# toolkit is installed (/usr/local/cuda).
 grain_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib"
+clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev"
 
 grain_install_deps() {
     missing=""
