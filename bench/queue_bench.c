@@ -42,6 +42,13 @@ typedef struct opts {
 static const char *const modes[] = {"wg", "sg", "wi"};
 #define N_MODES 3
 
+/* Work-item reservation is an order of magnitude slower: it gets fewer
+ * messages, so that every point takes about as long. */
+static uint64_t messages_for(const char *reserve, uint64_t messages)
+{
+    return strcmp(reserve, "wi") == 0 ? messages / 8 : messages;
+}
+
 static void check(grain_status_t st, const char *what)
 {
     if (st != GRAIN_OK) {
@@ -142,8 +149,7 @@ static void sweep_wg(const opts_t *o)
     report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu);
     static const size_t sizes[] = {8, 16, 32, 64, 128, 256};
     for (int m = 0; m < N_MODES; m++) {
-        /* work-item reservation is an order of magnitude slower: fewer messages */
-        uint64_t n = strcmp(modes[m], "wi") == 0 ? o->messages / 8 : o->messages;
+        uint64_t n = messages_for(modes[m], o->messages);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             double r = median3(send_path_rate(modes[m], sizes[s], n),
                                send_path_rate(modes[m], sizes[s], n),
@@ -220,8 +226,7 @@ static void sweep_size(const opts_t *o)
             check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
             check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
             uint32_t width = slot_width(reserve);
-            /* work-item reservation is an order of magnitude slower: fewer messages */
-            uint64_t nm = strcmp(reserve, "wi") == 0 ? n / 8 : n;
+            uint64_t nm = messages_for(reserve, n);
             checked(queue_rate(g, k, width, rows, SIZE_WG * 16, c), "warm-up");
             double r = median3(queue_rate(g, k, width, rows, nm, c), queue_rate(g, k, width, rows, nm, c),
                                queue_rate(g, k, width, rows, nm, c));

@@ -10,13 +10,13 @@ function(grain_embed_source target source symbol)
     DEPENDS grain_embed "${abs}" ${grain_device_headers}
     COMMENT "Embedding ${source}")
   target_sources(${target} PRIVATE "${out}")
-  grain_device_check(${target} "${abs}" ${symbol})
+  grain_device_check("${abs}" ${symbol})
 endfunction()
 
 # Compiles a device source as CUDA (nvcc) and HIP (hipcc) for the check
 # architectures, in every reservation mode, so that a dialect error fails the
 # build on a machine without a GPU.
-function(grain_device_check target abs symbol)
+function(grain_device_check abs symbol)
   get_filename_component(dir "${abs}" DIRECTORY)
   set(flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32)
   set(stamps)

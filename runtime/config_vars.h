@@ -9,7 +9,7 @@
 /* X(field, ENV, kind, default, minimum, maximum, doc); kind is STR, UINT, SIZE or BOOL. */
 #define GRAIN_CONFIG_VARS(X)                                                                      \
     X(backend, BACKEND, STR, "auto", 0, 0,                                                        \
-      "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl")                              \
+      "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl") \
     X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
       "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self")    \
     X(queue_slots, QUEUE_SLOTS, UINT, "256", 1, 1u << 24,                                         \

@@ -8,7 +8,7 @@
 static atomic_int log_level = GRAIN_LOG_WARN;
 static atomic_int log_rank = -1;
 static _Thread_local char last_error[1024];
-static _Thread_local int quiet; /* failures logged at debug level only */
+static _Thread_local int quiet; /* failures kept, not logged: the caller reports them */
 
 const char *const grain_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
@@ -56,8 +56,6 @@ grain_status_t grain_fail(grain_status_t status, const char *fmt, ...)
     va_end(ap);
     if (!quiet)
         log_line(GRAIN_LOG_ERROR, last_error);
-    else if (atomic_load(&log_level) >= GRAIN_LOG_DEBUG)
-        log_line(GRAIN_LOG_DEBUG, last_error);
     return status;
 }
 

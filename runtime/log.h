@@ -29,8 +29,8 @@ void grain_log(grain_log_level_t level, const char *fmt, ...)
  * `status`. */
 grain_status_t grain_fail(grain_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* While on, this thread's grain_fail() keeps its message without logging it
- * as an error: for probes whose failure is not the caller's error. */
+/* While on, this thread's grain_fail() keeps its message without logging
+ * it: for probes whose caller decides whether the failure is an error. */
 void grain_log_quiet(int on);
 /* Keeps `message` as this thread's error message without logging it again. */
 void grain_error_keep(const char *message);

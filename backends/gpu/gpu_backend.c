@@ -13,7 +13,6 @@
  * received messages as on the OpenCL backend (issue #3 moves the heap to
  * device memory with an apply kernel).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
