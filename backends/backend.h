@@ -23,6 +23,7 @@ typedef struct grain_backend_info {
     char device_name[256];
     size_t max_wg_size;
     unsigned subgroup_width; /* native sub-group / warp width, or the preferred multiple */
+    unsigned compute_units;  /* multiprocessors, compute units or cores */
     int cpu_device;          /* the device runs on the cores the host threads need */
     int host_applies;        /* host threads may apply messages straight into the heap */
 } grain_backend_info_t;
@@ -42,6 +43,11 @@ typedef struct grain_backend_ops {
      * the queue, the device context and, where host_applies, the heap. */
     grain_status_t (*alloc_shared)(grain_backend_t *backend, size_t size, void **ptr_p);
     void (*free_shared)(grain_backend_t *backend, void *ptr);
+    /* Zeroed memory only kernels use while they run (the device context, the
+     * queue's producer state); the host reaches it with copy. */
+    grain_status_t (*alloc_device)(grain_backend_t *backend, size_t size, void **ptr_p);
+    void (*free_device)(grain_backend_t *backend, void *ptr);
+    /* Between any two of host, shared and device memory. */
     grain_status_t (*copy)(grain_backend_t *backend, void *dst, const void *src, size_t size);
 
     /* `source` is complete (device headers inlined); `options` are compiler

@@ -29,31 +29,34 @@ def save(fig, ax, name):
     print("wrote", name)
 
 
+MODES = (("wg", "work-group"), ("sg", "sub-group"), ("wi", "work-item"))
+QUEUES = (("ring", "grain ring queue", "o-"), ("paper", "paper's queue", "x--"))
+
 fig6 = points("fig6", "cpu-mpmc")
 if fig6:
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for mode, label in (("wg", "work-group reservation"), ("sg", "sub-group reservation"),
-                        ("wi", "work-item reservation")):
-        pts = points("fig6", "grain", mode)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    for queue, qlabel, style in QUEUES:
+        for mode, label in MODES:
+            pts = points("fig6", queue, mode)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{qlabel}, {label} reservation")
     ax.axhline(fig6[0][1], color="gray", linestyle="--", label="CPU-only MPMC queue (same run)")
     ax.set_xlabel("work-group size (lanes)")
     ax.set_ylabel("million 24-byte messages / s")
     ax.set_title("grain send path (queue + aggregator + apply)")
     save(fig, ax, stem + "_fig6.png")
 
-if points("fig8", "grain"):
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for queue, reserve, label, style in (
-            ("grain", "wg", "grain, work-group reservation (256 lanes)", "o-"),
-            ("grain", "sg", "grain, sub-group reservation (32 lanes)", "o-"),
-            ("grain", "wi", "grain, work-item reservation", "o-"),
-            ("cpu-mpmc", None, "CPU-only MPMC queue (same algorithm)", "s--"),
-            ("cpu-spsc", None, "CPU-only SPSC queue", "^--")):
+if points("fig8", "ring") or points("fig8", "paper"):
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    series = [(q, m, f"{ql}, {ml} reservation", st) for q, ql, st in QUEUES for m, ml in MODES]
+    series += [("store", None, "kernel stores alone (the link's ceiling)", "k-"),
+               ("cpu-mpmc", None, "CPU-only MPMC queue (the paper's algorithm)", "s:"),
+               ("cpu-spsc", None, "CPU-only SPSC queue", "^:")]
+    for queue, reserve, label, style in series:
         pts = points("fig8", queue, reserve, x="msg_bytes", y="gb_per_s", scale=1)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("GB/s through the queue")
-    ax.set_title("producer/consumer queue throughput (256-lane work-groups)")
+    ax.set_title("device-to-host queue throughput (256-lane work-groups)")
     save(fig, ax, stem + "_fig8.png")

@@ -23,27 +23,62 @@ uint64_t bench_expected_sum(uint64_t messages, uint32_t rows)
     return r * pairs + m * (r * (r - 1) / 2);
 }
 
-void *bench_drain_thread(void *arg)
+static void *drain_thread(void *arg)
 {
-    bench_drain_t *d = arg;
-    grain_queue_t *q = d->q;
+    bench_drainer_t *me = arg;
+    bench_drain_t *d = me->drain;
+    grain_queue_t *q = me->reader.q;
+    grain_u32 rows = q->geom.rows, width = q->geom.width;
     uint64_t sum = 0;
     while (atomic_load_explicit(&d->consumed, memory_order_relaxed) < d->messages) {
-        grain_u64 t;
-        if (!grain_queue_try_claim(q, &t))
+        grain_queue_slot_t s = {0, 0};
+        if (!grain_queue_take(&me->reader, &s))
             continue;
-        while (!grain_queue_is_full(q, t)) {
+        while (!grain_queue_is_full(q, s)) {
         }
-        const grain_u64 *p = grain_queue_payload(q, t);
-        grain_u32 n = grain_queue_count(q, t);
-        for (grain_u32 r = 0; r < q->rows; r++)
+        const grain_u64 *p = grain_queue_slot_payload(q, s);
+        grain_u32 n = grain_queue_count(q, s);
+        for (grain_u32 r = 0; r < rows; r++)
             for (grain_u32 c = 0; c < n; c++)
-                sum += p[(size_t)r * q->width + c];
-        grain_queue_release(q, t);
+                sum += p[(size_t)r * width + c];
+        grain_queue_done(&me->reader, s);
         atomic_fetch_add_explicit(&d->consumed, n, memory_order_relaxed);
     }
     atomic_fetch_add(&d->sum, sum);
     return NULL;
+}
+
+int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads)
+{
+    if (threads < 1 || threads > BENCH_MAX_THREADS)
+        return 0;
+    d->messages = messages;
+    d->threads = 0;
+    atomic_init(&d->consumed, 0);
+    atomic_init(&d->sum, 0);
+    for (unsigned i = 0; i < threads; i++) {
+        bench_drainer_t *t = &d->drainers[i];
+        t->drain = d;
+        if (!grain_queue_reader_init(&t->reader, q, i, threads) ||
+            pthread_create(&t->thread, NULL, drain_thread, t) != 0) {
+            grain_queue_reader_destroy(&t->reader);
+            atomic_store(&d->consumed, messages); /* stops the ones started */
+            bench_drain_join(d);
+            return 0;
+        }
+        d->threads++;
+    }
+    return 1;
+}
+
+uint64_t bench_drain_join(bench_drain_t *d)
+{
+    for (unsigned i = 0; i < d->threads; i++) {
+        pthread_join(d->drainers[i].thread, NULL);
+        grain_queue_reader_destroy(&d->drainers[i].reader);
+    }
+    d->threads = 0;
+    return atomic_load(&d->sum);
 }
 
 static void *alloc_zeroed(size_t bytes)
@@ -124,7 +159,7 @@ double bench_cpu_spsc_rate(uint32_t rows, uint64_t messages)
     return rate;
 }
 
-/* ---- MPMC: grain's queue algorithm, one CPU thread's message per slot ---- */
+/* ---- MPMC: the paper's queue algorithm, one CPU thread's message per slot ---- */
 
 typedef struct mpmc_producer {
     grain_queue_t *q;
@@ -134,43 +169,43 @@ typedef struct mpmc_producer {
 static void *mpmc_produce(void *arg)
 {
     mpmc_producer_t *a = arg;
-    grain_u32 rows = a->q->rows;
+    const grain_queue_geom_t *g = &a->q->geom;
     for (uint64_t m = a->first; m < a->end; m++) {
-        grain_u64 t = grain_queue_reserve(a->q);
-        grain_u64 *p = grain_queue_payload(a->q, t);
-        for (grain_u32 r = 0; r < rows; r++)
+        grain_u64 t = grain_queue_reserve_paper(a->q, g);
+        grain_u64 *p = grain_queue_payload(a->q, g, 0, t);
+        for (grain_u32 r = 0; r < g->rows; r++)
             p[r] = m + r;
-        grain_queue_publish(a->q, t, 1);
+        grain_queue_publish(a->q, g, 0, t, 1);
     }
     return NULL;
 }
 
-#define MAX_THREADS 256
-
 double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers, unsigned consumers)
 {
-    if (producers < 1 || producers > MAX_THREADS || consumers < 1 || consumers > MAX_THREADS)
+    if (producers < 1 || producers > BENCH_MAX_THREADS)
         return -1;
-    grain_queue_t *q = alloc_zeroed(grain_queue_bytes(256, 1, rows));
+    grain_queue_geom_t g = grain_queue_geom(GRAIN_QUEUE_PAPER, 1, 256, 1, rows);
+    grain_queue_t *q = alloc_zeroed(grain_queue_bytes(g));
+    bench_drain_t drain;
     if (q == NULL)
         return -1;
-    grain_queue_init(q, 256, 1, rows);
-    bench_drain_t drain = {.q = q, .messages = messages};
-    mpmc_producer_t args[MAX_THREADS];
-    pthread_t pt[MAX_THREADS], ct[MAX_THREADS];
+    grain_queue_init(q, g);
+    mpmc_producer_t args[BENCH_MAX_THREADS];
+    pthread_t pt[BENCH_MAX_THREADS];
     double t0 = bench_now();
-    for (unsigned i = 0; i < consumers; i++)
-        pthread_create(&ct[i], NULL, bench_drain_thread, &drain);
+    if (!bench_drain_start(&drain, q, messages, consumers)) {
+        free(q);
+        return -1;
+    }
     for (unsigned i = 0; i < producers; i++) {
         args[i] = (mpmc_producer_t){q, messages * i / producers, messages * (i + 1) / producers};
         pthread_create(&pt[i], NULL, mpmc_produce, &args[i]);
     }
     for (unsigned i = 0; i < producers; i++)
         pthread_join(pt[i], NULL);
-    for (unsigned i = 0; i < consumers; i++)
-        pthread_join(ct[i], NULL);
+    uint64_t sum = bench_drain_join(&drain);
     double rate = (double)messages / (bench_now() - t0);
-    if (atomic_load(&drain.sum) != bench_expected_sum(messages, rows))
+    if (sum != bench_expected_sum(messages, rows))
         rate = -1;
     free(q);
     return rate;

@@ -6,6 +6,7 @@
 #ifndef GRAIN_BENCH_QUEUE_BASELINES_H
 #define GRAIN_BENCH_QUEUE_BASELINES_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -14,16 +15,29 @@
 /* Sum of the words of messages 0 .. messages-1 of `rows` words each. */
 uint64_t bench_expected_sum(uint64_t messages, uint32_t rows);
 
-/* Consumer threads draining `q` until `messages` messages (in all) have come
- * out; they read every word, as an aggregator must. */
+#define BENCH_MAX_THREADS 256
+
+/* Consumer threads draining a queue until `messages` messages (in all) have
+ * come out, each with a reader of its own, as aggregators do; they read
+ * every word, as an aggregator must. */
+typedef struct bench_drainer {
+    struct bench_drain *drain;
+    grain_queue_reader_t reader;
+    pthread_t thread;
+} bench_drainer_t;
+
 typedef struct bench_drain {
-    grain_queue_t *q;
     uint64_t messages;
+    unsigned threads;
     atomic_uint_fast64_t consumed;
     atomic_uint_fast64_t sum;
+    bench_drainer_t drainers[BENCH_MAX_THREADS];
 } bench_drain_t;
 
-void *bench_drain_thread(void *drain);
+/* Returns 0 when the threads or their readers cannot be had. */
+int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads);
+/* Joins the threads; returns the sum of every word they read. */
+uint64_t bench_drain_join(bench_drain_t *d);
 
 /* CPU-only queues, producers and consumers both host threads (seed 001
  * figure 8): a single-producer/single-consumer ring with padded indices and

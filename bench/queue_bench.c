@@ -1,20 +1,24 @@
 /*
- * queue_bench: grain's device-to-host queue against CPU-only queues measured
- * in the same run (seed 001 figures 6 and 8).
+ * queue_bench: grain's device-to-host queues against each other, against
+ * plain kernel stores and against CPU-only queues, all measured in the same
+ * run (seed 001 figures 6 and 8).
  *
  *   queue_bench [--sweep wg|size|all] [--messages N] [--bytes B]
- *               [--consumers C] [--csv FILE]
+ *               [--consumers C] [--rings R] [--csv FILE]
  *
  * wg:   the whole send path (reservation, slot write, aggregator, apply) of
- *       24-byte increments, by work-group size and reservation mode, against
- *       the CPU-only MPMC queue (figure 6).
- * size: the queue alone, drained by C host consumer threads, by message size
- *       from 8 B to 4 KiB, with 256-lane work-groups (seed 001's four
- *       64-lane wavefronts) reserving per work-group, per 32-lane sub-group
- *       and per work-item, against CPU-only SPSC and MPMC queues (figure 8).
+ *       24-byte increments, by work-group size, reservation mode and queue
+ *       protocol, against the CPU-only MPMC queue (figure 6).
+ * size: the queue alone, drained by C host threads, by message size from
+ *       8 B to 4 KiB, with 256-lane work-groups (seed 001's four 64-lane
+ *       wavefronts) reserving per work-group, per 32-lane sub-group and per
+ *       work-item, in the paper's queue and in grain's ring queue (R rings;
+ *       0: one per compute unit); beside them the same stores with no queue
+ *       (the link's ceiling) and CPU-only SPSC and MPMC queues (figure 8).
  * Every point is the median of three runs, checked by a checksum or by the
- * applied counts.  Prints one line per point with the ratio to the CPU MPMC
- * queue of the same message size; writes CSV.
+ * applied counts.  Prints one line per point with its ratio to the CPU MPMC
+ * queue and to the paper's queue (work-group reservation) of the same size;
+ * writes CSV.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -25,6 +29,7 @@
 
 #include "bench/queue_baselines.h"
 #include "grain/grain.h"
+#include "runtime/grain_impl.h"
 
 extern const char queue_bench_source[];
 
@@ -36,11 +41,14 @@ typedef struct opts {
     uint64_t messages;  /* per point of the wg sweep, and the most per point of the size sweep */
     uint64_t bytes;     /* payload per point of the size sweep */
     unsigned consumers; /* host threads draining the queue; also the CPU queues' producers */
+    unsigned rings;     /* of the ring queue; 0: the runtime's default */
     FILE *csv;
 } opts_t;
 
 static const char *const modes[] = {"wg", "sg", "wi"};
 #define N_MODES 3
+static const char *const queues[] = {"paper", "ring"};
+#define N_QUEUES 2
 
 /* Work-item reservation is an order of magnitude slower: it gets fewer
  * messages, so that every point takes about as long. */
@@ -71,14 +79,17 @@ static double checked(double rate, const char *what)
     return rate;
 }
 
+/* `paper`: the paper's queue with work-group reservation at this point's
+ * size, or 0 before it is measured. */
 static void report(const opts_t *o, const char *figure, const char *queue, const char *reserve,
-                   size_t wg, uint32_t rows, double rate, double baseline)
+                   size_t wg, uint32_t rows, double rate, double mpmc, double paper)
 {
     double gbs = rate * rows * 8 / 1e9;
-    printf("%-6s %-9s %-7s %5zu %6u %14.0f %9.3f %8.2f\n", figure, queue, reserve, wg, rows * 8,
-           rate, gbs, rate / baseline);
-    fprintf(o->csv, "%s,%s,%s,%zu,%u,%.0f,%.4f,%.4f\n", figure, queue, reserve, wg, rows * 8, rate,
-            gbs, rate / baseline);
+    double x_paper = paper > 0 ? rate / paper : 0;
+    printf("%-6s %-9s %-7s %5zu %6u %14.0f %9.3f %8.2f %8.2f\n", figure, queue, reserve, wg, rows * 8,
+           rate, gbs, rate / mpmc, x_paper);
+    fprintf(o->csv, "%s,%s,%s,%zu,%u,%.0f,%.4f,%.4f,%.4f\n", figure, queue, reserve, wg, rows * 8,
+            rate, gbs, rate / mpmc, x_paper);
     fflush(stdout);
 }
 
@@ -90,12 +101,16 @@ static void set_uint(grain_config_t *c, const char *name, unsigned value)
 }
 
 /* 0 leaves a number setting at its default. */
-static grain_t *start_grain(const char *reserve, unsigned device_threads, unsigned sg_width)
+static grain_t *start_grain(const opts_t *o, const char *queue, const char *reserve,
+                            unsigned device_threads, unsigned sg_width)
 {
     grain_config_t *c;
     check(grain_config_create(&c), "config");
     check(grain_config_set(c, "transport", "self"), "config");
+    check(grain_config_set(c, "queue", queue), "config");
     check(grain_config_set(c, "reserve", reserve), "config");
+    if (o->rings > 0)
+        set_uint(c, "queue_rings", o->rings);
     if (device_threads > 0)
         set_uint(c, "cpu_device_threads", device_threads);
     if (sg_width > 0)
@@ -108,9 +123,10 @@ static grain_t *start_grain(const char *reserve, unsigned device_threads, unsign
 
 /* ---- figure 6: the send path by work-group size ------------------------- */
 
-static double send_path_rate(const char *reserve, size_t wg, uint64_t messages)
+static double send_path_rate(const opts_t *o, const char *queue, const char *reserve, size_t wg,
+                             uint64_t messages)
 {
-    grain_t *g = start_grain(reserve, 0, 0);
+    grain_t *g = start_grain(o, queue, reserve, 0, 0);
     int64_t *counters;
     check(grain_malloc(g, 64 * sizeof *counters, (void **)&counters), "grain_malloc");
     grain_program_t *prog;
@@ -146,20 +162,31 @@ static void sweep_wg(const opts_t *o)
     double cpu = median3(bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c));
-    report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu);
+    report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu, 0);
     static const size_t sizes[] = {8, 16, 32, 64, 128, 256};
-    for (int m = 0; m < N_MODES; m++) {
-        uint64_t n = messages_for(modes[m], o->messages);
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            double r = median3(send_path_rate(modes[m], sizes[s], n),
-                               send_path_rate(modes[m], sizes[s], n),
-                               send_path_rate(modes[m], sizes[s], n));
-            report(o, "fig6", "grain", modes[m], sizes[s], SEND_ROWS, checked(r, "the send path"), cpu);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        double paper = 0;
+        for (int q = 0; q < N_QUEUES; q++) {
+            for (int m = 0; m < N_MODES; m++) {
+                uint64_t n = messages_for(modes[m], o->messages);
+                double r = median3(send_path_rate(o, queues[q], modes[m], sizes[s], n),
+                                   send_path_rate(o, queues[q], modes[m], sizes[s], n),
+                                   send_path_rate(o, queues[q], modes[m], sizes[s], n));
+                report(o, "fig6", queues[q], modes[m], sizes[s], SEND_ROWS, checked(r, "the send path"),
+                       cpu, paper);
+                if (q == 0 && m == 0)
+                    paper = r;
+            }
         }
     }
 }
 
 /* ---- figure 8: the queue alone by message size -------------------------- */
+
+#define SIZE_PER_WI 16u
+/* Payload the queue (or the ceiling's buffer) holds: the consumers rarely
+ * stall the producers on a full queue. */
+#define SIZE_QUEUE_BYTES (64u << 20)
 
 /* Messages per slot under each reservation mode, and so the queue's width. */
 static uint32_t slot_width(const char *reserve)
@@ -167,38 +194,67 @@ static uint32_t slot_width(const char *reserve)
     return strcmp(reserve, "wg") == 0 ? SIZE_WG : strcmp(reserve, "sg") == 0 ? SIZE_SG : 1;
 }
 
+static size_t size_global(uint64_t messages)
+{
+    return (size_t)((messages / SIZE_PER_WI + SIZE_WG - 1) / SIZE_WG * SIZE_WG);
+}
+
+/* Queue rate: the kernel writes `messages` through a fresh queue of grain's
+ * configured protocol while `consumers` host threads drain it. */
 static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t rows,
                          uint64_t messages, unsigned consumers)
 {
-    uint32_t per_wi = 16;
-    size_t wg = SIZE_WG;
-    size_t global = (size_t)((messages / per_wi + wg - 1) / wg * wg);
+    uint32_t per_wi = SIZE_PER_WI;
+    size_t wg = SIZE_WG, global = size_global(messages);
     messages = (uint64_t)global * per_wi;
-    /* slots for 64 MiB of payload, at least 8: the consumers rarely stall
-     * the producers on a full queue */
-    size_t slot = grain_queue_slot_stride(width, rows);
-    uint64_t nslots = (64u << 20) / slot;
-    nslots = nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots;
-    size_t bytes = grain_queue_bytes((uint32_t)nslots, width, rows);
-    grain_queue_t *q;
-    check(grain_mem_alloc(g, bytes, (void **)&q), "grain_mem_alloc");
-    memset(q, 0, bytes);
-    grain_queue_init(q, (uint32_t)nslots, width, rows);
-    check(grain_kernel_set_arg_ptr(k, 1, q), "arg");
+    unsigned rings = g->config.queue_rings ? (unsigned)g->config.queue_rings : g->binfo.compute_units;
+    unsigned protocol = grain_config_queue_protocol(&g->config);
+    grain_queue_geom_t geom = grain_queue_geom(protocol, rings, 1, width, rows);
+    uint64_t nslots = SIZE_QUEUE_BYTES / geom.slot_stride / geom.nrings;
+    geom = grain_queue_geom(protocol, rings, (uint32_t)(nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots),
+                            width, rows);
+    grain_queue_mem_t qm;
+    check(grain_queue_create(g, geom, &qm), "queue");
+    /* Kernels read the descriptor from device memory, as the runtime's. */
+    void *desc;
+    check(g->bops->alloc_device(g->backend, sizeof qm.desc, &desc), "device memory");
+    check(g->bops->copy(g->backend, desc, &qm.desc, sizeof qm.desc), "copy");
+    check(grain_kernel_set_arg_ptr(k, 1, desc), "arg");
     check(grain_kernel_set_arg(k, 2, sizeof per_wi, &per_wi), "arg");
-    bench_drain_t drain = {.q = q, .messages = messages};
-    pthread_t t[256];
+    bench_drain_t drain;
     double t0 = bench_now();
-    for (unsigned i = 0; i < consumers; i++)
-        pthread_create(&t[i], NULL, bench_drain_thread, &drain);
+    if (!bench_drain_start(&drain, qm.shared, messages, consumers))
+        check(GRAIN_ERR_NO_MEMORY, "consumer threads");
     check(grain_launch(k, 1, &global, &wg), "launch");
     check(grain_wait(g), "wait");
-    for (unsigned i = 0; i < consumers; i++)
-        pthread_join(t[i], NULL);
+    uint64_t sum = bench_drain_join(&drain);
     double rate = (double)messages / (bench_now() - t0);
-    if (atomic_load(&drain.sum) != bench_expected_sum(messages, rows))
+    if (sum != bench_expected_sum(messages, rows))
         rate = -1;
-    check(grain_mem_free(g, q), "grain_mem_free");
+    g->bops->free_device(g->backend, desc);
+    grain_queue_destroy(g, &qm);
+    return rate;
+}
+
+/* The ceiling: the kernel's stores alone, into the memory the queue uses. */
+static double store_rate(grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t messages)
+{
+    uint32_t per_wi = SIZE_PER_WI;
+    size_t wg = SIZE_WG, global = size_global(messages);
+    messages = (uint64_t)global * per_wi;
+    uint64_t nslots = SIZE_QUEUE_BYTES / ((uint64_t)rows * 8 * SIZE_WG);
+    nslots = nslots < 1 ? 1 : nslots;
+    void *buf;
+    check(grain_mem_alloc(g, nslots * rows * 8 * SIZE_WG, &buf), "grain_mem_alloc");
+    check(grain_kernel_set_arg_ptr(k, 1, buf), "arg");
+    check(grain_kernel_set_arg(k, 2, sizeof nslots, &nslots), "arg");
+    check(grain_kernel_set_arg(k, 3, sizeof rows, &rows), "arg");
+    check(grain_kernel_set_arg(k, 4, sizeof per_wi, &per_wi), "arg");
+    double t0 = bench_now();
+    check(grain_launch(k, 1, &global, &wg), "launch");
+    check(grain_wait(g), "wait");
+    double rate = (double)messages / (bench_now() - t0);
+    check(grain_mem_free(g, buf), "grain_mem_free");
     return rate;
 }
 
@@ -213,27 +269,42 @@ static void sweep_size(const opts_t *o)
         n = n > o->messages ? o->messages : n;
         double mpmc = median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
                               bench_cpu_mpmc_rate(rows, n, c, c));
-        report(o, "fig8", "cpu-mpmc", "-", 1, rows, checked(mpmc, "the CPU MPMC queue"), mpmc);
+        report(o, "fig8", "cpu-mpmc", "-", 1, rows, checked(mpmc, "the CPU MPMC queue"), mpmc, 0);
         double spsc = median3(bench_cpu_spsc_rate(rows, n), bench_cpu_spsc_rate(rows, n),
                               bench_cpu_spsc_rate(rows, n));
-        report(o, "fig8", "cpu-spsc", "-", 1, rows, checked(spsc, "the CPU SPSC queue"), mpmc);
-        for (int m = 0; m < N_MODES; m++) {
-            const char *reserve = modes[m];
-            /* One runtime per mode: the reservation is compiled into the kernel. */
-            grain_t *g = start_grain(reserve, device_threads, SIZE_SG);
-            grain_program_t *prog;
-            grain_kernel_t *k;
-            check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
-            check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
-            uint32_t width = slot_width(reserve);
-            uint64_t nm = messages_for(reserve, n);
-            checked(queue_rate(g, k, width, rows, SIZE_WG * 16, c), "warm-up");
-            double r = median3(queue_rate(g, k, width, rows, nm, c), queue_rate(g, k, width, rows, nm, c),
-                               queue_rate(g, k, width, rows, nm, c));
-            report(o, "fig8", "grain", reserve, SIZE_WG, rows, checked(r, "grain's queue"), mpmc);
-            grain_kernel_destroy(k);
-            grain_program_destroy(prog);
-            check(grain_finalize(g), "finalize");
+        report(o, "fig8", "cpu-spsc", "-", 1, rows, checked(spsc, "the CPU SPSC queue"), mpmc, 0);
+        double paper = 0;
+        for (int q = 0; q < N_QUEUES; q++) {
+            for (int m = 0; m < N_MODES; m++) {
+                const char *reserve = modes[m];
+                /* One runtime per point: protocol and reservation are
+                 * compiled into the kernel. */
+                grain_t *g = start_grain(o, queues[q], reserve, device_threads, SIZE_SG);
+                grain_program_t *prog;
+                grain_kernel_t *k;
+                check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
+                if (q == 0 && m == 0) {
+                    check(grain_kernel_create(prog, "bench_store", &k), "kernel");
+                    store_rate(g, k, rows, SIZE_WG * SIZE_PER_WI);
+                    double r = median3(store_rate(g, k, rows, n), store_rate(g, k, rows, n),
+                                       store_rate(g, k, rows, n));
+                    grain_kernel_destroy(k);
+                    report(o, "fig8", "store", "-", SIZE_WG, rows, r, mpmc, 0);
+                }
+                check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
+                uint32_t width = slot_width(reserve);
+                uint64_t nm = messages_for(reserve, n);
+                checked(queue_rate(g, k, width, rows, SIZE_WG * SIZE_PER_WI, c), "warm-up");
+                double r = median3(queue_rate(g, k, width, rows, nm, c), queue_rate(g, k, width, rows, nm, c),
+                                   queue_rate(g, k, width, rows, nm, c));
+                report(o, "fig8", queues[q], reserve, SIZE_WG, rows, checked(r, "grain's queue"), mpmc,
+                       paper);
+                if (q == 0 && m == 0)
+                    paper = r;
+                grain_kernel_destroy(k);
+                grain_program_destroy(prog);
+                check(grain_finalize(g), "finalize");
+            }
         }
     }
 }
@@ -241,14 +312,14 @@ static void sweep_size(const opts_t *o)
 static void usage(void)
 {
     fprintf(stderr, "usage: queue_bench [--sweep wg|size|all] [--messages N] [--bytes B] "
-                    "[--consumers C] [--csv FILE]\n");
+                    "[--consumers C] [--rings R] [--csv FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    opts_t o = {1u << 22, 256u << 20, cpus > 3 ? (unsigned)(cpus / 2) : 1, NULL};
+    opts_t o = {1u << 22, 256u << 20, cpus > 3 ? (unsigned)(cpus / 2) : 1, 0, NULL};
     const char *sweep = "all", *csv_path = "queue_bench.csv";
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc)
@@ -264,8 +335,10 @@ int main(int argc, char **argv)
             o.messages = v;
         else if (strcmp(argv[i], "--bytes") == 0 && number)
             o.bytes = v;
-        else if (strcmp(argv[i], "--consumers") == 0 && number && v <= 256)
+        else if (strcmp(argv[i], "--consumers") == 0 && number && v <= BENCH_MAX_THREADS)
             o.consumers = (unsigned)v;
+        else if (strcmp(argv[i], "--rings") == 0 && number && v <= 65536)
+            o.rings = (unsigned)v;
         else
             usage();
     }
@@ -278,9 +351,10 @@ int main(int argc, char **argv)
         perror(csv_path);
         return 2;
     }
-    fprintf(o.csv, "figure,queue,reserve,wg_size,msg_bytes,msgs_per_s,gb_per_s,ratio_to_cpu_mpmc\n");
-    printf("%-6s %-9s %-7s %5s %6s %14s %9s %8s\n", "figure", "queue", "reserve", "wg", "bytes",
-           "msgs/s", "GB/s", "x mpmc");
+    fprintf(o.csv, "figure,queue,reserve,wg_size,msg_bytes,msgs_per_s,gb_per_s,ratio_to_cpu_mpmc,"
+                   "ratio_to_paper\n");
+    printf("%-6s %-9s %-7s %5s %6s %14s %9s %8s %8s\n", "figure", "queue", "reserve", "wg", "bytes",
+           "msgs/s", "GB/s", "x mpmc", "x paper");
     if (wg)
         sweep_wg(&o);
     if (size)

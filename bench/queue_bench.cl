@@ -11,19 +11,34 @@ GRAIN_KERNEL void bench_send(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *counters,
 }
 
 /* The queue alone (seed 001 figure 8): every work-item writes `per_wi`
- * messages of q->rows words through grain's reservation into a queue the
+ * messages of `rows` words through grain's reservation into a queue the
  * benchmark drains itself.  Message m carries the words m, m+1, ... */
-GRAIN_KERNEL void bench_queue(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_queue_t *q, grain_u32 per_wi)
+GRAIN_KERNEL void bench_queue(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_queue_desc_t *qd, grain_u32 per_wi)
 {
     GRAIN_WG_BEGIN(wg);
-    grain_u32 rows = q->rows, width = q->width;
+    grain_u32 rows = qd->geom.rows, width = qd->geom.width;
     grain_u64 gid = grain_global_linear_id();
     for (grain_u32 i = 0; i < per_wi; i++) {
-        grain_slot_t s = grain_wg_reserve_(&wg, q, 1);
-        GRAIN_GLOBAL grain_u64 *p = grain_queue_payload(q, s.ticket);
+        grain_slot_t s = grain_wg_reserve_(&wg, qd, 1);
+        GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(qd, s, 0);
         grain_u64 m = gid * per_wi + i;
         for (grain_u32 r = 0; r < rows; r++)
-            p[(grain_u64)r * width + s.col] = m + r;
-        grain_wg_publish_(q, s);
+            p[(grain_u64)r * width] = m + r;
+        grain_wg_publish_(qd, s);
+    }
+}
+
+/* The ceiling: the same stores into the same kind of memory, slot after
+ * slot of a buffer of `nslots` slots, with no queue protocol and no reader. */
+GRAIN_KERNEL void bench_store(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *buf, grain_u64 nslots,
+                              grain_u32 rows, grain_u32 per_wi)
+{
+    grain_u32 width = grain_local_linear_size(), lane = grain_local_linear_id();
+    grain_u64 gid = grain_global_linear_id(), group = grain_group_linear_id();
+    for (grain_u32 i = 0; i < per_wi; i++) {
+        GRAIN_GLOBAL grain_u64 *p = buf + ((group * per_wi + i) % nslots) * rows * width + lane;
+        grain_u64 m = gid * per_wi + i;
+        for (grain_u32 r = 0; r < rows; r++)
+            p[(grain_u64)r * width] = m + r;
     }
 }

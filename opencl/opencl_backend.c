@@ -244,6 +244,9 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
     clGetDeviceInfo(b->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
     b->info.max_wg_size = max_wg;
     b->info.cpu_device = (type & CL_DEVICE_TYPE_CPU) != 0;
+    cl_uint units = 1;
+    clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    b->info.compute_units = units > 0 ? units : 1;
     b->info.host_applies = 1; /* fine-grained SVM: the heap is host memory too */
     b->info.subgroup_width = 32;
     /* The preferred multiple is the SIMD width the compiler vectorizes for:
@@ -446,6 +449,10 @@ const grain_backend_ops_t grain_opencl_ops = {
     .query = ocl_query,
     .alloc_shared = ocl_alloc_shared,
     .free_shared = ocl_free_shared,
+    /* fine-grained SVM is what this backend requires, so kernels' private
+     * state may live there as well */
+    .alloc_device = ocl_alloc_shared,
+    .free_device = ocl_free_shared,
     .copy = ocl_copy,
     .program_build = ocl_program_build,
     .program_release = ocl_program_release,

@@ -56,30 +56,29 @@ static void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u
     }
 }
 
-/* Processes one slot if a producer holds one; returns whether it did. */
+/* Processes one slot if there is one to take; returns whether it did. */
 static int consume_slot(grain_aggregator_t *a, uint64_t *now)
 {
-    grain_t *g = a->grain;
-    grain_queue_t *q = g->queue;
-    grain_u64 ticket;
-    if (!grain_queue_try_claim(q, &ticket))
+    grain_queue_t *q = a->reader.q;
+    grain_queue_slot_t s = {0, 0};
+    if (!grain_queue_take(&a->reader, &s))
         return 0;
-    /* The producer holds the ticket and will publish it; it may itself be
-     * waiting for the previous lap's consumer, so keep flushing meanwhile. */
+    /* A paper-queue ticket may be claimed before its producer publishes it,
+     * and that producer may be waiting for the previous lap's consumer: keep
+     * flushing meanwhile. */
     grain_backoff_t backoff = {0};
-    while (!grain_queue_is_full(q, ticket)) {
+    while (!grain_queue_is_full(q, s)) {
         grain_backoff_idle(&backoff);
         *now = grain_now_ns();
         grain_packer_flush_expired(&a->packer, *now);
     }
-    grain_u32 count = grain_queue_count(q, ticket);
-    grain_u32 width = q->width;
-    const grain_u64 *p = grain_queue_payload(q, ticket);
+    grain_u32 count = grain_queue_count(q, s);
+    grain_u32 width = q->geom.width;
+    const grain_u64 *p = grain_queue_slot_payload(q, s);
     for (grain_u32 c = 0; c < count; c++)
         dispatch(a, p[c], p[width + c], p[2 * width + c], *now);
-    grain_queue_release(q, ticket);
+    grain_queue_done(&a->reader, s);
     a->slots++;
-    atomic_fetch_add_explicit(&g->retired, 1, memory_order_release);
     return 1;
 }
 
@@ -101,6 +100,10 @@ static void *aggregator_thread(void *arg)
         grain_packer_flush_expired(&a->packer, now);
         uint64_t epoch = atomic_load_explicit(&g->flush_epoch, memory_order_acquire);
         if (epoch != atomic_load_explicit(&a->flush_ack, memory_order_relaxed)) {
+            /* No kernel runs during a drain: once nothing is left to take,
+             * everything this thread will see has been dispatched. */
+            while (consume_slot(a, &now)) {
+            }
             grain_packer_flush_all(&a->packer, GRAIN_FLUSH_QUIET);
             atomic_store_explicit(&a->flush_ack, epoch, memory_order_release);
         }
@@ -119,16 +122,23 @@ grain_status_t grain_aggregators_start(grain_t *g)
         grain_aggregator_t *a = &g->aggs[i];
         a->grain = g;
         a->index = i;
+        if (!grain_queue_reader_init(&a->reader, g->queue.shared, i, g->n_aggs)) {
+            g->n_aggs = i;
+            grain_aggregators_stop(g);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for aggregator %u's queue reader", i);
+        }
         grain_status_t st = grain_packer_init(&a->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes,
                                               g->config.buffer_size, (uint32_t)g->config.buffers_per_dest,
                                               g->config.flush_timeout_us * 1000u, g->next_seq, send_buffer, a);
         if (st != GRAIN_OK) {
+            grain_queue_reader_destroy(&a->reader);
             g->n_aggs = i;
             grain_aggregators_stop(g);
             return st;
         }
         if (pthread_create(&a->thread, NULL, aggregator_thread, a) != 0) {
             grain_packer_destroy(&a->packer);
+            grain_queue_reader_destroy(&a->reader);
             g->n_aggs = i;
             grain_aggregators_stop(g);
             return grain_fail(GRAIN_ERR_NO_MEMORY, "cannot start aggregator thread %u", i);
@@ -143,6 +153,7 @@ void grain_aggregators_stop(grain_t *g)
     for (unsigned i = 0; i < g->n_aggs; i++) {
         pthread_join(g->aggs[i].thread, NULL);
         grain_packer_destroy(&g->aggs[i].packer);
+        grain_queue_reader_destroy(&g->aggs[i].reader);
     }
     free(g->aggs);
     g->aggs = NULL;
@@ -152,9 +163,6 @@ void grain_aggregators_stop(grain_t *g)
 void grain_aggregators_drain(grain_t *g)
 {
     unsigned spins = 0;
-    grain_u64 target = atomic_load_explicit(GRAIN_A64(&g->queue->write_idx), memory_order_acquire);
-    while (atomic_load_explicit(&g->retired, memory_order_acquire) < target)
-        grain_wait_a_little(&spins);
     uint64_t epoch = atomic_fetch_add_explicit(&g->flush_epoch, 1, memory_order_acq_rel) + 1;
     for (unsigned i = 0; i < g->n_aggs; i++)
         while (atomic_load_explicit(&g->aggs[i].flush_ack, memory_order_acquire) < epoch)

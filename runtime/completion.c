@@ -47,12 +47,12 @@ static const char *cmd_name(uint32_t cmd)
 
 static grain_status_t take_device_error(grain_t *g)
 {
-    grain_dev_t *d = g->dev;
-    uint32_t kind = d->err_kind;
+    grain_dev_err_t *d = g->dev_err;
+    uint32_t kind = d->kind;
     if (kind == GRAIN_DEV_ERR_NONE)
         return GRAIN_OK;
-    unsigned long long value = d->err_value, item = d->err_item;
-    const char *cmd = cmd_name(d->err_cmd);
+    unsigned long long value = d->value, item = d->item;
+    const char *cmd = cmd_name(d->cmd);
     grain_status_t st;
     switch (kind) {
     case GRAIN_DEV_ERR_BAD_PE:
@@ -75,7 +75,7 @@ static grain_status_t take_device_error(grain_t *g)
                         item, g->my_pe, value);
         break;
     }
-    d->err_kind = GRAIN_DEV_ERR_NONE;
+    d->kind = GRAIN_DEV_ERR_NONE;
     return st;
 }
 

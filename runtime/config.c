@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "grain/device/queue.h"
 #include "runtime/log.h"
 
 typedef enum { KIND_STR, KIND_UINT, KIND_SIZE, KIND_BOOL } var_kind_t;
@@ -158,12 +159,22 @@ static grain_status_t check_choice(const char *env, const char *value, const cha
     return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_%s=\"%s\": expected %s", env, value, expected);
 }
 
+/* Indexed by GRAIN_QUEUE_PAPER and GRAIN_QUEUE_RING. */
+const char *const grain_queue_protocol_names[] = {"paper", "ring", NULL};
+
+unsigned grain_config_queue_protocol(const grain_config_t *c)
+{
+    return strcmp(c->queue, "paper") == 0 ? GRAIN_QUEUE_PAPER : GRAIN_QUEUE_RING;
+}
+
 grain_status_t grain_config_check(const grain_config_t *c)
 {
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
     static const char *const transports[] = {"auto", "mpi", "self", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
     grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
+    if (st == GRAIN_OK)
+        st = check_choice("QUEUE", c->queue, grain_queue_protocol_names);
     if (st == GRAIN_OK)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)

@@ -28,6 +28,11 @@ grain_status_t grain_config_init_defaults(grain_config_t *config);
 grain_status_t grain_config_init_env(grain_config_t *config);
 /* Checks that hold between settings; fails with a sentence naming them. */
 grain_status_t grain_config_check(const grain_config_t *config);
+
+/* GRAIN_QUEUE's words, indexed by the protocol numbers of
+ * grain/device/queue.h, and the protocol a checked configuration names. */
+extern const char *const grain_queue_protocol_names[];
+unsigned grain_config_queue_protocol(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
 

@@ -12,8 +12,14 @@
       "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl") \
     X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
       "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self")    \
-    X(queue_slots, QUEUE_SLOTS, UINT, "256", 1, 1u << 24,                                         \
-      "slots of the device-to-host queue; one work-group send fills one slot")                   \
+    X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
+      "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
+      "paper (seed 001's one queue of system-scope tickets, the baseline)")                      \
+    X(queue_rings, QUEUE_RINGS, UINT, "0", 0, 65536,                                              \
+      "rings of the ring queue; 0: one per compute unit of the device")                          \
+    X(queue_slots, QUEUE_SLOTS, UINT, "0", 0, 1u << 24,                                           \
+      "slots per ring; one work-group send fills one slot; 0: 64 per ring of the ring queue, "   \
+      "256 in the paper's queue (one ring)")                                                     \
     X(queue_width, QUEUE_WIDTH, UINT, "256", 1, 4096,                                             \
       "messages per slot, and so the largest work-group size a grain kernel may use")            \
     X(aggregators, AGGREGATORS, UINT, "1", 1, 64,                                                 \

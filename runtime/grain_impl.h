@@ -12,13 +12,22 @@
 #include "runtime/config.h"
 #include "runtime/heap.h"
 #include "runtime/packer.h"
+#include "runtime/queue_consumer.h"
 #include "runtime/transport.h"
+
+/* A queue's two allocations (runtime/queue.c). */
+typedef struct grain_queue_mem {
+    grain_queue_t *shared;   /* host memory: header and rings */
+    grain_ring_prod_t *prod; /* device memory: the rings' producer state */
+    grain_queue_desc_t desc; /* what kernels are given */
+} grain_queue_mem_t;
 
 typedef struct grain_aggregator {
     struct grain *grain;
     unsigned index;
     pthread_t thread;
     grain_packer_t packer;
+    grain_queue_reader_t reader;
     /* Owned by the thread; read by others only after a flush handshake. */
     uint64_t slots;
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];
@@ -38,8 +47,10 @@ struct grain {
     const grain_transport_ops_t *tops;
     grain_transport_t *transport;
 
-    grain_dev_t *dev;     /* device context, in shared memory */
-    grain_queue_t *queue; /* in shared memory */
+    grain_dev_t dev_host;     /* the device context as the host builds it */
+    grain_dev_t *dev;         /* its copy in device memory, argument 0 of kernels */
+    grain_dev_err_t *dev_err; /* in shared memory */
+    grain_queue_mem_t queue;
     char *heap;
     grain_heap_t heap_alloc;
     pthread_mutex_t heap_lock;
@@ -49,7 +60,6 @@ struct grain {
     grain_aggregator_t *aggs;
     unsigned n_aggs;
     atomic_int stop;
-    atomic_uint_fast64_t retired;     /* queue slots fully processed */
     atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators flush */
 
     /* Completion counting (cumulative, never reset). */
@@ -68,6 +78,11 @@ struct grain {
     double init_seconds;
 };
 
+grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grain_queue_mem_t *m);
+void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
+/* Copies dev_host to the device; only while no kernel runs. */
+grain_status_t grain_dev_upload(struct grain *g);
+
 /* Records an error seen off the application thread. */
 void grain_async_error(struct grain *g, grain_status_t status, const char *message);
 /* Reports (and clears) a pending asynchronous or device-side error. */
@@ -75,7 +90,7 @@ grain_status_t grain_take_errors(struct grain *g);
 
 grain_status_t grain_aggregators_start(struct grain *g);
 void grain_aggregators_stop(struct grain *g);
-/* Waits until every slot up to the current write index is processed and
+/* With no kernel running: waits until every published slot is processed and
  * every aggregator has flushed its buffers (flush cause "quiet"). */
 void grain_aggregators_drain(struct grain *g);
 

@@ -31,9 +31,10 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
         return grain_fail(GRAIN_ERR_INVALID, "grain_program_create needs a handle, a source and an output");
     unsigned sg = g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
     char defines[1024];
-    snprintf(defines, sizeof defines, "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u %s",
+    snprintf(defines, sizeof defines,
+             "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u %s",
              (unsigned long long)g->config.queue_width, reserve_mode(g->config.reserve), sg,
-             options ? options : "");
+             grain_config_queue_protocol(&g->config), options ? options : "");
     grain_program_t *prog = calloc(1, sizeof *prog);
     if (prog == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");

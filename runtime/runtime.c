@@ -27,31 +27,42 @@ static grain_status_t check_symmetric_config(grain_t *g)
     return GRAIN_OK;
 }
 
+grain_status_t grain_dev_upload(grain_t *g)
+{
+    return g->bops->copy(g->backend, g->dev, &g->dev_host, sizeof g->dev_host);
+}
+
 static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
-    size_t qbytes = grain_queue_bytes((uint32_t)c->queue_slots, (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
-    void *dev, *queue, *heap;
-    grain_status_t st = g->bops->alloc_shared(g->backend, sizeof(grain_dev_t), &dev);
+    unsigned rings = c->queue_rings ? (unsigned)c->queue_rings : g->binfo.compute_units;
+    unsigned protocol = grain_config_queue_protocol(c);
+    unsigned slots = c->queue_slots ? (unsigned)c->queue_slots : protocol == GRAIN_QUEUE_PAPER ? 256 : 64;
+    grain_queue_geom_t geom = grain_queue_geom(protocol, rings ? rings : 1, slots,
+                                               (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
+    void *dev, *err, *heap;
+    grain_status_t st = g->bops->alloc_device(g->backend, sizeof(grain_dev_t), &dev);
     if (st != GRAIN_OK)
         return st;
     g->dev = dev;
-    st = g->bops->alloc_shared(g->backend, qbytes, &queue);
-    if (st != GRAIN_OK)
+    if ((st = g->bops->alloc_shared(g->backend, sizeof(grain_dev_err_t), &err)) != GRAIN_OK)
         return st;
-    g->queue = queue;
-    st = g->bops->alloc_shared(g->backend, c->heap_size, &heap);
-    if (st != GRAIN_OK)
+    g->dev_err = err;
+    if ((st = grain_queue_create(g, geom, &g->queue)) != GRAIN_OK)
+        return st;
+    if ((st = g->bops->alloc_shared(g->backend, c->heap_size, &heap)) != GRAIN_OK)
         return st;
     g->heap = heap;
-    grain_queue_init(g->queue, (uint32_t)c->queue_slots, (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
-    *g->dev = (grain_dev_t){
+    g->dev_host = (grain_dev_t){
         .heap = g->heap,
         .heap_size = c->heap_size,
-        .queue = g->queue,
+        .queue = g->queue.desc,
+        .err = g->dev_err,
         .my_pe = (grain_u32)g->my_pe,
         .n_pes = (grain_u32)g->n_pes,
     };
+    if ((st = grain_dev_upload(g)) != GRAIN_OK)
+        return st;
     return grain_heap_init(&g->heap_alloc, c->heap_size);
 }
 
@@ -64,10 +75,11 @@ static void release(grain_t *g)
     if (g->backend != NULL) {
         if (g->heap != NULL)
             g->bops->free_shared(g->backend, g->heap);
-        if (g->queue != NULL)
-            g->bops->free_shared(g->backend, g->queue);
+        grain_queue_destroy(g, &g->queue);
+        if (g->dev_err != NULL)
+            g->bops->free_shared(g->backend, g->dev_err);
         if (g->dev != NULL)
-            g->bops->free_shared(g->backend, g->dev);
+            g->bops->free_device(g->backend, g->dev);
         g->bops->close(g->backend);
     }
     grain_heap_destroy(&g->heap_alloc);
@@ -232,6 +244,6 @@ grain_status_t grain_am_register(grain_t *g, unsigned id, grain_am_fn handler)
     if (g->kernels_in_flight)
         return grain_fail(GRAIN_ERR_STATE, "grain_am_register while kernels run; register first");
     g->handlers[id] = handler;
-    g->dev->handlers[id / 32] |= 1u << (id % 32);
-    return GRAIN_OK;
+    g->dev_host.handlers[id / 32] |= 1u << (id % 32);
+    return grain_dev_upload(g);
 }

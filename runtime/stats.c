@@ -29,7 +29,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         return NULL;
     }
     uint64_t *r = rows + (size_t)g->my_pe * width;
-    r[S_FULL_WAITS] = atomic_load_explicit(GRAIN_A64(&g->queue->full_waits), memory_order_relaxed);
+    r[S_FULL_WAITS] = atomic_load_explicit(GRAIN_A64(&g->queue.shared->full_waits), memory_order_relaxed);
     for (unsigned a = 0; a < g->n_aggs; a++) {
         grain_aggregator_t *agg = &g->aggs[a];
         const grain_packer_stats_t *ps = &agg->packer.stats;

@@ -30,6 +30,9 @@ typedef cudaKernel_t gpu_function_t;
 #define gpuSetDevice cudaSetDevice
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuFreeHost cudaFreeHost
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemset cudaMemset
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuGetLastError cudaGetLastError
@@ -43,6 +46,11 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
 {
     return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
+}
+
+static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
+{
+    return cudaMemcpy(dst, src, n, cudaMemcpyDefault);
 }
 
 static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
@@ -104,6 +112,9 @@ typedef hipFunction_t gpu_function_t;
 #define gpuSetDevice hipSetDevice
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuFreeHost hipHostFree
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemset hipMemset
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuGetLastError hipGetLastError
@@ -117,6 +128,11 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
 {
     return hipStreamCreateWithFlags(s, hipStreamNonBlocking);
+}
+
+static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
+{
+    return hipMemcpy(dst, src, n, hipMemcpyDefault);
 }
 
 static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)

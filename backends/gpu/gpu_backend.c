@@ -4,10 +4,10 @@
  *
  * Device code is grain's one dialect (include/grain/device/port.h), compiled
  * at run time by NVRTC or hiprtc for the device in hand, like the OpenCL
- * backend compiles it, so apps ship one source for every backend.  The queue
- * and the device context live in pinned host memory that kernels reach over
- * the host link with system-scope atomics, and that the aggregator threads
- * read while the kernel runs.
+ * backend compiles it, so apps ship one source for every backend.  The queue's
+ * slots live in pinned host memory that kernels write over the host link and
+ * the aggregator threads read while the kernel runs; the device context and
+ * the rings' producer state live in device memory.
  *
  * The symmetric heap is pinned host memory too for now, so host threads apply
  * received messages as on the OpenCL backend (issue #3 moves the heap to
@@ -108,6 +108,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     snprintf(b->info.device_name, sizeof b->info.device_name, "%s", b->props.name);
     b->info.max_wg_size = (size_t)b->props.maxThreadsPerBlock;
     b->info.subgroup_width = (unsigned)b->props.warpSize;
+    b->info.compute_units = (unsigned)b->props.multiProcessorCount;
     b->info.cpu_device = 0;
     b->info.host_applies = 1; /* the heap is pinned host memory */
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
@@ -146,11 +147,31 @@ static void gpu_free_shared(grain_backend_t *b, void *ptr)
     gpuFreeHost(ptr);
 }
 
+static grain_status_t gpu_alloc_device(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    (void)b;
+    void *p = NULL;
+    gpu_err_t err = gpuMalloc(&p, size);
+    if (err == GPU_SUCCESS && (err = gpuMemset(p, 0, size)) != GPU_SUCCESS)
+        gpuFree(p);
+    if (err != GPU_SUCCESS)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": device allocation of %zu bytes failed: %s",
+                          size, gpuGetErrorString(err));
+    *ptr_p = p;
+    return GRAIN_OK;
+}
+
+static void gpu_free_device(grain_backend_t *b, void *ptr)
+{
+    (void)b;
+    gpuFree(ptr);
+}
+
 static grain_status_t gpu_copy(grain_backend_t *b, void *dst, const void *src, size_t size)
 {
-    (void)b; /* every grain allocation is host memory */
-    memmove(dst, src, size);
-    return GRAIN_OK;
+    (void)b; /* unified addressing: the driver knows where each pointer lives */
+    gpu_err_t err = gpuMemcpyAny(dst, src, size);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "a copy");
 }
 
 /* Splits the runtime's "-DA=1 -DB=2" into the compiler's argument list. */
@@ -311,6 +332,8 @@ const grain_backend_ops_t grain_hip_ops = {
     .query = gpu_query,
     .alloc_shared = gpu_alloc_shared,
     .free_shared = gpu_free_shared,
+    .alloc_device = gpu_alloc_device,
+    .free_device = gpu_free_device,
     .copy = gpu_copy,
     .program_build = gpu_program_build,
     .program_release = gpu_program_release,

@@ -86,38 +86,31 @@ GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, 
     return 1;
 }
 
-GRAIN_INLINE void grain_msg_write_(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket, grain_u32 col,
-                                   grain_u64 hdr, grain_u64 w1, grain_u64 w2)
-{
-    GRAIN_GLOBAL grain_u64 *p = grain_queue_payload(q, ticket);
-    grain_u32 width = q->width;
-    p[col] = hdr;
-    p[width + col] = w1;
-    p[2 * width + col] = w2;
-}
-
 /*
- * A lane's place in the queue for one collective send: the slot's ticket, the
- * lane's column in it, and whether this lane publishes the slot (with how
- * many messages).  grain_wg_reserve_ and grain_wg_publish_ are called by every
- * work-item of the work-group (they hold barriers unless GRAIN_RESERVE_WI);
- * between them each active lane writes the rows of its column.
+ * A lane's place in the queue for one collective send: the slot's ring and
+ * ticket, the lane's column in it, and whether this lane publishes the slot
+ * (with how many messages).  grain_wg_reserve_ and grain_wg_publish_ are
+ * called by every work-item of the work-group (they hold barriers unless
+ * GRAIN_RESERVE_WI); between them each active lane writes the rows of its
+ * column.
  */
 typedef struct grain_slot {
     grain_u64 ticket;
     grain_u32 col;
     grain_u32 count;
+    grain_u32 ring;
     int publisher;
 } grain_slot_t;
 
-GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_t *q,
+GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_desc_t *d,
                                             int active)
 {
-    grain_slot_t s = {0, 0, 0, 0};
+    grain_slot_t s = {0, 0, 0, 0, 0};
+    s.ring = grain_queue_ring_of(&d->geom, grain_group_linear_id());
 #if GRAIN_RESERVE == GRAIN_RESERVE_WI
     (void)wg;
     if (active) {
-        s.ticket = grain_queue_reserve(q);
+        s.ticket = grain_queue_reserve(d, s.ring);
         s.count = 1;
         s.publisher = 1;
     }
@@ -125,7 +118,7 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     /*
      * Each active lane takes its column with one local atomic; the segment's
      * first lane (active or not: every lane runs this code) reserves the slot
-     * with the one global atomic.  Columns need no lane order, so this
+     * with the one queue atomic.  Columns need no lane order, so this
      * replaces the prefix sum of seed 001 with three barriers and no loop:
      * PoCL compiles a kernel with many sends in minutes less.
      */
@@ -142,21 +135,29 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     s.count = counts[seg];
     s.publisher = first && s.count > 0;
     if (s.publisher)
-        tickets[seg] = grain_queue_reserve(q);
+        tickets[seg] = grain_queue_reserve(d, s.ring);
     grain_wg_barrier();
     s.ticket = tickets[seg];
 #endif
     return s;
 }
 
-GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_t *q, grain_slot_t s)
+/* Where the lane writes row `row` of its message. */
+GRAIN_INLINE GRAIN_GLOBAL grain_u64 *grain_slot_word_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_slot_t s,
+                                                      grain_u32 row)
+{
+    return grain_queue_payload(d->shared, &d->geom, s.ring, s.ticket) + (grain_u64)row * d->geom.width +
+           s.col;
+}
+
+GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_slot_t s)
 {
 #if GRAIN_RESERVE != GRAIN_RESERVE_WI
     grain_wg_barrier(); /* every column of the slot is written */
 #endif
     if (s.publisher) {
         grain_fence_release();
-        grain_queue_publish(q, s.ticket, s.count);
+        grain_queue_publish(d->shared, &d->geom, s.ring, s.ticket, s.count);
     }
 }
 
@@ -165,13 +166,18 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
                               grain_u64 w1, grain_u64 w2, int active)
 {
     GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
-    GRAIN_GLOBAL grain_queue_t *q = ctx->queue;
+    GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
-    grain_slot_t s = grain_wg_reserve_(wg, q, active);
-    if (active)
-        grain_msg_write_(q, s.ticket, s.col, GRAIN_HDR(cmd, handler, (grain_u32)pe), w1, w2);
-    grain_wg_publish_(q, s);
+    grain_slot_t s = grain_wg_reserve_(wg, d, active);
+    if (active) {
+        GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);
+        grain_u32 width = d->geom.width;
+        p[0] = GRAIN_HDR(cmd, handler, (grain_u32)pe);
+        p[width] = w1;
+        p[2 * width] = w2;
+    }
+    grain_wg_publish_(d, s);
 }
 
 /* Offset of a symmetric-heap address: what active-message handlers get back

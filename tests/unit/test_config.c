@@ -87,18 +87,18 @@ static void test_impossible_values(void **state)
 {
     grain_config_t c;
     grain_config_init_defaults(&c);
-    expect_error(grain_config_set(&c, "queue_slots", "0"), "GRAIN_QUEUE_SLOTS=0 is out of range");
+    expect_error(grain_config_set(&c, "queue_slots", "16777217"), "GRAIN_QUEUE_SLOTS=16777217 is out of range");
     expect_error(grain_config_set(&c, "queue_width", "0"), "GRAIN_QUEUE_WIDTH=0 is out of range");
     expect_error(grain_config_set(&c, "buffer_size", "16"), "GRAIN_BUFFER_SIZE=16 is out of range");
     expect_error(grain_config_set(&c, "queue_slots", "many"), "expected a whole number");
     expect_error(grain_config_set(&c, "aggregators", "2K"), "expected a whole number");
     expect_error(grain_config_set(&c, "stats", "maybe"), "expected 0/1");
     expect_error(grain_config_set(&c, "colour", "blue"), "unknown setting \"colour\"");
-    assert_int_equal(c.queue_slots, 256); /* nothing changed by the failures */
+    assert_int_equal(c.queue_slots, 0); /* nothing changed by the failures */
 
-    setenv("GRAIN_QUEUE_SLOTS", "0", 1);
+    setenv("GRAIN_QUEUE_SLOTS", "20000000", 1);
     grain_config_t *cp;
-    expect_error(grain_config_create(&cp), "GRAIN_QUEUE_SLOTS=0");
+    expect_error(grain_config_create(&cp), "GRAIN_QUEUE_SLOTS=20000000");
     unsetenv("GRAIN_QUEUE_SLOTS");
 
     grain_config_set(&c, "reserve", "warp");
@@ -109,6 +109,9 @@ static void test_impossible_values(void **state)
     grain_config_set(&c, "transport", "self");
     grain_config_set(&c, "log_level", "chatty");
     expect_error(grain_config_check(&c), "GRAIN_LOG_LEVEL");
+    grain_config_set(&c, "log_level", "warn");
+    grain_config_set(&c, "queue", "fast");
+    expect_error(grain_config_check(&c), "GRAIN_QUEUE=\"fast\": expected paper or ring");
 }
 
 int main(void)

@@ -1,11 +1,14 @@
 /*
- * The Gravel queue (producer side from grain/device/queue.h, consumer side
- * from runtime/queue_consumer.h) under many host producer and consumer
- * threads: every message arrives exactly once, full slots make producers
- * wait instead of dropping, wraparound works for sizes that are not powers of
- * two, and tickets are consumed in the order producers took them.
+ * The device-to-host queue (producer side from grain/device/queue.h,
+ * consumer side from runtime/queue_consumer.h) in both protocols, under many
+ * host producer and consumer threads: every message arrives exactly once,
+ * full slots make producers wait instead of dropping, wraparound works for
+ * sizes that are not powers of two, and tickets are consumed in the order
+ * producers took them (per ring).  In the ring protocol each ring has one
+ * reader, so a producer's messages also come out in the order it sent them.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,39 +22,79 @@
 
 #define ROWS 2u
 
+/* A queue in plain host memory; the producer state of the ring protocol,
+ * device memory on a GPU, is plain memory here too. */
 typedef struct {
     grain_queue_t *q;
+    grain_queue_desc_t d;
+} test_queue_t;
+
+static test_queue_t make_queue(unsigned protocol, unsigned nrings, unsigned nslots, unsigned width)
+{
+    grain_queue_geom_t g = grain_queue_geom(protocol, nrings, nslots, width, ROWS);
+    size_t bytes = (grain_queue_bytes(g) + 63) & ~(size_t)63;
+    test_queue_t t;
+    t.q = aligned_alloc(64, bytes);
+    assert_non_null(t.q);
+    memset(t.q, 0, bytes);
+    grain_queue_init(t.q, g);
+    t.d = (grain_queue_desc_t){t.q, calloc(g.nrings, sizeof(grain_ring_prod_t)), g};
+    assert_non_null(t.d.prod);
+    return t;
+}
+
+static void free_queue(test_queue_t *t)
+{
+    free(t->d.prod);
+    free(t->q);
+}
+
+static grain_u64 reserve(grain_queue_desc_t d, grain_u32 ring)
+{
+    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(d.shared, &d.geom)
+                                                : grain_queue_reserve_ring(&d, ring);
+}
+
+static void publish(grain_queue_desc_t d, grain_u32 ring, grain_u64 ticket, grain_u32 count)
+{
+    grain_queue_publish(d.shared, &d.geom, ring, ticket, count);
+}
+
+typedef struct {
+    grain_queue_desc_t d;
     unsigned id, n_slots_to_write, width;
     _Atomic unsigned *produced_done;
 } producer_t;
 
 typedef struct {
-    grain_queue_t *q;
+    grain_queue_reader_t reader;
     unsigned producers;
     _Atomic unsigned *producers_done;
     /* seen[p][seq] counts deliveries of message seq of producer p */
     _Atomic unsigned char **seen;
-    /* per consumer: the last ticket it processed (tickets must increase) */
-    int order_ok;
+    unsigned last_seq[16]; /* per producer: 1 + the last seq this consumer saw */
+    grain_u64 last_ticket[64]; /* per ring: 1 + the last ticket this consumer took */
+    int order_ok, fifo_ok;
     uint64_t processed;
 } consumer_t;
 
-/* Producer `id` writes slots of 1..width messages; message k of producer p
- * carries (p, k) so that the consumers can account for it. */
+/* Producer `id` writes slots of 1..width messages into ring id % nrings;
+ * message k of producer p carries (p, k) so that consumers can account for it. */
 static void *produce(void *arg)
 {
     producer_t *p = arg;
+    grain_u32 ring = grain_queue_ring_of(&p->d.geom, p->id);
     unsigned seq = 0, r = p->id * 7919u + 1;
     for (unsigned s = 0; s < p->n_slots_to_write; s++) {
         r = r * 1103515245u + 12345u;
         unsigned count = 1 + (r >> 16) % p->width;
-        grain_u64 ticket = grain_queue_reserve(p->q);
-        grain_u64 *payload = grain_queue_payload(p->q, ticket);
+        grain_u64 ticket = reserve(p->d, ring);
+        grain_u64 *payload = grain_queue_payload(p->d.shared, &p->d.geom, ring, ticket);
         for (unsigned c = 0; c < count; c++) {
             payload[c] = p->id;
             payload[p->width + c] = seq++;
         }
-        grain_queue_publish(p->q, ticket, count);
+        publish(p->d, ring, ticket, count);
     }
     p->n_slots_to_write = seq; /* messages written, for the checker */
     atomic_fetch_add(p->produced_done, 1);
@@ -61,40 +104,41 @@ static void *produce(void *arg)
 static void *consume(void *arg)
 {
     consumer_t *c = arg;
-    grain_u64 last = 0;
-    int first = 1;
+    grain_queue_t *q = c->reader.q;
     for (;;) {
-        grain_u64 ticket;
-        if (!grain_queue_try_claim(c->q, &ticket)) {
-            if (atomic_load(c->producers_done) == c->producers &&
-                atomic_load(GRAIN_A64(&c->q->read_idx)) == atomic_load(GRAIN_A64(&c->q->write_idx)))
+        /* Producers done before the take that fails: nothing can be left. */
+        int done = atomic_load(c->producers_done) == c->producers;
+        grain_queue_slot_t s = {0, 0};
+        if (!grain_queue_take(&c->reader, &s)) {
+            if (done)
                 break;
+            sched_yield();
             continue;
         }
-        if (!first && ticket <= last)
+        if (s.ticket + 1 <= c->last_ticket[s.ring])
             c->order_ok = 0;
-        first = 0;
-        last = ticket;
-        while (!grain_queue_is_full(c->q, ticket)) {
+        c->last_ticket[s.ring] = s.ticket + 1;
+        while (!grain_queue_is_full(q, s))
+            sched_yield();
+        unsigned count = grain_queue_count(q, s);
+        const grain_u64 *payload = grain_queue_slot_payload(q, s);
+        for (unsigned k = 0; k < count; k++) {
+            grain_u64 prod = payload[k], seq = payload[q->geom.width + k];
+            atomic_fetch_add(&c->seen[prod][seq], 1);
+            if (seq + 1 <= c->last_seq[prod])
+                c->fifo_ok = 0;
+            c->last_seq[prod] = (unsigned)seq + 1;
         }
-        unsigned count = grain_queue_count(c->q, ticket);
-        grain_u64 *payload = grain_queue_payload(c->q, ticket);
-        for (unsigned k = 0; k < count; k++)
-            atomic_fetch_add(&c->seen[payload[k]][payload[c->q->width + k]], 1);
         c->processed += count;
-        grain_queue_release(c->q, ticket);
+        grain_queue_done(&c->reader, s);
     }
     return NULL;
 }
 
-static void run(unsigned nslots, unsigned width, unsigned n_prod, unsigned n_cons, unsigned slots_each)
+static void run(unsigned protocol, unsigned nrings, unsigned nslots, unsigned width, unsigned n_prod,
+                unsigned n_cons, unsigned slots_each)
 {
-    size_t bytes = grain_queue_bytes(nslots, width, ROWS);
-    grain_queue_t *q = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    assert_non_null(q);
-    memset(q, 0, bytes);
-    grain_queue_init(q, nslots, width, ROWS);
-
+    test_queue_t tq = make_queue(protocol, nrings, nslots, width);
     _Atomic unsigned done = 0;
     producer_t prod[16];
     consumer_t cons[16];
@@ -102,10 +146,12 @@ static void run(unsigned nslots, unsigned width, unsigned n_prod, unsigned n_con
     _Atomic unsigned char *seen[16];
     for (unsigned i = 0; i < n_prod; i++) {
         seen[i] = calloc((size_t)slots_each * width, 1);
-        prod[i] = (producer_t){q, i, slots_each, width, &done};
+        prod[i] = (producer_t){tq.d, i, slots_each, width, &done};
     }
     for (unsigned i = 0; i < n_cons; i++) {
-        cons[i] = (consumer_t){q, n_prod, &done, seen, 1, 0};
+        cons[i] = (consumer_t){.producers = n_prod, .producers_done = &done, .seen = seen,
+                               .order_ok = 1, .fifo_ok = 1};
+        assert_true(grain_queue_reader_init(&cons[i].reader, tq.q, i, n_cons));
         pthread_create(&ct[i], NULL, consume, &cons[i]);
     }
     for (unsigned i = 0; i < n_prod; i++)
@@ -126,78 +172,122 @@ static void run(unsigned nslots, unsigned width, unsigned n_prod, unsigned n_con
     }
     for (unsigned i = 0; i < n_cons; i++) {
         assert_true(cons[i].order_ok);
+        if (protocol == GRAIN_QUEUE_RING)
+            assert_true(cons[i].fifo_ok);
         processed += cons[i].processed;
+        grain_queue_reader_destroy(&cons[i].reader);
     }
     assert_int_equal(processed, total);
-    assert_int_equal(q->write_idx, (uint64_t)n_prod * slots_each);
-    assert_int_equal(q->read_idx, q->write_idx);
-    free(q);
+    if (protocol == GRAIN_QUEUE_PAPER) {
+        assert_int_equal(tq.q->write_idx, (uint64_t)n_prod * slots_each);
+        assert_int_equal(tq.q->read_idx, tq.q->write_idx);
+    } else {
+        uint64_t reserved = 0;
+        for (unsigned r = 0; r < tq.d.geom.nrings; r++) {
+            reserved += tq.d.prod[r].reserved;
+            assert_int_equal(grain_ring_ctrl(tq.q, &tq.d.geom, r)->consumed, tq.d.prod[r].reserved);
+        }
+        assert_int_equal(reserved, (uint64_t)n_prod * slots_each);
+    }
+    free_queue(&tq);
 }
 
 static void test_one_slot_wraps(void **state)
 {
-    run(1, 4, 2, 1, 5000);
+    run(GRAIN_QUEUE_PAPER, 1, 1, 4, 2, 1, 5000);
+    run(GRAIN_QUEUE_RING, 1, 1, 4, 2, 1, 5000);
 }
 
 static void test_odd_sizes_many_threads(void **state)
 {
-    run(3, 5, 4, 3, 3000);
-    run(7, 1, 3, 2, 3000);
+    run(GRAIN_QUEUE_PAPER, 1, 3, 5, 4, 3, 3000);
+    run(GRAIN_QUEUE_PAPER, 1, 7, 1, 3, 2, 3000);
+    /* rings shared by producers, readers owning several rings, one idle reader */
+    run(GRAIN_QUEUE_RING, 3, 3, 5, 7, 2, 3000);
+    run(GRAIN_QUEUE_RING, 2, 7, 1, 3, 3, 3000);
 }
 
 static void test_large_queue(void **state)
 {
-    run(1000, 64, 3, 2, 1000);
+    run(GRAIN_QUEUE_PAPER, 1, 1000, 64, 3, 2, 1000);
+    run(GRAIN_QUEUE_RING, 5, 200, 64, 10, 2, 1000);
 }
 
-static void test_full_queue_makes_producer_wait(void **state)
+/* Two slots are published and none taken; a third reservation must wait
+ * until a reader hands one back, and it is counted as a full-queue wait. */
+static void full_queue_makes_producer_wait(unsigned protocol)
 {
-    size_t bytes = grain_queue_bytes(2, 4, ROWS);
-    grain_queue_t *q = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    memset(q, 0, bytes);
-    grain_queue_init(q, 2, 4, ROWS);
+    test_queue_t tq = make_queue(protocol, 1, 2, 4);
     for (int i = 0; i < 2; i++)
-        grain_queue_publish(q, grain_queue_reserve(q), 1);
-    assert_int_equal(q->full_waits, 0);
+        publish(tq.d, 0, reserve(tq.d, 0), 1);
+    assert_int_equal(tq.q->full_waits, 0);
     _Atomic unsigned done = 0;
-    producer_t p = {q, 0, 1, 1, &done};
+    producer_t p = {tq.d, 0, 1, 1, &done};
     pthread_t t;
     pthread_create(&t, NULL, produce, &p); /* its slot is full: it must wait */
     struct timespec nap = {0, 20000000};
     nanosleep(&nap, NULL);
     assert_int_equal(atomic_load(&done), 0);
-    grain_u64 ticket = ~0ull;
-    assert_true(grain_queue_try_claim(q, &ticket));
-    assert_int_equal(ticket, 0);
-    grain_queue_release(q, ticket);
+    grain_queue_reader_t r;
+    assert_true(grain_queue_reader_init(&r, tq.q, 0, 1));
+    grain_queue_slot_t s = {0, 0};
+    assert_true(grain_queue_take(&r, &s));
+    assert_int_equal(s.ticket, 0);
+    grain_queue_done(&r, s);
     pthread_join(t, NULL);
     assert_int_equal(atomic_load(&done), 1);
-    assert_int_equal(q->full_waits, 1);
-    free(q);
+    assert_int_equal(tq.q->full_waits, 1);
+    grain_queue_reader_destroy(&r);
+    free_queue(&tq);
 }
 
-static void test_empty_queue_claims_nothing(void **state)
+static void test_full_queue_makes_producer_wait(void **state)
 {
-    size_t bytes = grain_queue_bytes(4, 8, ROWS);
-    grain_queue_t *q = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    memset(q, 0, bytes);
-    grain_queue_init(q, 4, 8, ROWS);
-    grain_u64 ticket = ~0ull;
-    assert_false(grain_queue_try_claim(q, &ticket));
-    grain_u64 t = grain_queue_reserve(q);
-    assert_true(grain_queue_try_claim(q, &ticket));
-    assert_int_equal(ticket, t);
-    assert_false(grain_queue_is_full(q, ticket)); /* reserved, not yet published */
-    grain_queue_publish(q, t, 3);
-    assert_true(grain_queue_is_full(q, ticket));
-    assert_int_equal(grain_queue_count(q, ticket), 3);
-    free(q);
+    full_queue_makes_producer_wait(GRAIN_QUEUE_PAPER);
+    full_queue_makes_producer_wait(GRAIN_QUEUE_RING);
+}
+
+static void test_empty_queue_takes_nothing(void **state)
+{
+    test_queue_t tq = make_queue(GRAIN_QUEUE_PAPER, 1, 4, 8);
+    grain_queue_reader_t r;
+    assert_true(grain_queue_reader_init(&r, tq.q, 0, 1));
+    grain_queue_slot_t s = {0, 0};
+    assert_false(grain_queue_take(&r, &s));
+    grain_u64 t = reserve(tq.d, 0);
+    /* the paper's reader claims a reserved ticket before it is published */
+    assert_true(grain_queue_take(&r, &s));
+    assert_int_equal(s.ticket, t);
+    assert_false(grain_queue_is_full(tq.q, s));
+    publish(tq.d, 0, t, 3);
+    assert_true(grain_queue_is_full(tq.q, s));
+    assert_int_equal(grain_queue_count(tq.q, s), 3);
+    grain_queue_reader_destroy(&r);
+    free_queue(&tq);
+
+    /* the ring reader takes only published slots, of the rings it owns */
+    tq = make_queue(GRAIN_QUEUE_RING, 3, 4, 8);
+    grain_queue_reader_t mine, other;
+    assert_true(grain_queue_reader_init(&mine, tq.q, 1, 2)); /* ring 1 */
+    assert_true(grain_queue_reader_init(&other, tq.q, 0, 2)); /* rings 0 and 2 */
+    t = reserve(tq.d, 1);
+    assert_false(grain_queue_take(&mine, &s));
+    publish(tq.d, 1, t, 2);
+    assert_false(grain_queue_take(&other, &s));
+    assert_true(grain_queue_take(&mine, &s));
+    assert_int_equal(s.ring, 1);
+    assert_int_equal(grain_queue_count(tq.q, s), 2);
+    grain_queue_done(&mine, s);
+    assert_false(grain_queue_take(&mine, &s));
+    grain_queue_reader_destroy(&mine);
+    grain_queue_reader_destroy(&other);
+    free_queue(&tq);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_queue_claims_nothing),
+        cmocka_unit_test(test_empty_queue_takes_nothing),
         cmocka_unit_test(test_full_queue_makes_producer_wait),
         cmocka_unit_test(test_one_slot_wraps),
         cmocka_unit_test(test_odd_sizes_many_threads),

@@ -38,27 +38,39 @@
 #define GRAIN_DEV_ERR_BAD_OFFSET 2u
 #define GRAIN_DEV_ERR_BAD_HANDLER 3u
 
+/* Where a kernel reports its first bad call; in host memory, which the host
+ * reads after the kernel. */
+typedef struct grain_dev_err {
+    grain_u32 kind;    /* GRAIN_DEV_ERR_*, set once */
+    grain_u32 cmd;
+    grain_u64 value;   /* the bad PE, offset or handler id */
+    grain_u64 item;    /* global linear id of the work-item */
+} grain_dev_err_t;
+
+/*
+ * The device context: what every send reads, so it lives where kernels read
+ * fastest (device memory on discrete GPUs) and never changes while kernels
+ * run; the runtime uploads it again when a handler is registered.
+ */
 typedef struct grain_dev {
     GRAIN_DPTR(char) heap;           /* this rank's copy of the symmetric heap */
     grain_u64 heap_size;
-    GRAIN_DPTR(grain_queue_t) queue; /* this rank's producer/consumer queue */
+    grain_queue_desc_t queue;        /* this rank's device-to-host queue */
+    GRAIN_DPTR(grain_dev_err_t) err;
     grain_u32 my_pe;
     grain_u32 n_pes;
-    grain_u32 err_kind;              /* GRAIN_DEV_ERR_*, set once */
-    grain_u32 err_cmd;
     grain_u32 handlers[GRAIN_MAX_HANDLERS / 32]; /* bit set: handler id registered */
-    grain_u64 err_value;             /* the bad PE, offset or handler id */
-    grain_u64 err_item;              /* global linear id of the work-item */
 } grain_dev_t;
 
 GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind, grain_u32 cmd,
                                   grain_u64 value, grain_u64 item)
 {
+    GRAIN_GLOBAL grain_dev_err_t *e = ctx->err;
     grain_u32 none = GRAIN_DEV_ERR_NONE;
-    if (grain_atomic_cas_u32(&ctx->err_kind, &none, kind)) {
-        ctx->err_cmd = cmd;
-        ctx->err_value = value;
-        ctx->err_item = item;
+    if (grain_atomic_cas_u32(&e->kind, &none, kind)) {
+        e->cmd = cmd;
+        e->value = value;
+        e->item = item;
     }
 }
 

@@ -10,6 +10,9 @@
  * Pointer arguments carry an explicit address space because OpenCL C without
  * the generic address space (PoCL 3.1) needs it: GRAIN_GLOBAL and GRAIN_LOCAL
  * qualify pointers, GRAIN_LOCAL_DECL declares a work-group-shared array.
+ * Device functions take structs by pointer, never by value: PoCL 3.1 lost
+ * stores made after a by-value struct argument in a kernel whose sends sit
+ * in several branches between barriers (tests/device, send_bad).
  */
 #ifndef GRAIN_DEVICE_PORT_H
 #define GRAIN_DEVICE_PORT_H
@@ -79,6 +82,18 @@ typedef int grain_i32;
     atomic_fetch_max_explicit((volatile __global atomic_long *)(p), (long)(v), \
         memory_order_relaxed, GRAIN_SCOPE_SYSTEM)
 
+/*
+ * Device scope: words only kernels touch while they run (the rings' producer
+ * state in device memory).  Acquire and release here order a work-group's
+ * queue writes after the credit another work-group fetched from the host.
+ */
+#define grain_atomic_fetch_add_dev_u64(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+#define grain_atomic_load_acquire_dev_u64(p) \
+    atomic_load_explicit(GRAIN_A64(p), memory_order_acquire, memory_scope_device)
+#define grain_atomic_max_release_dev_u64(p, v) \
+    atomic_fetch_max_explicit(GRAIN_A64(p), (ulong)(v), memory_order_release, memory_scope_device)
+
 /* Work-item ids flattened over all three dimensions. */
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
 {
@@ -104,11 +119,18 @@ GRAIN_INLINE grain_u64 grain_global_linear_size(void)
     return (grain_u64)get_global_size(0) * get_global_size(1) * get_global_size(2);
 }
 
+GRAIN_INLINE grain_u64 grain_group_linear_id(void)
+{
+    return ((grain_u64)get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) +
+           get_group_id(0);
+}
+
 #define grain_local_fetch_inc_u32(p) \
     atomic_fetch_add_explicit((volatile __local atomic_uint *)(p), 1u, memory_order_relaxed, \
                               memory_scope_work_group)
 
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+#define grain_spin_pause() ((void)0)
 #define grain_fence_release() \
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_SCOPE_SYSTEM)
 
@@ -178,6 +200,22 @@ GRAIN_INLINE int grain_atomic_cas_u32(GRAIN_GLOBAL void *p, grain_u32 *expected,
 #define grain_atomic_fetch_min_i64(p, v) atomicMin_system((long long *)(p), (long long)(v))
 #define grain_atomic_fetch_max_i64(p, v) atomicMax_system((long long *)(p), (long long)(v))
 
+/* Device scope: the rings' producer state, in device memory (L2 atomics). */
+#define grain_atomic_fetch_add_dev_u64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+
+GRAIN_INLINE grain_u64 grain_atomic_load_acquire_dev_u64(GRAIN_GLOBAL void *p)
+{
+    grain_u64 v = *GRAIN_A64(p);
+    __threadfence();
+    return v;
+}
+
+GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u64 v)
+{
+    __threadfence();
+    atomicMax((unsigned long long *)p, v);
+}
+
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
 {
     return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
@@ -200,13 +238,20 @@ GRAIN_INLINE grain_u64 grain_global_linear_size(void)
     return (grain_u64)gridDim.x * blockDim.x * gridDim.y * blockDim.y * gridDim.z * blockDim.z;
 }
 
+GRAIN_INLINE grain_u64 grain_group_linear_id(void)
+{
+    return ((grain_u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+}
+
 #define grain_local_fetch_inc_u32(p) atomicAdd((unsigned int *)(p), 1u)
 #define grain_wg_barrier() __syncthreads()
+#define grain_spin_pause() ((void)0)
 #define grain_fence_release() __threadfence_system()
 
 /* ------------------------------------------------------------------------ */
 #elif defined(GRAIN_DIALECT_HOST)
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -240,6 +285,16 @@ typedef int32_t grain_i32;
 #define grain_atomic_fetch_add_u64(p, v) \
     atomic_fetch_add_explicit(GRAIN_A64(p), (v), memory_order_relaxed)
 #define grain_atomic_load_acquire_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_acquire)
+#define grain_atomic_fetch_add_dev_u64 grain_atomic_fetch_add_u64
+#define grain_atomic_load_acquire_dev_u64 grain_atomic_load_acquire_u64
+
+GRAIN_INLINE void grain_atomic_max_release_dev_u64(grain_u64 *p, grain_u64 v)
+{
+    grain_u64 old = atomic_load_explicit(GRAIN_A64(p), memory_order_relaxed);
+    while (v > old && !atomic_compare_exchange_weak_explicit(GRAIN_A64(p), &old, v, memory_order_release,
+                                                             memory_order_relaxed)) {
+    }
+}
 
 GRAIN_INLINE grain_i64 grain_host_fetch_min_i64(grain_i64 *p, grain_i64 v)
 {
@@ -266,6 +321,9 @@ GRAIN_INLINE grain_i64 grain_host_fetch_max_i64(grain_i64 *p, grain_i64 v)
 #define grain_atomic_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
 #define grain_atomic_fetch_max_i64(p, v) grain_host_fetch_max_i64((p), (v))
 #define grain_fence_release() atomic_thread_fence(memory_order_release)
+/* Host threads play producers in tests and CPU baselines, often more of them
+ * than cores: a waiting one lets the thread it waits for run. */
+#define grain_spin_pause() sched_yield()
 
 #endif /* dialect */
 

@@ -1,92 +1,186 @@
 /*
- * The producer/consumer queue of Gravel (seed 001, section 4.2), shared by the
- * device producers and the host consumers.
+ * The device-to-host queue, shared by the device producers and the host
+ * consumers.  Two protocols share one slot layout; GRAIN_QUEUE picks one at
+ * kernel compile time and the runtime's GRAIN_QUEUE setting at run time.
  *
- * A queue is one allocation in memory that both sides can use atomically: a
- * header followed by `nslots` slots.  A slot is a 64-byte control line and a
- * column-major payload of `rows` x `width` 64-bit words: column c holds the
- * message of the c-th active lane of the producer, so the lanes of a work-group
- * write whole cache lines.
+ * A slot is a 64-byte control line and a column-major payload of `rows` x
+ * `width` 64-bit words: column c holds the message of the c-th active lane of
+ * the producer, so the lanes of a work-group write whole cache lines.  Slots
+ * are grouped in `nrings` rings of `nslots`; ticket t of a ring maps to slot
+ * t % nslots in lap t / nslots.  A producer publishes a slot by storing its
+ * count and then seq = 2*lap + 1 with release semantics.
  *
- * Producers take a write ticket with one fetch-add on write_idx; ticket t maps
- * to slot t % nslots in lap t / nslots.  The slot's `seq` word is the paper's
- * "current ticket N" and "full bit F" in one word: seq == 2*lap means empty and
- * owned by the producer of that lap, 2*lap + 1 means full.  The consumer of lap
- * `lap` empties it by storing 2*(lap + 1), which hands it to the next lap's
- * producer.  A producer whose slot is still full waits: nothing is dropped.
- * Indices are 64-bit, so wraparound is correct for any number of slots.
+ * GRAIN_QUEUE_PAPER (seed 001, section 4.2): one ring, producers take a ticket
+ * with a fetch-add on write_idx and consumers claim one on read_idx, both
+ * system-scope atomics on host memory.  seq == 2*lap means the slot is empty
+ * and owned by that lap's producer; the consumer empties it by storing
+ * 2*(lap + 1).  The work-group leader spins on seq over the host link.
+ *
+ * GRAIN_QUEUE_RING (the default): a ring per group of work-groups (work-group
+ * g uses ring g % nrings), each drained in ticket order by exactly one host
+ * thread.  Tickets come from a device-scope fetch-add on the ring's producer
+ * state in device memory; the consumer returns credits by storing how many
+ * tickets it has finished (`consumed`, in host memory), and producers re-read
+ * that word over the host link only when the credit they last saw is used
+ * up.  The fast path has no system-scope atomic and no read of host memory:
+ * the leader's stores stream over the link as posted writes.
+ *
+ * Either way a producer whose slot is still in use waits: nothing is dropped.
+ * Indices are 64-bit and seq compares for equality only, so wraparound is
+ * correct for any number of slots.
  */
 #ifndef GRAIN_DEVICE_QUEUE_H
 #define GRAIN_DEVICE_QUEUE_H
 
 #include "grain/device/port.h"
 
+#define GRAIN_QUEUE_PAPER 0
+#define GRAIN_QUEUE_RING 1
+
+#ifndef GRAIN_QUEUE
+#define GRAIN_QUEUE GRAIN_QUEUE_RING
+#endif
+
 #define GRAIN_QUEUE_CTRL_BYTES 64u
 
+/* The shape of a queue, known to both sides. */
+typedef struct grain_queue_geom {
+    grain_u32 protocol;    /* GRAIN_QUEUE_PAPER or GRAIN_QUEUE_RING */
+    grain_u32 nrings;      /* 1 for the paper's queue */
+    grain_u32 nslots;      /* per ring */
+    grain_u32 width;       /* columns (lanes) per slot */
+    grain_u32 rows;        /* 64-bit words per message */
+    grain_u32 pad;
+    grain_u64 slot_stride; /* bytes from one slot to the next */
+    grain_u64 ring_stride; /* bytes from one ring to the next */
+} grain_queue_geom_t;
+
+/* The host-memory part: this header, then the rings. */
 typedef struct grain_queue {
-    grain_u64 write_idx;     /* producers' fetch-add */
+    grain_u64 write_idx;     /* paper: producers' fetch-add */
     grain_u64 pad0[7];
-    grain_u64 read_idx;      /* consumers' claim */
+    grain_u64 read_idx;      /* paper: consumers' claim */
     grain_u64 pad1[7];
-    grain_u32 nslots;
-    grain_u32 width;         /* columns (lanes) per slot */
-    grain_u32 rows;          /* 64-bit words per message */
-    grain_u32 pad2;
-    grain_u64 slot_stride;   /* bytes from one slot to the next */
-    grain_u64 full_waits;    /* reservations that found their slot still full */
-    grain_u64 pad3[5];
+    grain_queue_geom_t geom;
+    grain_u64 full_waits;    /* reservations that found their slot still in use */
+    grain_u64 pad2[3];
 } grain_queue_t;
+
+/* First line of a ring (ring protocol): written by its consumer only. */
+typedef struct grain_ring_ctrl {
+    grain_u64 consumed; /* tickets below this are processed and free again */
+    grain_u64 pad[7];
+} grain_ring_ctrl_t;
+
+/* A ring's producer state, in device memory (ring protocol). */
+typedef struct grain_ring_prod {
+    grain_u64 reserved; /* tickets handed out */
+    grain_u64 credit;   /* the largest `consumed` a producer has read */
+    grain_u64 pad[6];
+} grain_ring_prod_t;
+
+/* What producers hold: where both parts are, and the shape. */
+typedef struct grain_queue_desc {
+    GRAIN_DPTR(grain_queue_t) shared;
+    GRAIN_DPTR(grain_ring_prod_t) prod; /* nrings entries; unused by the paper's queue */
+    grain_queue_geom_t geom;
+} grain_queue_desc_t;
 
 typedef struct grain_queue_slot_ctrl {
     grain_u32 seq;
     grain_u32 count; /* messages in the slot, written before seq turns full */
 } grain_queue_slot_ctrl_t;
 
-GRAIN_INLINE GRAIN_GLOBAL grain_queue_slot_ctrl_t *
-grain_queue_ctrl(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket)
+GRAIN_INLINE GRAIN_GLOBAL grain_ring_ctrl_t *grain_ring_ctrl(GRAIN_GLOBAL grain_queue_t *q,
+                                                             GRAIN_GLOBAL const grain_queue_geom_t *g, grain_u32 ring)
 {
-    return (GRAIN_GLOBAL grain_queue_slot_ctrl_t *)((GRAIN_GLOBAL char *)q + sizeof(grain_queue_t) +
-                                                    (ticket % q->nslots) * q->slot_stride);
+    return (GRAIN_GLOBAL grain_ring_ctrl_t *)((GRAIN_GLOBAL char *)q + sizeof(grain_queue_t) +
+                                              ring * g->ring_stride);
 }
 
-/* Word (row, col) of the payload of the slot that `ticket` maps to. */
-GRAIN_INLINE GRAIN_GLOBAL grain_u64 *
-grain_queue_payload(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket)
+GRAIN_INLINE GRAIN_GLOBAL grain_queue_slot_ctrl_t *
+grain_queue_ctrl(GRAIN_GLOBAL grain_queue_t *q, GRAIN_GLOBAL const grain_queue_geom_t *g, grain_u32 ring,
+                 grain_u64 ticket)
 {
-    return (GRAIN_GLOBAL grain_u64 *)((GRAIN_GLOBAL char *)grain_queue_ctrl(q, ticket) +
+    return (GRAIN_GLOBAL grain_queue_slot_ctrl_t *)((GRAIN_GLOBAL char *)grain_ring_ctrl(q, g, ring) +
+                                                    sizeof(grain_ring_ctrl_t) +
+                                                    (ticket % g->nslots) * g->slot_stride);
+}
+
+/* Word (row, col) of the payload is payload[row * width + col]. */
+GRAIN_INLINE GRAIN_GLOBAL grain_u64 *grain_queue_payload(GRAIN_GLOBAL grain_queue_t *q,
+                                                         GRAIN_GLOBAL const grain_queue_geom_t *g,
+                                                         grain_u32 ring, grain_u64 ticket)
+{
+    return (GRAIN_GLOBAL grain_u64 *)((GRAIN_GLOBAL char *)grain_queue_ctrl(q, g, ring, ticket) +
                                       GRAIN_QUEUE_CTRL_BYTES);
 }
 
-GRAIN_INLINE grain_u32 grain_queue_lap_seq(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket)
+GRAIN_INLINE grain_u32 grain_queue_lap_seq(GRAIN_GLOBAL const grain_queue_geom_t *g, grain_u64 ticket)
 {
-    return (grain_u32)(2u * (ticket / q->nslots));
+    return (grain_u32)(2u * (ticket / g->nslots));
 }
 
-/*
- * Reserve one slot: one fetch-add, then wait until the consumer of the
- * previous lap has emptied it.  Returns the ticket.
- */
-GRAIN_INLINE grain_u64 grain_queue_reserve(GRAIN_GLOBAL grain_queue_t *q)
+/* The paper's reservation: one fetch-add, then wait until the consumer of
+ * the previous lap has emptied the slot. */
+GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_t *q,
+                                                 GRAIN_GLOBAL const grain_queue_geom_t *g)
 {
     grain_u64 ticket = grain_atomic_fetch_add_u64(&q->write_idx, 1);
-    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, ticket);
-    grain_u32 want = grain_queue_lap_seq(q, ticket);
+    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, g, 0, ticket);
+    grain_u32 want = grain_queue_lap_seq(g, ticket);
     if (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
         grain_atomic_fetch_add_u64(&q->full_waits, 1);
-        while (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
-        }
+        while (grain_atomic_load_acquire_u32(&ctrl->seq) != want)
+            grain_spin_pause();
     }
     return ticket;
 }
 
-/* Mark the reserved slot full with `count` messages; the payload must be
- * visible before (the caller fences or the work-group barrier does). */
-GRAIN_INLINE void grain_queue_publish(GRAIN_GLOBAL grain_queue_t *q, grain_u64 ticket,
-                                      grain_u32 count)
+/* The ring reservation: a device-scope ticket, and a look at the host's
+ * credit only when the credit last seen does not cover it. */
+GRAIN_INLINE grain_u64 grain_queue_reserve_ring(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring)
 {
-    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, ticket);
+    GRAIN_GLOBAL grain_ring_prod_t *p = d->prod + ring;
+    grain_u64 nslots = d->geom.nslots;
+    grain_u64 ticket = grain_atomic_fetch_add_dev_u64(&p->reserved, 1);
+    if (ticket < grain_atomic_load_acquire_dev_u64(&p->credit) + nslots)
+        return ticket;
+    GRAIN_GLOBAL grain_ring_ctrl_t *rc = grain_ring_ctrl(d->shared, &d->geom, ring);
+    grain_u64 consumed = grain_atomic_load_acquire_u64(&rc->consumed);
+    if (ticket >= consumed + nslots) {
+        grain_atomic_fetch_add_u64(&d->shared->full_waits, 1);
+        while (ticket >= (consumed = grain_atomic_load_acquire_u64(&rc->consumed)) + nslots)
+            grain_spin_pause();
+    }
+    grain_atomic_max_release_dev_u64(&p->credit, consumed);
+    return ticket;
+}
+
+/* The ring a work-group's sends go to (always 0 for the paper's queue). */
+GRAIN_INLINE grain_u32 grain_queue_ring_of(GRAIN_GLOBAL const grain_queue_geom_t *g, grain_u64 group)
+{
+    return (grain_u32)(group % g->nrings);
+}
+
+GRAIN_INLINE grain_u64 grain_queue_reserve(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring)
+{
+#if GRAIN_QUEUE == GRAIN_QUEUE_PAPER
+    (void)ring;
+    return grain_queue_reserve_paper(d->shared, &d->geom);
+#else
+    return grain_queue_reserve_ring(d, ring);
+#endif
+}
+
+/* Marks the reserved slot full with `count` messages; the payload must be
+ * visible before (the caller fences or the work-group barrier does). */
+GRAIN_INLINE void grain_queue_publish(GRAIN_GLOBAL grain_queue_t *q, GRAIN_GLOBAL const grain_queue_geom_t *g,
+                                      grain_u32 ring, grain_u64 ticket, grain_u32 count)
+{
+    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, g, ring, ticket);
     grain_atomic_store_relaxed_u32(&ctrl->count, count);
-    grain_atomic_store_release_u32(&ctrl->seq, grain_queue_lap_seq(q, ticket) + 1u);
+    grain_atomic_store_release_u32(&ctrl->seq, grain_queue_lap_seq(g, ticket) + 1u);
 }
 
 #endif /* GRAIN_DEVICE_QUEUE_H */

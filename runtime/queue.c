@@ -1,0 +1,32 @@
+/* A device-to-host queue's memory: slots where the host reads them, producer
+ * state where kernels update it fastest. */
+#include "runtime/grain_impl.h"
+#include "runtime/queue_consumer.h"
+
+grain_status_t grain_queue_create(grain_t *g, grain_queue_geom_t geom, grain_queue_mem_t *m)
+{
+    *m = (grain_queue_mem_t){0};
+    void *shared, *prod;
+    grain_status_t st = g->bops->alloc_shared(g->backend, grain_queue_bytes(geom), &shared);
+    if (st != GRAIN_OK)
+        return st;
+    st = g->bops->alloc_device(g->backend, geom.nrings * sizeof(grain_ring_prod_t), &prod);
+    if (st != GRAIN_OK) {
+        g->bops->free_shared(g->backend, shared);
+        return st;
+    }
+    m->shared = shared;
+    m->prod = prod;
+    grain_queue_init(m->shared, geom);
+    m->desc = (grain_queue_desc_t){.shared = m->shared, .prod = m->prod, .geom = geom};
+    return GRAIN_OK;
+}
+
+void grain_queue_destroy(grain_t *g, grain_queue_mem_t *m)
+{
+    if (m->shared != NULL)
+        g->bops->free_shared(g->backend, m->shared);
+    if (m->prod != NULL)
+        g->bops->free_device(g->backend, m->prod);
+    *m = (grain_queue_mem_t){0};
+}
