@@ -38,7 +38,7 @@ static void *drain_thread(void *arg)
         }
         const grain_u64 *p = grain_queue_slot_payload(q, s);
         grain_u32 n = grain_queue_count(q, s);
-        for (grain_u32 r = 0; r < rows; r++)
+        for (grain_u32 r = 0; r < rows && !d->skip_payload; r++)
             for (grain_u32 c = 0; c < n; c++)
                 sum += p[(size_t)r * width + c];
         grain_queue_done(&me->reader, s);
@@ -48,11 +48,13 @@ static void *drain_thread(void *arg)
     return NULL;
 }
 
-int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads)
+int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads,
+                      int skip_payload)
 {
     if (threads < 1 || threads > BENCH_MAX_THREADS)
         return 0;
     d->messages = messages;
+    d->skip_payload = skip_payload;
     d->threads = 0;
     atomic_init(&d->consumed, 0);
     atomic_init(&d->sum, 0);
@@ -193,7 +195,7 @@ double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers,
     mpmc_producer_t args[BENCH_MAX_THREADS];
     pthread_t pt[BENCH_MAX_THREADS];
     double t0 = bench_now();
-    if (!bench_drain_start(&drain, q, messages, consumers)) {
+    if (!bench_drain_start(&drain, q, messages, consumers, 0)) {
         free(q);
         return -1;
     }

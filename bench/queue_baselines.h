@@ -28,6 +28,7 @@ typedef struct bench_drainer {
 
 typedef struct bench_drain {
     uint64_t messages;
+    int skip_payload; /* take and return slots without reading them: the protocol's own cost */
     unsigned threads;
     atomic_uint_fast64_t consumed;
     atomic_uint_fast64_t sum;
@@ -35,7 +36,8 @@ typedef struct bench_drain {
 } bench_drain_t;
 
 /* Returns 0 when the threads or their readers cannot be had. */
-int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads);
+int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, unsigned threads,
+                      int skip_payload);
 /* Joins the threads; returns the sum of every word they read. */
 uint64_t bench_drain_join(bench_drain_t *d);
 

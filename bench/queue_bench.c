@@ -4,7 +4,8 @@
  * run (seed 001 figures 6 and 8).
  *
  *   queue_bench [--sweep wg|size|all] [--messages N] [--bytes B]
- *               [--consumers C] [--rings R] [--csv FILE]
+ *               [--consumers C] [--rings R] [--msg-bytes B] [--queue-mib M]
+ *               [--skip-payload] [--csv FILE]
  *
  * wg:   the whole send path (reservation, slot write, aggregator, apply) of
  *       24-byte increments, by work-group size, reservation mode and queue
@@ -14,7 +15,10 @@
  *       wavefronts) reserving per work-group, per 32-lane sub-group and per
  *       work-item, in the paper's queue and in grain's ring queue (R rings;
  *       0: one per compute unit); beside them the same stores with no queue
- *       (the link's ceiling) and CPU-only SPSC and MPMC queues (figure 8).
+ *       (the link's ceiling) and CPU-only SPSC and MPMC queues (figure 8);
+ *       --msg-bytes B measures one size only; the queues hold M MiB (64);
+ *       --skip-payload has the consumers take and return slots without
+ *       reading them (no checksum): the protocol's cost alone.
  * Every point is the median of three runs, checked by a checksum or by the
  * applied counts.  Prints one line per point with its ratio to the CPU MPMC
  * queue and to the paper's queue (work-group reservation) of the same size;
@@ -42,6 +46,9 @@ typedef struct opts {
     uint64_t bytes;     /* payload per point of the size sweep */
     unsigned consumers; /* host threads draining the queue; also the CPU queues' producers */
     unsigned rings;     /* of the ring queue; 0: the runtime's default */
+    unsigned msg_bytes; /* the size sweep's one message size; 0: 8 B to 4 KiB */
+    unsigned queue_mib; /* payload the size sweep's queues hold */
+    int skip_payload;   /* consumers take slots without reading them (no checksum) */
     FILE *csv;
 } opts_t;
 
@@ -184,9 +191,6 @@ static void sweep_wg(const opts_t *o)
 /* ---- figure 8: the queue alone by message size -------------------------- */
 
 #define SIZE_PER_WI 16u
-/* Payload the queue (or the ceiling's buffer) holds: the consumers rarely
- * stall the producers on a full queue. */
-#define SIZE_QUEUE_BYTES (64u << 20)
 
 /* Messages per slot under each reservation mode, and so the queue's width. */
 static uint32_t slot_width(const char *reserve)
@@ -201,16 +205,17 @@ static size_t size_global(uint64_t messages)
 
 /* Queue rate: the kernel writes `messages` through a fresh queue of grain's
  * configured protocol while `consumers` host threads drain it. */
-static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t rows,
-                         uint64_t messages, unsigned consumers)
+static double queue_rate(const opts_t *o, grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t rows,
+                         uint64_t messages)
 {
+    unsigned consumers = o->consumers;
     uint32_t per_wi = SIZE_PER_WI;
     size_t wg = SIZE_WG, global = size_global(messages);
     messages = (uint64_t)global * per_wi;
     unsigned rings = g->config.queue_rings ? (unsigned)g->config.queue_rings : g->binfo.compute_units;
     unsigned protocol = grain_config_queue_protocol(&g->config);
     grain_queue_geom_t geom = grain_queue_geom(protocol, rings, 1, width, rows);
-    uint64_t nslots = SIZE_QUEUE_BYTES / geom.slot_stride / geom.nrings;
+    uint64_t nslots = ((uint64_t)o->queue_mib << 20) / geom.slot_stride / geom.nrings;
     geom = grain_queue_geom(protocol, rings, (uint32_t)(nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots),
                             width, rows);
     grain_queue_mem_t qm;
@@ -223,13 +228,13 @@ static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t
     check(grain_kernel_set_arg(k, 2, sizeof per_wi, &per_wi), "arg");
     bench_drain_t drain;
     double t0 = bench_now();
-    if (!bench_drain_start(&drain, qm.shared, messages, consumers))
+    if (!bench_drain_start(&drain, qm.shared, messages, consumers, o->skip_payload))
         check(GRAIN_ERR_NO_MEMORY, "consumer threads");
     check(grain_launch(k, 1, &global, &wg), "launch");
     check(grain_wait(g), "wait");
     uint64_t sum = bench_drain_join(&drain);
     double rate = (double)messages / (bench_now() - t0);
-    if (sum != bench_expected_sum(messages, rows))
+    if (!o->skip_payload && sum != bench_expected_sum(messages, rows))
         rate = -1;
     g->bops->free_device(g->backend, desc);
     grain_queue_destroy(g, &qm);
@@ -237,12 +242,12 @@ static double queue_rate(grain_t *g, grain_kernel_t *k, uint32_t width, uint32_t
 }
 
 /* The ceiling: the kernel's stores alone, into the memory the queue uses. */
-static double store_rate(grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t messages)
+static double store_rate(const opts_t *o, grain_t *g, grain_kernel_t *k, uint32_t rows, uint64_t messages)
 {
     uint32_t per_wi = SIZE_PER_WI;
     size_t wg = SIZE_WG, global = size_global(messages);
     messages = (uint64_t)global * per_wi;
-    uint64_t nslots = SIZE_QUEUE_BYTES / ((uint64_t)rows * 8 * SIZE_WG);
+    uint64_t nslots = ((uint64_t)o->queue_mib << 20) / ((uint64_t)rows * 8 * SIZE_WG);
     nslots = nslots < 1 ? 1 : nslots;
     void *buf;
     check(grain_mem_alloc(g, nslots * rows * 8 * SIZE_WG, &buf), "grain_mem_alloc");
@@ -265,6 +270,8 @@ static void sweep_size(const opts_t *o)
     /* On a CPU device the kernel gets the cores the consumers leave. */
     unsigned device_threads = cpus > (long)c ? (unsigned)(cpus - c) : 1;
     for (uint32_t rows = 1; rows <= 512; rows *= 2) {
+        if (o->msg_bytes != 0 && o->msg_bytes != rows * 8)
+            continue;
         uint64_t n = o->bytes / (rows * 8);
         n = n > o->messages ? o->messages : n;
         double mpmc = median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
@@ -285,18 +292,18 @@ static void sweep_size(const opts_t *o)
                 check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
                 if (q == 0 && m == 0) {
                     check(grain_kernel_create(prog, "bench_store", &k), "kernel");
-                    store_rate(g, k, rows, SIZE_WG * SIZE_PER_WI);
-                    double r = median3(store_rate(g, k, rows, n), store_rate(g, k, rows, n),
-                                       store_rate(g, k, rows, n));
+                    store_rate(o, g, k, rows, SIZE_WG * SIZE_PER_WI);
+                    double r = median3(store_rate(o, g, k, rows, n), store_rate(o, g, k, rows, n),
+                                       store_rate(o, g, k, rows, n));
                     grain_kernel_destroy(k);
                     report(o, "fig8", "store", "-", SIZE_WG, rows, r, mpmc, 0);
                 }
                 check(grain_kernel_create(prog, "bench_queue", &k), "kernel");
                 uint32_t width = slot_width(reserve);
                 uint64_t nm = messages_for(reserve, n);
-                checked(queue_rate(g, k, width, rows, SIZE_WG * SIZE_PER_WI, c), "warm-up");
-                double r = median3(queue_rate(g, k, width, rows, nm, c), queue_rate(g, k, width, rows, nm, c),
-                                   queue_rate(g, k, width, rows, nm, c));
+                checked(queue_rate(o, g, k, width, rows, SIZE_WG * SIZE_PER_WI), "warm-up");
+                double r = median3(queue_rate(o, g, k, width, rows, nm), queue_rate(o, g, k, width, rows, nm),
+                                   queue_rate(o, g, k, width, rows, nm));
                 report(o, "fig8", queues[q], reserve, SIZE_WG, rows, checked(r, "grain's queue"), mpmc,
                        paper);
                 if (q == 0 && m == 0)
@@ -312,16 +319,22 @@ static void sweep_size(const opts_t *o)
 static void usage(void)
 {
     fprintf(stderr, "usage: queue_bench [--sweep wg|size|all] [--messages N] [--bytes B] "
-                    "[--consumers C] [--rings R] [--csv FILE]\n");
+                    "[--consumers C] [--rings R] [--msg-bytes 8..4096] [--queue-mib M] "
+                    "[--skip-payload] [--csv FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    opts_t o = {1u << 22, 256u << 20, cpus > 3 ? (unsigned)(cpus / 2) : 1, 0, NULL};
+    opts_t o = {1u << 22, 256u << 20, cpus > 3 ? (unsigned)(cpus / 2) : 1, 0, 0, 64, 0, NULL};
     const char *sweep = "all", *csv_path = "queue_bench.csv";
     for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--skip-payload") == 0) {
+            o.skip_payload = 1;
+            i--;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         char *end;
@@ -339,6 +352,10 @@ int main(int argc, char **argv)
             o.consumers = (unsigned)v;
         else if (strcmp(argv[i], "--rings") == 0 && number && v <= 65536)
             o.rings = (unsigned)v;
+        else if (strcmp(argv[i], "--msg-bytes") == 0 && number && v % 8 == 0 && v <= 4096)
+            o.msg_bytes = (unsigned)v;
+        else if (strcmp(argv[i], "--queue-mib") == 0 && number && v <= 16384)
+            o.queue_mib = (unsigned)v;
         else
             usage();
     }
