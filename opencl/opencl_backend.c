@@ -198,7 +198,7 @@ static grain_status_t pick_device(grain_backend_t *b, const grain_config_t *conf
             if (lack != NULL) {
                 snprintf(why, sizeof why, "device \"%s\" of platform \"%s\" lacks %s", dname, pname,
                          lack);
-                grain_info("opencl: skipping %s", why);
+                grain_info("opencl: skipping a device: %s", why);
                 continue;
             }
             b->platform = platforms[p];
