@@ -14,7 +14,9 @@
  * How queue space is reserved is chosen at compile time with GRAIN_RESERVE:
  * GRAIN_RESERVE_WG (default: one lane reserves one slot for all the active
  * lanes of its work-group), GRAIN_RESERVE_SG (one slot per sub-group of
- * GRAIN_SG_WIDTH lanes) or GRAIN_RESERVE_WI (one slot per work-item).
+ * GRAIN_SG_WIDTH lanes) or GRAIN_RESERVE_WI (one slot per work-item); which
+ * queue protocol, with GRAIN_QUEUE (grain/device/queue.h).  The runtime
+ * defines both from its configuration when it builds a program.
  */
 #ifndef GRAIN_DEVICE_H
 #define GRAIN_DEVICE_H
