@@ -212,12 +212,9 @@ static double queue_rate(const opts_t *o, grain_t *g, grain_kernel_t *k, uint32_
     uint32_t per_wi = SIZE_PER_WI;
     size_t wg = SIZE_WG, global = size_global(messages);
     messages = (uint64_t)global * per_wi;
-    unsigned rings = g->config.queue_rings ? (unsigned)g->config.queue_rings : g->binfo.compute_units;
-    unsigned protocol = grain_config_queue_protocol(&g->config);
-    grain_queue_geom_t geom = grain_queue_geom(protocol, rings, 1, width, rows);
+    grain_queue_geom_t geom = grain_queue_geom_of(g, 1, width, rows);
     uint64_t nslots = ((uint64_t)o->queue_mib << 20) / geom.slot_stride / geom.nrings;
-    geom = grain_queue_geom(protocol, rings, (uint32_t)(nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots),
-                            width, rows);
+    geom = grain_queue_geom_of(g, (uint32_t)(nslots < 8 ? 8 : nslots > 65536 ? 65536 : nslots), width, rows);
     grain_queue_mem_t qm;
     check(grain_queue_create(g, geom, &qm), "queue");
     /* Kernels read the descriptor from device memory, as the runtime's. */

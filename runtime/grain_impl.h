@@ -78,6 +78,9 @@ struct grain {
     double init_seconds;
 };
 
+/* The shape GRAIN_QUEUE, GRAIN_QUEUE_RINGS and the device give a queue of
+ * `nslots` slots per ring (0: the protocol's default) of width x rows words. */
+grain_queue_geom_t grain_queue_geom_of(const struct grain *g, uint32_t nslots, uint32_t width, uint32_t rows);
 grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grain_queue_mem_t *m);
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
 /* Copies dev_host to the device; only while no kernel runs. */

@@ -3,6 +3,16 @@
 #include "runtime/grain_impl.h"
 #include "runtime/queue_consumer.h"
 
+grain_queue_geom_t grain_queue_geom_of(const grain_t *g, uint32_t nslots, uint32_t width, uint32_t rows)
+{
+    const grain_config_t *c = &g->config;
+    unsigned protocol = grain_config_queue_protocol(c);
+    unsigned rings = c->queue_rings ? (unsigned)c->queue_rings : g->binfo.compute_units;
+    if (nslots == 0)
+        nslots = protocol == GRAIN_QUEUE_PAPER ? 256 : 64;
+    return grain_queue_geom(protocol, rings ? rings : 1, nslots, width, rows);
+}
+
 grain_status_t grain_queue_create(grain_t *g, grain_queue_geom_t geom, grain_queue_mem_t *m)
 {
     *m = (grain_queue_mem_t){0};

@@ -35,11 +35,8 @@ grain_status_t grain_dev_upload(grain_t *g)
 static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
-    unsigned rings = c->queue_rings ? (unsigned)c->queue_rings : g->binfo.compute_units;
-    unsigned protocol = grain_config_queue_protocol(c);
-    unsigned slots = c->queue_slots ? (unsigned)c->queue_slots : protocol == GRAIN_QUEUE_PAPER ? 256 : 64;
-    grain_queue_geom_t geom = grain_queue_geom(protocol, rings ? rings : 1, slots,
-                                               (uint32_t)c->queue_width, GRAIN_MSG_ROWS);
+    grain_queue_geom_t geom = grain_queue_geom_of(g, (uint32_t)c->queue_slots, (uint32_t)c->queue_width,
+                                                  GRAIN_MSG_ROWS);
     void *dev, *err, *heap;
     grain_status_t st = g->bops->alloc_device(g->backend, sizeof(grain_dev_t), &dev);
     if (st != GRAIN_OK)
