@@ -6,12 +6,14 @@
  * Contract for every hook: it logs its own errors with grain_fail() and
  * returns the status; output arguments are set only on success.  Hooks are
  * called from the application thread only, except alloc/free, which the
- * runtime serializes itself.
+ * runtime serializes itself, and the side-stream hooks, which one runtime
+ * thread at a time calls while the application thread works.
  */
 #ifndef GRAIN_BACKENDS_BACKEND_H
 #define GRAIN_BACKENDS_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "grain/grain.h"
 
@@ -25,7 +27,8 @@ typedef struct grain_backend_info {
     unsigned subgroup_width; /* native sub-group / warp width, or the preferred multiple */
     unsigned compute_units;  /* multiprocessors, compute units or cores */
     int cpu_device;          /* the device runs on the cores the host threads need */
-    int host_applies;        /* host threads may apply messages straight into the heap */
+    int prefers_device_apply; /* the device has memory of its own and can keep the heap there
+                                 (GRAIN_APPLY=auto picks device) */
 } grain_backend_info_t;
 
 typedef struct grain_backend_ops {
@@ -40,15 +43,22 @@ typedef struct grain_backend_ops {
     void (*query)(grain_backend_t *backend, grain_backend_info_t *info);
 
     /* Memory that host threads and kernels both access, atomically included:
-     * the queue, the device context and, where host_applies, the heap. */
+     * the queue, the device error record and, with GRAIN_APPLY=host, the heap. */
     grain_status_t (*alloc_shared)(grain_backend_t *backend, size_t size, void **ptr_p);
     void (*free_shared)(grain_backend_t *backend, void *ptr);
     /* Zeroed memory only kernels use while they run (the device context, the
      * queue's producer state); the host reaches it with copy. */
     grain_status_t (*alloc_device)(grain_backend_t *backend, size_t size, void **ptr_p);
     void (*free_device)(grain_backend_t *backend, void *ptr);
-    /* Between any two of host, shared and device memory. */
+    /* The heap with GRAIN_APPLY=device: zeroed memory where kernel atomics run
+     * at device speed and that host threads may still address (active
+     * message handlers, reads between kernels); GRAIN_ERR_UNSUPPORTED with a
+     * sentence saying why when the device cannot give it. */
+    grain_status_t (*alloc_heap)(grain_backend_t *backend, size_t size, void **ptr_p);
+    void (*free_heap)(grain_backend_t *backend, void *ptr);
+    /* Between any two of host, shared, heap and device memory. */
     grain_status_t (*copy)(grain_backend_t *backend, void *dst, const void *src, size_t size);
+    grain_status_t (*zero)(grain_backend_t *backend, void *ptr, size_t size);
 
     /* `source` is complete (device headers inlined); `options` are compiler
      * defines the runtime adds. */
@@ -67,6 +77,14 @@ typedef struct grain_backend_ops {
     grain_status_t (*launch)(grain_bkernel_t *kernel, unsigned dims, const size_t *global,
                              const size_t *local);
     grain_status_t (*synchronize)(grain_backend_t *backend);
+
+    /* The side stream: the runtime's apply kernels, in order, beside the
+     * application's kernels and never waiting for them.  launch_side numbers
+     * its launches from 1; side_done says without waiting whether launch `n`
+     * and all before it have finished; side_synchronize waits for all. */
+    grain_status_t (*launch_side)(grain_bkernel_t *kernel, size_t global, size_t local, uint64_t *n_p);
+    int (*side_done)(grain_backend_t *backend, uint64_t n);
+    grain_status_t (*side_synchronize)(grain_backend_t *backend);
 } grain_backend_ops_t;
 
 /* The backend named `name` ("auto": the first built-in one that opens). */

@@ -18,11 +18,17 @@
 #include "runtime/config.h"
 #include "runtime/log.h"
 
+/* Completion events of the side queue, reused round robin. */
+#define SIDE_EVENTS 64u
+
 struct grain_backend {
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
-    cl_command_queue queue;
+    cl_command_queue queue; /* the application's kernels */
+    cl_command_queue side;  /* the runtime's apply kernels */
+    cl_event side_events[SIDE_EVENTS];
+    uint64_t side_launched;
     grain_backend_info_t info;
     char cl_std[16]; /* -cl-std= value */
     /* Every live SVM allocation: kernels reach the heap and the queue through
@@ -238,6 +244,12 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
         st = CL_FAIL(err, "clCreateCommandQueueWithProperties");
         goto err_context;
     }
+    b->side = clCreateCommandQueueWithProperties(b->context, b->device, NULL, &err);
+    if (err != CL_SUCCESS) {
+        st = CL_FAIL(err, "clCreateCommandQueueWithProperties");
+        clReleaseCommandQueue(b->queue);
+        goto err_context;
+    }
     cl_device_type type = 0;
     size_t max_wg = 0, multiple = 0;
     clGetDeviceInfo(b->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
@@ -247,7 +259,7 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
     cl_uint units = 1;
     clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     b->info.compute_units = units > 0 ? units : 1;
-    b->info.host_applies = 1; /* fine-grained SVM: the heap is host memory too */
+    b->info.prefers_device_apply = 0; /* fine-grained SVM: host and kernels share one memory */
     b->info.subgroup_width = 32;
     /* The preferred multiple is the SIMD width the compiler vectorizes for:
      * the warp on NVIDIA, the wavefront on AMD. */
@@ -272,6 +284,10 @@ static void ocl_close(grain_backend_t *b)
     for (size_t i = 0; i < b->n_svm; i++)
         clSVMFree(b->context, b->svm[i]);
     free(b->svm);
+    for (unsigned i = 0; i < SIDE_EVENTS; i++)
+        if (b->side_events[i] != NULL)
+            clReleaseEvent(b->side_events[i]);
+    clReleaseCommandQueue(b->side);
     clReleaseCommandQueue(b->queue);
     clReleaseContext(b->context);
     pthread_mutex_destroy(&b->lock);
@@ -325,6 +341,13 @@ static grain_status_t ocl_copy(grain_backend_t *b, void *dst, const void *src, s
 {
     (void)b; /* fine-grained SVM is coherent host memory */
     memmove(dst, src, size);
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_zero(grain_backend_t *b, void *ptr, size_t size)
+{
+    (void)b;
+    memset(ptr, 0, size);
     return GRAIN_OK;
 }
 
@@ -413,8 +436,8 @@ static grain_status_t ocl_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index,
     return GRAIN_OK;
 }
 
-static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
-                                 const size_t *local)
+static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsigned dims,
+                              const size_t *global, const size_t *local, cl_event *event)
 {
     grain_backend_t *b = k->backend;
     pthread_mutex_lock(&b->lock);
@@ -423,13 +446,57 @@ static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t
     pthread_mutex_unlock(&b->lock);
     if (err != CL_SUCCESS)
         return CL_FAIL(err, "clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS)");
-    err = clEnqueueNDRangeKernel(b->queue, k->kernel, dims, NULL, global, local, 0, NULL, NULL);
+    err = clEnqueueNDRangeKernel(queue, k->kernel, dims, NULL, global, local, 0, NULL, event);
     if (err != CL_SUCCESS)
         return CL_FAIL(err, "clEnqueueNDRangeKernel");
     /* Start it now: the host threads drain its queue while it runs. */
-    err = clFlush(b->queue);
+    err = clFlush(queue);
     if (err != CL_SUCCESS)
         return CL_FAIL(err, "clFlush");
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
+                                 const size_t *local)
+{
+    return enqueue(k, k->backend->queue, dims, global, local, NULL);
+}
+
+static grain_status_t ocl_launch_side(grain_bkernel_t *k, size_t global, size_t local, uint64_t *n_p)
+{
+    grain_backend_t *b = k->backend;
+    cl_event event;
+    grain_status_t st = enqueue(k, b->side, 1, &global, &local, &event);
+    if (st != GRAIN_OK)
+        return st;
+    uint64_t n = b->side_launched + 1;
+    cl_event *slot = &b->side_events[n % SIDE_EVENTS];
+    if (*slot != NULL)
+        clReleaseEvent(*slot);
+    *slot = event;
+    b->side_launched = n;
+    *n_p = n;
+    return GRAIN_OK;
+}
+
+/* The event of launch n now stands for the newest launch recorded in it, n
+ * or later (the queue is in order): when that one has finished, so has n.
+ * A failed launch counts as finished; side_synchronize reports it. */
+static int ocl_side_done(grain_backend_t *b, uint64_t n)
+{
+    cl_event event = b->side_events[n % SIDE_EVENTS];
+    cl_int status = CL_COMPLETE;
+    if (event != NULL &&
+        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+        return 1;
+    return status <= CL_COMPLETE;
+}
+
+static grain_status_t ocl_side_synchronize(grain_backend_t *b)
+{
+    cl_int err = clFinish(b->side);
+    if (err != CL_SUCCESS)
+        return CL_FAIL(err, "clFinish of the apply queue");
     return GRAIN_OK;
 }
 
@@ -453,7 +520,10 @@ const grain_backend_ops_t grain_opencl_ops = {
      * state may live there as well */
     .alloc_device = ocl_alloc_shared,
     .free_device = ocl_free_shared,
+    .alloc_heap = ocl_alloc_shared,
+    .free_heap = ocl_free_shared,
     .copy = ocl_copy,
+    .zero = ocl_zero,
     .program_build = ocl_program_build,
     .program_release = ocl_program_release,
     .kernel_create = ocl_kernel_create,
@@ -462,4 +532,7 @@ const grain_backend_ops_t grain_opencl_ops = {
     .kernel_set_arg_ptr = ocl_kernel_set_arg_ptr,
     .launch = ocl_launch,
     .synchronize = ocl_synchronize,
+    .launch_side = ocl_launch_side,
+    .side_done = ocl_side_done,
+    .side_synchronize = ocl_side_synchronize,
 };

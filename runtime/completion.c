@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/apply.h"
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
@@ -105,11 +106,16 @@ void grain_transport_received(void *arg, uint32_t src, const void *data, size_t 
         memcpy(&h, data, sizeof h);
     if (st != GRAIN_OK) {
         grain_async_error(g, st, why);
+    } else if (g->applier != NULL) {
+        if ((st = grain_applier_submit(g->applier, data)) != GRAIN_OK)
+            grain_async_error(g, st, grain_error_message(g));
     } else {
-        grain_wire_apply(data, g->heap, g->handlers);
+        grain_wire_apply(data, g->heap, g->handlers, NULL);
     }
     /* A rejected buffer counts as handled, so quiet reports the error
-     * instead of waiting for messages that will never apply. */
+     * instead of waiting for messages that will never apply; a buffer left
+     * to an apply kernel counts once launched, and quiet waits for the
+     * kernels. */
     if (h.magic == GRAIN_WIRE_MAGIC)
         atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
 }
@@ -162,6 +168,8 @@ grain_status_t grain_quiet(grain_t *g)
             }
         }
         free(sent);
+        if (cst == GRAIN_OK && g->applier != NULL)
+            cst = grain_applier_wait(g->applier);
         if (cst == GRAIN_OK) {
             grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
             cst = collective(g, &barrier);

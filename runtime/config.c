@@ -172,9 +172,12 @@ grain_status_t grain_config_check(const grain_config_t *c)
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
     static const char *const transports[] = {"auto", "mpi", "self", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
+    static const char *const applies[] = {"auto", "host", "device", NULL};
     grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
     if (st == GRAIN_OK)
         st = check_choice("QUEUE", c->queue, grain_queue_protocol_names);
+    if (st == GRAIN_OK)
+        st = check_choice("APPLY", c->apply, applies);
     if (st == GRAIN_OK)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)

@@ -32,6 +32,11 @@
       "microseconds after its first message that a partly filled buffer is sent")                \
     X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \
       "bytes of symmetric heap per rank")                                                        \
+    X(apply, APPLY, STR, "auto", 0, 0,                                                            \
+      "who applies messages to the heap: device (the heap in device memory, received buffers "   \
+      "applied by a kernel, the rank's own messages in place by their sender), host (the heap "  \
+      "in host memory, every message through the queue and applied by host threads), auto "      \
+      "(device on GPUs with memory of their own)")                                               \
     X(mpi_threads, MPI_THREADS, STR, "auto", 0, 0,                                                \
       "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
       "(the network thread only), auto (multiple when the MPI library provides it)")             \

@@ -51,6 +51,8 @@ struct grain {
     grain_dev_t *dev;         /* its copy in device memory, argument 0 of kernels */
     grain_dev_err_t *dev_err; /* in shared memory */
     grain_queue_mem_t queue;
+    int apply_on_device;         /* GRAIN_APPLY resolved: the heap is in device memory */
+    struct grain_applier *applier; /* with apply_on_device: received buffers' apply kernel */
     char *heap;
     grain_heap_t heap_alloc;
     pthread_mutex_t heap_lock;
@@ -85,6 +87,9 @@ grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grai
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
+
+/* Launches a runtime kernel on the backend's side stream (runtime/apply.c). */
+grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p);
 
 /* Records an error seen off the application thread. */
 void grain_async_error(struct grain *g, grain_status_t status, const char *message);

@@ -32,9 +32,10 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
     unsigned sg = g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
     char defines[1024];
     snprintf(defines, sizeof defines,
-             "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u %s",
+             "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u "
+             "-DGRAIN_APPLY_IN_PLACE=%d %s",
              (unsigned long long)g->config.queue_width, reserve_mode(g->config.reserve), sg,
-             grain_config_queue_protocol(&g->config), options ? options : "");
+             grain_config_queue_protocol(&g->config), g->apply_on_device, options ? options : "");
     grain_program_t *prog = calloc(1, sizeof *prog);
     if (prog == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");
@@ -100,6 +101,11 @@ grain_status_t grain_kernel_set_arg_ptr(grain_kernel_t *k, unsigned index, void 
     if (k == NULL || index == 0)
         return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
     return k->grain->bops->kernel_set_arg_ptr(k->bkernel, index, ptr);
+}
+
+grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p)
+{
+    return k->grain->bops->launch_side(k->bkernel, global, local, n_p);
 }
 
 /* The largest work-group size that divides `n`, at most `limit`. */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
@@ -47,7 +48,9 @@ static grain_status_t alloc_device_state(grain_t *g)
     g->dev_err = err;
     if ((st = grain_queue_create(g, geom, &g->queue)) != GRAIN_OK)
         return st;
-    if ((st = g->bops->alloc_shared(g->backend, c->heap_size, &heap)) != GRAIN_OK)
+    st = g->apply_on_device ? g->bops->alloc_heap(g->backend, c->heap_size, &heap)
+                            : g->bops->alloc_shared(g->backend, c->heap_size, &heap);
+    if (st != GRAIN_OK)
         return st;
     g->heap = heap;
     g->dev_host = (grain_dev_t){
@@ -60,6 +63,8 @@ static grain_status_t alloc_device_state(grain_t *g)
     };
     if ((st = grain_dev_upload(g)) != GRAIN_OK)
         return st;
+    if (g->apply_on_device && (st = grain_applier_create(g, &g->applier)) != GRAIN_OK)
+        return st;
     return grain_heap_init(&g->heap_alloc, c->heap_size);
 }
 
@@ -70,7 +75,13 @@ static void release(grain_t *g)
     if (g->transport != NULL)
         g->tops->close(g->transport);
     if (g->backend != NULL) {
-        if (g->heap != NULL)
+        if (g->applier != NULL) {
+            grain_applier_wait(g->applier);
+            grain_applier_destroy(g->applier);
+        }
+        if (g->heap != NULL && g->apply_on_device)
+            g->bops->free_heap(g->backend, g->heap);
+        else if (g->heap != NULL)
             g->bops->free_shared(g->backend, g->heap);
         grain_queue_destroy(g, &g->queue);
         if (g->dev_err != NULL)
@@ -118,6 +129,8 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
+    g->apply_on_device = strcmp(g->config.apply, "device") == 0 ||
+                         (strcmp(g->config.apply, "auto") == 0 && g->binfo.prefers_device_apply);
 
     g->applied_from = calloc((size_t)g->n_pes, sizeof *g->applied_from);
     g->recv_buffers_from = calloc((size_t)g->n_pes, sizeof *g->recv_buffers_from);
@@ -195,7 +208,12 @@ grain_status_t grain_malloc(grain_t *g, size_t size, void **ptr_p)
     pthread_mutex_unlock(&g->heap_lock);
     if (st != GRAIN_OK)
         return st;
-    memset(g->heap + offset, 0, size);
+    if ((st = g->bops->zero(g->backend, g->heap + offset, size)) != GRAIN_OK) {
+        pthread_mutex_lock(&g->heap_lock);
+        grain_heap_free(&g->heap_alloc, offset);
+        pthread_mutex_unlock(&g->heap_lock);
+        return st;
+    }
     *ptr_p = g->heap + offset;
     return GRAIN_OK;
 }

@@ -1,8 +1,9 @@
 #include "runtime/wire.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "grain/device/apply.h"
 
 size_t grain_wire_msg_size(uint32_t cmd)
 {
@@ -110,52 +111,37 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     return GRAIN_OK;
 }
 
-/* Concurrent appliers (network thread, aggregators) may hit the same word:
- * every store and add is atomic, relaxed; quiet orders them for readers. */
 static void apply(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint32_t cmd,
                   uint64_t arg, uint64_t v1, uint64_t v2)
 {
-    switch (cmd) {
-    case GRAIN_CMD_PUT32:
-        atomic_store_explicit((_Atomic uint32_t *)(heap + arg), (uint32_t)v1, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_PUT64:
-        atomic_store_explicit((_Atomic uint64_t *)(heap + arg), v1, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_ADD32:
-        atomic_fetch_add_explicit((_Atomic uint32_t *)(heap + arg), (uint32_t)v1, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_ADD64:
-        atomic_fetch_add_explicit((_Atomic uint64_t *)(heap + arg), v1, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_INC32:
-        atomic_fetch_add_explicit((_Atomic uint32_t *)(heap + arg), 1u, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_INC64:
-        atomic_fetch_add_explicit((_Atomic uint64_t *)(heap + arg), 1u, memory_order_relaxed);
-        break;
-    case GRAIN_CMD_AM:
+    if (cmd == GRAIN_CMD_AM)
         handlers[arg](heap, src_pe, v1, v2);
-        break;
-    default:
-        break;
-    }
+    else
+        grain_apply_msg(heap, cmd, arg, v1);
 }
 
-void grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers)
+size_t grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers, uint64_t *records)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
     const uint8_t *p = (const uint8_t *)buf + sizeof h;
+    size_t n = 0;
     for (uint32_t i = 0; i < h.count; i++) {
         uint64_t w[3] = {0, 0, 0};
         memcpy(&w[0], p, sizeof w[0]);
         uint32_t cmd = (uint32_t)(w[0] & 0xff);
         size_t size = grain_wire_msg_size(cmd);
         memcpy(w, p, size);
-        apply(heap, handlers, h.src_pe, cmd, w[0] >> 8, w[1], w[2]);
         p += size;
+        if (records != NULL && cmd != GRAIN_CMD_AM) {
+            records[2 * n] = w[0];
+            records[2 * n + 1] = w[1];
+            n++;
+        } else {
+            apply(heap, handlers, h.src_pe, cmd, w[0] >> 8, w[1], w[2]);
+        }
     }
+    return n;
 }
 
 void grain_apply_one(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint64_t hdr,

@@ -49,8 +49,12 @@ typedef struct grain_wire_limits {
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                                    const grain_wire_limits_t *limits, char *why, size_t why_size);
 
-/* Applies a validated buffer to this rank's heap from a host thread. */
-void grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers);
+/* Applies a validated buffer from a host thread.  PUTs, adds and increments
+ * go into `heap`, or, where `records` is not NULL, to `records` as pairs of
+ * words (command | offset << 8, value) for the apply kernel (room for one
+ * pair per message); active messages run their handlers either way.
+ * Returns the pairs written. */
+size_t grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers, uint64_t *records);
 
 /* Applies one queue message addressed to this rank (already checked by the
  * device; `hdr` carries the command). */

@@ -32,10 +32,24 @@ typedef cudaKernel_t gpu_function_t;
 #define gpuFreeHost cudaFreeHost
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
-#define gpuMemset cudaMemset
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuGetLastError cudaGetLastError
+#define gpuMemsetAsync cudaMemsetAsync
+typedef cudaEvent_t gpu_event_t;
+#define gpuEventRecord cudaEventRecord
+#define gpuEventQuery cudaEventQuery
+#define gpuEventDestroy cudaEventDestroy
+
+static inline gpu_err_t gpuEventCreate(gpu_event_t *e)
+{
+    return cudaEventCreateWithFlags(e, cudaEventDisableTiming);
+}
+
+static inline gpu_err_t gpuMallocManaged(void **p, size_t n)
+{
+    return cudaMallocManaged(p, n, cudaMemAttachGlobal);
+}
 
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 {
@@ -114,10 +128,24 @@ typedef hipFunction_t gpu_function_t;
 #define gpuFreeHost hipHostFree
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
-#define gpuMemset hipMemset
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuGetLastError hipGetLastError
+#define gpuMemsetAsync hipMemsetAsync
+typedef hipEvent_t gpu_event_t;
+#define gpuEventRecord hipEventRecord
+#define gpuEventQuery hipEventQuery
+#define gpuEventDestroy hipEventDestroy
+
+static inline gpu_err_t gpuEventCreate(gpu_event_t *e)
+{
+    return hipEventCreateWithFlags(e, hipEventDisableTiming);
+}
+
+static inline gpu_err_t gpuMallocManaged(void **p, size_t n)
+{
+    return hipMallocManaged(p, n, hipMemAttachGlobal);
+}
 
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 {

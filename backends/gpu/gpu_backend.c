@@ -9,9 +9,11 @@
  * the aggregator threads read while the kernel runs; the device context and
  * the rings' producer state live in device memory.
  *
- * The symmetric heap is pinned host memory too for now, so host threads apply
- * received messages as on the OpenCL backend (issue #3 moves the heap to
- * device memory with an apply kernel).
+ * With GRAIN_APPLY=device (the default here) the symmetric heap is managed
+ * memory that stays on the device while kernels apply messages to it: the
+ * runtime's apply kernels run on a second stream beside the application's,
+ * and host threads (active-message handlers, the application between
+ * kernels) still reach it through unified memory.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +26,17 @@
 
 #define MAX_ARGS 32
 #define MAX_ARG_BYTES 64
+/* Completion events of the side stream, reused round robin. */
+#define SIDE_EVENTS 64u
 
 struct grain_backend {
     int device;
     gpu_props_t props;
-    gpu_stream_t stream;
+    gpu_stream_t stream; /* the application's kernels */
+    gpu_stream_t side;   /* the runtime's apply kernels */
+    gpu_event_t side_events[SIDE_EVENTS];
+    unsigned n_side_events;
+    uint64_t side_launched;
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
 };
@@ -86,6 +94,15 @@ static grain_status_t pick_device(const grain_config_t *config, int *device_p)
     return GRAIN_OK;
 }
 
+static void gpu_close(grain_backend_t *b)
+{
+    for (unsigned i = 0; i < b->n_side_events; i++)
+        gpuEventDestroy(b->side_events[i]);
+    gpuStreamDestroy(b->side);
+    gpuStreamDestroy(b->stream);
+    free(b);
+}
+
 static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threads,
                                grain_backend_t **backend_p)
 {
@@ -101,6 +118,17 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
         st = gpu_fail(err, "reading the device's properties");
     if (st == GRAIN_OK && (err = gpuStreamCreate(&b->stream)) != GPU_SUCCESS)
         st = gpu_fail(err, "creating a stream");
+    if (st == GRAIN_OK && (err = gpuStreamCreate(&b->side)) != GPU_SUCCESS) {
+        gpuStreamDestroy(b->stream);
+        st = gpu_fail(err, "creating the apply stream");
+    }
+    for (; st == GRAIN_OK && b->n_side_events < SIDE_EVENTS; b->n_side_events++) {
+        if ((err = gpuEventCreate(&b->side_events[b->n_side_events])) != GPU_SUCCESS) {
+            st = gpu_fail(err, "creating an event");
+            gpu_close(b);
+            return st;
+        }
+    }
     if (st != GRAIN_OK) {
         free(b);
         return st;
@@ -110,18 +138,13 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     b->info.subgroup_width = (unsigned)b->props.warpSize;
     b->info.compute_units = (unsigned)b->props.multiProcessorCount;
     b->info.cpu_device = 0;
-    b->info.host_applies = 1; /* the heap is pinned host memory */
+    b->info.prefers_device_apply = b->props.concurrentManagedAccess != 0;
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
     grain_info(GPU_NAME ": using device %d, \"%s\" (%s)", b->device, b->props.name, b->arch);
     *backend_p = b;
     return GRAIN_OK;
 }
 
-static void gpu_close(grain_backend_t *b)
-{
-    gpuStreamDestroy(b->stream);
-    free(b);
-}
 
 static void gpu_query(grain_backend_t *b, grain_backend_info_t *info)
 {
@@ -147,18 +170,49 @@ static void gpu_free_shared(grain_backend_t *b, void *ptr)
     gpuFreeHost(ptr);
 }
 
-static grain_status_t gpu_alloc_device(grain_backend_t *b, size_t size, void **ptr_p)
+/* A plain memset may still be running when a kernel of the non-blocking
+ * stream starts: zero in that stream's order, and wait for it, so that host
+ * reads see the zeros too. */
+static gpu_err_t zero_on_stream(grain_backend_t *b, void *p, size_t size)
 {
-    (void)b;
+    gpu_err_t err = gpuMemsetAsync(p, 0, size, b->stream);
+    return err == GPU_SUCCESS ? gpuStreamSynchronize(b->stream) : err;
+}
+
+static grain_status_t gpu_zero(grain_backend_t *b, void *ptr, size_t size)
+{
+    gpu_err_t err = zero_on_stream(b, ptr, size);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "zeroing memory");
+}
+
+static grain_status_t alloc_zeroed(grain_backend_t *b, size_t size, void **ptr_p, int managed)
+{
     void *p = NULL;
-    gpu_err_t err = gpuMalloc(&p, size);
-    if (err == GPU_SUCCESS && (err = gpuMemset(p, 0, size)) != GPU_SUCCESS)
+    gpu_err_t err = managed ? gpuMallocManaged(&p, size) : gpuMalloc(&p, size);
+    if (err == GPU_SUCCESS && (err = zero_on_stream(b, p, size)) != GPU_SUCCESS)
         gpuFree(p);
     if (err != GPU_SUCCESS)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": device allocation of %zu bytes failed: %s",
-                          size, gpuGetErrorString(err));
+        return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": %s allocation of %zu bytes failed: %s",
+                          managed ? "managed" : "device", size, gpuGetErrorString(err));
     *ptr_p = p;
     return GRAIN_OK;
+}
+
+static grain_status_t gpu_alloc_device(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    return alloc_zeroed(b, size, ptr_p, 0);
+}
+
+/* Zeroed by the device, so that its pages start there. */
+static grain_status_t gpu_alloc_heap(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    if (!b->props.concurrentManagedAccess)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          GPU_NAME ": device %d cannot share managed memory with host threads while "
+                                   "kernels run (concurrentManagedAccess is 0), which a heap in device "
+                                   "memory needs; set GRAIN_APPLY=host",
+                          b->device);
+    return alloc_zeroed(b, size, ptr_p, 1);
 }
 
 static void gpu_free_device(grain_backend_t *b, void *ptr)
@@ -291,8 +345,8 @@ static grain_status_t gpu_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index,
     return gpu_kernel_set_arg(k, index, sizeof ptr, &ptr);
 }
 
-static grain_status_t gpu_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
-                                 const size_t *local)
+static grain_status_t launch_on(grain_bkernel_t *k, unsigned dims, const size_t *global,
+                                const size_t *local, gpu_stream_t stream)
 {
     void *args[MAX_ARGS];
     for (unsigned i = 0; i < k->n_args; i++) {
@@ -306,10 +360,16 @@ static grain_status_t gpu_launch(grain_bkernel_t *k, unsigned dims, const size_t
         block[d] = (unsigned)local[d]; /* the runtime checked that it divides global */
         grid[d] = (unsigned)(global[d] / local[d]);
     }
-    gpu_err_t err = gpuLaunch(k->function, grid, block, args, k->backend->stream);
+    gpu_err_t err = gpuLaunch(k->function, grid, block, args, stream);
     if (err != GPU_SUCCESS)
         return gpu_fail(err, "launching a kernel");
     return GRAIN_OK;
+}
+
+static grain_status_t gpu_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
+                                 const size_t *local)
+{
+    return launch_on(k, dims, global, local, k->backend->stream);
 }
 
 static grain_status_t gpu_synchronize(grain_backend_t *b)
@@ -317,6 +377,37 @@ static grain_status_t gpu_synchronize(grain_backend_t *b)
     gpu_err_t err = gpuStreamSynchronize(b->stream);
     if (err != GPU_SUCCESS)
         return gpu_fail(err, "waiting for the kernels");
+    return GRAIN_OK;
+}
+
+static grain_status_t gpu_launch_side(grain_bkernel_t *k, size_t global, size_t local, uint64_t *n_p)
+{
+    grain_backend_t *b = k->backend;
+    grain_status_t st = launch_on(k, 1, &global, &local, b->side);
+    if (st != GRAIN_OK)
+        return st;
+    uint64_t n = b->side_launched + 1;
+    gpu_err_t err = gpuEventRecord(b->side_events[n % SIDE_EVENTS], b->side);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "recording an apply kernel's completion");
+    b->side_launched = n;
+    *n_p = n;
+    return GRAIN_OK;
+}
+
+/* The event of launch n now stands for the newest launch recorded in it, n
+ * or later: when that one has finished, so has n.  (An error is left for
+ * side_synchronize to report.) */
+static int gpu_side_done(grain_backend_t *b, uint64_t n)
+{
+    return gpuEventQuery(b->side_events[n % SIDE_EVENTS]) == GPU_SUCCESS;
+}
+
+static grain_status_t gpu_side_synchronize(grain_backend_t *b)
+{
+    gpu_err_t err = gpuStreamSynchronize(b->side);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "waiting for the apply kernels");
     return GRAIN_OK;
 }
 
@@ -334,7 +425,10 @@ const grain_backend_ops_t grain_hip_ops = {
     .free_shared = gpu_free_shared,
     .alloc_device = gpu_alloc_device,
     .free_device = gpu_free_device,
+    .alloc_heap = gpu_alloc_heap,
+    .free_heap = gpu_free_device,
     .copy = gpu_copy,
+    .zero = gpu_zero,
     .program_build = gpu_program_build,
     .program_release = gpu_program_release,
     .kernel_create = gpu_kernel_create,
@@ -343,4 +437,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .kernel_set_arg_ptr = gpu_kernel_set_arg_ptr,
     .launch = gpu_launch,
     .synchronize = gpu_synchronize,
+    .launch_side = gpu_launch_side,
+    .side_done = gpu_side_done,
+    .side_synchronize = gpu_side_synchronize,
 };

@@ -22,7 +22,7 @@ typedef struct gups_options {
     unsigned long long updates; /* 0: 4 x table size, as HPCC */
     unsigned long long per_wi;
     unsigned long long wg_size;
-    int verify, json;
+    int verify, json, baseline;
 } gups_options_t;
 
 static void usage(FILE *out)
@@ -34,6 +34,8 @@ static void usage(FILE *out)
             "  --per-wi N      updates per work-item (default 64)\n"
             "  --wg-size N     work-group size (default: queue width, at most 256)\n"
             "  --verify        replay the stream on the host and require an exact match\n"
+            "  --baseline      (one rank) also run the updates as plain device atomics, no grain,\n"
+            "                  and report grain's rate as a ratio of that\n"
             "  --json          print one JSON object with the result and statistics\n");
     app_config_usage(out);
 }
@@ -52,6 +54,8 @@ static void parse(int argc, char **argv, gups_options_t *o, grain_config_t *conf
             o->verify = 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
+        } else if (strcmp(a, "--baseline") == 0) {
+            o->baseline = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(APP_EXIT_OK);
@@ -101,6 +105,47 @@ static unsigned long long verify(const int64_t *table, unsigned long long update
     return bad;
 }
 
+/* The kernel `name` of the program, with the run's arguments set. */
+static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int64_t *table, uint64_t *m2,
+                                   const uint64_t args[5])
+{
+    grain_kernel_t *k;
+    app_check(grain_kernel_create(prog, name, &k), "creating the gups kernels");
+    app_check(grain_kernel_set_arg_ptr(k, 1, table), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 2, m2), "setting kernel arguments");
+    for (unsigned i = 0; i < 5; i++)
+        app_check(grain_kernel_set_arg(k, 3 + i, sizeof args[i], &args[i]), "setting kernel arguments");
+    return k;
+}
+
+/* Seconds from launch until every update is applied, on the slowest rank. */
+static double timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg)
+{
+    app_check(grain_barrier(g), "the barrier before the run");
+    double t0 = app_seconds();
+    app_check(grain_launch(k, 1, &global, &wg), "launching gups");
+    app_check(grain_quiet(g), "grain_quiet after gups");
+    double slowest = app_seconds() - t0;
+    app_check(grain_allreduce(g, &slowest, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    return slowest;
+}
+
+/* Collective: whether every rank's block matches the replayed stream. */
+static int verified_everywhere(grain_t *g, const int64_t *table, const gups_options_t *o, uint64_t local_entries)
+{
+    int me = grain_my_pe(g);
+    uint64_t size = 1ull << o->log2_table;
+    /* The last blocks may be short (or empty) when the ranks do not divide the table. */
+    uint64_t lo = local_entries * (uint64_t)me;
+    uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
+    uint64_t total = verify(table, o->updates, size - 1, owned, local_entries, me);
+    app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
+    if (me == 0 && !o->json)
+        printf("verification: %s (%llu of %llu counters differ)\n", total == 0 ? "passed" : "FAILED",
+               (unsigned long long)total, (unsigned long long)size);
+    return total == 0;
+}
+
 int main(int argc, char **argv)
 {
     grain_config_t *config;
@@ -112,6 +157,12 @@ int main(int argc, char **argv)
     app_check(grain_init(config, &g), "grain_init");
     grain_config_destroy(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
+    if (o.baseline && npes != 1) {
+        if (me == 0)
+            fprintf(stderr, "gups: --baseline compares against plain atomics on one device: run one rank\n");
+        grain_finalize(g);
+        return APP_EXIT_ERROR;
+    }
 
     uint64_t size = 1ull << o.log2_table, mask = size - 1;
     uint64_t local_entries = (size + (uint64_t)npes - 1) / (uint64_t)npes;
@@ -127,55 +178,53 @@ int main(int argc, char **argv)
     app_check(grain_memcpy(g, m2, host_m2, sizeof host_m2), "copying the stream table");
 
     grain_program_t *prog;
-    grain_kernel_t *k;
     app_check(grain_program_create(g, gups_kernel_source, NULL, &prog), "building the gups kernel");
-    app_check(grain_kernel_create(prog, "gups", &k), "creating the gups kernel");
-
     /* Every rank launches the same grid so that the loop is uniform. */
     unsigned long long max_count = o.updates / (unsigned long long)npes + 1;
     size_t wg = o.wg_size ? (size_t)o.wg_size : 256;
     size_t items = (size_t)((max_count + o.per_wi - 1) / o.per_wi);
     size_t global = (items + wg - 1) / wg * wg;
     uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
-    app_check(grain_kernel_set_arg_ptr(k, 1, table), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 2, m2), "setting kernel arguments");
-    for (unsigned i = 0; i < 5; i++)
-        app_check(grain_kernel_set_arg(k, 3 + i, sizeof args[i], &args[i]), "setting kernel arguments");
+    grain_kernel_t *k = gups_kernel(prog, "gups", table, m2, args);
+    double slowest = timed_run(g, k, global, wg);
+    int verified = o.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
 
-    app_check(grain_barrier(g), "the barrier before the run");
-    double t0 = app_seconds();
-    app_check(grain_launch(k, 1, &global, &wg), "launching gups");
-    app_check(grain_quiet(g), "grain_quiet after gups");
-    double seconds = app_seconds() - t0;
-    double slowest = seconds;
-    app_check(grain_allreduce(g, &slowest, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
-
-    int verified = -1;
-    if (o.verify) {
-        /* The last blocks may be short (or empty) when the ranks do not divide the table. */
-        uint64_t lo = local_entries * (uint64_t)me;
-        uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
-        unsigned long long bad = verify(table, o.updates, mask, owned, local_entries, me);
-        uint64_t total = bad;
-        app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
-        verified = total == 0;
-        if (me == 0 && !o.json)
-            printf("verification: %s (%llu of %llu counters differ)\n", verified ? "passed" : "FAILED",
-                   (unsigned long long)total, (unsigned long long)size);
+    /* The baseline runs on a fresh table: the heap allocator gives the same
+     * range back, zeroed. */
+    double plain = 0;
+    int plain_verified = -1;
+    if (o.baseline) {
+        app_check(grain_free(g, table), "freeing");
+        app_check(grain_malloc(g, local_entries * sizeof *table, (void **)&table), "allocating the table");
+        grain_kernel_t *pk = gups_kernel(prog, "gups_plain", table, m2, args);
+        plain = timed_run(g, pk, global, wg);
+        grain_kernel_destroy(pk);
+        plain_verified = o.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
     }
+
     double gups = (double)o.updates / slowest / 1e9;
-    if (me == 0 && !o.json)
+    double plain_gups = o.baseline ? (double)o.updates / plain / 1e9 : 0;
+    if (me == 0 && !o.json) {
         printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s)\n", npes,
                o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g));
+        if (o.baseline)
+            printf("baseline: plain device atomics, %.3f s: %.6f GUP/s; grain / plain = %.3f\n", plain,
+                   plain_gups, gups / plain_gups);
+    }
     FILE *out = me == 0 && o.json ? stdout : NULL;
     if (out != NULL) {
         fprintf(out, "{");
         app_json_common(out, g, "gups");
         fprintf(out, ",\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,"
-                     "\"wg_size\":%zu,\"per_wi\":%llu,\"stats\":",
+                     "\"wg_size\":%zu,\"per_wi\":%llu,",
                 verified < 0 ? "null" : verified ? "true" : "false", slowest, gups,
                 (unsigned long long)size, o.updates, wg, o.per_wi);
+        if (o.baseline)
+            fprintf(out, "\"baseline\":{\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"ratio\":%.4f},",
+                    plain_verified < 0 ? "null" : plain_verified ? "true" : "false", plain, plain_gups,
+                    gups / plain_gups);
+        fprintf(out, "\"stats\":");
     }
     grain_stats_json(g, out);
     if (out != NULL)
@@ -186,5 +235,5 @@ int main(int argc, char **argv)
     app_check(grain_mem_free(g, m2), "freeing");
     app_check(grain_free(g, table), "freeing");
     app_check(grain_finalize(g), "grain_finalize");
-    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+    return verified == 0 || plain_verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
 }

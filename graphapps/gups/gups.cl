@@ -22,3 +22,19 @@ GRAIN_KERNEL void gups(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table,
         grain_inc64(&wg, &table[index % local_entries], (grain_i32)(index / local_entries), i < mine);
     }
 }
+
+/* The baseline of --baseline (one rank): the same updates as plain device
+ * atomics on the table, no grain in between. */
+GRAIN_KERNEL void gups_plain(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table,
+                             GRAIN_GLOBAL const grain_u64 *m2, grain_u64 first, grain_u64 count,
+                             grain_u64 per_wi, grain_u64 local_entries, grain_u64 mask)
+{
+    (void)grain_ctx_;
+    grain_u64 begin = grain_global_linear_id() * per_wi;
+    grain_u64 mine = begin >= count ? 0 : (count - begin < per_wi ? count - begin : per_wi);
+    grain_u64 ran = gups_starts((grain_i64)(first + begin), m2);
+    for (grain_u64 i = 0; i < mine; i++) {
+        ran = gups_next(ran);
+        grain_heap_add_u64(&table[(ran & mask) % local_entries], 1u);
+    }
+}

@@ -15,13 +15,17 @@
  * GRAIN_RESERVE_WG (default: one lane reserves one slot for all the active
  * lanes of its work-group), GRAIN_RESERVE_SG (one slot per sub-group of
  * GRAIN_SG_WIDTH lanes) or GRAIN_RESERVE_WI (one slot per work-item); which
- * queue protocol, with GRAIN_QUEUE (grain/device/queue.h).  The runtime
- * defines both from its configuration when it builds a program.
+ * queue protocol, with GRAIN_QUEUE (grain/device/queue.h).  With
+ * GRAIN_APPLY_IN_PLACE (GRAIN_APPLY=device: the heap is in device memory) a
+ * PUT, add or increment to the sender's own PE is applied by the sender
+ * instead of crossing the queue.  The runtime defines all three from its
+ * configuration when it builds a program.
  */
 #ifndef GRAIN_DEVICE_H
 #define GRAIN_DEVICE_H
 
 #include "grain/device/port.h"
+#include "grain/device/apply.h"
 #include "grain/device/ctx.h"
 #include "grain/device/queue.h"
 #include "grain/device/wg.h"
@@ -35,6 +39,9 @@
 #endif
 #ifndef GRAIN_SG_WIDTH
 #define GRAIN_SG_WIDTH 32
+#endif
+#ifndef GRAIN_APPLY_IN_PLACE
+#define GRAIN_APPLY_IN_PLACE 0
 #endif
 
 #if GRAIN_RESERVE == GRAIN_RESERVE_WG
@@ -171,6 +178,12 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
     GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
+#if GRAIN_APPLY_IN_PLACE
+    if (active && (grain_u32)pe == ctx->my_pe && cmd != GRAIN_CMD_AM) {
+        grain_apply_msg(ctx->heap, cmd, w1, w2);
+        active = 0;
+    }
+#endif
     grain_slot_t s = grain_wg_reserve_(wg, d, active);
     if (active) {
         GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);

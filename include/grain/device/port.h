@@ -94,6 +94,17 @@ typedef int grain_i32;
 #define grain_atomic_max_release_dev_u64(p, v) \
     atomic_fetch_max_explicit(GRAIN_A64(p), (ulong)(v), memory_order_release, memory_scope_device)
 
+/* The symmetric heap where kernels apply messages to it: relaxed, device
+ * scope (grain/device/apply.h says why). */
+#define grain_heap_store_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, memory_scope_device)
+#define grain_heap_store_u64(p, v) \
+    atomic_store_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+#define grain_heap_add_u32(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, memory_scope_device)
+#define grain_heap_add_u64(p, v) \
+    atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+
 /* Work-item ids flattened over all three dimensions. */
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
 {
@@ -244,6 +255,12 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u
     atomicMax((unsigned long long *)p, v);
 }
 
+/* The heap, where kernels apply messages: device memory, device scope. */
+#define grain_heap_store_u32(p, v) (*GRAIN_A32(p) = (unsigned int)(v))
+#define grain_heap_store_u64(p, v) (*GRAIN_A64(p) = (unsigned long long)(v))
+#define grain_heap_add_u32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
+#define grain_heap_add_u64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
 {
     return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
@@ -324,6 +341,11 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(grain_u64 *p, grain_u64 v)
                                                              memory_order_relaxed)) {
     }
 }
+
+#define grain_heap_store_u32(p, v) atomic_store_explicit(GRAIN_A32(p), (v), memory_order_relaxed)
+#define grain_heap_store_u64(p, v) atomic_store_explicit(GRAIN_A64(p), (v), memory_order_relaxed)
+#define grain_heap_add_u32 grain_atomic_fetch_add_u32
+#define grain_heap_add_u64 grain_atomic_fetch_add_u64
 
 GRAIN_INLINE grain_i64 grain_host_fetch_min_i64(grain_i64 *p, grain_i64 v)
 {

@@ -1,0 +1,128 @@
+#include "runtime/apply.h"
+
+#include <stdlib.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/wire.h"
+
+extern const char grain_apply_kernel_source[];
+
+#define APPLY_WG 256u
+
+typedef struct stage {
+    uint64_t *records; /* shared memory, room for a full buffer's messages */
+    uint64_t launch;   /* the side-stream launch that reads it; 0: none */
+} stage_t;
+
+struct grain_applier {
+    grain_t *grain;
+    pthread_mutex_t lock;
+    grain_program_t *program;
+    grain_kernel_t *kernel;
+    size_t wg;
+    size_t pairs; /* per stage: one per message of the largest buffer */
+    stage_t *stages;
+    size_t n_stages, cap_stages;
+    uint64_t kernels;
+};
+
+grain_status_t grain_applier_create(grain_t *g, grain_applier_t **applier_p)
+{
+    grain_applier_t *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the apply engine");
+    a->grain = g;
+    pthread_mutex_init(&a->lock, NULL);
+    a->wg = g->binfo.max_wg_size < APPLY_WG ? g->binfo.max_wg_size : APPLY_WG;
+    /* The smallest message on the wire is 8 bytes. */
+    a->pairs = (g->config.buffer_size - sizeof(grain_wire_hdr_t)) / 8;
+    grain_status_t st = grain_program_create(g, grain_apply_kernel_source, NULL, &a->program);
+    if (st == GRAIN_OK)
+        st = grain_kernel_create(a->program, "grain_apply", &a->kernel);
+    if (st != GRAIN_OK) {
+        grain_applier_destroy(a);
+        return st;
+    }
+    *applier_p = a;
+    return GRAIN_OK;
+}
+
+void grain_applier_destroy(grain_applier_t *a)
+{
+    if (a == NULL)
+        return;
+    grain_t *g = a->grain;
+    for (size_t i = 0; i < a->n_stages; i++)
+        g->bops->free_shared(g->backend, a->stages[i].records);
+    free(a->stages);
+    grain_kernel_destroy(a->kernel);
+    grain_program_destroy(a->program);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+/* A stage no kernel reads any more, or a new one: never a wait. */
+static stage_t *free_stage(grain_applier_t *a)
+{
+    grain_t *g = a->grain;
+    for (size_t i = 0; i < a->n_stages; i++) {
+        stage_t *s = &a->stages[i];
+        if (s->launch == 0 || g->bops->side_done(g->backend, s->launch))
+            return s;
+    }
+    if (a->n_stages == a->cap_stages) {
+        size_t cap = a->cap_stages ? 2 * a->cap_stages : 8;
+        stage_t *stages = realloc(a->stages, cap * sizeof *stages);
+        if (stages == NULL)
+            return NULL;
+        a->stages = stages;
+        a->cap_stages = cap;
+    }
+    void *records;
+    if (g->bops->alloc_shared(g->backend, a->pairs * 2 * sizeof(uint64_t), &records) != GRAIN_OK)
+        return NULL;
+    stage_t *s = &a->stages[a->n_stages++];
+    *s = (stage_t){records, 0};
+    return s;
+}
+
+grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf)
+{
+    grain_t *g = a->grain;
+    grain_status_t st = GRAIN_OK;
+    pthread_mutex_lock(&a->lock);
+    stage_t *s = free_stage(a);
+    if (s == NULL) {
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to stage a received buffer for the apply kernel");
+    } else {
+        uint64_t count = grain_wire_apply(buf, g->heap, g->handlers, s->records);
+        size_t global = (size_t)((count + a->wg - 1) / a->wg * a->wg);
+        if (count > 0 && (st = grain_kernel_set_arg_ptr(a->kernel, 1, s->records)) == GRAIN_OK &&
+            (st = grain_kernel_set_arg(a->kernel, 2, sizeof count, &count)) == GRAIN_OK)
+            st = grain_kernel_launch_side(a->kernel, global, a->wg, &s->launch);
+        if (count > 0 && st == GRAIN_OK)
+            a->kernels++;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+grain_status_t grain_applier_wait(grain_applier_t *a)
+{
+    grain_t *g = a->grain;
+    pthread_mutex_lock(&a->lock);
+    grain_status_t st = g->bops->side_synchronize(g->backend);
+    for (size_t i = 0; i < a->n_stages; i++)
+        a->stages[i].launch = 0;
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *stages)
+{
+    pthread_mutex_lock(&a->lock);
+    *kernels = a->kernels;
+    *stages = a->n_stages;
+    pthread_mutex_unlock(&a->lock);
+}
