@@ -21,13 +21,13 @@ struct grain_applier {
     grain_program_t *program;
     grain_kernel_t *kernel;
     size_t wg;
-    size_t pairs; /* per stage: one per message of the largest buffer */
     stage_t *stages;
-    size_t n_stages, cap_stages;
-    uint64_t kernels;
+    unsigned n_stages;
+    unsigned next; /* the stage launched longest ago, first to finish */
+    uint64_t kernels, on_host;
 };
 
-grain_status_t grain_applier_create(grain_t *g, grain_applier_t **applier_p)
+grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t **applier_p)
 {
     grain_applier_t *a = calloc(1, sizeof *a);
     if (a == NULL)
@@ -35,9 +35,19 @@ grain_status_t grain_applier_create(grain_t *g, grain_applier_t **applier_p)
     a->grain = g;
     pthread_mutex_init(&a->lock, NULL);
     a->wg = g->binfo.max_wg_size < APPLY_WG ? g->binfo.max_wg_size : APPLY_WG;
-    /* The smallest message on the wire is 8 bytes. */
-    a->pairs = (g->config.buffer_size - sizeof(grain_wire_hdr_t)) / 8;
-    grain_status_t st = grain_program_create(g, grain_apply_kernel_source, NULL, &a->program);
+    grain_status_t st = GRAIN_OK;
+    if ((a->stages = calloc(stages, sizeof *a->stages)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the apply engine");
+    /* A pair per message of a full buffer; the smallest message is 8 bytes. */
+    size_t pairs = (g->config.buffer_size - sizeof(grain_wire_hdr_t)) / 8;
+    for (; st == GRAIN_OK && a->n_stages < stages; a->n_stages++) {
+        void *records;
+        st = g->bops->alloc_shared(g->backend, pairs * 2 * sizeof(uint64_t), &records);
+        if (st == GRAIN_OK)
+            a->stages[a->n_stages].records = records;
+    }
+    if (st == GRAIN_OK)
+        st = grain_program_create(g, grain_apply_kernel_source, NULL, &a->program);
     if (st == GRAIN_OK)
         st = grain_kernel_create(a->program, "grain_apply", &a->kernel);
     if (st != GRAIN_OK) {
@@ -53,7 +63,7 @@ void grain_applier_destroy(grain_applier_t *a)
     if (a == NULL)
         return;
     grain_t *g = a->grain;
-    for (size_t i = 0; i < a->n_stages; i++)
+    for (unsigned i = 0; i < a->n_stages; i++)
         g->bops->free_shared(g->backend, a->stages[i].records);
     free(a->stages);
     grain_kernel_destroy(a->kernel);
@@ -62,28 +72,15 @@ void grain_applier_destroy(grain_applier_t *a)
     free(a);
 }
 
-/* A stage no kernel reads any more, or a new one: never a wait. */
+/* Stages are used round robin and the side stream runs in order, so the
+ * next one is the first to be free again. */
 static stage_t *free_stage(grain_applier_t *a)
 {
     grain_t *g = a->grain;
-    for (size_t i = 0; i < a->n_stages; i++) {
-        stage_t *s = &a->stages[i];
-        if (s->launch == 0 || g->bops->side_done(g->backend, s->launch))
-            return s;
-    }
-    if (a->n_stages == a->cap_stages) {
-        size_t cap = a->cap_stages ? 2 * a->cap_stages : 8;
-        stage_t *stages = realloc(a->stages, cap * sizeof *stages);
-        if (stages == NULL)
-            return NULL;
-        a->stages = stages;
-        a->cap_stages = cap;
-    }
-    void *records;
-    if (g->bops->alloc_shared(g->backend, a->pairs * 2 * sizeof(uint64_t), &records) != GRAIN_OK)
+    stage_t *s = &a->stages[a->next];
+    if (s->launch != 0 && !g->bops->side_done(g->backend, s->launch))
         return NULL;
-    stage_t *s = &a->stages[a->n_stages++];
-    *s = (stage_t){records, 0};
+    a->next = (a->next + 1) % a->n_stages;
     return s;
 }
 
@@ -94,14 +91,15 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf)
     pthread_mutex_lock(&a->lock);
     stage_t *s = free_stage(a);
     if (s == NULL) {
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to stage a received buffer for the apply kernel");
+        grain_wire_apply(buf, g->heap, g->handlers, NULL);
+        a->on_host++;
     } else {
         uint64_t count = grain_wire_apply(buf, g->heap, g->handlers, s->records);
         size_t global = (size_t)((count + a->wg - 1) / a->wg * a->wg);
+        s->launch = 0;
         if (count > 0 && (st = grain_kernel_set_arg_ptr(a->kernel, 1, s->records)) == GRAIN_OK &&
-            (st = grain_kernel_set_arg(a->kernel, 2, sizeof count, &count)) == GRAIN_OK)
-            st = grain_kernel_launch_side(a->kernel, global, a->wg, &s->launch);
-        if (count > 0 && st == GRAIN_OK)
+            (st = grain_kernel_set_arg(a->kernel, 2, sizeof count, &count)) == GRAIN_OK &&
+            (st = grain_kernel_launch_side(a->kernel, global, a->wg, &s->launch)) == GRAIN_OK)
             a->kernels++;
     }
     pthread_mutex_unlock(&a->lock);
@@ -113,16 +111,16 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
     grain_t *g = a->grain;
     pthread_mutex_lock(&a->lock);
     grain_status_t st = g->bops->side_synchronize(g->backend);
-    for (size_t i = 0; i < a->n_stages; i++)
+    for (unsigned i = 0; i < a->n_stages; i++)
         a->stages[i].launch = 0;
     pthread_mutex_unlock(&a->lock);
     return st;
 }
 
-void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *stages)
+void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *on_host)
 {
     pthread_mutex_lock(&a->lock);
     *kernels = a->kernels;
-    *stages = a->n_stages;
+    *on_host = a->on_host;
     pthread_mutex_unlock(&a->lock);
 }

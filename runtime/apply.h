@@ -5,11 +5,13 @@
  *
  * A validated buffer is decoded on the receiving thread into pairs of words
  * in shared memory (a stage), and one apply kernel per buffer applies them
- * from there on the backend's side stream.  Nothing waits for the device: the
- * stage stays in host memory until its kernel has finished, and when every
- * stage is busy (a producer kernel fills the device and the apply kernels
- * queue behind it) a new one is allocated.  So a producer spinning on a full
- * queue never waits on its own apply, and the network keeps receiving.
+ * from there on the backend's side stream.  Nothing waits for the device: a
+ * stage is reused once its kernel has finished, and when every stage is
+ * still busy (a producer kernel fills the device and the apply kernels queue
+ * behind it) the receiving thread applies the buffer itself, through the
+ * host's view of the heap.  Stages are allocated up front: pinned memory
+ * allocation waits for running kernels on CUDA, and a producer spinning on
+ * a full queue would then wait on its own apply.
  */
 #ifndef GRAIN_RUNTIME_APPLY_H
 #define GRAIN_RUNTIME_APPLY_H
@@ -21,20 +23,22 @@
 struct grain;
 typedef struct grain_applier grain_applier_t;
 
-/* Builds the apply kernel; called once the device context exists. */
-grain_status_t grain_applier_create(struct grain *g, grain_applier_t **applier_p);
+/* Builds the apply kernel and `stages` stages; called once the device
+ * context exists. */
+grain_status_t grain_applier_create(struct grain *g, unsigned stages, grain_applier_t **applier_p);
 /* Frees the stages; the caller has waited for the apply kernels. */
 void grain_applier_destroy(grain_applier_t *a);
 
 /* Applies a buffer that passed grain_wire_validate: its active messages on
- * this thread, the rest by a kernel it launches.  Any thread, serialized
- * inside. */
+ * this thread, the rest by a kernel it launches (or here, when no stage is
+ * free).  Any thread, serialized inside. */
 grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf);
 
 /* Waits until every submitted buffer is applied. */
 grain_status_t grain_applier_wait(grain_applier_t *a);
 
-/* Apply kernels launched so far, and stages allocated (statistics). */
-void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *stages);
+/* Statistics: apply kernels launched, and buffers applied on the host
+ * because every stage was busy. */
+void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *on_host);
 
 #endif

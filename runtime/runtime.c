@@ -33,7 +33,8 @@ grain_status_t grain_dev_upload(grain_t *g)
     return g->bops->copy(g->backend, g->dev, &g->dev_host, sizeof g->dev_host);
 }
 
-static grain_status_t alloc_device_state(grain_t *g)
+/* `apply_stages`: how many received buffers may wait for an apply kernel. */
+static grain_status_t alloc_device_state(grain_t *g, unsigned apply_stages)
 {
     const grain_config_t *c = &g->config;
     grain_queue_geom_t geom = grain_queue_geom_of(g, (uint32_t)c->queue_slots, (uint32_t)c->queue_width,
@@ -63,7 +64,7 @@ static grain_status_t alloc_device_state(grain_t *g)
     };
     if ((st = grain_dev_upload(g)) != GRAIN_OK)
         return st;
-    if (g->apply_on_device && (st = grain_applier_create(g, &g->applier)) != GRAIN_OK)
+    if (g->apply_on_device && (st = grain_applier_create(g, apply_stages, &g->applier)) != GRAIN_OK)
         return st;
     return grain_heap_init(&g->heap_alloc, c->heap_size);
 }
@@ -139,16 +140,17 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
     }
-    st = alloc_device_state(g);
-    if (st != GRAIN_OK)
-        goto err;
-
     unsigned recv_buffers = (unsigned)g->config.recv_buffers;
     if (recv_buffers == 0) {
         recv_buffers = (unsigned)(g->config.buffers_per_dest * (uint64_t)(g->n_pes - 1));
         if (recv_buffers < 4)
             recv_buffers = 4;
     }
+    /* Twice what the network may hand over at once: the stages of the
+     * buffers just received while the previous ones' kernels still run. */
+    st = alloc_device_state(g, 2 * recv_buffers);
+    if (st != GRAIN_OK)
+        goto err;
     grain_transport_handlers_t handlers = {grain_transport_received, grain_transport_sent, g};
     st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
