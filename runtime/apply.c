@@ -27,6 +27,25 @@ struct grain_applier {
     uint64_t kernels, on_host;
 };
 
+/*
+ * One empty launch now: CUDA loads a kernel's code lazily, on its first
+ * launch, and loading waits for the kernels running in the context.  The
+ * first apply would then wait for a producer that may be spinning on a full
+ * queue, which waits for this rank's network thread: a deadlock.
+ */
+static grain_status_t warm_up(grain_applier_t *a)
+{
+    uint64_t none = 0, launch;
+    grain_status_t st = grain_kernel_set_arg_ptr(a->kernel, 1, a->stages[0].records);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->kernel, 2, sizeof none, &none);
+    if (st == GRAIN_OK)
+        st = grain_kernel_launch_side(a->kernel, a->wg, a->wg, &launch);
+    if (st == GRAIN_OK)
+        st = a->grain->bops->side_synchronize(a->grain->backend);
+    return st;
+}
+
 grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t **applier_p)
 {
     grain_applier_t *a = calloc(1, sizeof *a);
@@ -50,6 +69,8 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
         st = grain_program_create(g, grain_apply_kernel_source, NULL, &a->program);
     if (st == GRAIN_OK)
         st = grain_kernel_create(a->program, "grain_apply", &a->kernel);
+    if (st == GRAIN_OK)
+        st = warm_up(a);
     if (st != GRAIN_OK) {
         grain_applier_destroy(a);
         return st;
