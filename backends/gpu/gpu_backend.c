@@ -9,11 +9,12 @@
  * the aggregator threads read while the kernel runs; the device context and
  * the rings' producer state live in device memory.
  *
- * With GRAIN_APPLY=device (the default here) the symmetric heap is managed
- * memory that stays on the device while kernels apply messages to it: the
- * runtime's apply kernels run on a second stream beside the application's,
- * and host threads (active-message handlers, the application between
- * kernels) still reach it through unified memory.
+ * With GRAIN_APPLY=device (the default where the device allows concurrent
+ * managed access) the symmetric heap is managed memory that stays on the
+ * device while kernels apply messages to it: the runtime's apply kernels run
+ * on a second stream beside the application's, and host threads (active
+ * message handlers, the application between kernels) still reach it through
+ * unified memory.
  */
 #include <stdio.h>
 #include <stdlib.h>
