@@ -26,8 +26,16 @@ typedef struct grain_wire_hdr {
     uint64_t seq;   /* per (source, destination) buffer number, from 0 */
 } grain_wire_hdr_t;
 
-/* Wire bytes of a message with command `cmd`; 0 for an unknown command. */
-size_t grain_wire_msg_size(uint32_t cmd);
+/* Wire bytes of a message with command `cmd`; 0 for an unknown command.
+ * Inline: the aggregator asks once per message. */
+static inline size_t grain_wire_msg_size(uint32_t cmd)
+{
+    static const uint8_t sizes[GRAIN_CMD_COUNT] = {
+        [GRAIN_CMD_PUT32] = 16, [GRAIN_CMD_PUT64] = 16, [GRAIN_CMD_ADD32] = 16, [GRAIN_CMD_ADD64] = 16,
+        [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24,
+    };
+    return cmd < GRAIN_CMD_COUNT ? sizes[cmd] : 0;
+}
 
 /* Encodes the queue message (hdr, w1, w2) at `dst`; returns its wire size,
  * 0 if the command is unknown or the offset does not fit. */
