@@ -81,8 +81,8 @@ static void fail(const char *what)
     exit(2);
 }
 
-/* Messages per second per aggregator; 0 for the bare-reader baseline
- * (`baseline` set), which returns messages per second per reader. */
+/* Messages per second per draining thread: the aggregators, or with
+ * `baseline` the bare readers. */
 static double measure(const run_t *r, int baseline)
 {
     grain_t *g = calloc(1, sizeof *g);
@@ -148,11 +148,6 @@ static double measure(const run_t *r, int baseline)
     return (double)messages / seconds / r->aggregators;
 }
 
-static double median3(double a, double b, double c)
-{
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
-}
-
 int main(int argc, char **argv)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -191,8 +186,8 @@ int main(int argc, char **argv)
            "bare reader msgs/s/thr", "ratio");
     for (unsigned a = 1; a <= max_aggs; a *= 2) {
         r.aggregators = a;
-        double agg = median3(measure(&r, 0), measure(&r, 0), measure(&r, 0));
-        double bare = median3(measure(&r, 1), measure(&r, 1), measure(&r, 1));
+        double agg = bench_median3(measure(&r, 0), measure(&r, 0), measure(&r, 0));
+        double bare = bench_median3(measure(&r, 1), measure(&r, 1), measure(&r, 1));
         printf("%11u %9u %6u %22.0f %22.0f %7.2f\n", a, r.producers, r.dests, agg, bare, agg / bare);
         fprintf(csv, "%u,%u,%u,%.0f,%.0f,%.4f\n", a, r.producers, r.dests, agg, bare, agg / bare);
         fflush(stdout);

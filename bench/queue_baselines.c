@@ -14,6 +14,11 @@ double bench_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double bench_median3(double a, double b, double c)
+{
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
 uint64_t bench_expected_sum(uint64_t messages, uint32_t rows)
 {
     /* sum over m of (rows*m + rows*(rows-1)/2), in the wrapping arithmetic

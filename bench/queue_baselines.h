@@ -50,5 +50,7 @@ double bench_cpu_spsc_rate(uint32_t rows, uint64_t messages);
 double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers, unsigned consumers);
 
 double bench_now(void);
+/* Every benchmark point is the median of three runs. */
+double bench_median3(double a, double b, double c);
 
 #endif

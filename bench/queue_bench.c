@@ -72,11 +72,6 @@ static void check(grain_status_t st, const char *what)
     }
 }
 
-static double median3(double a, double b, double c)
-{
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
-}
-
 static double checked(double rate, const char *what)
 {
     if (rate < 0) {
@@ -168,7 +163,7 @@ static double send_path_rate(const opts_t *o, const char *queue, const char *res
 static void sweep_wg(const opts_t *o)
 {
     unsigned c = o->consumers;
-    double cpu = median3(bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
+    double cpu = bench_median3(bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c),
                          bench_cpu_mpmc_rate(SEND_ROWS, o->messages, c, c));
     report(o, "fig6", "cpu-mpmc", "-", 1, SEND_ROWS, checked(cpu, "the CPU MPMC queue"), cpu, 0);
@@ -178,7 +173,7 @@ static void sweep_wg(const opts_t *o)
         for (int q = 0; q < N_QUEUES; q++) {
             for (int m = 0; m < N_MODES; m++) {
                 uint64_t n = messages_for(modes[m], o->messages);
-                double r = median3(send_path_rate(o, queues[q], modes[m], sizes[s], n),
+                double r = bench_median3(send_path_rate(o, queues[q], modes[m], sizes[s], n),
                                    send_path_rate(o, queues[q], modes[m], sizes[s], n),
                                    send_path_rate(o, queues[q], modes[m], sizes[s], n));
                 report(o, "fig6", queues[q], modes[m], sizes[s], SEND_ROWS, checked(r, "the send path"),
@@ -273,10 +268,10 @@ static void sweep_size(const opts_t *o)
             continue;
         uint64_t n = o->bytes / (rows * 8);
         n = n > o->messages ? o->messages : n;
-        double mpmc = median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
+        double mpmc = bench_median3(bench_cpu_mpmc_rate(rows, n, c, c), bench_cpu_mpmc_rate(rows, n, c, c),
                               bench_cpu_mpmc_rate(rows, n, c, c));
         report(o, "fig8", "cpu-mpmc", "-", 1, rows, checked(mpmc, "the CPU MPMC queue"), mpmc, 0);
-        double spsc = median3(bench_cpu_spsc_rate(rows, n), bench_cpu_spsc_rate(rows, n),
+        double spsc = bench_median3(bench_cpu_spsc_rate(rows, n), bench_cpu_spsc_rate(rows, n),
                               bench_cpu_spsc_rate(rows, n));
         report(o, "fig8", "cpu-spsc", "-", 1, rows, checked(spsc, "the CPU SPSC queue"), mpmc, 0);
         double paper = 0;
@@ -292,7 +287,7 @@ static void sweep_size(const opts_t *o)
                 if (q == 0 && m == 0) {
                     check(grain_kernel_create(prog, "bench_store", &k), "kernel");
                     store_rate(o, g, k, rows, SIZE_WG * SIZE_PER_WI);
-                    double r = median3(store_rate(o, g, k, rows, n), store_rate(o, g, k, rows, n),
+                    double r = bench_median3(store_rate(o, g, k, rows, n), store_rate(o, g, k, rows, n),
                                        store_rate(o, g, k, rows, n));
                     grain_kernel_destroy(k);
                     report(o, "fig8", "store", "-", SIZE_WG, rows, r, mpmc, 0);
@@ -301,7 +296,7 @@ static void sweep_size(const opts_t *o)
                 uint32_t width = slot_width(reserve);
                 uint64_t nm = messages_for(reserve, n);
                 checked(queue_rate(o, g, k, width, rows, SIZE_WG * SIZE_PER_WI), "warm-up");
-                double r = median3(queue_rate(o, g, k, width, rows, nm), queue_rate(o, g, k, width, rows, nm),
+                double r = bench_median3(queue_rate(o, g, k, width, rows, nm), queue_rate(o, g, k, width, rows, nm),
                                    queue_rate(o, g, k, width, rows, nm));
                 report(o, "fig8", queues[q], reserve, SIZE_WG, rows, checked(r, "grain's queue"), mpmc,
                        paper);
