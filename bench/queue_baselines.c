@@ -28,17 +28,27 @@ uint64_t bench_expected_sum(uint64_t messages, uint32_t rows)
     return r * pairs + m * (r * (r - 1) / 2);
 }
 
+/* A thread adds what it drained to the shared count only when it finds
+ * nothing to take: a shared counter bumped per slot, one contended line among
+ * all the threads, held eight drainers to 31 GB/s of 32-byte messages from an
+ * H100, where private counts reach the link's rate. */
 static void *drain_thread(void *arg)
 {
     bench_drainer_t *me = arg;
     bench_drain_t *d = me->drain;
     grain_queue_t *q = me->reader.q;
     grain_u32 rows = q->geom.rows, width = q->geom.width;
-    uint64_t sum = 0;
-    while (atomic_load_explicit(&d->consumed, memory_order_relaxed) < d->messages) {
+    uint64_t sum = 0, drained = 0;
+    for (;;) {
         grain_queue_slot_t s = {0, 0};
-        if (!grain_queue_take(&me->reader, &s))
+        if (!grain_queue_take(&me->reader, &s)) {
+            if (drained != 0)
+                atomic_fetch_add_explicit(&d->consumed, drained, memory_order_relaxed);
+            drained = 0;
+            if (atomic_load_explicit(&d->consumed, memory_order_relaxed) >= d->messages)
+                break;
             continue;
+        }
         while (!grain_queue_is_full(q, s)) {
         }
         const grain_u64 *p = grain_queue_slot_payload(q, s);
@@ -47,7 +57,7 @@ static void *drain_thread(void *arg)
             for (grain_u32 c = 0; c < n; c++)
                 sum += p[(size_t)r * width + c];
         grain_queue_done(&me->reader, s);
-        atomic_fetch_add_explicit(&d->consumed, n, memory_order_relaxed);
+        drained += n;
     }
     atomic_fetch_add(&d->sum, sum);
     return NULL;
@@ -169,20 +179,21 @@ double bench_cpu_spsc_rate(uint32_t rows, uint64_t messages)
 /* ---- MPMC: the paper's queue algorithm, one CPU thread's message per slot ---- */
 
 typedef struct mpmc_producer {
-    grain_queue_t *q;
+    grain_queue_desc_t *d;
     uint64_t first, end;
 } mpmc_producer_t;
 
 static void *mpmc_produce(void *arg)
 {
     mpmc_producer_t *a = arg;
-    const grain_queue_geom_t *g = &a->q->geom;
+    grain_queue_t *q = a->d->shared;
+    const grain_queue_geom_t *g = &a->d->geom;
     for (uint64_t m = a->first; m < a->end; m++) {
-        grain_u64 t = grain_queue_reserve_paper(a->q, g);
-        grain_u64 *p = grain_queue_payload(a->q, g, 0, t);
+        grain_u64 t = grain_queue_reserve_paper(a->d);
+        grain_u64 *p = grain_queue_payload(q, g, 0, t);
         for (grain_u32 r = 0; r < g->rows; r++)
             p[r] = m + r;
-        grain_queue_publish(a->q, g, 0, t, 1);
+        grain_queue_publish(q, g, 0, t, 1);
     }
     return NULL;
 }
@@ -197,6 +208,8 @@ double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers,
     if (q == NULL)
         return -1;
     grain_queue_init(q, g);
+    grain_ring_prod_t prod = {0};
+    grain_queue_desc_t d = {q, &prod, g};
     mpmc_producer_t args[BENCH_MAX_THREADS];
     pthread_t pt[BENCH_MAX_THREADS];
     double t0 = bench_now();
@@ -205,7 +218,7 @@ double bench_cpu_mpmc_rate(uint32_t rows, uint64_t messages, unsigned producers,
         return -1;
     }
     for (unsigned i = 0; i < producers; i++) {
-        args[i] = (mpmc_producer_t){q, messages * i / producers, messages * (i + 1) / producers};
+        args[i] = (mpmc_producer_t){&d, messages * i / producers, messages * (i + 1) / producers};
         pthread_create(&pt[i], NULL, mpmc_produce, &args[i]);
     }
     for (unsigned i = 0; i < producers; i++)

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
@@ -115,9 +116,10 @@ static void *aggregator_thread(void *arg)
 grain_status_t grain_aggregators_start(grain_t *g)
 {
     g->n_aggs = (unsigned)g->config.aggregators;
-    g->aggs = calloc(g->n_aggs, sizeof *g->aggs);
+    g->aggs = aligned_alloc(_Alignof(grain_aggregator_t), g->n_aggs * sizeof *g->aggs);
     if (g->aggs == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %u aggregators", g->n_aggs);
+    memset(g->aggs, 0, g->n_aggs * sizeof *g->aggs);
     for (unsigned i = 0; i < g->n_aggs; i++) {
         grain_aggregator_t *a = &g->aggs[i];
         a->grain = g;

@@ -22,8 +22,11 @@ typedef struct grain_queue_mem {
     grain_queue_desc_t desc; /* what kernels are given */
 } grain_queue_mem_t;
 
+/* Cache-line aligned: aggregators sit side by side in one array, and a
+ * thread's per-message counters on the line of its neighbour's `grain`
+ * pointer made two aggregators each slower than one alone. */
 typedef struct grain_aggregator {
-    struct grain *grain;
+    _Alignas(64) struct grain *grain;
     unsigned index;
     pthread_t thread;
     grain_packer_t packer;
@@ -85,6 +88,8 @@ struct grain {
 grain_queue_geom_t grain_queue_geom_of(const struct grain *g, uint32_t nslots, uint32_t width, uint32_t rows);
 grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grain_queue_mem_t *m);
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
+/* Reservations that found their slot still in use, summed over the rings. */
+grain_status_t grain_queue_full_waits(struct grain *g, const grain_queue_mem_t *m, uint64_t *waits);
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
 

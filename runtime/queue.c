@@ -1,5 +1,7 @@
 /* A device-to-host queue's memory: slots where the host reads them, producer
  * state where kernels update it fastest. */
+#include <stdlib.h>
+
 #include "runtime/grain_impl.h"
 #include "runtime/queue_consumer.h"
 
@@ -39,4 +41,18 @@ void grain_queue_destroy(grain_t *g, grain_queue_mem_t *m)
     if (m->prod != NULL)
         g->bops->free_device(g->backend, m->prod);
     *m = (grain_queue_mem_t){0};
+}
+
+grain_status_t grain_queue_full_waits(grain_t *g, const grain_queue_mem_t *m, uint64_t *waits)
+{
+    uint32_t n = m->desc.geom.nrings;
+    grain_ring_prod_t *prod = malloc(n * sizeof *prod);
+    if (prod == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    grain_status_t st = g->bops->copy(g->backend, prod, m->prod, n * sizeof *prod);
+    *waits = 0;
+    for (uint32_t i = 0; st == GRAIN_OK && i < n; i++)
+        *waits += prod[i].full_waits;
+    free(prod);
+    return st;
 }

@@ -30,7 +30,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         return NULL;
     }
     uint64_t *r = rows + (size_t)g->my_pe * width;
-    r[S_FULL_WAITS] = atomic_load_explicit(GRAIN_A64(&g->queue.shared->full_waits), memory_order_relaxed);
+    if (grain_queue_full_waits(g, &g->queue, &r[S_FULL_WAITS]) != GRAIN_OK)
+        grain_warn("could not read the queue's full-wait counters: %s", grain_error_message(g));
     for (unsigned a = 0; a < g->n_aggs; a++) {
         grain_aggregator_t *agg = &g->aggs[a];
         const grain_packer_stats_t *ps = &agg->packer.stats;

@@ -125,11 +125,12 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     }
 #else
     /*
-     * Each active lane takes its column with one local atomic; the segment's
-     * first lane (active or not: every lane runs this code) reserves the slot
-     * with the one queue atomic.  Columns need no lane order, so this
-     * replaces the prefix sum of seed 001 with three barriers and no loop:
-     * PoCL compiles a kernel with many sends in minutes less.
+     * Active lanes claim their columns (one local atomic per warp where the
+     * dialect has warp intrinsics, per lane elsewhere); the segment's first
+     * lane (active or not: every lane runs this code) reserves the slot with
+     * the one queue atomic.  This replaces the prefix sum of seed 001 with
+     * three barriers and no loop: PoCL compiles a kernel with many sends in
+     * minutes less.
      */
     GRAIN_LOCAL grain_u32 *counts = (GRAIN_LOCAL grain_u32 *)wg->scratch;
     GRAIN_LOCAL grain_u64 *tickets = (GRAIN_LOCAL grain_u64 *)(wg->scratch + GRAIN_MAX_WG);
@@ -138,8 +139,7 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     if (first)
         counts[seg] = 0;
     grain_wg_barrier();
-    if (active)
-        s.col = grain_local_fetch_inc_u32(&counts[seg]);
+    s.col = grain_local_claim_u32(&counts[seg], active, GRAIN_RESERVE_SEGMENT);
     grain_wg_barrier();
     s.count = counts[seg];
     s.publisher = first && s.count > 0;

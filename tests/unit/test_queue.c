@@ -22,8 +22,8 @@
 
 #define ROWS 2u
 
-/* A queue in plain host memory; the producer state of the ring protocol,
- * device memory on a GPU, is plain memory here too. */
+/* A queue in plain host memory; the producer state, device memory on a GPU,
+ * is plain memory here too. */
 typedef struct {
     grain_queue_t *q;
     grain_queue_desc_t d;
@@ -51,8 +51,7 @@ static void free_queue(test_queue_t *t)
 
 static grain_u64 reserve(grain_queue_desc_t d, grain_u32 ring)
 {
-    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(d.shared, &d.geom)
-                                                : grain_queue_reserve_ring(&d, ring);
+    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(&d) : grain_queue_reserve_ring(&d, ring);
 }
 
 static void publish(grain_queue_desc_t d, grain_u32 ring, grain_u64 ticket, grain_u32 count)
@@ -220,7 +219,7 @@ static void full_queue_makes_producer_wait(unsigned protocol)
     test_queue_t tq = make_queue(protocol, 1, 2, 4);
     for (int i = 0; i < 2; i++)
         publish(tq.d, 0, reserve(tq.d, 0), 1);
-    assert_int_equal(tq.q->full_waits, 0);
+    assert_int_equal(tq.d.prod->full_waits, 0);
     _Atomic unsigned done = 0;
     producer_t p = {tq.d, 0, 1, 1, &done};
     pthread_t t;
@@ -236,7 +235,7 @@ static void full_queue_makes_producer_wait(unsigned protocol)
     grain_queue_done(&r, s);
     pthread_join(t, NULL);
     assert_int_equal(atomic_load(&done), 1);
-    assert_int_equal(tq.q->full_waits, 1);
+    assert_int_equal(tq.d.prod->full_waits, 1);
     grain_queue_reader_destroy(&r);
     free_queue(&tq);
 }

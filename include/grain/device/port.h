@@ -136,9 +136,15 @@ GRAIN_INLINE grain_u64 grain_group_linear_id(void)
            get_group_id(0);
 }
 
-#define grain_local_fetch_inc_u32(p) \
-    atomic_fetch_add_explicit((volatile __local atomic_uint *)(p), 1u, memory_order_relaxed, \
-                              memory_scope_work_group)
+/* One index of *counter per active lane (see the GPU dialect); OpenCL C
+ * before 2.1 has no portable ballot, so each lane takes its own. */
+GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int active, grain_u32 group)
+{
+    (void)group;
+    return active ? atomic_fetch_add_explicit((volatile __local atomic_uint *)counter, 1u,
+                                              memory_order_relaxed, memory_scope_work_group)
+                  : 0u;
+}
 
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define grain_spin_pause() ((void)0)
@@ -288,7 +294,66 @@ GRAIN_INLINE grain_u64 grain_group_linear_id(void)
     return ((grain_u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
 }
 
-#define grain_local_fetch_inc_u32(p) atomicAdd((unsigned int *)(p), 1u)
+/*
+ * Sub-group (warp, wavefront) intrinsics.  The width is the hardware's
+ * warpSize (32 on NVIDIA, 64 on most AMD GPUs), never a constant; a warp is
+ * `width` consecutive linear local ids.  Every lane of the warp that exists
+ * must make the call: CUDA's *_sync forms name exactly those lanes, so a
+ * partial last warp of a work-group works too.
+ */
+GRAIN_INLINE grain_u32 grain_sg_width(void) { return (grain_u32)warpSize; }
+GRAIN_INLINE grain_u32 grain_sg_lane(void) { return grain_local_linear_id() % grain_sg_width(); }
+
+/* Lanes of the caller's warp that exist in its work-group. */
+GRAIN_INLINE grain_u32 grain_sg_present(void)
+{
+    grain_u32 lid = grain_local_linear_id();
+    grain_u32 n = grain_local_linear_size() - (lid - lid % grain_sg_width());
+    return n < grain_sg_width() ? n : grain_sg_width();
+}
+
+#if defined(__HIPCC__) || defined(__HIPCC_RTC__)
+#define grain_sg_ballot(pred) ((grain_u64)__ballot(pred))
+#define grain_sg_shfl(v, src) __shfl((v), (int)(src))
+#define grain_sg_shfl_up(v, d) __shfl_up((v), (unsigned)(d))
+#else
+GRAIN_INLINE unsigned grain_sg_mask_(void)
+{
+    grain_u32 n = grain_sg_present();
+    return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+}
+#define grain_sg_ballot(pred) ((grain_u64)__ballot_sync(grain_sg_mask_(), (pred)))
+#define grain_sg_shfl(v, src) __shfl_sync(grain_sg_mask_(), (v), (int)(src))
+#define grain_sg_shfl_up(v, d) __shfl_up_sync(grain_sg_mask_(), (v), (unsigned)(d))
+#endif
+
+/*
+ * Claims one index of *counter per active lane, with one shared-memory
+ * atomic per warp (per piece of a warp, where a group boundary splits it);
+ * the active lanes of a warp get consecutive indices in lane order.  Per-lane atomics on one
+ * word serialize and hand out indices in no useful order: a warp's stores to
+ * the claimed queue columns then scatter into partial lines, which the host
+ * link carries as small writes (8.9 GB/s of 32-byte messages on an H100,
+ * against 47 GB/s with claims per warp).  Groups are runs of `group`
+ * consecutive linear ids, whatever their alignment to warps; all present
+ * lanes call.
+ */
+GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int active, grain_u32 group)
+{
+    grain_u32 lid = grain_local_linear_id(), width = grain_sg_width();
+    grain_u32 lane = lid % width, warp_first = lid - lane, group_first = lid / group * group;
+    /* the caller's group, as lanes [lo, hi) of its warp */
+    grain_u32 lo = group_first > warp_first ? group_first - warp_first : 0u;
+    grain_u32 hi = group_first + group - warp_first < width ? group_first + group - warp_first : width;
+    grain_u64 span = hi - lo >= 64u ? ~0ull : ((1ull << (hi - lo)) - 1ull) << lo;
+    grain_u64 mine = grain_sg_ballot(active) & span;
+    grain_u32 leader = mine != 0 ? (grain_u32)__ffsll((long long)mine) - 1u : lane;
+    grain_u32 base = 0;
+    if (mine != 0 && lane == leader)
+        base = atomicAdd((unsigned int *)counter, (unsigned int)__popcll(mine));
+    base = grain_sg_shfl(base, leader);
+    return base + (grain_u32)__popcll(mine & ((1ull << lane) - 1ull));
+}
 #define grain_wg_barrier() __syncthreads()
 #define grain_spin_pause() ((void)0)
 /* The publishing release store is cumulative here: no separate fence. */

@@ -62,8 +62,6 @@ typedef struct grain_queue {
     grain_u64 read_idx;      /* paper: consumers' claim */
     grain_u64 pad1[7];
     grain_queue_geom_t geom;
-    grain_u64 full_waits;    /* reservations that found their slot still in use */
-    grain_u64 pad2[3];
 } grain_queue_t;
 
 /* First line of a ring (ring protocol): written by its consumer only. */
@@ -72,17 +70,24 @@ typedef struct grain_ring_ctrl {
     grain_u64 pad[7];
 } grain_ring_ctrl_t;
 
-/* A ring's producer state, in device memory (ring protocol). */
+/*
+ * A ring's producer state, in device memory.  full_waits counts reservations
+ * that found their slot still in use (both protocols; the paper's queue has
+ * one ring).  It is a device-scope counter on purpose: as a system-scope
+ * atomic on one host-memory word it serialized every waiting producer of the
+ * GPU over the link, about a million a second on an H100.
+ */
 typedef struct grain_ring_prod {
-    grain_u64 reserved; /* tickets handed out */
-    grain_u64 credit;   /* the largest `consumed` a producer has read */
-    grain_u64 pad[6];
+    grain_u64 reserved;   /* tickets handed out (ring protocol) */
+    grain_u64 credit;     /* the largest `consumed` a producer has read (ring protocol) */
+    grain_u64 full_waits;
+    grain_u64 pad[5];
 } grain_ring_prod_t;
 
 /* What producers hold: where both parts are, and the shape. */
 typedef struct grain_queue_desc {
     GRAIN_DPTR(grain_queue_t) shared;
-    GRAIN_DPTR(grain_ring_prod_t) prod; /* nrings entries; unused by the paper's queue */
+    GRAIN_DPTR(grain_ring_prod_t) prod; /* nrings entries */
     grain_queue_geom_t geom;
 } grain_queue_desc_t;
 
@@ -123,14 +128,14 @@ GRAIN_INLINE grain_u32 grain_queue_lap_seq(GRAIN_GLOBAL const grain_queue_geom_t
 
 /* The paper's reservation: one fetch-add, then wait until the consumer of
  * the previous lap has emptied the slot. */
-GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_t *q,
-                                                 GRAIN_GLOBAL const grain_queue_geom_t *g)
+GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_desc_t *d)
 {
+    GRAIN_GLOBAL grain_queue_t *q = d->shared;
     grain_u64 ticket = grain_atomic_fetch_add_u64(&q->write_idx, 1);
-    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, g, 0, ticket);
-    grain_u32 want = grain_queue_lap_seq(g, ticket);
+    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, &d->geom, 0, ticket);
+    grain_u32 want = grain_queue_lap_seq(&d->geom, ticket);
     if (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
-        grain_atomic_fetch_add_u64(&q->full_waits, 1);
+        grain_atomic_fetch_add_dev_u64(&d->prod->full_waits, 1);
         while (grain_atomic_load_acquire_u32(&ctrl->seq) != want)
             grain_spin_pause();
     }
@@ -149,7 +154,7 @@ GRAIN_INLINE grain_u64 grain_queue_reserve_ring(GRAIN_GLOBAL grain_queue_desc_t 
     GRAIN_GLOBAL grain_ring_ctrl_t *rc = grain_ring_ctrl(d->shared, &d->geom, ring);
     grain_u64 consumed = grain_atomic_load_acquire_u64(&rc->consumed);
     if (ticket >= consumed + nslots) {
-        grain_atomic_fetch_add_u64(&d->shared->full_waits, 1);
+        grain_atomic_fetch_add_dev_u64(&p->full_waits, 1);
         while (ticket >= (consumed = grain_atomic_load_acquire_u64(&rc->consumed)) + nslots)
             grain_spin_pause();
     }
@@ -167,7 +172,7 @@ GRAIN_INLINE grain_u64 grain_queue_reserve(GRAIN_GLOBAL grain_queue_desc_t *d, g
 {
 #if GRAIN_QUEUE == GRAIN_QUEUE_PAPER
     (void)ring;
-    return grain_queue_reserve_paper(d->shared, &d->geom);
+    return grain_queue_reserve_paper(d);
 #else
     return grain_queue_reserve_ring(d, ring);
 #endif

@@ -6,9 +6,11 @@
  * value of the operation, so divergent code keeps working as long as the call
  * itself is reached by all lanes (software predication).
  *
- * One Hillis-Steele scan over the work-group in local memory serves every
- * operation; it needs no native work-group collectives, which PoCL and many
- * OpenCL drivers lack.
+ * One scan over the work-group serves every operation.  It needs no native
+ * work-group collectives, which PoCL and many OpenCL drivers lack: OpenCL
+ * runs a Hillis-Steele scan in local memory (log2(n) + 2 barriers); CUDA and
+ * HIP scan each warp with shuffles and the warps' totals in one warp (three
+ * barriers).
  */
 #ifndef GRAIN_DEVICE_WG_H
 #define GRAIN_DEVICE_WG_H
@@ -51,6 +53,20 @@ typedef struct grain_wg {
 } grain_wg_t;
 
 #if !defined(GRAIN_DIALECT_HOST)
+#if defined(GRAIN_DIALECT_GPU)
+/* Inclusive scan of x over the present lanes of the caller's warp. */
+GRAIN_INLINE grain_i64 grain_sg_scan_(int op, grain_i64 x)
+{
+    grain_u32 lane = grain_sg_lane();
+    for (grain_u32 d = 1; d < grain_sg_width(); d <<= 1) {
+        grain_i64 y = grain_sg_shfl_up(x, d);
+        if (lane >= d)
+            x = grain_op_apply_(op, y, x);
+    }
+    return x;
+}
+#endif
+
 /*
  * Inclusive scan of `v` over the active lanes of the work-group; the total is
  * stored in *total_p.  All lanes must call it.
@@ -58,6 +74,31 @@ typedef struct grain_wg {
 GRAIN_INLINE grain_i64 grain_wg_scan_(GRAIN_LOCAL grain_i64 *scratch, int op, grain_i64 v, int active,
                                       grain_i64 *total_p)
 {
+#if defined(GRAIN_DIALECT_GPU)
+    grain_u32 width = grain_sg_width(), lane = grain_sg_lane();
+    grain_u32 warp = grain_local_linear_id() / width;
+    grain_u32 nwarps = (grain_local_linear_size() + width - 1) / width;
+    /* One warp scans the warps' totals: at most width of them (1024 lanes
+     * of 32-wide warps), which every GPU's work-group limit keeps to. */
+    if (nwarps <= width) {
+        GRAIN_LOCAL grain_i64 *totals = scratch;
+        grain_i64 x = grain_sg_scan_(op, active ? v : grain_op_identity_(op));
+        if (lane == grain_sg_present() - 1)
+            totals[warp] = x;
+        grain_wg_barrier();
+        if (warp == 0) {
+            grain_i64 t = grain_sg_scan_(op, lane < nwarps ? totals[lane] : grain_op_identity_(op));
+            if (lane < nwarps)
+                totals[GRAIN_MAX_WG + lane] = t;
+        }
+        grain_wg_barrier();
+        if (warp > 0)
+            x = grain_op_apply_(op, totals[GRAIN_MAX_WG + warp - 1], x);
+        *total_p = totals[GRAIN_MAX_WG + nwarps - 1];
+        grain_wg_barrier();
+        return x;
+    }
+#endif
     grain_u32 lid = grain_local_linear_id();
     grain_u32 n = grain_local_linear_size();
     GRAIN_LOCAL grain_i64 *a = scratch;
