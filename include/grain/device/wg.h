@@ -22,7 +22,7 @@
 #endif
 
 /* Local scratch: the scan double-buffers; the send path reuses them for its
- * per-segment column counters and tickets. */
+ * per-segment tickets. */
 #define GRAIN_WG_SCRATCH_WORDS (2 * GRAIN_MAX_WG)
 
 #define GRAIN_OP_ADD 0
@@ -50,6 +50,7 @@ GRAIN_INLINE grain_i64 grain_op_apply_(int op, grain_i64 a, grain_i64 b)
 typedef struct grain_wg {
     GRAIN_GLOBAL grain_dev_t *ctx;
     GRAIN_LOCAL grain_i64 *scratch; /* GRAIN_WG_SCRATCH_WORDS words */
+    GRAIN_LOCAL grain_u32 *claims;  /* per reservation segment: columns claimed; 0 between sends */
 } grain_wg_t;
 
 #if !defined(GRAIN_DIALECT_HOST)
