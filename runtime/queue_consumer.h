@@ -32,6 +32,8 @@
 
 #include "grain/device/queue.h"
 
+_Static_assert(sizeof(grain_queue_t) % 64 == 0, "rings must start on a cache line");
+
 static inline size_t grain_queue_slot_stride(uint32_t width, uint32_t rows)
 {
     size_t payload = (size_t)width * rows * sizeof(grain_u64);

@@ -62,6 +62,7 @@ typedef struct grain_queue {
     grain_u64 read_idx;      /* paper: consumers' claim */
     grain_u64 pad1[7];
     grain_queue_geom_t geom;
+    grain_u64 pad2[3];       /* the rings, and so every slot's rows, start on a cache line */
 } grain_queue_t;
 
 /* First line of a ring (ring protocol): written by its consumer only. */
@@ -73,9 +74,8 @@ typedef struct grain_ring_ctrl {
 /*
  * A ring's producer state, in device memory.  full_waits counts reservations
  * that found their slot still in use (both protocols; the paper's queue has
- * one ring).  It is a device-scope counter on purpose: as a system-scope
- * atomic on one host-memory word it serialized every waiting producer of the
- * GPU over the link, about a million a second on an H100.
+ * one ring).  It is a device-scope counter so that producers that wait do
+ * not also contend for one host-memory word across the link.
  */
 typedef struct grain_ring_prod {
     grain_u64 reserved;   /* tickets handed out (ring protocol) */
