@@ -20,6 +20,11 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
 {
     grain_aggregator_t *a = arg;
     grain_t *g = a->grain;
+    if (buf->dest == (uint32_t)g->my_pe) { /* active messages for an apply kernel here (dispatch) */
+        grain_receive_buffer(g, buf->dest, buf->data, buf->used);
+        grain_packer_release(buf);
+        return;
+    }
     grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, buf);
     if (st != GRAIN_OK) {
         /* Not sent, so not counted: quiet must not wait for these. */
@@ -43,12 +48,17 @@ static void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u
     }
     a->cmd_msgs[cmd]++;
     if (pe == (uint32_t)g->my_pe) {
-        /* Every current backend lets host threads write the heap. */
-        grain_apply_one(g->heap, g->handlers, pe, hdr, w1, w2);
         a->local_msgs++;
-        return;
+        /* Every current backend lets host threads write the heap.  A device
+         * handler that the sending program does not define runs in an apply
+         * kernel, packed like a remote message and handed back to this rank. */
+        if (cmd != GRAIN_CMD_AM || !grain_am_on_device(&g->am, GRAIN_HDR_HANDLER(hdr))) {
+            grain_apply_one(g->heap, &g->am, pe, hdr, w1, w2);
+            return;
+        }
+    } else {
+        a->remote_msgs++;
     }
-    a->remote_msgs++;
     if (grain_packer_append(&a->packer, pe, hdr, w1, w2, now) != GRAIN_OK) {
         char why[160];
         snprintf(why, sizeof why, "a %u-command message to PE %u has an offset the wire cannot carry",

@@ -93,31 +93,37 @@ grain_status_t grain_take_errors(grain_t *g)
     return st != GRAIN_OK ? st : async;
 }
 
-void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
+void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len)
 {
-    grain_t *g = arg;
-    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, g->handlers};
+    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, &g->am};
     char why[512];
-    g->recv_buffers_from[src]++;
-    g->recv_bytes += len;
     grain_status_t st = grain_wire_validate(data, len, src, &limits, why, sizeof why);
     grain_wire_hdr_t h = {0};
     if (len >= sizeof h)
         memcpy(&h, data, sizeof h);
+    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (st != GRAIN_OK) {
         grain_async_error(g, st, why);
-    } else if (g->applier != NULL) {
-        if ((st = grain_applier_submit(g->applier, data)) != GRAIN_OK)
+    } else if (applier != NULL) {
+        if ((st = grain_applier_submit(applier, data)) != GRAIN_OK)
             grain_async_error(g, st, grain_error_message(g));
     } else {
-        grain_wire_apply(data, g->heap, g->handlers, NULL);
+        grain_wire_apply(data, g->heap, &g->am, NULL, 0);
     }
     /* A rejected buffer counts as handled, so quiet reports the error
      * instead of waiting for messages that will never apply; a buffer left
-     * to an apply kernel counts once launched, and quiet waits for the
-     * kernels. */
+     * to an apply kernel counts once launched (or kept for one), and quiet
+     * waits for the kernels. */
     if (h.magic == GRAIN_WIRE_MAGIC)
         atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
+}
+
+void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
+{
+    grain_t *g = arg;
+    g->recv_buffers_from[src]++;
+    g->recv_bytes += len;
+    grain_receive_buffer(g, src, data, len);
 }
 
 void grain_transport_sent(void *arg, void *token)
@@ -141,42 +147,50 @@ static grain_status_t collective(grain_t *g, grain_coll_t *c)
     return g->tops->collective(g->transport, c);
 }
 
+/* Waits until this rank has applied every message the others sent it before
+ * they called quiet (their counts exchanged here). */
+static grain_status_t wait_for_senders(grain_t *g)
+{
+    size_t n = (size_t)g->n_pes;
+    uint64_t *sent = calloc(2 * n, sizeof *sent);
+    if (sent == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_quiet: no memory for %zu counters", 2 * n);
+    uint64_t *expect = sent + n;
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        for (size_t p = 0; p < n; p++)
+            sent[p] += g->aggs[a].packer.dest_msgs[p];
+    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 1};
+    grain_status_t st = collective(g, &c);
+    unsigned spins = 0;
+    for (size_t p = 0; st == GRAIN_OK && p < n; p++) {
+        while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[p]) {
+            pthread_mutex_lock(&g->error_lock);
+            int failed = g->async_status != GRAIN_OK;
+            pthread_mutex_unlock(&g->error_lock);
+            if (failed)
+                break;
+            grain_wait_a_little(&spins);
+        }
+    }
+    free(sent);
+    return st;
+}
+
 grain_status_t grain_quiet(grain_t *g)
 {
     grain_status_t st = grain_wait(g);
     grain_aggregators_drain(g);
-    if (g->n_pes > 1) {
-        size_t n = (size_t)g->n_pes;
-        uint64_t *sent = calloc(2 * n, sizeof *sent);
-        if (sent == NULL)
-            return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_quiet: no memory for %zu counters", 2 * n);
-        uint64_t *expect = sent + n;
-        for (unsigned a = 0; a < g->n_aggs; a++)
-            for (size_t p = 0; p < n; p++)
-                sent[p] += g->aggs[a].packer.dest_msgs[p];
-        grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 1};
-        grain_status_t cst = collective(g, &c);
-        unsigned spins = 0;
-        for (size_t p = 0; cst == GRAIN_OK && p < n; p++) {
-            while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[p]) {
-                pthread_mutex_lock(&g->error_lock);
-                int failed = g->async_status != GRAIN_OK;
-                pthread_mutex_unlock(&g->error_lock);
-                if (failed)
-                    break;
-                grain_wait_a_little(&spins);
-            }
-        }
-        free(sent);
-        if (cst == GRAIN_OK && g->applier != NULL)
-            cst = grain_applier_wait(g->applier);
-        if (cst == GRAIN_OK) {
-            grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
-            cst = collective(g, &barrier);
-        }
-        if (st == GRAIN_OK)
-            st = cst;
+    grain_status_t cst = g->n_pes > 1 ? wait_for_senders(g) : GRAIN_OK;
+    /* One rank too: its own active messages may have gone to apply kernels. */
+    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
+    if (cst == GRAIN_OK && applier != NULL)
+        cst = grain_applier_wait(applier);
+    if (cst == GRAIN_OK && g->n_pes > 1) {
+        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
+        cst = collective(g, &barrier);
     }
+    if (st == GRAIN_OK)
+        st = cst;
     grain_status_t errs = grain_take_errors(g);
     return st != GRAIN_OK ? st : errs;
 }

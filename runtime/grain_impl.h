@@ -55,12 +55,15 @@ struct grain {
     grain_dev_err_t *dev_err; /* in shared memory */
     grain_queue_mem_t queue;
     int apply_on_device;         /* GRAIN_APPLY resolved: the heap is in device memory */
-    struct grain_applier *applier; /* with apply_on_device: received buffers' apply kernel */
+    /* Apply kernels: made at init with apply_on_device, else by the first
+     * grain_am_register_program while the receive path runs. */
+    struct grain_applier *_Atomic applier;
     char *heap;
     grain_heap_t heap_alloc;
     pthread_mutex_t heap_lock;
 
-    grain_am_fn handlers[GRAIN_MAX_HANDLERS];
+    grain_am_table_t am;
+    unsigned apply_stages; /* stages of the apply engine, made when first needed */
 
     grain_aggregator_t *aggs;
     unsigned n_aggs;
@@ -93,6 +96,11 @@ grain_status_t grain_queue_full_waits(struct grain *g, const grain_queue_mem_t *
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
 
+/* Keeps a program alive past the application's grain_program_destroy, until
+ * a matching grain_program_destroy of the runtime's own. */
+void grain_program_retain(grain_program_t *program);
+struct grain *grain_program_grain(const grain_program_t *program);
+
 /* Launches a runtime kernel on the backend's side stream (runtime/apply.c). */
 grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p);
 
@@ -108,6 +116,9 @@ void grain_aggregators_stop(struct grain *g);
 void grain_aggregators_drain(struct grain *g);
 
 void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
+/* Validates and applies a buffer from `src` (the transport's, or one this
+ * rank sent itself) and counts it for quiet; any thread. */
+void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len);
 void grain_transport_sent(void *arg, void *token);
 
 /* Sleeps a little; for the application thread's waits. */

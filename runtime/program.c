@@ -10,6 +10,7 @@
 struct grain_program {
     grain_t *grain;
     grain_bprogram_t *bprogram;
+    unsigned refs; /* the application's, and the apply engine's while it runs this program */
 };
 
 struct grain_kernel {
@@ -40,6 +41,7 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
     if (prog == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");
     prog->grain = g;
+    prog->refs = 1;
     grain_status_t st = g->bops->program_build(g->backend, source, defines, &prog->bprogram);
     if (st != GRAIN_OK) {
         free(prog);
@@ -49,9 +51,14 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
     return GRAIN_OK;
 }
 
+void grain_program_retain(grain_program_t *prog)
+{
+    prog->refs++;
+}
+
 void grain_program_destroy(grain_program_t *prog)
 {
-    if (prog == NULL)
+    if (prog == NULL || --prog->refs > 0)
         return;
     prog->grain->bops->program_release(prog->bprogram);
     free(prog);
@@ -101,6 +108,11 @@ grain_status_t grain_kernel_set_arg_ptr(grain_kernel_t *k, unsigned index, void 
     if (k == NULL || index == 0)
         return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
     return k->grain->bops->kernel_set_arg_ptr(k->bkernel, index, ptr);
+}
+
+grain_t *grain_program_grain(const grain_program_t *prog)
+{
+    return prog->grain;
 }
 
 grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p)

@@ -33,8 +33,7 @@ grain_status_t grain_dev_upload(grain_t *g)
     return g->bops->copy(g->backend, g->dev, &g->dev_host, sizeof g->dev_host);
 }
 
-/* `apply_stages`: how many received buffers may wait for an apply kernel. */
-static grain_status_t alloc_device_state(grain_t *g, unsigned apply_stages)
+static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
     grain_queue_geom_t geom = grain_queue_geom_of(g, (uint32_t)c->queue_slots, (uint32_t)c->queue_width,
@@ -64,8 +63,12 @@ static grain_status_t alloc_device_state(grain_t *g, unsigned apply_stages)
     };
     if ((st = grain_dev_upload(g)) != GRAIN_OK)
         return st;
-    if (g->apply_on_device && (st = grain_applier_create(g, apply_stages, &g->applier)) != GRAIN_OK)
-        return st;
+    if (g->apply_on_device) {
+        struct grain_applier *applier;
+        if ((st = grain_applier_create(g, g->apply_stages, &applier)) != GRAIN_OK)
+            return st;
+        atomic_store_explicit(&g->applier, applier, memory_order_release);
+    }
     return grain_heap_init(&g->heap_alloc, c->heap_size);
 }
 
@@ -148,7 +151,8 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
     }
     /* Twice what the network may hand over at once: the stages of the
      * buffers just received while the previous ones' kernels still run. */
-    st = alloc_device_state(g, 2 * recv_buffers);
+    g->apply_stages = 2 * recv_buffers;
+    st = alloc_device_state(g);
     if (st != GRAIN_OK)
         goto err;
     grain_transport_handlers_t handlers = {grain_transport_received, grain_transport_sent, g};
@@ -251,16 +255,4 @@ grain_status_t grain_memcpy(grain_t *g, void *dst, const void *src, size_t size)
     if (g == NULL || (size > 0 && (dst == NULL || src == NULL)))
         return grain_fail(GRAIN_ERR_INVALID, "grain_memcpy needs a handle and two pointers");
     return g->bops->copy(g->backend, dst, src, size);
-}
-
-grain_status_t grain_am_register(grain_t *g, unsigned id, grain_am_fn handler)
-{
-    if (g == NULL || handler == NULL || id >= GRAIN_MAX_HANDLERS)
-        return grain_fail(GRAIN_ERR_INVALID, "grain_am_register: handler id %u must be below %u and the "
-                          "handler non-NULL", id, GRAIN_MAX_HANDLERS);
-    if (g->kernels_in_flight)
-        return grain_fail(GRAIN_ERR_STATE, "grain_am_register while kernels run; register first");
-    g->handlers[id] = handler;
-    g->dev_host.handlers[id / 32] |= 1u << (id % 32);
-    return grain_dev_upload(g);
 }

@@ -12,7 +12,8 @@
 
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
-    S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST, S_CMD0,
+    S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
+    S_APPLY_KEPT, S_CMD0,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
 };
 
@@ -56,7 +57,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
     r[S_RECV_BYTES] = g->recv_bytes;
     if (g->applier != NULL)
-        grain_applier_counts(g->applier, &r[S_APPLY_KERNELS], &r[S_APPLY_ON_HOST]);
+        grain_applier_counts(g->applier, &r[S_APPLY_KERNELS], &r[S_APPLY_ON_HOST], &r[S_APPLY_KEPT]);
     if (grain_allreduce(g, rows, n * width, GRAIN_UINT64, GRAIN_SUM) != GRAIN_OK) {
         grain_warn("statistics could not be gathered");
         free(rows);
@@ -82,7 +83,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
             "\"buffers_sent\":%llu,\"bytes_sent\":%llu,\"mean_buffer_bytes\":%.1f,"
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
-            "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"messages_to\":[",
+            "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
+            "\"messages_to\":[",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
             ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
@@ -90,7 +92,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
             (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
-            (unsigned long long)r[S_APPLY_ON_HOST]);
+            (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT]);
     for (size_t p = 0; p < n; p++)
         fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + p]);
     fprintf(out, "],\"bytes_to\":[");
@@ -111,7 +113,8 @@ void grain_stats_json(grain_t *g, FILE *out)
             for (size_t i = 0; i < width; i++)
                 total[i] += rows[p * width + i];
         /* With apply "device", messages to the own rank are applied in place
-         * by their senders and never reach these counters. */
+         * by their senders and never reach these counters; so are active
+         * messages to device handlers the sending program defines. */
         fprintf(out, "{\"apply\":\"%s\",\"total\":", g->apply_on_device ? "device" : "host");
         if (total != NULL)
             json_rank(out, total, n, g->config.buffer_size);

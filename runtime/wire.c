@@ -70,7 +70,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         }
         uint64_t arg = w0 >> 8;
         if (cmd == GRAIN_CMD_AM) {
-            if (arg >= GRAIN_MAX_HANDLERS || limits->handlers[arg] == NULL) {
+            if (!grain_am_registered(limits->am, arg)) {
                 snprintf(why, why_size,
                          "active message %u from rank %u names handler %llu, which is not registered",
                          i, src_pe, (unsigned long long)arg);
@@ -97,16 +97,17 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     return GRAIN_OK;
 }
 
-static void apply(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint32_t cmd,
-                  uint64_t arg, uint64_t v1, uint64_t v2)
+static void apply(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint32_t cmd, uint64_t arg,
+                  uint64_t v1, uint64_t v2)
 {
     if (cmd == GRAIN_CMD_AM)
-        handlers[arg](heap, src_pe, v1, v2);
+        am->host[arg](heap, src_pe, v1, v2);
     else
         grain_apply_msg(heap, cmd, arg, v1);
 }
 
-size_t grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers, uint64_t *records)
+size_t grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, uint64_t *records,
+                        int stage_puts)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
@@ -119,23 +120,26 @@ size_t grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers
         size_t size = grain_wire_msg_size(cmd);
         memcpy(w, p, size);
         p += size;
-        if (records != NULL && cmd != GRAIN_CMD_AM) {
-            records[2 * n] = w[0];
-            records[2 * n + 1] = w[1];
-            n++;
-        } else {
-            apply(heap, handlers, h.src_pe, cmd, w[0] >> 8, w[1], w[2]);
+        uint64_t arg = w[0] >> 8;
+        int staged = cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : stage_puts;
+        if (!staged) {
+            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2]);
+            continue;
         }
+        uint64_t *r = records + GRAIN_RECORD_WORDS * n++;
+        r[0] = cmd == GRAIN_CMD_AM ? GRAIN_HDR(cmd, arg, h.src_pe) : w[0];
+        r[1] = w[1];
+        r[2] = w[2];
     }
     return n;
 }
 
-void grain_apply_one(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint64_t hdr,
-                     uint64_t w1, uint64_t w2)
+void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,
+                     uint64_t w2)
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     if (cmd == GRAIN_CMD_AM)
-        apply(heap, handlers, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2);
+        apply(heap, am, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2);
     else
-        apply(heap, handlers, src_pe, cmd, w1, w2, 0);
+        apply(heap, am, src_pe, cmd, w1, w2, 0);
 }

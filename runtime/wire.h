@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "grain/device/ctx.h"
+#include "grain/device/apply.h" /* the records of grain_wire_apply */
 #include "grain/grain.h"
 
 #define GRAIN_WIRE_MAGIC 0x4e415247u /* "GRAN" */
@@ -41,11 +41,28 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
  * 0 if the command is unknown or the offset does not fit. */
 size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2);
 
+/* A rank's active-message handlers: a host function, or a device function
+ * of the program registered with grain_am_register_program (which wins). */
+typedef struct grain_am_table {
+    grain_am_fn host[GRAIN_MAX_HANDLERS];       /* NULL: none */
+    uint32_t device[GRAIN_MAX_HANDLERS / 32];   /* bit set: an apply kernel runs it */
+} grain_am_table_t;
+
+static inline int grain_am_on_device(const grain_am_table_t *am, uint64_t id)
+{
+    return id < GRAIN_MAX_HANDLERS && ((am->device[id / 32] >> (id % 32)) & 1u);
+}
+
+static inline int grain_am_registered(const grain_am_table_t *am, uint64_t id)
+{
+    return id < GRAIN_MAX_HANDLERS && (am->host[id] != NULL || grain_am_on_device(am, id));
+}
+
 /* What a receiver accepts. */
 typedef struct grain_wire_limits {
     uint32_t n_pes;
     uint64_t heap_size;
-    grain_am_fn const *handlers; /* GRAIN_MAX_HANDLERS entries, NULL = unregistered */
+    const grain_am_table_t *am;
 } grain_wire_limits_t;
 
 /*
@@ -57,16 +74,21 @@ typedef struct grain_wire_limits {
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                                    const grain_wire_limits_t *limits, char *why, size_t why_size);
 
-/* Applies a validated buffer from a host thread.  PUTs, adds and increments
- * go into `heap`, or, where `records` is not NULL, to `records` as pairs of
- * words (command | offset << 8, value) for the apply kernel (room for one
- * pair per message); active messages run their handlers either way.
- * Returns the pairs written. */
-size_t grain_wire_apply(const void *buf, char *heap, grain_am_fn const *handlers, uint64_t *records);
+/*
+ * Applies a validated buffer from a host thread, or stages its messages as
+ * records for the apply kernel (grain/device/apply.h): active messages for
+ * device handlers always, PUTs, adds and increments when `stage_puts`; the
+ * rest is applied here, into `heap` or by host handlers.  `records` has room
+ * for one record per message (it may be NULL when nothing is staged).
+ * Returns the records written.
+ */
+size_t grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, uint64_t *records,
+                        int stage_puts);
 
-/* Applies one queue message addressed to this rank (already checked by the
- * device; `hdr` carries the command). */
-void grain_apply_one(char *heap, grain_am_fn const *handlers, uint32_t src_pe, uint64_t hdr,
-                     uint64_t w1, uint64_t w2);
+/* Applies one queue message addressed to this rank on this thread (already
+ * checked by the device; `hdr` carries the command; an active message's
+ * handler is a host function). */
+void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,
+                     uint64_t w2);
 
 #endif

@@ -53,12 +53,49 @@
 #endif
 #define GRAIN_RESERVE_SEGMENTS ((GRAIN_MAX_WG + GRAIN_RESERVE_SEGMENT - 1) / GRAIN_RESERVE_SEGMENT)
 
-/* Active-message handlers are written in this dialect too, so that the same
- * source runs wherever the destination applies its messages. */
+/*
+ * Active-message handlers are written in this dialect, so that one source
+ * serves every place a message may be applied.  A program lists the handlers
+ * it runs on the device in an X-macro defined before this header:
+ *
+ *   #define GRAIN_AM_HANDLERS(X) X(1, relax) X(2, count)
+ *   #include "grain/device.h"
+ *   GRAIN_AM_HANDLER(relax) { grain_heap_add_u64(heap + a0, a1); }
+ *
+ * and the host registers it with grain_am_register_program().  Included in
+ * host C (no dialect defined), GRAIN_AM_HANDLER makes a function that
+ * grain_am_register() takes.
+ */
 #define GRAIN_AM_HANDLER(name) \
-    void name(GRAIN_GLOBAL char *heap, grain_u32 src_pe, grain_u64 a0, grain_u64 a1)
+    GRAIN_INLINE void name(GRAIN_GLOBAL char *heap, grain_u32 src_pe, grain_u64 a0, grain_u64 a1)
 
 #if !defined(GRAIN_DIALECT_HOST)
+
+#ifdef GRAIN_AM_HANDLERS
+#define GRAIN_AM_DECLARE_(id, fn) GRAIN_AM_HANDLER(fn);
+GRAIN_AM_HANDLERS(GRAIN_AM_DECLARE_)
+#define GRAIN_AM_CASE_(id, fn) \
+    case id:                   \
+        fn(heap, src_pe, a0, a1); \
+        return 1;
+#endif
+
+/* Runs handler `id` if this program defines it (a duplicate id is a compile
+ * error); returns whether it did. */
+GRAIN_INLINE int grain_am_dispatch_(grain_u32 id, GRAIN_GLOBAL char *heap, grain_u32 src_pe, grain_u64 a0,
+                                    grain_u64 a1)
+{
+#ifdef GRAIN_AM_HANDLERS
+    switch (id) {
+        GRAIN_AM_HANDLERS(GRAIN_AM_CASE_)
+    default:
+        break;
+    }
+#else
+    (void)id, (void)heap, (void)src_pe, (void)a0, (void)a1;
+#endif
+    return 0;
+}
 
 /* First parameter of every kernel that uses grain. */
 #define GRAIN_KERNEL_CTX GRAIN_GLOBAL grain_dev_t *grain_ctx_
@@ -197,6 +234,11 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
         active = 0;
     }
 #endif
+    /* A device handler for this rank runs here, on every backend: the host
+     * could only hand it to an apply kernel. */
+    if (active && cmd == GRAIN_CMD_AM && (grain_u32)pe == ctx->my_pe && grain_handler_on_device(ctx, handler) &&
+        grain_am_dispatch_(handler, ctx->heap, ctx->my_pe, w1, w2))
+        active = 0;
     grain_slot_t s = grain_wg_reserve_(wg, d, active);
     if (active) {
         GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);
@@ -262,6 +304,8 @@ GRAIN_INLINE void grain_am(const grain_wg_t *wg, grain_u32 handler, grain_u64 a0
 {
     grain_send_(wg, GRAIN_CMD_AM, handler, pe, a0, a1, active);
 }
+
+#include "grain/device/runtime_kernels.h"
 
 #endif /* !GRAIN_DIALECT_HOST */
 

@@ -112,10 +112,22 @@ grain_status_t grain_launch(grain_kernel_t *kernel, unsigned dims, const size_t 
 /* Wait for every launched kernel; reports the first device-side error. */
 grain_status_t grain_wait(grain_t *grain);
 
-/* ---- active messages ---------------------------------------------------- */
+/* ---- active messages ------------------------------------------------------
+ * A handler runs at the destination with that rank's heap, the sender's PE
+ * and the two words sent; handlers of one rank may run concurrently, so they
+ * update the heap atomically.  Both calls are collective (every rank
+ * registers the same ids) and come before the kernels that send to them. */
 typedef void (*grain_am_fn)(char *heap, uint32_t src_pe, uint64_t a0, uint64_t a1);
-/* Collective: every rank registers the same ids before kernels use them. */
+/* A host function: runs on a host thread of the destination (slow where the
+ * heap is in device memory, GRAIN_APPLY=device). */
 grain_status_t grain_am_register(grain_t *grain, unsigned id, grain_am_fn handler);
+/* The device functions `program` lists in GRAIN_AM_HANDLERS (grain/device.h):
+ * each runs on the destination's device, in the sending work-item for a
+ * message to its own PE (when the sending program defines it too) and in an
+ * apply kernel otherwise; an id registered both ways runs on the device.  A
+ * later call replaces the ids of an earlier one.  GRAIN_ERR_INVALID when the
+ * program lists no handler or an id of GRAIN_MAX_HANDLERS (256) or more. */
+grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *program);
 
 /* ---- completion ----------------------------------------------------------
  * Both collective: they return when every message issued before the call, by

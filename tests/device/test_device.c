@@ -3,12 +3,14 @@
  * WG-level primitives against a scalar reference for every active-lane
  * pattern, work-group shapes in 1, 2 and 3 dimensions; and every kind of bad
  * message from a kernel reported with the work-item that sent it, while the
- * good messages of the same launch are applied.
+ * good messages of the same launch are applied; device active-message
+ * handlers, and the programs grain must refuse as their registry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +207,69 @@ static void test_bad_launches(void **state)
     assert_int_equal(grain_am_register(g, 1000, count_am), GRAIN_ERR_INVALID);
 }
 
+static uint64_t stat_of(const char *name)
+{
+    char *json = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&json, &size);
+    assert_non_null(f);
+    grain_stats_json(g, f);
+    fclose(f);
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *at = strstr(json, key);
+    assert_non_null(at);
+    uint64_t v = strtoull(at + strlen(key), NULL, 10);
+    free(json);
+    return v;
+}
+
+/* 128 work-items send handler 2 one active message each, to this rank. */
+static int64_t send_to_handler_2(grain_program_t *from)
+{
+    int64_t *target;
+    assert_int_equal(grain_malloc(g, 64, (void **)&target), GRAIN_OK);
+    grain_kernel_t *k;
+    assert_int_equal(grain_kernel_create(from, "send_bad", &k), GRAIN_OK);
+    int32_t what = 4;
+    uint32_t no_bad_lane = 1u << 30, handler = 2;
+    grain_kernel_set_arg_ptr(k, 1, target);
+    grain_kernel_set_arg(k, 2, sizeof what, &what);
+    grain_kernel_set_arg(k, 3, sizeof no_bad_lane, &no_bad_lane);
+    grain_kernel_set_arg(k, 4, sizeof handler, &handler);
+    size_t global = 128, local = 64;
+    assert_int_equal(grain_launch(k, 1, &global, &local), GRAIN_OK);
+    assert_int_equal(grain_quiet(g), GRAIN_OK);
+    int64_t got;
+    assert_int_equal(grain_memcpy(g, &got, target, sizeof got), GRAIN_OK);
+    grain_kernel_destroy(k);
+    assert_int_equal(grain_free(g, target), GRAIN_OK);
+    return got;
+}
+
+/* Device handlers: in the sending work-item when its program defines the
+ * handler, through an apply kernel when it does not; programs that list no
+ * handler or an id out of range are refused. */
+static void test_device_handlers(void **state)
+{
+    grain_program_t *lacking, *bad_id;
+    assert_int_equal(grain_program_create(g, device_tests_source, "-DTEST_NO_AM_TABLE", &lacking), GRAIN_OK);
+    assert_int_equal(grain_am_register_program(g, lacking), GRAIN_ERR_INVALID);
+    assert_non_null(strstr(grain_error_message(g), "defines no handlers"));
+    assert_int_equal(grain_program_create(g, device_tests_source, "-DTEST_AM_ID=300", &bad_id), GRAIN_OK);
+    assert_int_equal(grain_am_register_program(g, bad_id), GRAIN_ERR_INVALID);
+    assert_non_null(strstr(grain_error_message(g), "handler id 300"));
+    grain_program_destroy(bad_id);
+
+    assert_int_equal(grain_am_register_program(g, prog), GRAIN_OK);
+    uint64_t kernels = stat_of("apply_kernels");
+    assert_int_equal(send_to_handler_2(prog), 2 * 128);
+    assert_int_equal(stat_of("apply_kernels"), kernels);
+    assert_int_equal(send_to_handler_2(lacking), 2 * 128);
+    assert_true(stat_of("apply_kernels") > kernels);
+    grain_program_destroy(lacking);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_wg_prims_2d_3d),
         cmocka_unit_test(test_bad_messages_from_kernels),
         cmocka_unit_test(test_bad_launches),
+        cmocka_unit_test(test_device_handlers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

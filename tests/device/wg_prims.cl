@@ -1,4 +1,21 @@
+/* A device active-message handler, for grain_am_register_program; built
+ * again with -DTEST_NO_AM_TABLE (a program that lacks it) and with
+ * -DTEST_AM_ID=300 (an id grain must refuse). */
+#ifndef TEST_AM_ID
+#define TEST_AM_ID 2
+#endif
+#ifndef TEST_NO_AM_TABLE
+#define GRAIN_AM_HANDLERS(X) X(TEST_AM_ID, add_twice)
+#endif
 #include "grain/device.h"
+
+#ifndef TEST_NO_AM_TABLE
+GRAIN_AM_HANDLER(add_twice)
+{
+    (void)src_pe;
+    grain_heap_add_u64(heap + a0, 2 * a1);
+}
+#endif
 
 /* Every diverged WG-level primitive over per-lane values and active flags. */
 GRAIN_KERNEL void wg_prims(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_i64 *values,

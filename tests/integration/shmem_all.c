@@ -46,8 +46,8 @@ int main(void)
     grain_t *g;
     OK(grain_init(NULL, &g));
     int me = grain_my_pe(g), n = grain_n_pes(g);
-    OK(grain_am_register(g, 3, add_at));
-    int64_t *cnt, *sum, *puts, *am_sum, *divergent;
+    OK(grain_am_register(g, SHMEM_ALL_HOST_AM, add_at));
+    int64_t *cnt, *sum, *puts, *am_sum, *am_device_sum, *divergent;
     int32_t *cnt32, *sum32, *puts32;
     OK(grain_malloc(g, 8, (void **)&cnt));
     OK(grain_malloc(g, 4, (void **)&cnt32));
@@ -56,22 +56,25 @@ int main(void)
     OK(grain_malloc(g, 8 * (size_t)n * ITEMS, (void **)&puts));
     OK(grain_malloc(g, 4 * (size_t)n * ITEMS, (void **)&puts32));
     OK(grain_malloc(g, 8, (void **)&am_sum));
+    OK(grain_malloc(g, 8, (void **)&am_device_sum));
     OK(grain_malloc(g, 8 * (size_t)n, (void **)&divergent));
     grain_program_t *prog;
     grain_kernel_t *k;
     OK(grain_program_create(g, shmem_all_source, NULL, &prog));
+    OK(grain_am_register_program(g, prog));
     OK(grain_kernel_create(prog, "shmem_all", &k));
     void *ptrs[8] = {cnt, cnt32, sum, sum32, puts, puts32, am_sum, divergent};
     for (unsigned i = 0; i < 8; i++)
         OK(grain_kernel_set_arg_ptr(k, 1 + i, ptrs[i]));
-    uint32_t handler = 3;
+    uint32_t handler = SHMEM_ALL_HOST_AM;
     OK(grain_kernel_set_arg(k, 10, sizeof handler, &handler));
+    OK(grain_kernel_set_arg_ptr(k, 11, am_device_sum));
 
     int bad = 0;
     for (uint32_t pattern = 0; pattern < PATTERNS; pattern++) {
         memset(cnt, 0, 8), memset(cnt32, 0, 4), memset(sum, 0, 8), memset(sum32, 0, 4);
         memset(puts, 0, 8 * (size_t)n * ITEMS), memset(puts32, 0, 4 * (size_t)n * ITEMS);
-        memset(am_sum, 0, 8), memset(divergent, 0, 8 * (size_t)n);
+        memset(am_sum, 0, 8), memset(am_device_sum, 0, 8), memset(divergent, 0, 8 * (size_t)n);
         OK(grain_barrier(g));
         OK(grain_kernel_set_arg(k, 9, sizeof pattern, &pattern));
         size_t global = ITEMS, local = WG;
@@ -99,7 +102,8 @@ int main(void)
         check(me, "the inc32 counter", cnt32[0], want_cnt, &bad);
         check(me, "the add64 sum", sum[0], want_sum, &bad);
         check(me, "the add32 sum", sum32[0], want_sum32, &bad);
-        check(me, "the active-message sum", am_sum[0], want_am, &bad);
+        check(me, "the host handler's sum", am_sum[0], want_am, &bad);
+        check(me, "the device handler's sum", am_device_sum[0], want_am, &bad);
         check(me, "the divergent-loop counter", divergent[me], want_div, &bad);
     }
     uint64_t total_bad = (uint64_t)bad;

@@ -1,15 +1,23 @@
 /*
  * The OpenSHMEM test-suite idea on grain's device API: every active
- * work-item of every rank sends every kind of message to every rank.
+ * work-item of every rank sends every kind of message to every rank, active
+ * messages to a host handler and to a device handler.
  */
-#include "grain/device.h"
 #include "shmem_all_pattern.h"
+#define GRAIN_AM_HANDLERS(X) X(SHMEM_ALL_DEVICE_AM, add_at_device)
+#include "grain/device.h"
+
+GRAIN_AM_HANDLER(add_at_device)
+{
+    (void)src_pe;
+    grain_heap_add_u64(heap + a0, a1);
+}
 
 GRAIN_KERNEL void shmem_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *cnt, GRAIN_GLOBAL grain_i32 *cnt32,
                             GRAIN_GLOBAL grain_i64 *sum, GRAIN_GLOBAL grain_i32 *sum32,
                             GRAIN_GLOBAL grain_i64 *puts, GRAIN_GLOBAL grain_i32 *puts32,
                             GRAIN_GLOBAL grain_i64 *am_sum, GRAIN_GLOBAL grain_i64 *divergent,
-                            grain_u32 pattern, grain_u32 handler)
+                            grain_u32 pattern, grain_u32 handler, GRAIN_GLOBAL grain_i64 *am_device_sum)
 {
     GRAIN_WG_BEGIN(wg);
     grain_u32 me = (grain_u32)grain_dev_my_pe(&wg);
@@ -26,6 +34,7 @@ GRAIN_KERNEL void shmem_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *cnt, GRAIN
         grain_put64(&wg, &puts[slot], put_value(me, gid), pe, act);
         grain_put32(&wg, &puts32[slot], (grain_i32)put_value(me, gid), pe, act);
         grain_am(&wg, handler, grain_offset(&wg, am_sum), me + 1, pe, act);
+        grain_am(&wg, SHMEM_ALL_DEVICE_AM, grain_offset(&wg, am_device_sum), me + 1, pe, act);
     }
     /* Software predication of a loop whose trip count differs per lane
      * (seed 001, figure 10b). */

@@ -6,6 +6,8 @@
 #include "grain/device/port.h"
 
 #define PATTERNS 5 /* all, none, one per work-group, alternating, hashed */
+#define SHMEM_ALL_HOST_AM 3
+#define SHMEM_ALL_DEVICE_AM 4
 
 GRAIN_INLINE int pattern_active(grain_u32 pattern, grain_u32 rank, grain_u64 gid, grain_u32 lid)
 {

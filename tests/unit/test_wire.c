@@ -23,8 +23,8 @@ static void am_handler(char *heap, uint32_t src, uint64_t a0, uint64_t a1)
     am_sum += a0 * a1;
 }
 
-static grain_am_fn handlers[GRAIN_MAX_HANDLERS];
-static const grain_wire_limits_t limits = {4, HEAP, handlers};
+static grain_am_table_t am;
+static const grain_wire_limits_t limits = {4, HEAP, &am};
 
 /* Builds a buffer from rank 2 with the given queue messages. */
 static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
@@ -59,7 +59,7 @@ static void test_sizes(void **state)
 static void test_valid_buffer_applies_every_command(void **state)
 {
     _Alignas(8) char heap[HEAP] = {0};
-    handlers[5] = am_handler;
+    am.host[5] = am_handler;
     const uint64_t msgs[][3] = {
         {GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 0, 0x1122334455667788ull},
         {GRAIN_HDR(GRAIN_CMD_PUT32, 0, 1), 8, 0xdeadbeef},
@@ -75,7 +75,7 @@ static void test_valid_buffer_applies_every_command(void **state)
     size_t len = build(buf, msgs, 8);
     assert_int_equal(check(buf, len, why), GRAIN_OK);
     am_sum = 0;
-    grain_wire_apply(buf, heap, handlers, NULL);
+    grain_wire_apply(buf, heap, &am, NULL, 0);
     uint64_t u64;
     uint32_t u32;
     int64_t i64;
@@ -95,35 +95,52 @@ static void test_valid_buffer_applies_every_command(void **state)
     assert_int_equal(am_src, 2);
 }
 
-/* The apply kernel's path: the buffer decoded to pairs, which
+/* The apply kernel's path: the buffer decoded to records, which
  * grain_apply_msg applies as the kernel does, gives the same heap; active
- * messages run on the decoding thread. */
+ * messages for host handlers run on the decoding thread, those for device
+ * handlers are staged with their source PE. */
 static void test_records_apply_like_the_host(void **state)
 {
     _Alignas(8) char direct[HEAP] = {0}, staged[HEAP] = {0};
-    handlers[5] = am_handler;
+    am.host[5] = am_handler;
+    am.device[0] = 1u << 9;
     const uint64_t msgs[][3] = {
         {GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 0, 0x1122334455667788ull},
         {GRAIN_HDR(GRAIN_CMD_AM, 5, 1), 6, 7},
         {GRAIN_HDR(GRAIN_CMD_PUT32, 0, 1), 8, 0xdeadbeef},
         {GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1), 16, (uint64_t)-5},
+        {GRAIN_HDR(GRAIN_CMD_AM, 9, 1), 100, 200},
         {GRAIN_HDR(GRAIN_CMD_INC32, 0, 1), HEAP - 4, 0},
         {GRAIN_HDR(GRAIN_CMD_ADD32, 0, 1), 24, 7},
         {GRAIN_HDR(GRAIN_CMD_INC64, 0, 1), 32, 0},
     };
     uint8_t buf[512];
     char why[256];
-    size_t len = build(buf, msgs, 7);
+    size_t len = build(buf, msgs, 8);
     assert_int_equal(check(buf, len, why), GRAIN_OK);
-    assert_int_equal(grain_wire_apply(buf, direct, handlers, NULL), 0);
+    uint64_t records[GRAIN_RECORD_WORDS * 8];
+    /* Host apply: only the device handler's message is staged. */
+    assert_int_equal(grain_wire_apply(buf, direct, &am, records, 0), 1);
+    assert_int_equal(records[0], GRAIN_HDR(GRAIN_CMD_AM, 9, 2));
+    assert_int_equal(records[1], 100);
+    assert_int_equal(records[2], 200);
     am_sum = 0;
-    uint64_t records[2 * 7];
-    size_t n = grain_wire_apply(buf, staged, handlers, records);
-    assert_int_equal(n, 6);
+    size_t n = grain_wire_apply(buf, staged, &am, records, 1);
+    assert_int_equal(n, 7);
     assert_int_equal(am_sum, 42);
-    for (size_t i = 0; i < n; i++)
-        grain_apply_msg(staged, (uint32_t)(records[2 * i] & 0xff), records[2 * i] >> 8, records[2 * i + 1]);
+    int device_ams = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *r = records + GRAIN_RECORD_WORDS * i;
+        if (GRAIN_HDR_CMD(r[0]) == GRAIN_CMD_AM) {
+            assert_int_equal(r[0], GRAIN_HDR(GRAIN_CMD_AM, 9, 2));
+            device_ams++;
+            continue;
+        }
+        grain_apply_msg(staged, GRAIN_HDR_CMD(r[0]), r[0] >> 8, r[1]);
+    }
+    assert_int_equal(device_ams, 1);
     assert_memory_equal(direct, staged, HEAP);
+    am.device[0] = 0;
 }
 
 static void expect_rejected(const uint8_t *buf, size_t len, grain_status_t want, const char *phrase)
@@ -136,7 +153,7 @@ static void expect_rejected(const uint8_t *buf, size_t len, grain_status_t want,
 
 static void test_each_bad_field_is_rejected(void **state)
 {
-    handlers[5] = am_handler;
+    am.host[5] = am_handler;
     const uint64_t good[][3] = {{GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1), 64, 1}};
     uint8_t buf[256];
     size_t len = build(buf, good, 1);
@@ -176,6 +193,9 @@ static void test_each_bad_field_is_rejected(void **state)
     const uint64_t bad_handler[][3] = {{GRAIN_HDR(GRAIN_CMD_AM, 6, 1), 0, 0}};
     len = build(buf, bad_handler, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_HANDLER, "handler 6");
+    am.device[0] = 1u << 6; /* a device handler is registered too */
+    assert_int_equal(check(buf, len, (char[256]){0}), GRAIN_OK);
+    am.device[0] = 0;
 
     len = build(buf, good, 1);
     uint64_t w0 = 9 | (64ull << 8);

@@ -59,7 +59,8 @@ typedef struct grain_dev {
     GRAIN_DPTR(grain_dev_err_t) err;
     grain_u32 my_pe;
     grain_u32 n_pes;
-    grain_u32 handlers[GRAIN_MAX_HANDLERS / 32]; /* bit set: handler id registered */
+    grain_u32 handlers[GRAIN_MAX_HANDLERS / 32];        /* bit set: handler id registered */
+    grain_u32 device_handlers[GRAIN_MAX_HANDLERS / 32]; /* bit set: it runs on the device */
 } grain_dev_t;
 
 GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind, grain_u32 cmd,
@@ -74,9 +75,20 @@ GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind,
     }
 }
 
+GRAIN_INLINE int grain_handler_bit_(GRAIN_GLOBAL const grain_u32 *bits, grain_u32 id)
+{
+    return id < GRAIN_MAX_HANDLERS && ((bits[id / 32] >> (id % 32)) & 1u);
+}
+
 GRAIN_INLINE int grain_handler_registered(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 id)
 {
-    return id < GRAIN_MAX_HANDLERS && ((ctx->handlers[id / 32] >> (id % 32)) & 1u);
+    return grain_handler_bit_(ctx->handlers, id);
+}
+
+/* Registered with grain_am_register_program: the program's own copy runs it. */
+GRAIN_INLINE int grain_handler_on_device(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 id)
+{
+    return grain_handler_bit_(ctx->device_handlers, id);
 }
 
 /* Bytes a command touches at its destination (0 for active messages). */
