@@ -104,25 +104,18 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
     p->send(p->send_arg, b);
 }
 
-grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
-                                   uint64_t w2, uint64_t now_ns)
+grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns)
 {
-    grain_outbuf_t *b = p->filling[dest];
-    if (b == NULL) {
-        b = take_free(p, dest);
-        b->first_ns = now_ns;
-        p->filling[dest] = b;
-        p->n_filling++;
-    }
-    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2);
-    if (n == 0)
-        return GRAIN_ERR_BAD_MESSAGE;
-    b->used += n;
-    b->count++;
-    /* Send as soon as the largest message would no longer fit. */
-    if (p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
-        flush(p, dest, GRAIN_FLUSH_FULL);
-    return GRAIN_OK;
+    grain_outbuf_t *b = take_free(p, dest);
+    b->first_ns = now_ns;
+    p->filling[dest] = b;
+    p->n_filling++;
+    return b;
+}
+
+void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest)
+{
+    flush(p, dest, GRAIN_FLUSH_FULL);
 }
 
 void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns)

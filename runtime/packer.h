@@ -79,11 +79,30 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
                                  void *send_arg);
 void grain_packer_destroy(grain_packer_t *p);
 
+/* The slow paths of append: a destination's next buffer (waiting for one
+ * when all are in flight), and sending a full one. */
+grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns);
+void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
+
 /* Appends the queue message (hdr, w1, w2) for destination `dest`; `now_ns`
  * stamps a buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
- * message the wire cannot carry. */
-grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
-                                   uint64_t w2, uint64_t now_ns);
+ * message the wire cannot carry.  Inline: once per message. */
+static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
+                                                 uint64_t w2, uint64_t now_ns)
+{
+    grain_outbuf_t *b = p->filling[dest];
+    if (b == NULL)
+        b = grain_packer_open_(p, dest, now_ns);
+    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2);
+    if (n == 0)
+        return GRAIN_ERR_BAD_MESSAGE;
+    b->used += n;
+    b->count++;
+    /* Send as soon as the largest message would no longer fit. */
+    if (p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
+        grain_packer_flush_full_(p, dest);
+    return GRAIN_OK;
+}
 /* Sends every buffer whose first message is older than the timeout. */
 void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns);
 /* Sends every non-empty buffer. */

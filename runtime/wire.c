@@ -5,31 +5,6 @@
 
 #include "grain/device/apply.h"
 
-size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2)
-{
-    uint32_t cmd = GRAIN_HDR_CMD(hdr);
-    size_t size = grain_wire_msg_size(cmd);
-    uint64_t first;
-    if (size == 0)
-        return 0;
-    if (cmd == GRAIN_CMD_AM) {
-        first = cmd | ((uint64_t)GRAIN_HDR_HANDLER(hdr) << 8);
-    } else {
-        if (w1 > GRAIN_WIRE_MAX_OFFSET)
-            return 0;
-        first = cmd | (w1 << 8);
-        w1 = w2;
-    }
-    /* Copies of a fixed size compile to plain stores; one memcpy of `size`
-     * bytes was the aggregator's largest cost (a libc call per message). */
-    memcpy(dst, &first, 8);
-    if (size > 8)
-        memcpy(dst + 8, &w1, 8);
-    if (size > 16)
-        memcpy(dst + 16, &w2, 8);
-    return size;
-}
-
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                                    const grain_wire_limits_t *limits, char *why, size_t why_size)
 {

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "grain/device/apply.h" /* the records of grain_wire_apply */
 #include "grain/grain.h"
@@ -38,8 +39,32 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
 }
 
 /* Encodes the queue message (hdr, w1, w2) at `dst`; returns its wire size,
- * 0 if the command is unknown or the offset does not fit. */
-size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2);
+ * 0 if the command is unknown or the offset does not fit.  Inline: the
+ * aggregator calls it once per message. */
+static inline size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2)
+{
+    uint32_t cmd = GRAIN_HDR_CMD(hdr);
+    size_t size = grain_wire_msg_size(cmd);
+    uint64_t first;
+    if (size == 0)
+        return 0;
+    if (cmd == GRAIN_CMD_AM) {
+        first = cmd | ((uint64_t)GRAIN_HDR_HANDLER(hdr) << 8);
+    } else {
+        if (w1 > GRAIN_WIRE_MAX_OFFSET)
+            return 0;
+        first = cmd | (w1 << 8);
+        w1 = w2;
+    }
+    /* Copies of a fixed size compile to plain stores; one memcpy of `size`
+     * bytes was the aggregator's largest cost (a libc call per message). */
+    memcpy(dst, &first, 8);
+    if (size > 8)
+        memcpy(dst + 8, &w1, 8);
+    if (size > 16)
+        memcpy(dst + 16, &w2, 8);
+    return size;
+}
 
 /* A rank's active-message handlers: a host function, or a device function
  * of the program registered with grain_am_register_program (which wins). */
