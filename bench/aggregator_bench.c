@@ -1,20 +1,28 @@
 /*
  * aggregator_bench: how many queue messages one aggregator thread turns into
  * per-destination buffers per second (DESIGN.md, send path 4), with the
- * network taken out: the runtime's own aggregator threads drain a ring queue
- * that host threads fill as fast as they can, and a sink transport returns
- * every buffer the moment it is handed over.
+ * network taken out: a sink transport returns every buffer the moment it is
+ * handed over, and one process stands for D+1 ranks.
  *
  *   aggregator_bench [--aggregators A] [--producers P] [--dests D]
- *                    [--messages N] [--csv FILE]
+ *                    [--messages N] [--csv FILE] [--gpu]
  *
  * Messages are grain's 24-byte queue messages (header, offset, value: an
  * add) to D other ranks in turn, 16 bytes each on the wire.  For A from 1 to
- * --aggregators (doubling) it prints messages per second per aggregator
- * thread, the producers' own rate with nothing draining but a bare reader
- * (the baseline: what the queue and the producers allow), and their ratio;
- * every point is the median of three runs, checked by the count of messages
- * the buffers carried.
+ * --aggregators (doubling, and A itself) it prints messages per second per
+ * aggregator thread; every point is the median of three runs, checked by the
+ * count of messages the buffers carried.
+ *
+ * Host producers (the default): P host threads fill a ring queue as fast as
+ * they can, through the device API's reservation compiled for the host; the
+ * baseline is the same producers with nothing draining but bare readers.
+ *
+ * --gpu: the whole path from a kernel on the backend's device (grain_add64
+ * from every work-item, the runtime's own queue) through the runtime's
+ * aggregators into per-destination buffers.  It prints the rate in queue
+ * bytes and wire bytes; the baseline is the same bytes stored by a kernel
+ * into the same kind of memory with no queue and no reader (the link's
+ * ceiling).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -26,9 +34,33 @@
 #include "grain/device/queue.h"
 #include "runtime/grain_impl.h"
 
+extern const char queue_bench_source[];
+
 #define WIDTH 256u /* a 256-lane work-group's slot */
 #define RINGS_PER_AGG 4u
 #define SLOTS 64u
+#define GPU_PER_WI 64u
+
+/* ---- the sink transport: D+1 ranks in one process, nothing on a wire ---- */
+
+static unsigned sink_pes;
+
+static grain_status_t sink_open(grain_transport_t **t_p, const grain_config_t *config, int *my_pe_p,
+                                int *n_pes_p)
+{
+    (void)config;
+    *t_p = NULL;
+    *my_pe_p = 0;
+    *n_pes_p = (int)sink_pes;
+    return GRAIN_OK;
+}
+
+static grain_status_t sink_start(grain_transport_t *t, const grain_transport_handlers_t *h, size_t recv_size,
+                                 unsigned recv_buffers)
+{
+    (void)t, (void)h, (void)recv_size, (void)recv_buffers;
+    return GRAIN_OK;
+}
 
 static grain_status_t sink_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
                                 void *token)
@@ -38,7 +70,31 @@ static grain_status_t sink_send(grain_transport_t *t, uint32_t dest, const void 
     return GRAIN_OK;
 }
 
-static const grain_transport_ops_t sink_ops = {.size = sizeof sink_ops, .name = "sink", .send = sink_send};
+/* Nothing arrives from the ranks that are not there. */
+static grain_status_t sink_collective(grain_transport_t *t, const grain_coll_t *c)
+{
+    (void)t;
+    if (c->kind == GRAIN_COLL_ALLTOALL_U64) {
+        memset(c->recv, 0, sink_pes * c->count * sizeof(uint64_t));
+        memcpy(c->recv, c->buf, c->count * sizeof(uint64_t));
+    }
+    return GRAIN_OK;
+}
+
+static void sink_close(grain_transport_t *t)
+{
+    (void)t;
+}
+
+static const grain_transport_ops_t sink_ops = {
+    .size = sizeof sink_ops,
+    .name = "sink",
+    .open = sink_open,
+    .start = sink_start,
+    .send = sink_send,
+    .collective = sink_collective,
+    .close = sink_close,
+};
 
 typedef struct producer {
     grain_queue_desc_t *desc;
@@ -79,6 +135,24 @@ static void fail(const char *what)
 {
     fprintf(stderr, "aggregator_bench: %s\n", what);
     exit(2);
+}
+
+static void check(grain_status_t st, const char *what)
+{
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "aggregator_bench: %s: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+        exit(2);
+    }
+}
+
+/* Messages the aggregators of `g` have handed to the transport so far. */
+static uint64_t carried_by(grain_t *g)
+{
+    uint64_t carried = 0;
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        for (int p = 0; p < g->n_pes; p++)
+            carried += g->aggs[a].packer.dest_msgs[p];
+    return carried;
 }
 
 /* Messages per second per draining thread: the aggregators, or with
@@ -126,9 +200,7 @@ static double measure(const run_t *r, int baseline)
         carried = atomic_load(&drain->consumed);
     } else {
         grain_aggregators_drain(g);
-        for (unsigned a = 0; a < g->n_aggs; a++)
-            for (int p = 0; p < g->n_pes; p++)
-                carried += g->aggs[a].packer.dest_msgs[p];
+        carried = carried_by(g);
     }
     double seconds = bench_now() - t0;
     if (!baseline)
@@ -148,12 +220,115 @@ static double measure(const run_t *r, int baseline)
     return (double)messages / seconds / r->aggregators;
 }
 
+/* ---- --gpu -------------------------------------------------------------- */
+
+typedef struct gpu_point {
+    double msgs_per_s, wire_bytes_per_s, store_bytes_per_s;
+} gpu_point_t;
+
+/* One launch of `k` over `global` work-items, then quiet: seconds. */
+static double timed_launch(grain_t *g, grain_kernel_t *k, size_t global)
+{
+    size_t wg = WIDTH;
+    double t0 = bench_now();
+    check(grain_launch(k, 1, &global, &wg), "launch");
+    check(grain_quiet(g), "quiet");
+    return bench_now() - t0;
+}
+
+static gpu_point_t gpu_measure(const run_t *r)
+{
+    grain_config_t *c;
+    char aggs[16];
+    snprintf(aggs, sizeof aggs, "%u", r->aggregators);
+    check(grain_config_create(&c), "config");
+    check(grain_config_set(c, "aggregators", aggs), "config");
+    sink_pes = r->dests + 1;
+    grain_t *g;
+    check(grain_init_transport(c, &sink_ops, &g), "grain_init");
+    grain_config_destroy(c);
+    int64_t *table;
+    void *store_buf;
+    grain_program_t *prog;
+    grain_kernel_t *send, *store;
+    check(grain_malloc(g, 64 * sizeof *table, (void **)&table), "grain_malloc");
+    check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
+    check(grain_kernel_create(prog, "bench_pipeline", &send), "kernel");
+    uint32_t per_wi = GPU_PER_WI, dests = r->dests, rows = GRAIN_MSG_ROWS;
+    size_t global = (size_t)(r->messages / per_wi / WIDTH * WIDTH);
+    global = global < WIDTH ? WIDTH : global;
+    uint64_t messages = (uint64_t)global * per_wi;
+    check(grain_kernel_set_arg_ptr(send, 1, table), "arg");
+    check(grain_kernel_set_arg(send, 2, sizeof per_wi, &per_wi), "arg");
+    check(grain_kernel_set_arg(send, 3, sizeof dests, &dests), "arg");
+    timed_launch(g, send, WIDTH); /* code loading and first touches */
+    double secs[3];
+    uint64_t before = carried_by(g), wire0 = 0, wire1 = 0;
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        wire0 += g->aggs[a].packer.stats.bytes;
+    for (int i = 0; i < 3; i++)
+        secs[i] = timed_launch(g, send, global);
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        wire1 += g->aggs[a].packer.stats.bytes;
+    if (carried_by(g) - before != 3 * messages) {
+        fprintf(stderr, "aggregator_bench: %llu of %llu messages came out\n",
+                (unsigned long long)(carried_by(g) - before), (unsigned long long)(3 * messages));
+        exit(1);
+    }
+    double t = bench_median3(secs[0], secs[1], secs[2]);
+    gpu_point_t pt = {(double)messages / t, (double)(wire1 - wire0) / 3 / t, 0};
+
+    /* The ceiling: the queue's bytes stored into shared memory by a kernel. */
+    uint64_t nslots = (64ull << 20) / (rows * 8 * WIDTH);
+    check(grain_mem_alloc(g, nslots * rows * 8 * WIDTH, &store_buf), "grain_mem_alloc");
+    check(grain_kernel_create(prog, "bench_store", &store), "kernel");
+    check(grain_kernel_set_arg_ptr(store, 1, store_buf), "arg");
+    check(grain_kernel_set_arg(store, 2, sizeof nslots, &nslots), "arg");
+    check(grain_kernel_set_arg(store, 3, sizeof rows, &rows), "arg");
+    check(grain_kernel_set_arg(store, 4, sizeof per_wi, &per_wi), "arg");
+    timed_launch(g, store, WIDTH);
+    t = bench_median3(timed_launch(g, store, global), timed_launch(g, store, global),
+                      timed_launch(g, store, global));
+    pt.store_bytes_per_s = (double)messages * rows * 8 / t;
+    grain_kernel_destroy(store);
+    grain_kernel_destroy(send);
+    grain_program_destroy(prog);
+    check(grain_mem_free(g, store_buf), "grain_mem_free");
+    check(grain_free(g, table), "grain_free");
+    check(grain_finalize(g), "grain_finalize");
+    return pt;
+}
+
+static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
+{
+    fprintf(csv, "aggregators,dests,msgs_per_s,msgs_per_s_per_thread,queue_gb_per_s,wire_gb_per_s,"
+                 "store_gb_per_s,ratio\n");
+    printf("%11s %6s %14s %18s %10s %10s %12s %7s\n", "aggregators", "dests", "msgs/s", "msgs/s/thread",
+           "queue GB/s", "wire GB/s", "stores GB/s", "ratio");
+    for (unsigned a = 1; a <= max_aggs; a = a * 2 > max_aggs && a < max_aggs ? max_aggs : a * 2) {
+        r.aggregators = a;
+        gpu_point_t p = gpu_measure(&r);
+        double queue = p.msgs_per_s * GRAIN_MSG_ROWS * 8;
+        printf("%11u %6u %14.0f %18.0f %10.2f %10.2f %12.2f %7.2f\n", a, r.dests, p.msgs_per_s,
+               p.msgs_per_s / a, queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9,
+               queue / p.store_bytes_per_s);
+        fprintf(csv, "%u,%u,%.0f,%.0f,%.3f,%.3f,%.3f,%.4f\n", a, r.dests, p.msgs_per_s, p.msgs_per_s / a,
+                queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     run_t r = {1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 1u << 24};
     unsigned max_aggs = cpus > 2 ? (unsigned)(cpus / 2) : 1;
     const char *csv_path = "aggregator_bench.csv";
+    int gpu = argc > 1 && strcmp(argv[argc - 1], "--gpu") == 0;
+    if (gpu) {
+        argc--;
+        r.messages = 1u << 26;
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         unsigned long long v = strtoull(argv[i + 1], NULL, 10);
         if (strcmp(argv[i], "--aggregators") == 0 && v >= 1 && v <= 64)
@@ -168,7 +343,7 @@ int main(int argc, char **argv)
             csv_path = argv[i + 1];
         else {
             fprintf(stderr, "usage: aggregator_bench [--aggregators A] [--producers P] [--dests D] "
-                            "[--messages N] [--csv FILE]\n");
+                            "[--messages N] [--csv FILE] [--gpu]\n");
             return 2;
         }
     }
@@ -180,6 +355,12 @@ int main(int argc, char **argv)
     if (csv == NULL) {
         perror(csv_path);
         return 2;
+    }
+    if (gpu) {
+        gpu_sweep(r, max_aggs, csv);
+        fclose(csv);
+        printf("wrote %s\n", csv_path);
+        return 0;
     }
     fprintf(csv, "aggregators,producers,dests,msgs_per_s_per_thread,reader_msgs_per_s_per_thread,ratio\n");
     printf("%11s %9s %6s %22s %22s %7s\n", "aggregators", "producers", "dests", "agg msgs/s/thread",

@@ -10,6 +10,18 @@ GRAIN_KERNEL void bench_send(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *counters,
         grain_inc64(&wg, &counters[(gid + i) % 64], grain_dev_my_pe(&wg), 1);
 }
 
+/* Every work-item sends `per_wi` adds spread over PEs 1 .. dests: the send
+ * path through the aggregators into per-destination buffers
+ * (aggregator_bench --gpu). */
+GRAIN_KERNEL void bench_pipeline(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table, grain_u32 per_wi,
+                                 grain_u32 dests)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 gid = grain_global_linear_id();
+    for (grain_u32 i = 0; i < per_wi; i++)
+        grain_add64(&wg, &table[(gid + i) % 64], (grain_i64)i, 1 + (grain_i32)((gid + i) % dests), 1);
+}
+
 /* The queue alone (seed 001 figure 8): every work-item writes `per_wi`
  * messages of `rows` words through grain's reservation into a queue the
  * benchmark drains itself.  Message m carries the words m, m+1, ... */

@@ -93,6 +93,10 @@ grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grai
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
 /* Reservations that found their slot still in use, summed over the rings. */
 grain_status_t grain_queue_full_waits(struct grain *g, const grain_queue_mem_t *m, uint64_t *waits);
+/* grain_init with the transport given instead of GRAIN_TRANSPORT's (NULL:
+ * that one); for benchmarks that take the network out. */
+grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
+                                    struct grain **grain_p);
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
 

@@ -105,6 +105,12 @@ static void release(grain_t *g)
 
 grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 {
+    return grain_init_transport(config, NULL, grain_p);
+}
+
+grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
+                                    grain_t **grain_p)
+{
     if (grain_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_init needs somewhere to store the handle");
     struct timespec t0;
@@ -121,7 +127,9 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), -1);
 
-    st = grain_transport_select(g->config.transport, &g->tops);
+    g->tops = tops;
+    if (tops == NULL)
+        st = grain_transport_select(g->config.transport, &g->tops);
     if (st == GRAIN_OK)
         st = g->tops->open(&g->transport, &g->config, &g->my_pe, &g->n_pes);
     if (st != GRAIN_OK)
