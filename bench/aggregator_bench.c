@@ -145,13 +145,18 @@ static void check(grain_status_t st, const char *what)
     }
 }
 
-/* Messages the aggregators of `g` have handed to the transport so far. */
-static uint64_t carried_by(grain_t *g)
+/* Messages the aggregators of `g` have handed to the transport so far, and
+ * their wire bytes in `bytes_p` (may be NULL). */
+static uint64_t carried_by(grain_t *g, uint64_t *bytes_p)
 {
-    uint64_t carried = 0;
-    for (unsigned a = 0; a < g->n_aggs; a++)
+    uint64_t carried = 0, bytes = 0;
+    for (unsigned a = 0; a < g->n_aggs; a++) {
+        bytes += g->aggs[a].packer.stats.bytes;
         for (int p = 0; p < g->n_pes; p++)
             carried += g->aggs[a].packer.dest_msgs[p];
+    }
+    if (bytes_p != NULL)
+        *bytes_p = bytes;
     return carried;
 }
 
@@ -200,7 +205,7 @@ static double measure(const run_t *r, int baseline)
         carried = atomic_load(&drain->consumed);
     } else {
         grain_aggregators_drain(g);
-        carried = carried_by(g);
+        carried = carried_by(g, NULL);
     }
     double seconds = bench_now() - t0;
     if (!baseline)
@@ -263,16 +268,13 @@ static gpu_point_t gpu_measure(const run_t *r)
     check(grain_kernel_set_arg(send, 3, sizeof dests, &dests), "arg");
     timed_launch(g, send, WIDTH); /* code loading and first touches */
     double secs[3];
-    uint64_t before = carried_by(g), wire0 = 0, wire1 = 0;
-    for (unsigned a = 0; a < g->n_aggs; a++)
-        wire0 += g->aggs[a].packer.stats.bytes;
+    uint64_t wire0, wire1, before = carried_by(g, &wire0);
     for (int i = 0; i < 3; i++)
         secs[i] = timed_launch(g, send, global);
-    for (unsigned a = 0; a < g->n_aggs; a++)
-        wire1 += g->aggs[a].packer.stats.bytes;
-    if (carried_by(g) - before != 3 * messages) {
-        fprintf(stderr, "aggregator_bench: %llu of %llu messages came out\n",
-                (unsigned long long)(carried_by(g) - before), (unsigned long long)(3 * messages));
+    uint64_t carried = carried_by(g, &wire1) - before;
+    if (carried != 3 * messages) {
+        fprintf(stderr, "aggregator_bench: %llu of %llu messages came out\n", (unsigned long long)carried,
+                (unsigned long long)(3 * messages));
         exit(1);
     }
     double t = bench_median3(secs[0], secs[1], secs[2]);
