@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "runtime/grain_impl.h"
+#include "runtime/log.h"
 #include "runtime/queue_consumer.h"
 
 grain_queue_geom_t grain_queue_geom_of(const grain_t *g, uint32_t nslots, uint32_t width, uint32_t rows)
@@ -48,7 +49,7 @@ grain_status_t grain_queue_full_waits(grain_t *g, const grain_queue_mem_t *m, ui
     uint32_t n = m->desc.geom.nrings;
     grain_ring_prod_t *prod = malloc(n * sizeof *prod);
     if (prod == NULL)
-        return GRAIN_ERR_NO_MEMORY;
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to read %u rings' producer counters", n);
     grain_status_t st = g->bops->copy(g->backend, prod, m->prod, n * sizeof *prod);
     *waits = 0;
     for (uint32_t i = 0; st == GRAIN_OK && i < n; i++)
