@@ -77,6 +77,9 @@ typedef struct grain_backend_ops {
     grain_status_t (*launch)(grain_bkernel_t *kernel, unsigned dims, const size_t *global,
                              const size_t *local);
     grain_status_t (*synchronize)(grain_backend_t *backend);
+    /* Whether a kernel the application launched is still running, without
+     * waiting; any thread. */
+    int (*busy)(grain_backend_t *backend);
 
     /* The side stream: the runtime's apply kernels, in order, beside the
      * application's kernels and never waiting for them.  launch_side numbers

@@ -145,19 +145,23 @@ static void check(grain_status_t st, const char *what)
     }
 }
 
-/* Messages the aggregators of `g` have handed to the transport so far, and
- * their wire bytes in `bytes_p` (may be NULL). */
-static uint64_t carried_by(grain_t *g, uint64_t *bytes_p)
+/* What the aggregators of `g` have done so far: messages handed to the
+ * transport, their wire bytes, and the seconds the threads spent busy. */
+typedef struct carried {
+    uint64_t msgs, bytes;
+    double busy_s;
+} carried_t;
+
+static carried_t carried_by(grain_t *g)
 {
-    uint64_t carried = 0, bytes = 0;
+    carried_t c = {0, 0, 0};
     for (unsigned a = 0; a < g->n_aggs; a++) {
-        bytes += g->aggs[a].packer.stats.bytes;
+        c.bytes += g->aggs[a].packer.stats.bytes;
+        c.busy_s += (double)g->aggs[a].busy_ns * 1e-9;
         for (int p = 0; p < g->n_pes; p++)
-            carried += g->aggs[a].packer.dest_msgs[p];
+            c.msgs += g->aggs[a].packer.dest_msgs[p];
     }
-    if (bytes_p != NULL)
-        *bytes_p = bytes;
-    return carried;
+    return c;
 }
 
 /* Messages per second per draining thread: the aggregators, or with
@@ -205,7 +209,7 @@ static double measure(const run_t *r, int baseline)
         carried = atomic_load(&drain->consumed);
     } else {
         grain_aggregators_drain(g);
-        carried = carried_by(g, NULL);
+        carried = carried_by(g).msgs;
     }
     double seconds = bench_now() - t0;
     if (!baseline)
@@ -229,6 +233,7 @@ static double measure(const run_t *r, int baseline)
 
 typedef struct gpu_point {
     double msgs_per_s, wire_bytes_per_s, store_bytes_per_s;
+    double busy; /* the aggregators' busy fraction of the launches' time */
 } gpu_point_t;
 
 /* One launch of `k` over `global` work-items, then quiet: seconds. */
@@ -268,17 +273,18 @@ static gpu_point_t gpu_measure(const run_t *r)
     check(grain_kernel_set_arg(send, 3, sizeof dests, &dests), "arg");
     timed_launch(g, send, WIDTH); /* code loading and first touches */
     double secs[3];
-    uint64_t wire0, wire1, before = carried_by(g, &wire0);
+    carried_t before = carried_by(g);
     for (int i = 0; i < 3; i++)
         secs[i] = timed_launch(g, send, global);
-    uint64_t carried = carried_by(g, &wire1) - before;
-    if (carried != 3 * messages) {
-        fprintf(stderr, "aggregator_bench: %llu of %llu messages came out\n", (unsigned long long)carried,
-                (unsigned long long)(3 * messages));
+    carried_t after = carried_by(g);
+    if (after.msgs - before.msgs != 3 * messages) {
+        fprintf(stderr, "aggregator_bench: %llu of %llu messages came out\n",
+                (unsigned long long)(after.msgs - before.msgs), (unsigned long long)(3 * messages));
         exit(1);
     }
     double t = bench_median3(secs[0], secs[1], secs[2]);
-    gpu_point_t pt = {(double)messages / t, (double)(wire1 - wire0) / 3 / t, 0};
+    gpu_point_t pt = {(double)messages / t, (double)(after.bytes - before.bytes) / 3 / t, 0,
+                      (after.busy_s - before.busy_s) / (r->aggregators * (secs[0] + secs[1] + secs[2]))};
 
     /* The ceiling: the queue's bytes stored into shared memory by a kernel. */
     uint64_t nslots = (64ull << 20) / (rows * 8 * WIDTH);
@@ -303,19 +309,21 @@ static gpu_point_t gpu_measure(const run_t *r)
 
 static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
 {
-    fprintf(csv, "aggregators,dests,msgs_per_s,msgs_per_s_per_thread,queue_gb_per_s,wire_gb_per_s,"
-                 "store_gb_per_s,ratio\n");
-    printf("%11s %6s %14s %18s %10s %10s %12s %7s\n", "aggregators", "dests", "msgs/s", "msgs/s/thread",
-           "queue GB/s", "wire GB/s", "stores GB/s", "ratio");
+    fprintf(csv, "aggregators,dests,msgs_per_s,msgs_per_s_per_thread,busy_fraction,msgs_per_busy_thread_s,"
+                 "queue_gb_per_s,wire_gb_per_s,store_gb_per_s,ratio\n");
+    printf("%11s %6s %14s %14s %6s %14s %10s %10s %12s %7s\n", "aggregators", "dests", "msgs/s",
+           "msgs/s/thread", "busy", "msgs/busy-s", "queue GB/s", "wire GB/s", "stores GB/s", "ratio");
     for (unsigned a = 1; a <= max_aggs; a = a * 2 > max_aggs && a < max_aggs ? max_aggs : a * 2) {
         r.aggregators = a;
         gpu_point_t p = gpu_measure(&r);
-        double queue = p.msgs_per_s * GRAIN_MSG_ROWS * 8;
-        printf("%11u %6u %14.0f %18.0f %10.2f %10.2f %12.2f %7.2f\n", a, r.dests, p.msgs_per_s,
-               p.msgs_per_s / a, queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9,
-               queue / p.store_bytes_per_s);
-        fprintf(csv, "%u,%u,%.0f,%.0f,%.3f,%.3f,%.3f,%.4f\n", a, r.dests, p.msgs_per_s, p.msgs_per_s / a,
-                queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
+        double queue = p.msgs_per_s * GRAIN_MSG_ROWS * 8, per_thread = p.msgs_per_s / a;
+        double per_busy = p.busy > 0 ? per_thread / p.busy : 0;
+        printf("%11u %6u %14.0f %14.0f %5.0f%% %14.0f %10.2f %10.2f %12.2f %7.2f\n", a, r.dests, p.msgs_per_s,
+               per_thread, 100 * p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9,
+               p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
+        fprintf(csv, "%u,%u,%.0f,%.0f,%.4f,%.0f,%.3f,%.3f,%.3f,%.4f\n", a, r.dests, p.msgs_per_s, per_thread,
+                p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9,
+                queue / p.store_bytes_per_s);
         fflush(stdout);
     }
 }
@@ -323,15 +331,20 @@ static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
 int main(int argc, char **argv)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    run_t r = {1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 1u << 24};
+    run_t r = {1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0};
     unsigned max_aggs = cpus > 2 ? (unsigned)(cpus / 2) : 1;
     const char *csv_path = "aggregator_bench.csv";
-    int gpu = argc > 1 && strcmp(argv[argc - 1], "--gpu") == 0;
-    if (gpu) {
-        argc--;
-        r.messages = 1u << 26;
-    }
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int gpu = 0;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--gpu") == 0) {
+            gpu = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "aggregator_bench: %s needs a value\n", argv[i]);
+            return 2;
+        }
         unsigned long long v = strtoull(argv[i + 1], NULL, 10);
         if (strcmp(argv[i], "--aggregators") == 0 && v >= 1 && v <= 64)
             max_aggs = (unsigned)v;
@@ -349,10 +362,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc % 2 == 0) {
-        fprintf(stderr, "aggregator_bench: %s needs a value\n", argv[argc - 1]);
-        return 2;
-    }
+    if (r.messages == 0)
+        r.messages = gpu ? 1u << 26 : 1u << 24; /* a GPU needs more to reach its rate */
     FILE *csv = fopen(csv_path, "w");
     if (csv == NULL) {
         perror(csv_path);

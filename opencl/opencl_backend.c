@@ -33,10 +33,12 @@ struct grain_backend {
     char cl_std[16]; /* -cl-std= value */
     /* Every live SVM allocation: kernels reach the heap and the queue through
      * pointers stored in the device context, which OpenCL requires to be
-     * declared with CL_KERNEL_EXEC_INFO_SVM_PTRS. */
+     * declared with CL_KERNEL_EXEC_INFO_SVM_PTRS.  The lock also guards
+     * last_launch, which runtime threads query. */
     pthread_mutex_t lock;
     void **svm;
     size_t n_svm, cap_svm;
+    cl_event last_launch; /* the application's newest kernel */
 };
 
 struct grain_bprogram {
@@ -287,6 +289,8 @@ static void ocl_close(grain_backend_t *b)
     for (unsigned i = 0; i < SIDE_EVENTS; i++)
         if (b->side_events[i] != NULL)
             clReleaseEvent(b->side_events[i]);
+    if (b->last_launch != NULL)
+        clReleaseEvent(b->last_launch);
     clReleaseCommandQueue(b->side);
     clReleaseCommandQueue(b->queue);
     clReleaseContext(b->context);
@@ -459,7 +463,30 @@ static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsign
 static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
                                  const size_t *local)
 {
-    return enqueue(k, k->backend->queue, dims, global, local, NULL);
+    grain_backend_t *b = k->backend;
+    cl_event event;
+    grain_status_t st = enqueue(k, b->queue, dims, global, local, &event);
+    if (st != GRAIN_OK)
+        return st;
+    pthread_mutex_lock(&b->lock);
+    if (b->last_launch != NULL)
+        clReleaseEvent(b->last_launch);
+    b->last_launch = event;
+    pthread_mutex_unlock(&b->lock);
+    return GRAIN_OK;
+}
+
+/* The queue is in order: its newest kernel runs last. */
+static int ocl_busy(grain_backend_t *b)
+{
+    cl_int status = CL_COMPLETE;
+    pthread_mutex_lock(&b->lock);
+    if (b->last_launch != NULL &&
+        clGetEventInfo(b->last_launch, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) !=
+            CL_SUCCESS)
+        status = CL_COMPLETE;
+    pthread_mutex_unlock(&b->lock);
+    return status > CL_COMPLETE;
 }
 
 static grain_status_t ocl_launch_side(grain_bkernel_t *k, size_t global, size_t local, uint64_t *n_p)
@@ -532,6 +559,7 @@ const grain_backend_ops_t grain_opencl_ops = {
     .kernel_set_arg_ptr = ocl_kernel_set_arg_ptr,
     .launch = ocl_launch,
     .synchronize = ocl_synchronize,
+    .busy = ocl_busy,
     .launch_side = ocl_launch_side,
     .side_done = ocl_side_done,
     .side_synchronize = ocl_side_synchronize,

@@ -104,16 +104,25 @@ static void *aggregator_thread(void *arg)
     grain_aggregator_t *a = arg;
     grain_t *g = a->grain;
     grain_backoff_t backoff = {0};
-    uint64_t now = grain_now_ns();
+    uint64_t now = grain_now_ns(), busy_since = 0;
     unsigned since_clock = 0;
     while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
-        if (consume_slot(a, &now)) {
+        /* Idle polls read the clock: a streak then counts its first slot. */
+        uint64_t poll_start = busy_since == 0 ? grain_now_ns() : 0;
+        int took = consume_slot(a, &now);
+        if (took) {
             grain_backoff_reset(&backoff);
+            if (busy_since == 0)
+                busy_since = poll_start;
             if (++since_clock < TIMEOUT_CHECK_SLOTS)
                 continue;
         }
         since_clock = 0;
         now = grain_now_ns();
+        if (!took && busy_since != 0) {
+            a->busy_ns += now - busy_since;
+            busy_since = 0;
+        }
         grain_packer_flush_expired(&a->packer, now);
         uint64_t epoch = atomic_load_explicit(&g->flush_epoch, memory_order_acquire);
         if (epoch != atomic_load_explicit(&a->flush_ack, memory_order_relaxed)) {
@@ -122,6 +131,10 @@ static void *aggregator_thread(void *arg)
             while (consume_slot(a, &now)) {
             }
             grain_packer_flush_all(&a->packer, GRAIN_FLUSH_QUIET);
+            if (busy_since != 0) { /* the quiet that reads busy_ns sees this streak too */
+                a->busy_ns += grain_now_ns() - busy_since;
+                busy_since = 0;
+            }
             atomic_store_explicit(&a->flush_ack, epoch, memory_order_release);
         }
         grain_backoff_idle(&backoff);

@@ -14,6 +14,9 @@ extern const char grain_apply_kernel_source[];
 typedef struct stage {
     uint64_t *records; /* shared memory, room for a full buffer's messages */
     uint64_t launch;   /* the side-stream launch that reads it; 0: none */
+    /* At that launch: the application's launch count, when one of its
+     * kernels was running (else 0). */
+    uint64_t beside;
 } stage_t;
 
 struct grain_applier {
@@ -28,20 +31,24 @@ struct grain_applier {
     unsigned next;        /* the stage launched longest ago, first to finish */
     uint64_t *kept;       /* records waiting for a free stage (host memory) */
     size_t n_kept, cap_kept;
-    uint64_t kernels, on_host, deferred;
+    grain_applier_stats_t stats;
 };
 
 /* Count 0 is the warm-up: one work-group that applies nothing. */
 static grain_status_t launch(grain_applier_t *a, stage_t *s, uint64_t count)
 {
+    grain_t *g = a->grain;
     size_t groups = count == 0 ? 1 : (size_t)((count + a->wg - 1) / a->wg);
+    /* Looked at before the launch, so that the kernel starts after. */
+    uint64_t launches = atomic_load_explicit(&g->app_launches, memory_order_relaxed);
+    s->beside = g->bops->busy(g->backend) ? launches : 0;
     grain_status_t st = grain_kernel_set_arg_ptr(a->kernel, 1, s->records);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(a->kernel, 2, sizeof count, &count);
     if (st == GRAIN_OK)
         st = grain_kernel_launch_side(a->kernel, groups * a->wg, a->wg, &s->launch);
     if (st == GRAIN_OK && count > 0)
-        a->kernels++;
+        a->stats.kernels++;
     return st;
 }
 
@@ -144,6 +151,12 @@ static stage_t *free_stage(grain_applier_t *a)
     stage_t *s = &a->stages[a->next];
     if (s->launch != 0 && !g->bops->side_done(g->backend, s->launch))
         return NULL;
+    /* No application launch since, and the device still busy: the apply
+     * kernel started and finished while the same kernels ran. */
+    if (s->launch != 0 && s->beside != 0 &&
+        s->beside == atomic_load_explicit(&g->app_launches, memory_order_relaxed) &&
+        g->bops->busy(g->backend))
+        a->stats.overlapped++;
     a->next = (a->next + 1) % a->n_stages;
     s->launch = 0;
     return s;
@@ -193,8 +206,8 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf)
     } else if (st == GRAIN_OK && (st = keep_room(a, h.count)) == GRAIN_OK) {
         size_t n = grain_wire_apply(buf, g->heap, &g->am, a->kept + GRAIN_RECORD_WORDS * a->n_kept, 0);
         a->n_kept += n;
-        a->deferred += n;
-        a->on_host += n < h.count;
+        a->stats.kept += n;
+        a->stats.on_host += n < h.count;
     }
     pthread_mutex_unlock(&a->lock);
     return st;
@@ -216,11 +229,10 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
     return st;
 }
 
-void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *on_host, uint64_t *deferred)
+grain_applier_stats_t grain_applier_stats(grain_applier_t *a)
 {
     pthread_mutex_lock(&a->lock);
-    *kernels = a->kernels;
-    *on_host = a->on_host;
-    *deferred = a->deferred;
+    grain_applier_stats_t s = a->stats;
     pthread_mutex_unlock(&a->lock);
+    return s;
 }

@@ -44,8 +44,14 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf);
  * running (records kept back are launched first). */
 grain_status_t grain_applier_wait(grain_applier_t *a);
 
-/* Statistics: apply kernels launched, buffers applied on the host because
- * every stage was busy, and records kept back for a later kernel. */
-void grain_applier_counts(grain_applier_t *a, uint64_t *kernels, uint64_t *on_host, uint64_t *deferred);
+typedef struct grain_applier_stats {
+    uint64_t kernels;    /* apply kernels launched */
+    uint64_t on_host;    /* buffers applied on the host because every stage was busy */
+    uint64_t kept;       /* records kept back for a later kernel */
+    uint64_t overlapped; /* apply kernels seen to start and finish while an application kernel ran
+                            (a lower bound: a stage's kernel is looked at only when it is reused) */
+} grain_applier_stats_t;
+
+grain_applier_stats_t grain_applier_stats(grain_applier_t *a);
 
 #endif

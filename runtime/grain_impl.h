@@ -36,6 +36,10 @@ typedef struct grain_aggregator {
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];
     uint64_t local_msgs;
     uint64_t remote_msgs;
+    /* Time from a take that found a slot to the next one that found none:
+     * with the run's length it says whether the aggregators keep up or wait
+     * for the producers. */
+    uint64_t busy_ns;
     atomic_uint_fast64_t flush_ack; /* last flush epoch served */
 } grain_aggregator_t;
 
@@ -55,6 +59,7 @@ struct grain {
     grain_dev_err_t *dev_err; /* in shared memory */
     grain_queue_mem_t queue;
     int apply_on_device;         /* GRAIN_APPLY resolved: the heap is in device memory */
+    atomic_uint_fast64_t app_launches; /* kernels the application has launched */
     /* Apply kernels: made at init with apply_on_device, else by the first
      * grain_am_register_program while the receive path runs. */
     struct grain_applier *_Atomic applier;

@@ -158,6 +158,10 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
                           "(%llu, the messages one queue slot holds) and the device's maximum (%zu)",
                           k->name, wg, limit, (unsigned long long)g->config.queue_width,
                           g->binfo.max_wg_size);
+    /* Counted before the launch: an apply kernel that sees the count
+     * unchanged and the device busy on both sides of its run ran beside
+     * the same kernels (runtime/apply.c). */
+    atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
     grain_status_t st = g->bops->launch(k->bkernel, dims, global, chosen);
     if (st == GRAIN_OK)
         g->kernels_in_flight = 1;

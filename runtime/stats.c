@@ -13,7 +13,7 @@
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
-    S_APPLY_KEPT, S_CMD0,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_CMD0,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
 };
 
@@ -45,6 +45,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_FLUSH_TIMEOUT] += ps->flushes[GRAIN_FLUSH_TIMEOUT];
         r[S_FLUSH_QUIET] += ps->flushes[GRAIN_FLUSH_QUIET];
         r[S_BUFFER_WAITS] += ps->buffer_waits;
+        r[S_BUSY_NS] += agg->busy_ns;
         for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
             r[S_CMD0 + c] += agg->cmd_msgs[c];
         for (size_t p = 0; p < n; p++) {
@@ -56,8 +57,13 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     for (size_t p = 0; p < n; p++)
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
     r[S_RECV_BYTES] = g->recv_bytes;
-    if (g->applier != NULL)
-        grain_applier_counts(g->applier, &r[S_APPLY_KERNELS], &r[S_APPLY_ON_HOST], &r[S_APPLY_KEPT]);
+    if (g->applier != NULL) {
+        grain_applier_stats_t as = grain_applier_stats(g->applier);
+        r[S_APPLY_KERNELS] = as.kernels;
+        r[S_APPLY_ON_HOST] = as.on_host;
+        r[S_APPLY_KEPT] = as.kept;
+        r[S_APPLY_OVERLAPPED] = as.overlapped;
+    }
     if (grain_allreduce(g, rows, n * width, GRAIN_UINT64, GRAIN_SUM) != GRAIN_OK) {
         grain_warn("statistics could not be gathered");
         free(rows);
@@ -84,7 +90,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
-            "\"messages_to\":[",
+            "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"messages_to\":[",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
             ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
@@ -92,7 +98,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
             (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
-            (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT]);
+            (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT],
+            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9);
     for (size_t p = 0; p < n; p++)
         fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + p]);
     fprintf(out, "],\"bytes_to\":[");

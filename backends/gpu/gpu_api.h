@@ -25,6 +25,7 @@ typedef cudaStream_t gpu_stream_t;
 typedef cudaLibrary_t gpu_module_t;
 typedef cudaKernel_t gpu_function_t;
 #define GPU_SUCCESS cudaSuccess
+#define GPU_NOT_READY cudaErrorNotReady
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuSetDevice cudaSetDevice
@@ -39,6 +40,7 @@ typedef cudaKernel_t gpu_function_t;
 typedef cudaEvent_t gpu_event_t;
 #define gpuEventRecord cudaEventRecord
 #define gpuEventQuery cudaEventQuery
+#define gpuStreamQuery cudaStreamQuery
 #define gpuEventDestroy cudaEventDestroy
 
 static inline gpu_err_t gpuEventCreate(gpu_event_t *e)
@@ -121,6 +123,7 @@ typedef hipStream_t gpu_stream_t;
 typedef hipModule_t gpu_module_t;
 typedef hipFunction_t gpu_function_t;
 #define GPU_SUCCESS hipSuccess
+#define GPU_NOT_READY hipErrorNotReady
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetDeviceCount hipGetDeviceCount
 #define gpuSetDevice hipSetDevice
@@ -135,6 +138,7 @@ typedef hipFunction_t gpu_function_t;
 typedef hipEvent_t gpu_event_t;
 #define gpuEventRecord hipEventRecord
 #define gpuEventQuery hipEventQuery
+#define gpuStreamQuery hipStreamQuery
 #define gpuEventDestroy hipEventDestroy
 
 static inline gpu_err_t gpuEventCreate(gpu_event_t *e)

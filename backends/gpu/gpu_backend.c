@@ -381,6 +381,13 @@ static grain_status_t gpu_synchronize(grain_backend_t *b)
     return GRAIN_OK;
 }
 
+/* Any status but "not ready" (an error included: synchronize reports it)
+ * means nothing runs any more. */
+static int gpu_busy(grain_backend_t *b)
+{
+    return gpuStreamQuery(b->stream) == GPU_NOT_READY;
+}
+
 static grain_status_t gpu_launch_side(grain_bkernel_t *k, size_t global, size_t local, uint64_t *n_p)
 {
     grain_backend_t *b = k->backend;
@@ -439,6 +446,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .launch = gpu_launch,
     .synchronize = gpu_synchronize,
     .launch_side = gpu_launch_side,
+    .busy = gpu_busy,
     .side_done = gpu_side_done,
     .side_synchronize = gpu_side_synchronize,
 };
