@@ -9,9 +9,9 @@
  * the backend's side stream.  Nothing waits for the device: a stage is reused
  * once its kernel has finished, and when every stage is still busy (a
  * producer kernel fills the device and the apply kernels queue behind it) the
- * receiving thread applies what it can itself, through the host's view of
- * the heap, and keeps the records only a kernel can apply in host memory
- * until a stage frees.  Stages are allocated up front: pinned memory
+ * receiving thread keeps the records in host memory until a stage frees;
+ * only with the heap in host memory does it apply the PUTs and adds itself
+ * (a heap in managed device memory would migrate under the kernels).  Stages are allocated up front: pinned memory
  * allocation waits for running kernels on CUDA, and a producer spinning on a
  * full queue would then wait on its own apply.
  */
@@ -46,7 +46,7 @@ grain_status_t grain_applier_wait(grain_applier_t *a);
 
 typedef struct grain_applier_stats {
     uint64_t kernels;    /* apply kernels launched */
-    uint64_t on_host;    /* buffers applied on the host because every stage was busy */
+    uint64_t on_host;    /* buffers partly applied on the host because every stage was busy */
     uint64_t kept;       /* records kept back for a later kernel */
     uint64_t overlapped; /* apply kernels seen to start and finish while an application kernel ran
                             (a lower bound: a stage's kernel is looked at only when it is reused) */
