@@ -93,6 +93,7 @@ static void report(const opts_t *o, const char *figure, const char *queue, const
            rate, gbs, rate / mpmc, x_paper);
     fprintf(o->csv, "%s,%s,%s,%zu,%u,%.0f,%.4f,%.4f,%.4f\n", figure, queue, reserve, wg, rows * 8,
             rate, gbs, rate / mpmc, x_paper);
+    fflush(o->csv); /* a run stopped by a time limit keeps its points */
     fflush(stdout);
 }
 
