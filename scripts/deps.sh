@@ -4,7 +4,8 @@
 # (compile and link: Debian's ROCm 5.2); the CUDA backend is built when a CUDA
 # toolkit is installed (/usr/local/cuda).
 grain_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev"
+clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev
+clang libclang-rt-14-dev"
 
 grain_install_deps() {
     missing=""

@@ -1,0 +1,71 @@
+/*
+ * Graph input for the apps: Matrix Market and edge-list files, Graph500
+ * Kronecker (R-MAT) graphs generated from a seed, and a binary cache of
+ * parsed files.  Nothing here knows about grain: the parsers are plain C over
+ * memory, so unit tests and the fuzz target call them directly.
+ *
+ * A graph is a list of directed edges over vertices 0 .. n-1.  Undirected
+ * inputs (a symmetric .mtx, an edge list read with `undirected`) list every
+ * edge in both directions, a self loop once.  Vertex ids in the file are kept
+ * apart from the internal ones only by `base`: a .mtx numbers from 1, an edge
+ * list from 0, and apps print the file's numbering.
+ *
+ * Every reader either fills its output and returns 0, or returns -1 with a
+ * sentence in the error buffer that names the input and, for files, the line.
+ */
+#ifndef GRAIN_GRAPHAPPS_GRAPH_H
+#define GRAIN_GRAPHAPPS_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct app_edge {
+    uint64_t u, v;
+    double w; /* 1 for unweighted inputs */
+} app_edge_t;
+
+typedef struct app_edges {
+    uint64_t n;        /* vertices */
+    uint64_t base;     /* the input's number for vertex 0 */
+    int weighted;      /* the input gave weights */
+    int undirected;    /* every edge is listed both ways */
+    app_edge_t *edges; /* malloc'd */
+    size_t count, cap;
+} app_edges_t;
+
+typedef struct app_error {
+    char msg[512];
+} app_error_t;
+
+/* Frees the edges and zeroes *e. */
+void app_edges_free(app_edges_t *e);
+
+/* Parses `len` bytes of Matrix Market coordinate data (pattern, integer or
+ * real; general or symmetric).  `name` appears in error messages. */
+int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e, app_error_t *err);
+
+/* Parses a whitespace edge list: "u v" or "u v w" per line, ids from 0,
+ * '#' and '%' start comments.  Every line has the same number of columns. */
+int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, app_edges_t *e,
+                        app_error_t *err);
+
+/* A Graph500-style Kronecker graph: 2^scale vertices, edgefactor * 2^scale
+ * undirected edges (listed both ways) drawn with R-MAT probabilities
+ * (0.57, 0.19, 0.19, 0.05), vertex ids scrambled, integer weights 1..255.
+ * The same seed gives the same graph on every machine and rank count. */
+int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_t *e, app_error_t *err);
+
+/*
+ * Reads FILE: a .mtx by its suffix or its %%MatrixMarket banner, else an edge
+ * list (`undirected` applies to edge lists; a .mtx says itself whether it is
+ * symmetric).  With a `cache_dir`, inputs of 1 MiB and more go through a
+ * binary cache there, used while it matches FILE's size, modification time
+ * and `undirected`, and rewritten after a parse; a cache that cannot be
+ * written is not an error.
+ */
+int app_read_graph(const char *path, int undirected, const char *cache_dir, app_edges_t *e, app_error_t *err);
+
+/* Rejects a graph with no vertices or no edges. */
+int app_check_not_empty(const app_edges_t *e, const char *name, app_error_t *err);
+
+#endif

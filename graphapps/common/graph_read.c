@@ -1,0 +1,191 @@
+/*
+ * Graph files through a binary cache.  Parsing text runs at tens of MB/s;
+ * the cache is the edge array as it lies in memory, so a large input loads
+ * at the speed of the disk on every later run.  Caches live in a directory
+ * of their own, never beside the inputs (which may be read-only or shared),
+ * named by the input's absolute path, and are trusted only while their
+ * header matches the input's size and modification time and the options it
+ * was parsed with.
+ */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "graph.h"
+
+#define CACHE_MAGIC 0x3143475f4e494152ull /* "RAIN_GC1" */
+
+typedef struct cache_header {
+    uint64_t magic;
+    uint64_t source_size, source_mtime_ns;
+    uint64_t undirected_option;
+    uint64_t n, base, weighted, undirected, count;
+} cache_header_t;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int is_mtx(const char *path, const char *data, size_t len)
+{
+    static const char banner[] = "%%MatrixMarket";
+    return ends_with(path, ".mtx") || (len >= sizeof banner - 1 && memcmp(data, banner, sizeof banner - 1) == 0);
+}
+
+/* Inputs below this parse faster than a cache is written. */
+#define CACHE_MIN_BYTES (1u << 20)
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* DIR/<file name>-<hash of the absolute path>.gcache, creating DIR and its
+ * parents; NULL when that fails. */
+static char *cache_path(const char *dir, const char *path)
+{
+    char *abs = realpath(path, NULL);
+    char *out = NULL;
+    char made[4096];
+    if (abs == NULL || strlen(dir) >= sizeof made)
+        goto done;
+    strcpy(made, dir);
+    for (char *p = made + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(made, 0777) != 0 && errno != EEXIST)
+                goto done;
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    const char *base = strrchr(abs, '/') ? strrchr(abs, '/') + 1 : abs;
+    size_t n = strlen(dir) + strlen(base) + 40;
+    if ((out = malloc(n)) != NULL)
+        snprintf(out, n, "%s/%s-%016llx.gcache", dir, base, (unsigned long long)fnv1a(abs));
+done:
+    free(abs);
+    return out;
+}
+
+static cache_header_t header_for(const struct stat *st, int undirected)
+{
+    return (cache_header_t){CACHE_MAGIC, (uint64_t)st->st_size,
+                            (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+                            (uint64_t)undirected, 0, 0, 0, 0, 0};
+}
+
+/* 1 when the cache matched and was read; 0 when there is none to use. */
+static int cache_load(const char *cpath, cache_header_t want, app_edges_t *e)
+{
+    FILE *f = fopen(cpath, "rb");
+    if (f == NULL)
+        return 0;
+    cache_header_t h;
+    struct stat st;
+    int ok = fread(&h, sizeof h, 1, f) == 1 && h.magic == want.magic && h.source_size == want.source_size &&
+             h.source_mtime_ns == want.source_mtime_ns && h.undirected_option == want.undirected_option &&
+             fstat(fileno(f), &st) == 0 && h.count <= (uint64_t)st.st_size / sizeof(app_edge_t) &&
+             (uint64_t)st.st_size == sizeof h + h.count * sizeof(app_edge_t);
+    app_edge_t *edges = ok ? malloc(h.count ? h.count * sizeof *edges : 1) : NULL;
+    ok = edges != NULL && fread(edges, sizeof *edges, h.count, f) == h.count;
+    fclose(f);
+    if (!ok) {
+        free(edges);
+        return 0;
+    }
+    *e = (app_edges_t){h.n, h.base, (int)h.weighted, (int)h.undirected, edges, h.count, h.count};
+    return 1;
+}
+
+/* Best effort: a read-only directory or a full disk leaves no cache. */
+static void cache_store(const char *cpath, cache_header_t h, const app_edges_t *e)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", cpath, (long)getpid()) >= (int)sizeof tmp)
+        return;
+    FILE *f = fopen(tmp, "wb");
+    if (f == NULL)
+        return;
+    h.n = e->n;
+    h.base = e->base;
+    h.weighted = (uint64_t)e->weighted;
+    h.undirected = (uint64_t)e->undirected;
+    h.count = e->count;
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(e->edges, sizeof *e->edges, e->count, f) == e->count;
+    ok = fclose(f) == 0 && ok;
+    /* Ranks that parse the same file at once each rename a whole file. */
+    if (!ok || rename(tmp, cpath) != 0)
+        remove(tmp);
+}
+
+static char *read_all(const char *path, size_t *len, app_error_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *data = malloc(cap);
+    while (data != NULL) {
+        n += fread(data + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *grown = realloc(data, cap *= 2);
+        if (grown == NULL)
+            free(data);
+        data = grown;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (data == NULL || failed) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, data == NULL ? "no memory to read it" : "read error");
+        free(data);
+        return NULL;
+    }
+    *len = n;
+    return data;
+}
+
+int app_read_graph(const char *path, int undirected, const char *cache_dir, app_edges_t *e, app_error_t *err)
+{
+    *e = (app_edges_t){0};
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err->msg, sizeof err->msg, "%s: not a regular file", path);
+        return -1;
+    }
+    cache_header_t want = header_for(&st, undirected);
+    char *cpath = cache_dir != NULL && st.st_size >= CACHE_MIN_BYTES ? cache_path(cache_dir, path) : NULL;
+    if (cpath != NULL && cache_load(cpath, want, e)) {
+        free(cpath);
+        return 0;
+    }
+    size_t len = 0;
+    char *data = read_all(path, &len, err);
+    int rc = -1;
+    if (data != NULL)
+        rc = is_mtx(path, data, len) ? app_parse_mtx(data, len, path, e, err)
+                                     : app_parse_edge_list(data, len, path, undirected, e, err);
+    free(data);
+    if (rc == 0 && cpath != NULL)
+        cache_store(cpath, want, e);
+    free(cpath);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/*
+ * Graph500-style Kronecker graphs.  Each edge is drawn from its own
+ * counter-based random stream (splitmix64 of the seed and the edge's
+ * number), so the graph depends on the seed and the scale only: every rank
+ * generates the same list, whatever the rank count.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graph.h"
+
+#define RMAT_A 0.57
+#define RMAT_B 0.19
+#define RMAT_C 0.19
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *state)
+{
+    return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+/* A bijection of [0, 2^scale): R-MAT puts the high-degree vertices at small
+ * ids, and Graph500 scrambles them so that a block partition is not skewed
+ * by construction. */
+static uint64_t scramble(uint64_t v, unsigned scale, uint64_t seed)
+{
+    uint64_t mask = scale >= 64 ? ~0ull : (1ull << scale) - 1;
+    uint64_t odd = (seed | 1) * 0x9e3779b97f4a7c15ull | 1;
+    for (int round = 0; round < 2; round++) {
+        v = (v * odd) & mask;
+        v ^= v >> (scale / 2 + 1);
+    }
+    return v;
+}
+
+int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_t *e, app_error_t *err)
+{
+    *e = (app_edges_t){0};
+    if (scale < 1 || scale > 36 || edgefactor < 1 || edgefactor > 1024) {
+        snprintf(err->msg, sizeof err->msg,
+                 "--kronecker %u,%u: the scale must be 1 to 36 and the edge factor 1 to 1024", scale, edgefactor);
+        return -1;
+    }
+    uint64_t undirected = (uint64_t)edgefactor << scale;
+    e->cap = 2 * undirected;
+    e->edges = malloc(e->cap * sizeof *e->edges);
+    if (e->edges == NULL) {
+        snprintf(err->msg, sizeof err->msg, "--kronecker %u,%u: no memory for %llu edges", scale, edgefactor,
+                 (unsigned long long)e->cap);
+        e->cap = 0;
+        return -1;
+    }
+    uint64_t mix = seed;
+    uint64_t key = splitmix64(&mix);
+    for (uint64_t k = 0; k < undirected; k++) {
+        uint64_t state = key ^ (k * 0xd1b54a32d192ed03ull);
+        uint64_t u = 0, v = 0;
+        for (unsigned level = 0; level < scale; level++) {
+            double r = unit(&state);
+            unsigned row = r >= RMAT_A + RMAT_B, col = (r >= RMAT_A && r < RMAT_A + RMAT_B) || r >= RMAT_A + RMAT_B + RMAT_C;
+            u = u << 1 | row;
+            v = v << 1 | col;
+        }
+        u = scramble(u, scale, key);
+        v = scramble(v, scale, key);
+        double w = (double)(1 + splitmix64(&state) % 255);
+        e->edges[e->count++] = (app_edge_t){u, v, w};
+        if (u != v)
+            e->edges[e->count++] = (app_edge_t){v, u, w};
+    }
+    e->n = 1ull << scale;
+    e->base = 0;
+    e->weighted = 1;
+    e->undirected = 1;
+    return 0;
+}

@@ -1,0 +1,286 @@
+/* Graph input: the real test graphs, every malformed case the apps must
+ * reject with a line number, Kronecker determinism, and the binary cache. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "graphapps/common/graph.h"
+
+static const char *data_dir; /* tests/data/graphs, from argv[1] */
+
+static app_edges_t read_ok(const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data_dir, file);
+    app_edges_t e;
+    app_error_t err = {{0}};
+    if (app_read_graph(path, 0, NULL, &e, &err) != 0)
+        fail_msg("%s", err.msg);
+    return e;
+}
+
+static void read_fails(const char *file, const char *expect)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data_dir, file);
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_read_graph(path, 0, NULL, &e, &err), -1);
+    if (strstr(err.msg, expect) == NULL)
+        fail_msg("%s: '%s' does not say '%s'", file, err.msg, expect);
+    assert_null(e.edges);
+}
+
+static void mtx_fails(const char *text, const char *expect)
+{
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", &e, &err), -1);
+    if (strstr(err.msg, expect) == NULL)
+        fail_msg("'%s' does not say '%s'", err.msg, expect);
+}
+
+static void list_fails(const char *text, const char *expect)
+{
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 0, &e, &err), -1);
+    if (strstr(err.msg, expect) == NULL)
+        fail_msg("'%s' does not say '%s'", err.msg, expect);
+}
+
+static int has_edge(const app_edges_t *e, uint64_t u, uint64_t v, double w)
+{
+    for (size_t i = 0; i < e->count; i++)
+        if (e->edges[i].u == u && e->edges[i].v == v && e->edges[i].w == w)
+            return 1;
+    return 0;
+}
+
+static void test_real_graphs(void **state)
+{
+    (void)state;
+    app_edges_t k = read_ok("karate.mtx"); /* symmetric pattern: 78 edges, both ways */
+    assert_int_equal(k.n, 34);
+    assert_int_equal(k.count, 156);
+    assert_int_equal(k.base, 1);
+    assert_true(k.undirected && !k.weighted);
+    assert_true(has_edge(&k, 1, 0, 1) && has_edge(&k, 0, 1, 1)); /* the file's "2 1" */
+    app_edges_free(&k);
+
+    app_edges_t b = read_ok("test_BF.mtx"); /* general real: row -> column */
+    assert_int_equal(b.n, 7);
+    assert_int_equal(b.count, 12);
+    assert_true(b.weighted && !b.undirected);
+    assert_true(has_edge(&b, 3, 0, 4) && has_edge(&b, 1, 6, 8));
+    assert_false(has_edge(&b, 0, 3, 4));
+    app_edges_free(&b);
+
+    app_edges_t w = read_ok("west0067.mtx");
+    assert_int_equal(w.n, 67);
+    assert_int_equal(w.count, 294);
+    app_edges_free(&w);
+}
+
+static void test_malformed_files(void **state)
+{
+    (void)state;
+    read_fails("mangled1.mtx", "mangled1.mtx:1: object 'mangled' is not 'matrix'");
+    read_fails("mangled10.mtx", "mangled10.mtx:4: a graph's matrix is square; this one is 3 x 4");
+    read_fails("mangled_format.mtx", ":1: a dense 'array' matrix is not a graph");
+    read_fails("empty.mtx", "3 x 4");
+    read_fails("no-such-file.mtx", "No such file");
+}
+
+static void test_malformed_mtx(void **state)
+{
+    (void)state;
+    const char *hdr = "%%MatrixMarket matrix coordinate pattern general\n";
+    char buf[512];
+    mtx_fails("", "t.mtx: empty file");
+    mtx_fails("%%MatrixMarket matrix coordinate\n", "t.mtx:1: expected the banner");
+    mtx_fails("%%MatrixMarket matrix coordinate complex general\n1 1 0\n", ":1: field 'complex' is not supported");
+    mtx_fails("%%MatrixMarket matrix coordinate real hermitian\n1 1 0\n", ":1: symmetry 'hermitian'");
+    snprintf(buf, sizeof buf, "%s%% only comments\n", hdr);
+    mtx_fails(buf, "t.mtx:2: the file ends before the size line");
+    snprintf(buf, sizeof buf, "%s3 3\n", hdr);
+    mtx_fails(buf, "t.mtx:2: expected the size line");
+    snprintf(buf, sizeof buf, "%s3 3 3\n1 2\n2 3\n", hdr);
+    mtx_fails(buf, "t.mtx:4: truncated: the size line gives 3 entries, the file ends after 2");
+    snprintf(buf, sizeof buf, "%s3 3 1\n1 2\n2 3\n", hdr);
+    mtx_fails(buf, "t.mtx:4: more entries than the 1");
+    snprintf(buf, sizeof buf, "%s3 3 2\n1 2\n4 1\n", hdr);
+    mtx_fails(buf, "t.mtx:4: vertex id out of range: entry (4, 1)");
+    snprintf(buf, sizeof buf, "%s3 3 1\n0 1\n", hdr);
+    mtx_fails(buf, "t.mtx:3: vertex id out of range: entry (0, 1)");
+    snprintf(buf, sizeof buf, "%s3 3 1\n1 -2\n", hdr);
+    mtx_fails(buf, "t.mtx:3: column '-2' is not a non-negative integer");
+    snprintf(buf, sizeof buf, "%s3 3 1\n1 2 5\n", hdr);
+    mtx_fails(buf, "t.mtx:3: an entry of a pattern matrix has 2 fields, found 3");
+    mtx_fails("%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 2 2.5\n",
+              "t.mtx:3: weight '2.5' is not an integer");
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 nan\n", "t.mtx:3: weight 'nan' is not finite");
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 1e999\n", "is not finite");
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 x\n", "weight 'x' is not a number");
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2\x01 1\n", "t.mtx:3: unexpected control character 0x01");
+    static const char nul[] = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2\0 1\n";
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_mtx(nul, sizeof nul - 1, "t.mtx", &e, &err), -1);
+    assert_non_null(strstr(err.msg, "t.mtx:3: unexpected control character 0x00"));
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n99999999999999999999 1 1\n", "is too large");
+    mtx_fails("%%MatrixMarket matrix coordinate real general\n2000000000000 2000000000000 0\n",
+              "more than grain's limit");
+}
+
+static void test_mtx_details(void **state)
+{
+    (void)state;
+    /* CRLF line ends, comments between entries, a symmetric self loop once,
+     * negative integer weights kept (sssp refuses them, not the parser). */
+    const char *text = "%%MatrixMarket matrix coordinate integer symmetric\r\n% c\r\n3 3 3\r\n2 1 -4\r\n"
+                       "% between\r\n3 3 7\r\n\r\n3 1 2\r\n";
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", &e, &err), 0);
+    assert_int_equal(e.count, 5);
+    assert_true(has_edge(&e, 1, 0, -4) && has_edge(&e, 0, 1, -4) && has_edge(&e, 2, 2, 7));
+    assert_true(has_edge(&e, 2, 0, 2) && has_edge(&e, 0, 2, 2));
+    app_edges_free(&e);
+
+    const char *none = "%%MatrixMarket matrix coordinate pattern general\n3 3 0\n";
+    assert_int_equal(app_parse_mtx(none, strlen(none), "t.mtx", &e, &err), 0);
+    assert_int_equal(app_check_not_empty(&e, "t.mtx", &err), -1);
+    assert_non_null(strstr(err.msg, "t.mtx: the graph is empty (3 vertices, 0 edges)"));
+    app_edges_free(&e);
+}
+
+static void test_edge_lists(void **state)
+{
+    (void)state;
+    const char *text = "# comment\n0 5\n  5 2\n\n% other comment\n2 2\n";
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 1, &e, &err), 0);
+    assert_int_equal(e.n, 6);
+    assert_int_equal(e.count, 5); /* two edges both ways, the self loop once */
+    assert_true(has_edge(&e, 5, 0, 1) && has_edge(&e, 2, 5, 1) && has_edge(&e, 2, 2, 1));
+    assert_false(e.weighted);
+    app_edges_free(&e);
+
+    const char *weighted = "1 2 0.5\n2 3 -1.25\n";
+    assert_int_equal(app_parse_edge_list(weighted, strlen(weighted), "t.el", 0, &e, &err), 0);
+    assert_true(e.weighted && has_edge(&e, 2, 3, -1.25) && e.count == 2 && e.n == 4);
+    app_edges_free(&e);
+
+    list_fails("1 2\n3\n", "t.el:2: expected 'u v' or 'u v weight', found 1 fields");
+    list_fails("1 2\n3 4 5\n", "t.el:2: 3 fields where the lines before have 2");
+    list_fails("1 x\n", "t.el:1: target vertex 'x' is not a non-negative integer");
+    list_fails("-1 2\n", "t.el:1: source vertex '-1'");
+    list_fails("1 2 3 4\n", "found 4 fields");
+    list_fails("1099511627776 0\n", "t.el:1: vertex id 1099511627776 is beyond grain's limit of 2^40");
+    list_fails("1 2 inf\n", "weight 'inf' is not finite");
+}
+
+static void test_kronecker(void **state)
+{
+    (void)state;
+    app_edges_t a, b, c;
+    app_error_t err = {{0}};
+    assert_int_equal(app_kronecker(10, 8, 42, &a, &err), 0);
+    assert_int_equal(app_kronecker(10, 8, 42, &b, &err), 0);
+    assert_int_equal(app_kronecker(10, 8, 43, &c, &err), 0);
+    assert_int_equal(a.n, 1024);
+    assert_int_equal(a.count, b.count);
+    assert_memory_equal(a.edges, b.edges, a.count * sizeof *a.edges);
+    assert_false(a.count == c.count && memcmp(a.edges, c.edges, a.count * sizeof *a.edges) == 0);
+    size_t loops = 0;
+    uint64_t degree0 = 0, low_ids = 0;
+    for (size_t i = 0; i < a.count; i++) {
+        assert_true(a.edges[i].u < a.n && a.edges[i].v < a.n);
+        assert_true(a.edges[i].w >= 1 && a.edges[i].w <= 255 && a.edges[i].w == (double)(uint64_t)a.edges[i].w);
+        loops += a.edges[i].u == a.edges[i].v;
+        degree0 += a.edges[i].u == 0;
+        low_ids += a.edges[i].u < 16;
+    }
+    assert_int_equal(a.count + loops, 2 * 8 * 1024); /* 8192 undirected edges, loops listed once */
+    /* Scrambled: R-MAT's hubs (ids 0..15 before scrambling) are not the low ids. */
+    assert_true(low_ids < a.count / 8);
+    (void)degree0;
+    app_edges_free(&a);
+    app_edges_free(&b);
+    app_edges_free(&c);
+
+    assert_int_equal(app_kronecker(0, 16, 1, &a, &err), -1);
+    assert_non_null(strstr(err.msg, "the scale must be 1 to 36"));
+}
+
+static void write_text(const char *path, unsigned lines, unsigned shift)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (unsigned i = 0; i < lines; i++)
+        fprintf(f, "%u %u %u.5\n", i, (i * 7 + shift) % lines, i % 13);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_cache(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/grain-graph-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char src[4096], cache[4096];
+    snprintf(src, sizeof src, "%s/big.el", dir);
+    snprintf(cache, sizeof cache, "%s/cache/sub", dir);
+    write_text(src, 120000, 1); /* > 1 MiB: cached */
+
+    app_edges_t parsed, cached, fresh;
+    app_error_t err = {{0}};
+    assert_int_equal(app_read_graph(src, 0, NULL, &parsed, &err), 0);
+    assert_int_equal(app_read_graph(src, 0, cache, &cached, &err), 0); /* parses, writes */
+    assert_int_equal(app_read_graph(src, 0, cache, &fresh, &err), 0);  /* loads */
+    assert_int_equal(parsed.count, 120000);
+    assert_int_equal(fresh.count, parsed.count);
+    assert_int_equal(fresh.n, parsed.n);
+    assert_true(fresh.weighted);
+    assert_memory_equal(fresh.edges, parsed.edges, parsed.count * sizeof *parsed.edges);
+    app_edges_free(&cached);
+    app_edges_free(&fresh);
+
+    /* A cache for other options is not used. */
+    assert_int_equal(app_read_graph(src, 1, cache, &fresh, &err), 0);
+    assert_int_equal(fresh.count, 2 * parsed.count); /* 7i + 1 = i (mod an even count) has no solution */
+    app_edges_free(&fresh);
+
+    /* A changed input is parsed again. */
+    sleep(1);
+    write_text(src, 110000, 3);
+    assert_int_equal(app_read_graph(src, 0, cache, &fresh, &err), 0);
+    assert_int_equal(fresh.count, 110000);
+    assert_true(fresh.edges[5].v == (5 * 7 + 3) % 110000);
+    app_edges_free(&fresh);
+    app_edges_free(&parsed);
+
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(int argc, char **argv)
+{
+    data_dir = argc > 1 ? argv[1] : "tests/data/graphs";
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
+        cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
+        cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
+        cmocka_unit_test(test_cache),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
