@@ -1,0 +1,149 @@
+#include "graph_app.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void app_input_defaults(app_input_t *in)
+{
+    static char dir[4096];
+    *in = (app_input_t){.kron_factor = 16, .seed = 1, .scheme = APP_PART_BLOCK};
+    const char *env = getenv("GRAIN_GRAPH_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (env != NULL && env[0] != '\0')
+        snprintf(dir, sizeof dir, "%s", env);
+    else if (xdg != NULL && xdg[0] != '\0')
+        snprintf(dir, sizeof dir, "%s/grain", xdg);
+    else if (home != NULL && home[0] != '\0')
+        snprintf(dir, sizeof dir, "%s/.cache/grain", home);
+    in->cache_dir = dir[0] != '\0' ? dir : NULL;
+}
+
+static int parse_kronecker(app_input_t *in, const char *text)
+{
+    char *end;
+    unsigned long scale = strtoul(text, &end, 10), factor = 16;
+    if (end != text && *end == ',')
+        factor = strtoul(end + 1, &end, 10);
+    if (end == text || *end != '\0' || text[0] == '-' || scale == 0 || factor == 0) {
+        fprintf(stderr, "--kronecker: \"%s\" is not SCALE or SCALE,EDGEFACTOR\n", text);
+        return -1;
+    }
+    in->kron_scale = (unsigned)(scale > 64 ? 64 : scale);
+    in->kron_factor = (unsigned)(factor > 1u << 20 ? 1u << 20 : factor);
+    return 1;
+}
+
+int app_input_option(app_input_t *in, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--undirected") == 0) {
+        in->undirected = 1;
+        return 1;
+    }
+    if (strcmp(a, "--no-cache") == 0) {
+        in->cache_dir = NULL;
+        return 1;
+    }
+    int takes = strcmp(a, "--graph") == 0 || strcmp(a, "--kronecker") == 0 || strcmp(a, "--seed") == 0 ||
+                strcmp(a, "--partition") == 0 || strcmp(a, "--cache-dir") == 0;
+    if (!takes)
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s needs a value\n", a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    if (strcmp(a, "--graph") == 0)
+        in->graph = v;
+    else if (strcmp(a, "--kronecker") == 0)
+        return parse_kronecker(in, v);
+    else if (strcmp(a, "--seed") == 0)
+        in->seed = app_parse_u64(a, v);
+    else if (strcmp(a, "--cache-dir") == 0)
+        in->cache_dir = v;
+    else if (app_scheme_parse(v, &in->scheme) != 0) {
+        fprintf(stderr, "--partition: \"%s\" is not block or hash\n", v);
+        return -1;
+    }
+    return 1;
+}
+
+void app_input_usage(FILE *out)
+{
+    fprintf(out,
+            "input (one of --graph and --kronecker):\n"
+            "  --graph FILE        Matrix Market (.mtx) or edge list (\"u v [weight]\" per line, ids from 0)\n"
+            "  --kronecker S[,E]   Graph500 Kronecker graph: 2^S vertices, E x 2^S undirected edges (E: 16)\n"
+            "  --seed N            the Kronecker graph's seed (1)\n"
+            "  --undirected        read an edge list's edges both ways\n"
+            "  --partition block|hash  vertices over ranks (block)\n"
+            "  --cache-dir DIR     binary cache of parsed files of 1 MiB and more\n"
+            "                      ($GRAIN_GRAPH_CACHE, else ~/.cache/grain)\n"
+            "  --no-cache          neither read nor write the cache\n");
+}
+
+int app_input_check(const app_input_t *in, app_error_t *err)
+{
+    if ((in->graph != NULL) == (in->kron_scale != 0)) {
+        snprintf(err->msg, sizeof err->msg, "give one input: --graph FILE or --kronecker SCALE[,EDGEFACTOR]");
+        return -1;
+    }
+    return 0;
+}
+
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_graph_t *g, app_error_t *err)
+{
+    memset(g, 0, sizeof *g);
+    int rc;
+    if (in->graph != NULL) {
+        snprintf(g->name, sizeof g->name, "%s", in->graph);
+        rc = app_read_graph(in->graph, in->undirected, in->cache_dir, &g->all, err);
+    } else {
+        snprintf(g->name, sizeof g->name, "kronecker-%u-%u-%llu", in->kron_scale, in->kron_factor, in->seed);
+        rc = app_kronecker(in->kron_scale, in->kron_factor, in->seed, &g->all, err);
+    }
+    if (rc == 0)
+        rc = app_check_not_empty(&g->all, g->name, err);
+    if (rc == 0)
+        rc = app_partition_init(&g->part, in->scheme, g->all.n, ranks, rank, err);
+    if (rc == 0)
+        rc = app_local_graph_build(&g->part, &g->all, &g->local, err);
+    if (rc != 0)
+        app_graph_free(g);
+    return rc;
+}
+
+void app_graph_free(app_graph_t *g)
+{
+    app_local_graph_free(&g->local);
+    app_partition_free(&g->part);
+    app_edges_free(&g->all);
+}
+
+int app_write_values(grain_t *grain, const app_graph_t *g, const double *values, const char *path,
+                     app_error_t *err)
+{
+    int me = grain_my_pe(grain);
+    int64_t failed = 0;
+    for (int r = 0; r < grain_n_pes(grain); r++) {
+        if (r == me && !failed) {
+            FILE *f = fopen(path, r == 0 ? "w" : "a");
+            for (uint64_t k = 0; f != NULL && k < g->part.local_n; k++) {
+                fprintf(f, "%llu ", (unsigned long long)(g->part.global_of[k] + g->all.base));
+                if (isinf(values[k]))
+                    fputs("inf\n", f);
+                else
+                    fprintf(f, "%.17g\n", values[k]); /* exact for doubles and integers */
+            }
+            failed = f == NULL || ferror(f);
+            failed |= f != NULL && fclose(f) != 0;
+        }
+        /* The next rank appends only after this one closed the file, and
+         * stops if it failed. */
+        if (grain_allreduce(grain, &failed, 1, GRAIN_INT64, GRAIN_MAX) != GRAIN_OK)
+            failed = 1;
+    }
+    if (failed)
+        snprintf(err->msg, sizeof err->msg, "%s: could not write the values", path);
+    return failed ? -1 : 0;
+}

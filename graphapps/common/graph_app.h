@@ -1,0 +1,58 @@
+/*
+ * What the graph apps share beyond app.h: the input options (--graph FILE or
+ * --kronecker SCALE[,EDGEFACTOR], --partition, ...), loading and
+ * partitioning the graph on every rank, and --out, which writes one line
+ * "<vertex> <value>" per vertex with the input's vertex ids.
+ */
+#ifndef GRAIN_GRAPHAPPS_GRAPH_APP_H
+#define GRAIN_GRAPHAPPS_GRAPH_APP_H
+
+#include <stdio.h>
+
+#include "app.h"
+#include "graph.h"
+#include "partition.h"
+
+typedef struct app_input {
+    const char *graph;    /* --graph FILE */
+    unsigned kron_scale;  /* --kronecker SCALE[,EDGEFACTOR]; 0: none */
+    unsigned kron_factor; /* 16 by default, as Graph500 */
+    unsigned long long seed;
+    int undirected;        /* --undirected: read an edge list both ways */
+    app_scheme_t scheme;   /* --partition */
+    const char *cache_dir; /* --cache-dir; NULL after --no-cache */
+} app_input_t;
+
+/* The loaded graph as a rank holds it. */
+typedef struct app_graph {
+    app_edges_t all; /* every edge, as read (verification uses it) */
+    app_partition_t part;
+    app_local_graph_t local;
+    char name[256]; /* the file or "kronecker-S-E-seed" */
+} app_graph_t;
+
+/* Defaults: no input yet, block partition, the cache in $GRAIN_GRAPH_CACHE,
+ * else $XDG_CACHE_HOME/grain, else ~/.cache/grain. */
+void app_input_defaults(app_input_t *in);
+/* If argv[*i] is an input option, takes it (and its value) and returns 1;
+ * 0 for other options; -1 after printing an error. */
+int app_input_option(app_input_t *in, int argc, char **argv, int *i);
+void app_input_usage(FILE *out);
+/* -1 (with a message) unless exactly one of --graph and --kronecker was given. */
+int app_input_check(const app_input_t *in, app_error_t *err);
+
+/* Reads or generates the graph, refuses an empty one, and builds this
+ * rank's part.  Every rank reads the same input, so all fail alike. */
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_graph_t *g, app_error_t *err);
+void app_graph_free(app_graph_t *g);
+
+/*
+ * Collective: writes `path` with one line per vertex, "<id> <value>", ids in
+ * the input's numbering, values[local index] of each rank's own vertices
+ * with 17 significant digits; infinite values print as "inf".  Ranks append in turn; all return -1 if
+ * any rank could not write.
+ */
+int app_write_values(grain_t *grain, const app_graph_t *g, const double *values, const char *path,
+                     app_error_t *err);
+
+#endif
