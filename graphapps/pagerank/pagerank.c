@@ -1,0 +1,326 @@
+/*
+ * pagerank: push-style PageRank through grain adds (seed 001 section 6),
+ * with the semantics of networkx.pagerank on the unweighted graph (weights in
+ * the input are ignored; parallel edges and self loops count as edges):
+ *
+ *   x'[v] = (1 - d) / n + d * (sum over edges u->v of x[u] / outdeg(u) + dangling / n)
+ *
+ * where `dangling` is the rank held by vertices without out-edges.  It starts
+ * from x = 1/n and stops when sum |x' - x| < n * tolerance, networkx's test,
+ * or after --iterations N.
+ *
+ * Shares travel as 64-bit fixed point, 2^52 units to a unit of rank: integer
+ * adds are exact and associative, so the ranks do not depend on the order in
+ * which messages arrive, on the rank count or on the backend.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/app.h"
+#include "../common/graph_app.h"
+#include "grain/grain.h"
+
+extern const char pagerank_kernel_source[];
+
+#define FIXED_ONE 4503599627370496.0 /* 2^52 */
+
+typedef struct pr_options {
+    app_input_t input;
+    double damping, tolerance;
+    unsigned long long iterations; /* 0: until the tolerance, at most max_iterations */
+    unsigned long long max_iterations;
+    const char *out;
+    int verify, json;
+} pr_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: pagerank (--graph FILE | --kronecker S[,E]) [--damping D] [--tolerance T | --iterations N]\n"
+                 "                [--max-iterations N] [--out FILE] [--verify] [--json]\n"
+                 "  --damping D         probability of following an edge (0.85)\n"
+                 "  --tolerance T       stop when sum |x' - x| < n * T, as networkx (1e-6)\n"
+                 "  --iterations N      run exactly N iterations instead\n"
+                 "  --max-iterations N  give up after N iterations without converging (100, as networkx)\n"
+                 "  --out FILE          write \"<vertex> <rank>\" per vertex, input ids\n"
+                 "  --verify            compare with a sequential double-precision run of as many\n"
+                 "                      iterations (L1 distance <= 1e-6)\n"
+                 "  --json              one JSON object with the result and statistics\n");
+    app_input_usage(out);
+    app_config_usage(out);
+}
+
+static double parse_real(const char *option, const char *text, double lo, double hi)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "pagerank: %s \"%s\" must be a number from %g to %g\n", option, text, lo, hi);
+        exit(APP_EXIT_ERROR);
+    }
+    return v;
+}
+
+static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config)
+{
+    *o = (pr_options_t){.damping = 0.85, .tolerance = 1e-6, .max_iterations = 100};
+    app_input_defaults(&o->input);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = app_config_option(config, argc, argv, &i);
+        if (taken == 0)
+            taken = app_input_option(&o->input, argc, argv, &i);
+        if (taken < 0)
+            exit(APP_EXIT_ERROR);
+        if (taken)
+            continue;
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(APP_EXIT_OK);
+        } else if (i + 1 < argc && strcmp(a, "--damping") == 0) {
+            o->damping = parse_real(a, argv[++i], 0, 1);
+        } else if (i + 1 < argc && strcmp(a, "--tolerance") == 0) {
+            o->tolerance = parse_real(a, argv[++i], 0, 1);
+        } else if (i + 1 < argc && strcmp(a, "--iterations") == 0) {
+            o->iterations = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
+            o->max_iterations = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
+            o->out = argv[++i];
+        } else {
+            fprintf(stderr, "pagerank: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            exit(APP_EXIT_ERROR);
+        }
+    }
+    app_error_t err;
+    if (app_input_check(&o->input, &err) != 0) {
+        fprintf(stderr, "pagerank: %s\n", err.msg);
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+/* The sequential reference: the same formula in double precision over the
+ * whole edge list, for exactly `iterations` iterations. */
+static double *reference(const app_edges_t *e, double d, unsigned long long iterations)
+{
+    uint64_t n = e->n;
+    double *x = malloc(n * sizeof *x), *next = malloc(n * sizeof *next);
+    uint64_t *deg = calloc(n, sizeof *deg);
+    if (x == NULL || next == NULL || deg == NULL) {
+        fprintf(stderr, "pagerank: no memory to verify\n");
+        exit(APP_EXIT_ERROR);
+    }
+    for (size_t i = 0; i < e->count; i++)
+        deg[e->edges[i].u]++;
+    for (uint64_t v = 0; v < n; v++)
+        x[v] = 1.0 / (double)n;
+    for (unsigned long long it = 0; it < iterations; it++) {
+        double dangling = 0;
+        for (uint64_t v = 0; v < n; v++) {
+            dangling += deg[v] == 0 ? x[v] : 0;
+            next[v] = 0;
+        }
+        for (size_t i = 0; i < e->count; i++)
+            next[e->edges[i].v] += x[e->edges[i].u] / (double)deg[e->edges[i].u];
+        for (uint64_t v = 0; v < n; v++)
+            next[v] = (1 - d) / (double)n + d * (next[v] + dangling / (double)n);
+        double *t = x;
+        x = next;
+        next = t;
+    }
+    free(next);
+    free(deg);
+    return x;
+}
+
+typedef struct pr_result {
+    unsigned long long iterations;
+    int converged;
+    double seconds, push_seconds, last_error;
+} pr_result_t;
+
+static void check_alloc(void *p)
+{
+    if (p == NULL) {
+        fprintf(stderr, "pagerank: no memory\n");
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+/* Runs the iterations; x holds this rank's ranks on return. */
+static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x)
+{
+    const app_partition_t *p = &graph->part;
+    const app_local_graph_t *lg = &graph->local;
+    uint64_t local_n = p->local_n, n = p->n;
+    size_t rows = local_n ? local_n : 1;
+
+    int64_t *acc, *share;
+    uint64_t *offsets, *dest;
+    app_check(grain_malloc(g, p->max_local_n * sizeof *acc, (void **)&acc), "allocating the accumulators");
+    app_check(grain_mem_alloc(g, rows * sizeof *share, (void **)&share), "allocating the shares");
+    app_check(grain_mem_alloc(g, (local_n + 1) * sizeof *offsets, (void **)&offsets), "allocating the graph");
+    app_check(grain_mem_alloc(g, (lg->edges ? lg->edges : 1) * sizeof *dest, (void **)&dest), "allocating the graph");
+    app_check(grain_memcpy(g, offsets, lg->offsets, (local_n + 1) * sizeof *offsets), "copying the graph");
+    if (lg->edges)
+        app_check(grain_memcpy(g, dest, lg->dest, lg->edges * sizeof *dest), "copying the graph");
+
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernel");
+    app_check(grain_kernel_create(prog, "pr_push", &k), "creating the pagerank kernel");
+    app_check(grain_kernel_set_arg_ptr(k, 1, acc), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 2, offsets), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 3, dest), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 4, share), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 5, sizeof local_n, &local_n), "setting kernel arguments");
+    /* Every rank launches the grid of the largest part: the barriers in the
+     * sends need whole work-groups, and lanes past local_n stay inactive. */
+    size_t wg = 256, global = (size_t)((p->max_local_n + wg - 1) / wg * wg);
+
+    int64_t *host_share = malloc(rows * sizeof *host_share), *host_acc = malloc(rows * sizeof *host_acc);
+    int64_t *zeros = calloc(rows, sizeof *zeros);
+    check_alloc(host_share);
+    check_alloc(host_acc);
+    check_alloc(zeros);
+    for (uint64_t v = 0; v < local_n; v++)
+        x[v] = 1.0 / (double)n;
+
+    pr_result_t r = {0, 0, 0, 0, 0};
+    unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
+    app_check(grain_barrier(g), "the barrier before the run");
+    double t0 = app_seconds();
+    while (r.iterations < limit) {
+        double dangling = 0;
+        for (uint64_t v = 0; v < local_n; v++) {
+            uint64_t degree = lg->offsets[v + 1] - lg->offsets[v];
+            dangling += degree == 0 ? x[v] : 0;
+            host_share[v] = degree == 0 ? 0 : llround(x[v] / (double)degree * FIXED_ONE);
+        }
+        app_check(grain_memcpy(g, share, host_share, rows * sizeof *share), "copying the shares");
+        app_check(grain_memcpy(g, acc, zeros, rows * sizeof *acc), "zeroing the accumulators");
+        /* Every rank has zeroed its accumulators once this returns. */
+        app_check(grain_allreduce(g, &dangling, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
+        double tp = app_seconds();
+        app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
+        app_check(grain_quiet(g), "grain_quiet after pagerank");
+        r.push_seconds += app_seconds() - tp;
+        app_check(grain_memcpy(g, host_acc, acc, rows * sizeof *acc), "reading the accumulators");
+        double error = 0;
+        for (uint64_t v = 0; v < local_n; v++) {
+            double next = (1 - o->damping) / (double)n +
+                          o->damping * ((double)host_acc[v] / FIXED_ONE + dangling / (double)n);
+            error += fabs(next - x[v]);
+            x[v] = next;
+        }
+        app_check(grain_allreduce(g, &error, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
+        r.iterations++;
+        r.last_error = error;
+        if (o->iterations == 0 && error < (double)n * o->tolerance) {
+            r.converged = 1;
+            break;
+        }
+    }
+    r.seconds = app_seconds() - t0;
+    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    if (o->iterations)
+        r.converged = 1;
+
+    free(zeros);
+    free(host_acc);
+    free(host_share);
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    app_check(grain_mem_free(g, dest), "freeing");
+    app_check(grain_mem_free(g, offsets), "freeing");
+    app_check(grain_mem_free(g, share), "freeing");
+    app_check(grain_free(g, acc), "freeing");
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    pr_options_t o;
+    parse(argc, argv, &o, config);
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    int me = grain_my_pe(g), npes = grain_n_pes(g);
+
+    app_graph_t graph;
+    app_error_t err;
+    double tl = app_seconds();
+    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, &graph, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "pagerank: %s\n", err.msg);
+        grain_finalize(g);
+        return APP_EXIT_ERROR;
+    }
+    tl = app_seconds() - tl;
+    double *x = malloc((graph.part.local_n ? graph.part.local_n : 1) * sizeof *x);
+    check_alloc(x);
+    pr_result_t r = run(g, &graph, &o, x);
+
+    int verified = -1;
+    double distance = 0;
+    if (o.verify) {
+        double *ref = reference(&graph.all, o.damping, r.iterations);
+        for (uint64_t k = 0; k < graph.part.local_n; k++)
+            distance += fabs(x[k] - ref[graph.part.global_of[k]]);
+        free(ref);
+        app_check(grain_allreduce(g, &distance, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the verification");
+        verified = distance <= 1e-6;
+    }
+    int status = APP_EXIT_OK;
+    if (o.out != NULL && app_write_values(g, &graph, x, o.out, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "pagerank: %s\n", err.msg);
+        status = APP_EXIT_ERROR;
+    }
+
+    uint64_t n = graph.all.n, m = graph.all.count;
+    if (me == 0 && !o.json) {
+        printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
+               (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
+               grain_backend_name(g), grain_device_name(g));
+        printf("%llu iterations%s in %.3f s (%.3f s pushing), last change %.3g\n", r.iterations,
+               r.converged ? "" : " without converging", r.seconds, r.push_seconds, r.last_error);
+        if (verified >= 0)
+            printf("verification: %s (L1 distance to the sequential run %.3g)\n", verified ? "passed" : "FAILED",
+                   distance);
+    }
+    FILE *out = me == 0 && o.json ? stdout : NULL;
+    if (out != NULL) {
+        fprintf(out, "{");
+        app_json_common(out, g, "pagerank");
+        fprintf(out,
+                ",\"graph\":\"%s\",\"vertices\":%llu,\"edges\":%llu,\"partition\":\"%s\",\"verified\":%s,"
+                "\"l1_distance\":%.3g,\"iterations\":%llu,\"converged\":%s,\"last_change\":%.6g,"
+                "\"seconds\":%.6f,\"push_seconds\":%.6f,\"load_seconds\":%.6f,\"edges_per_second\":%.6g,\"stats\":",
+                graph.name, (unsigned long long)n, (unsigned long long)m, app_scheme_name(o.input.scheme),
+                verified < 0 ? "null" : verified ? "true" : "false", distance, r.iterations,
+                r.converged ? "true" : "false", r.last_error, r.seconds, r.push_seconds, tl,
+                (double)m * (double)r.iterations / r.seconds);
+    }
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fprintf(out, "}\n");
+
+    free(x);
+    app_graph_free(&graph);
+    app_check(grain_finalize(g), "grain_finalize");
+    if (status != APP_EXIT_OK)
+        return status;
+    if (verified == 0)
+        return APP_EXIT_VERIFY_FAILED;
+    return r.converged ? APP_EXIT_OK : APP_EXIT_VERIFY_FAILED;
+}
