@@ -50,6 +50,27 @@ unsigned long long app_parse_u64(const char *option, const char *text)
     return v;
 }
 
+double app_parse_real(const char *option, const char *text, double lo, double hi)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "%s \"%s\" must be a number from %g to %g\n", option, text, lo, hi);
+        exit(APP_EXIT_ERROR);
+    }
+    return v;
+}
+
+void *app_malloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (p == NULL) {
+        fprintf(stderr, "no memory for %zu bytes\n", size);
+        exit(APP_EXIT_ERROR);
+    }
+    return p;
+}
+
 void app_check(grain_status_t st, const char *what)
 {
     if (st == GRAIN_OK)

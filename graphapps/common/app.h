@@ -21,6 +21,11 @@ void app_config_usage(FILE *out);
 
 /* Parses an unsigned decimal option value or exits with a message. */
 unsigned long long app_parse_u64(const char *option, const char *text);
+/* Parses a number from lo to hi or exits with a message. */
+double app_parse_real(const char *option, const char *text, double lo, double hi);
+
+/* malloc that exits with a message when there is no memory (0 bytes: 1). */
+void *app_malloc(size_t size);
 
 /* Prints `what` failed with grain's explanation and exits with APP_EXIT_ERROR. */
 void app_check(grain_status_t st, const char *what);

@@ -147,3 +147,47 @@ int app_write_values(grain_t *grain, const app_graph_t *g, const double *values,
         snprintf(err->msg, sizeof err->msg, "%s: could not write the values", path);
     return failed ? -1 : 0;
 }
+
+void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int weights, app_device_graph_t *d)
+{
+    const app_local_graph_t *lg = &g->local;
+    size_t offsets = (g->part.local_n + 1) * sizeof *d->offsets, edges = lg->edges ? lg->edges : 1;
+    *d = (app_device_graph_t){0};
+    app_check(grain_mem_alloc(grain, offsets, (void **)&d->offsets), "allocating the graph");
+    app_check(grain_mem_alloc(grain, edges * sizeof *d->dest, (void **)&d->dest), "allocating the graph");
+    app_check(grain_memcpy(grain, d->offsets, lg->offsets, offsets), "copying the graph");
+    if (lg->edges)
+        app_check(grain_memcpy(grain, d->dest, lg->dest, lg->edges * sizeof *d->dest), "copying the graph");
+    if (weights) {
+        app_check(grain_mem_alloc(grain, edges * sizeof *d->weight, (void **)&d->weight), "allocating the graph");
+        if (lg->edges)
+            app_check(grain_memcpy(grain, d->weight, lg->weight, lg->edges * sizeof *d->weight), "copying the graph");
+    }
+}
+
+void app_device_graph_free(grain_t *grain, app_device_graph_t *d)
+{
+    if (d->weight != NULL)
+        app_check(grain_mem_free(grain, d->weight), "freeing the graph");
+    app_check(grain_mem_free(grain, d->dest), "freeing the graph");
+    app_check(grain_mem_free(grain, d->offsets), "freeing the graph");
+    *d = (app_device_graph_t){0};
+}
+
+size_t app_vertex_grid(const app_graph_t *g, size_t wg)
+{
+    uint64_t most = g->part.max_local_n ? g->part.max_local_n : 1;
+    return (size_t)((most + wg - 1) / wg * wg);
+}
+
+void app_graph_json(FILE *out, const app_graph_t *g)
+{
+    fputs("\"graph\":\"", out);
+    for (const char *c = g->name; *c; c++) { /* a path may hold quotes or backslashes */
+        if (*c == '"' || *c == '\\')
+            fputc('\\', out);
+        fputc((unsigned char)*c < 0x20 ? '?' : *c, out);
+    }
+    fprintf(out, "\",\"vertices\":%llu,\"edges\":%llu,\"partition\":\"%s\"", (unsigned long long)g->all.n,
+            (unsigned long long)g->all.count, app_scheme_name(g->part.scheme));
+}

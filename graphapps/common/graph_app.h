@@ -46,6 +46,25 @@ int app_input_check(const app_input_t *in, app_error_t *err);
 int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_graph_t *g, app_error_t *err);
 void app_graph_free(app_graph_t *g);
 
+/* This rank's part of the graph in device memory, for kernels. */
+typedef struct app_device_graph {
+    uint64_t *offsets; /* local_n + 1 */
+    uint64_t *dest;    /* APP_DEST per edge */
+    double *weight;    /* per edge; NULL unless asked for */
+} app_device_graph_t;
+
+/* Exits with a message on failure, as app_check. */
+void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int weights, app_device_graph_t *d);
+void app_device_graph_free(grain_t *grain, app_device_graph_t *d);
+
+/* The global size of a launch with a work-item per vertex of the largest
+ * part: every rank launches the same grid, since the sends' barriers need
+ * whole work-groups; lanes past a rank's own vertices stay inactive. */
+size_t app_vertex_grid(const app_graph_t *g, size_t wg);
+
+/* The JSON fields that describe the input (no braces, no leading comma). */
+void app_graph_json(FILE *out, const app_graph_t *g);
+
 /*
  * Collective: writes `path` with one line per vertex, "<id> <value>", ids in
  * the input's numbering, values[local index] of each rank's own vertices

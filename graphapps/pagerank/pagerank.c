@@ -52,17 +52,6 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static double parse_real(const char *option, const char *text, double lo, double hi)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "pagerank: %s \"%s\" must be a number from %g to %g\n", option, text, lo, hi);
-        exit(APP_EXIT_ERROR);
-    }
-    return v;
-}
-
 static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config)
 {
     *o = (pr_options_t){.damping = 0.85, .tolerance = 1e-6, .max_iterations = 100};
@@ -84,9 +73,9 @@ static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config
             usage(stdout);
             exit(APP_EXIT_OK);
         } else if (i + 1 < argc && strcmp(a, "--damping") == 0) {
-            o->damping = parse_real(a, argv[++i], 0, 1);
+            o->damping = app_parse_real(a, argv[++i], 0, 1);
         } else if (i + 1 < argc && strcmp(a, "--tolerance") == 0) {
-            o->tolerance = parse_real(a, argv[++i], 0, 1);
+            o->tolerance = app_parse_real(a, argv[++i], 0, 1);
         } else if (i + 1 < argc && strcmp(a, "--iterations") == 0) {
             o->iterations = app_parse_u64(a, argv[++i]);
         } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
@@ -111,12 +100,9 @@ static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config
 static double *reference(const app_edges_t *e, double d, unsigned long long iterations)
 {
     uint64_t n = e->n;
-    double *x = malloc(n * sizeof *x), *next = malloc(n * sizeof *next);
-    uint64_t *deg = calloc(n, sizeof *deg);
-    if (x == NULL || next == NULL || deg == NULL) {
-        fprintf(stderr, "pagerank: no memory to verify\n");
-        exit(APP_EXIT_ERROR);
-    }
+    double *x = app_malloc(n * sizeof *x), *next = app_malloc(n * sizeof *next);
+    uint64_t *deg = app_malloc(n * sizeof *deg);
+    memset(deg, 0, n * sizeof *deg);
     for (size_t i = 0; i < e->count; i++)
         deg[e->edges[i].u]++;
     for (uint64_t v = 0; v < n; v++)
@@ -146,14 +132,6 @@ typedef struct pr_result {
     double seconds, push_seconds, last_error;
 } pr_result_t;
 
-static void check_alloc(void *p)
-{
-    if (p == NULL) {
-        fprintf(stderr, "pagerank: no memory\n");
-        exit(APP_EXIT_ERROR);
-    }
-}
-
 /* Runs the iterations; x holds this rank's ranks on return. */
 static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x)
 {
@@ -163,33 +141,25 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     size_t rows = local_n ? local_n : 1;
 
     int64_t *acc, *share;
-    uint64_t *offsets, *dest;
+    app_device_graph_t dg;
     app_check(grain_malloc(g, p->max_local_n * sizeof *acc, (void **)&acc), "allocating the accumulators");
     app_check(grain_mem_alloc(g, rows * sizeof *share, (void **)&share), "allocating the shares");
-    app_check(grain_mem_alloc(g, (local_n + 1) * sizeof *offsets, (void **)&offsets), "allocating the graph");
-    app_check(grain_mem_alloc(g, (lg->edges ? lg->edges : 1) * sizeof *dest, (void **)&dest), "allocating the graph");
-    app_check(grain_memcpy(g, offsets, lg->offsets, (local_n + 1) * sizeof *offsets), "copying the graph");
-    if (lg->edges)
-        app_check(grain_memcpy(g, dest, lg->dest, lg->edges * sizeof *dest), "copying the graph");
+    app_device_graph_upload(g, graph, 0, &dg);
 
     grain_program_t *prog;
     grain_kernel_t *k;
     app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernel");
     app_check(grain_kernel_create(prog, "pr_push", &k), "creating the pagerank kernel");
     app_check(grain_kernel_set_arg_ptr(k, 1, acc), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 2, offsets), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 3, dest), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 2, dg.offsets), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 3, dg.dest), "setting kernel arguments");
     app_check(grain_kernel_set_arg_ptr(k, 4, share), "setting kernel arguments");
     app_check(grain_kernel_set_arg(k, 5, sizeof local_n, &local_n), "setting kernel arguments");
-    /* Every rank launches the grid of the largest part: the barriers in the
-     * sends need whole work-groups, and lanes past local_n stay inactive. */
-    size_t wg = 256, global = (size_t)((p->max_local_n + wg - 1) / wg * wg);
+    size_t wg = 256, global = app_vertex_grid(graph, wg);
 
-    int64_t *host_share = malloc(rows * sizeof *host_share), *host_acc = malloc(rows * sizeof *host_acc);
-    int64_t *zeros = calloc(rows, sizeof *zeros);
-    check_alloc(host_share);
-    check_alloc(host_acc);
-    check_alloc(zeros);
+    int64_t *host_share = app_malloc(rows * sizeof *host_share), *host_acc = app_malloc(rows * sizeof *host_acc);
+    int64_t *zeros = app_malloc(rows * sizeof *zeros);
+    memset(zeros, 0, rows * sizeof *zeros);
     for (uint64_t v = 0; v < local_n; v++)
         x[v] = 1.0 / (double)n;
 
@@ -238,8 +208,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     free(host_share);
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
-    app_check(grain_mem_free(g, dest), "freeing");
-    app_check(grain_mem_free(g, offsets), "freeing");
+    app_device_graph_free(g, &dg);
     app_check(grain_mem_free(g, share), "freeing");
     app_check(grain_free(g, acc), "freeing");
     return r;
@@ -266,8 +235,7 @@ int main(int argc, char **argv)
         return APP_EXIT_ERROR;
     }
     tl = app_seconds() - tl;
-    double *x = malloc((graph.part.local_n ? graph.part.local_n : 1) * sizeof *x);
-    check_alloc(x);
+    double *x = app_malloc(graph.part.local_n * sizeof *x);
     pr_result_t r = run(g, &graph, &o, x);
 
     int verified = -1;
@@ -302,11 +270,12 @@ int main(int argc, char **argv)
     if (out != NULL) {
         fprintf(out, "{");
         app_json_common(out, g, "pagerank");
+        fputc(',', out);
+        app_graph_json(out, &graph);
         fprintf(out,
-                ",\"graph\":\"%s\",\"vertices\":%llu,\"edges\":%llu,\"partition\":\"%s\",\"verified\":%s,"
-                "\"l1_distance\":%.3g,\"iterations\":%llu,\"converged\":%s,\"last_change\":%.6g,"
-                "\"seconds\":%.6f,\"push_seconds\":%.6f,\"load_seconds\":%.6f,\"edges_per_second\":%.6g,\"stats\":",
-                graph.name, (unsigned long long)n, (unsigned long long)m, app_scheme_name(o.input.scheme),
+                ",\"verified\":%s,\"l1_distance\":%.3g,\"iterations\":%llu,\"converged\":%s,"
+                "\"last_change\":%.6g,\"seconds\":%.6f,\"push_seconds\":%.6f,\"load_seconds\":%.6f,"
+                "\"edges_per_second\":%.6g,\"stats\":",
                 verified < 0 ? "null" : verified ? "true" : "false", distance, r.iterations,
                 r.converged ? "true" : "false", r.last_error, r.seconds, r.push_seconds, tl,
                 (double)m * (double)r.iterations / r.seconds);

@@ -30,6 +30,7 @@
 
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 typedef ulong grain_u64;
 typedef long grain_i64;
@@ -104,6 +105,16 @@ typedef int grain_i32;
     atomic_fetch_add_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, memory_scope_device)
 #define grain_heap_add_u64(p, v) \
     atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+/* For active-message handlers: min-updates (SSSP, connected components). */
+#define grain_heap_fetch_min_i64(p, v) \
+    atomic_fetch_min_explicit((volatile __global atomic_long *)(p), (long)(v), memory_order_relaxed, \
+                              memory_scope_device)
+
+/* A double's bits and back: a message word carries a double this way, and
+ * the bits of non-negative doubles order as the numbers do, so an integer
+ * min-update is a min-update of distances. */
+#define grain_f64_bits(x) as_long((double)(x))
+#define grain_bits_f64(b) as_double((long)(b))
 
 /* Work-item ids flattened over all three dimensions. */
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
@@ -266,6 +277,9 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u
 #define grain_heap_store_u64(p, v) (*GRAIN_A64(p) = (unsigned long long)(v))
 #define grain_heap_add_u32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
 #define grain_heap_add_u64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#define grain_heap_fetch_min_i64(p, v) atomicMin((long long *)(p), (long long)(v))
+#define grain_f64_bits(x) ((grain_i64)__double_as_longlong((double)(x)))
+#define grain_bits_f64(b) __longlong_as_double((long long)(b))
 
 GRAIN_INLINE grain_u32 grain_local_linear_id(void)
 {
@@ -365,6 +379,7 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef uint64_t grain_u64;
 typedef int64_t grain_i64;
@@ -435,6 +450,20 @@ GRAIN_INLINE grain_i64 grain_host_fetch_max_i64(grain_i64 *p, grain_i64 v)
 }
 
 #define grain_atomic_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+#define grain_heap_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+GRAIN_INLINE grain_i64 grain_f64_bits(double x)
+{
+    grain_i64 b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+GRAIN_INLINE double grain_bits_f64(grain_i64 b)
+{
+    double x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
 #define grain_atomic_fetch_max_i64(p, v) grain_host_fetch_max_i64((p), (v))
 #define grain_fence_release() atomic_thread_fence(memory_order_release)
 /* Host threads play producers in tests and CPU baselines, often more of them
