@@ -277,7 +277,19 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u
 #define grain_heap_store_u64(p, v) (*GRAIN_A64(p) = (unsigned long long)(v))
 #define grain_heap_add_u32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
 #define grain_heap_add_u64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#if defined(__HIPCC__) || defined(__HIPCC_RTC__)
+/* HIP 5.2 has no signed 64-bit atomicMin. */
+GRAIN_INLINE grain_i64 grain_heap_fetch_min_i64(GRAIN_GLOBAL void *p, grain_i64 v)
+{
+    unsigned long long *a = (unsigned long long *)p;
+    unsigned long long old = *(volatile unsigned long long *)a, seen;
+    while ((grain_i64)old > v && (seen = atomicCAS(a, old, (unsigned long long)v)) != old)
+        old = seen;
+    return (grain_i64)old;
+}
+#else
 #define grain_heap_fetch_min_i64(p, v) atomicMin((long long *)(p), (long long)(v))
+#endif
 #define grain_f64_bits(x) ((grain_i64)__double_as_longlong((double)(x)))
 #define grain_bits_f64(b) __longlong_as_double((long long)(b))
 

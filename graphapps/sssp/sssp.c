@@ -1,0 +1,358 @@
+/*
+ * sssp: single-source shortest paths by Bellman-Ford rounds of active
+ * messages (seed 001 section 6): a vertex whose distance improved sends its
+ * distance plus each out-edge's weight to the edge's target, whose owner's
+ * handler keeps the smaller.  Weights are the input's (1 for a pattern
+ * matrix or a two-column edge list) and must be non-negative.  Unreachable
+ * vertices have distance inf.
+ *
+ * Distances are computed as the sequential algorithms compute them, d(u) + w
+ * in double precision along the final shortest paths, so they match Dijkstra
+ * (--verify, and networkx in the tests) exactly.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/app.h"
+#include "../common/graph_app.h"
+#include "grain/grain.h"
+
+extern const char sssp_kernel_source[];
+
+typedef struct sssp_options {
+    app_input_t input;
+    unsigned long long source; /* in the input's numbering */
+    int source_given;
+    const char *out;
+    int verify, json;
+} sssp_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sssp (--graph FILE | --kronecker S[,E]) [--source V] [--out FILE] [--verify] [--json]\n"
+                 "  --source V  the source vertex, in the input's ids (default: the first, 1 in a .mtx, else 0)\n"
+                 "  --out FILE  write \"<vertex> <distance>\" per vertex, input ids, inf when unreachable\n"
+                 "  --verify    compare with a sequential Dijkstra: every distance exactly\n"
+                 "  --json      one JSON object with the result and statistics\n");
+    app_input_usage(out);
+    app_config_usage(out);
+}
+
+static void parse(int argc, char **argv, sssp_options_t *o, grain_config_t *config)
+{
+    *o = (sssp_options_t){0};
+    app_input_defaults(&o->input);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = app_config_option(config, argc, argv, &i);
+        if (taken == 0)
+            taken = app_input_option(&o->input, argc, argv, &i);
+        if (taken < 0)
+            exit(APP_EXIT_ERROR);
+        if (taken)
+            continue;
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(APP_EXIT_OK);
+        } else if (i + 1 < argc && strcmp(a, "--source") == 0) {
+            o->source = app_parse_u64(a, argv[++i]);
+            o->source_given = 1;
+        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
+            o->out = argv[++i];
+        } else {
+            fprintf(stderr, "sssp: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            exit(APP_EXIT_ERROR);
+        }
+    }
+    app_error_t err;
+    if (app_input_check(&o->input, &err) != 0) {
+        fprintf(stderr, "sssp: %s\n", err.msg);
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+/* The source as an internal id, or -1 with a message; and every weight must
+ * be a non-negative number. */
+static int check_input(const app_graph_t *g, const sssp_options_t *o, uint64_t *source, app_error_t *err)
+{
+    const app_edges_t *e = &g->all;
+    uint64_t s = o->source_given ? o->source : e->base;
+    if (s < e->base || s - e->base >= e->n) {
+        snprintf(err->msg, sizeof err->msg, "%s: --source %llu is not a vertex (ids %llu to %llu)", g->name,
+                 (unsigned long long)s, (unsigned long long)e->base, (unsigned long long)(e->n - 1 + e->base));
+        return -1;
+    }
+    for (size_t i = 0; i < e->count; i++) {
+        if (!(e->edges[i].w >= 0)) {
+            snprintf(err->msg, sizeof err->msg,
+                     "%s: edge %llu -> %llu has weight %g: shortest paths need weights of 0 or more", g->name,
+                     (unsigned long long)(e->edges[i].u + e->base), (unsigned long long)(e->edges[i].v + e->base),
+                     e->edges[i].w);
+            return -1;
+        }
+    }
+    *source = s - e->base;
+    return 0;
+}
+
+/* ---- the sequential reference: Dijkstra with a binary heap ---- */
+
+typedef struct heap_item {
+    double d;
+    uint64_t v;
+} heap_item_t;
+
+static void heap_push(heap_item_t *h, size_t *n, heap_item_t x)
+{
+    size_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2].d > x.d) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static heap_item_t heap_pop(heap_item_t *h, size_t *n)
+{
+    heap_item_t top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1].d < h[c].d)
+            c++;
+        if (h[c].d >= last.d)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static double *dijkstra(const app_edges_t *e, uint64_t source)
+{
+    uint64_t n = e->n;
+    uint64_t *off = app_malloc((n + 1) * sizeof *off), *fill = app_malloc(n * sizeof *fill);
+    uint64_t *to = app_malloc(e->count * sizeof *to);
+    double *w = app_malloc(e->count * sizeof *w), *dist = app_malloc(n * sizeof *dist);
+    heap_item_t *h = app_malloc((e->count + 1) * sizeof *h); /* lazy deletion: one entry per improvement */
+    memset(off, 0, (n + 1) * sizeof *off);
+    for (size_t i = 0; i < e->count; i++)
+        off[e->edges[i].u + 1]++;
+    for (uint64_t v = 0; v < n; v++) {
+        off[v + 1] += off[v];
+        fill[v] = off[v];
+        dist[v] = INFINITY;
+    }
+    for (size_t i = 0; i < e->count; i++) {
+        uint64_t k = fill[e->edges[i].u]++;
+        to[k] = e->edges[i].v;
+        w[k] = e->edges[i].w;
+    }
+    size_t hn = 0;
+    dist[source] = 0;
+    heap_push(h, &hn, (heap_item_t){0, source});
+    while (hn > 0) {
+        heap_item_t x = heap_pop(h, &hn);
+        if (x.d > dist[x.v])
+            continue;
+        for (uint64_t k = off[x.v]; k < off[x.v + 1]; k++) {
+            double nd = x.d + w[k];
+            if (nd < dist[to[k]]) {
+                dist[to[k]] = nd;
+                heap_push(h, &hn, (heap_item_t){nd, to[k]});
+            }
+        }
+    }
+    free(h);
+    free(w);
+    free(to);
+    free(fill);
+    free(off);
+    return dist;
+}
+
+/* ---- the distributed run ---- */
+
+typedef struct sssp_result {
+    unsigned long long rounds, relaxed; /* rounds, and improvements over all of them */
+    double seconds, kernel_seconds;
+} sssp_result_t;
+
+/* dist receives this rank's distances. */
+static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, double *dist)
+{
+    const app_partition_t *p = &graph->part;
+    uint64_t local_n = p->local_n;
+    size_t rows = local_n ? local_n : 1;
+
+    int64_t *state, *frontier; /* state: (distance bits, improved) per vertex, in the heap */
+    app_device_graph_t dg;
+    app_check(grain_malloc(g, 2 * p->max_local_n * sizeof *state, (void **)&state), "allocating the distances");
+    app_check(grain_mem_alloc(g, rows * sizeof *frontier, (void **)&frontier), "allocating the frontier");
+    app_device_graph_upload(g, graph, 1, &dg);
+
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    app_check(grain_program_create(g, sssp_kernel_source, NULL, &prog), "building the sssp kernel");
+    app_check(grain_am_register_program(g, prog), "registering the relax handler");
+    app_check(grain_kernel_create(prog, "sssp_round", &k), "creating the sssp kernel");
+    app_check(grain_kernel_set_arg_ptr(k, 1, state), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 2, dg.offsets), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 3, dg.dest), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 4, dg.weight), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(k, 5, frontier), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
+    size_t wg = 256, global = app_vertex_grid(graph, wg);
+
+    int64_t *host_state = app_malloc(2 * rows * sizeof *host_state);
+    int64_t *host_frontier = app_malloc(rows * sizeof *host_frontier);
+    int64_t inf_bits;
+    double inf = INFINITY;
+    memcpy(&inf_bits, &inf, sizeof inf_bits);
+    for (uint64_t v = 0; v < local_n; v++) {
+        host_state[2 * v] = inf_bits;
+        host_state[2 * v + 1] = 0;
+    }
+    if (app_owner(p, source) == p->rank) {
+        uint64_t s = app_local_index(p, source);
+        host_state[2 * s] = 0;     /* the bits of 0.0 */
+        host_state[2 * s + 1] = 1; /* improved: it sends in round one */
+    }
+
+    sssp_result_t r = {0, 0, 0, 0};
+    app_check(grain_barrier(g), "the barrier before the run");
+    double t0 = app_seconds();
+    for (;;) {
+        /* The frontier: vertices that improved last round, whose flags are
+         * cleared before any rank sends again. */
+        int64_t improved = 0;
+        for (uint64_t v = 0; v < local_n; v++) {
+            int on = host_state[2 * v + 1] != 0;
+            host_frontier[v] = on ? host_state[2 * v] : -1;
+            host_state[2 * v + 1] = 0;
+            improved += on;
+        }
+        app_check(grain_memcpy(g, state, host_state, 2 * rows * sizeof *state), "writing the distances");
+        app_check(grain_memcpy(g, frontier, host_frontier, rows * sizeof *frontier), "writing the frontier");
+        /* Every rank has written its flags once this returns. */
+        app_check(grain_allreduce(g, &improved, 1, GRAIN_INT64, GRAIN_SUM), "counting the frontier");
+        if (improved == 0)
+            break;
+        r.relaxed += (unsigned long long)improved;
+        r.rounds++;
+        double tk = app_seconds();
+        app_check(grain_launch(k, 1, &global, &wg), "launching sssp");
+        app_check(grain_quiet(g), "grain_quiet after sssp");
+        r.kernel_seconds += app_seconds() - tk;
+        app_check(grain_memcpy(g, host_state, state, 2 * rows * sizeof *state), "reading the distances");
+    }
+    r.seconds = app_seconds() - t0;
+    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    for (uint64_t v = 0; v < local_n; v++)
+        memcpy(&dist[v], &host_state[2 * v], sizeof dist[v]);
+
+    free(host_frontier);
+    free(host_state);
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    app_device_graph_free(g, &dg);
+    app_check(grain_mem_free(g, frontier), "freeing");
+    app_check(grain_free(g, state), "freeing");
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    sssp_options_t o;
+    parse(argc, argv, &o, config);
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    int me = grain_my_pe(g), npes = grain_n_pes(g);
+
+    app_graph_t graph;
+    app_error_t err;
+    uint64_t source = 0;
+    double tl = app_seconds();
+    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, &graph, &err) != 0 ||
+        check_input(&graph, &o, &source, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "sssp: %s\n", err.msg);
+        if (graph.all.edges != NULL)
+            app_graph_free(&graph);
+        grain_finalize(g);
+        return APP_EXIT_ERROR;
+    }
+    tl = app_seconds() - tl;
+    double *dist = app_malloc(graph.part.local_n * sizeof *dist);
+    sssp_result_t r = run(g, &graph, source, dist);
+
+    uint64_t reached = 0;
+    for (uint64_t k = 0; k < graph.part.local_n; k++)
+        reached += !isinf(dist[k]);
+    app_check(grain_allreduce(g, &reached, 1, GRAIN_UINT64, GRAIN_SUM), "counting the reached vertices");
+    int verified = -1;
+    int64_t wrong = 0;
+    if (o.verify) {
+        double *ref = dijkstra(&graph.all, source);
+        for (uint64_t k = 0; k < graph.part.local_n; k++)
+            wrong += dist[k] != ref[graph.part.global_of[k]];
+        free(ref);
+        app_check(grain_allreduce(g, &wrong, 1, GRAIN_INT64, GRAIN_SUM), "reducing the verification");
+        verified = wrong == 0;
+    }
+    int status = APP_EXIT_OK;
+    if (o.out != NULL && app_write_values(g, &graph, dist, o.out, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "sssp: %s\n", err.msg);
+        status = APP_EXIT_ERROR;
+    }
+
+    unsigned long long src_id = (unsigned long long)(source + graph.all.base);
+    if (me == 0 && !o.json) {
+        printf("sssp: %s, %llu vertices, %zu edges, %d ranks (%s partition), %s on %s\n", graph.name,
+               (unsigned long long)graph.all.n, graph.all.count, npes, app_scheme_name(graph.part.scheme),
+               grain_backend_name(g), grain_device_name(g));
+        printf("from %llu: %llu vertices reached in %llu rounds, %.3f s (%.3f s in kernels)\n", src_id,
+               (unsigned long long)reached, r.rounds, r.seconds, r.kernel_seconds);
+        if (verified >= 0)
+            printf("verification: %s (%lld of %llu distances differ from Dijkstra's)\n",
+                   verified ? "passed" : "FAILED", (long long)wrong, (unsigned long long)graph.all.n);
+    }
+    FILE *out = me == 0 && o.json ? stdout : NULL;
+    if (out != NULL) {
+        fprintf(out, "{");
+        app_json_common(out, g, "sssp");
+        fputc(',', out);
+        app_graph_json(out, &graph);
+        fprintf(out,
+                ",\"source\":%llu,\"verified\":%s,\"wrong\":%lld,\"reached\":%llu,\"rounds\":%llu,"
+                "\"improvements\":%llu,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f,\"stats\":",
+                src_id, verified < 0 ? "null" : verified ? "true" : "false", (long long)wrong,
+                (unsigned long long)reached, r.rounds, r.relaxed, r.seconds, r.kernel_seconds, tl);
+    }
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fprintf(out, "}\n");
+
+    free(dist);
+    app_graph_free(&graph);
+    app_check(grain_finalize(g), "grain_finalize");
+    if (status != APP_EXIT_OK)
+        return status;
+    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+}
