@@ -65,6 +65,11 @@ int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_
  */
 int app_read_graph(const char *path, int undirected, const char *cache_dir, app_edges_t *e, app_error_t *err);
 
+/* Replaces the edges with the simple undirected graph under them: every
+ * pair joined by an edge either way, listed both ways once, no self loops,
+ * sorted, weights 1. */
+int app_edges_make_simple_undirected(app_edges_t *e, app_error_t *err);
+
 /* Rejects a graph with no vertices or no edges. */
 int app_check_not_empty(const app_edges_t *e, const char *name, app_error_t *err);
 

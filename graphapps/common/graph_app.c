@@ -91,7 +91,8 @@ int app_input_check(const app_input_t *in, app_error_t *err)
     return 0;
 }
 
-int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_graph_t *g, app_error_t *err)
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
+                   app_error_t *err)
 {
     memset(g, 0, sizeof *g);
     int rc;
@@ -102,6 +103,8 @@ int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_gra
         snprintf(g->name, sizeof g->name, "kronecker-%u-%u-%llu", in->kron_scale, in->kron_factor, in->seed);
         rc = app_kronecker(in->kron_scale, in->kron_factor, in->seed, &g->all, err);
     }
+    if (rc == 0 && (flags & APP_LOAD_UNDIRECTED))
+        rc = app_edges_make_simple_undirected(&g->all, err);
     if (rc == 0)
         rc = app_check_not_empty(&g->all, g->name, err);
     if (rc == 0)
@@ -148,29 +151,39 @@ int app_write_values(grain_t *grain, const app_graph_t *g, const double *values,
     return failed ? -1 : 0;
 }
 
-void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int weights, app_device_graph_t *d)
+void *app_device_copy(grain_t *grain, const void *host, size_t bytes)
+{
+    void *d;
+    app_check(grain_mem_alloc(grain, bytes ? bytes : 1, &d), "allocating device memory");
+    if (bytes)
+        app_check(grain_memcpy(grain, d, host, bytes), "copying to the device");
+    return d;
+}
+
+void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app_device_graph_t *d)
 {
     const app_local_graph_t *lg = &g->local;
-    size_t offsets = (g->part.local_n + 1) * sizeof *d->offsets, edges = lg->edges ? lg->edges : 1;
     *d = (app_device_graph_t){0};
-    app_check(grain_mem_alloc(grain, offsets, (void **)&d->offsets), "allocating the graph");
-    app_check(grain_mem_alloc(grain, edges * sizeof *d->dest, (void **)&d->dest), "allocating the graph");
-    app_check(grain_memcpy(grain, d->offsets, lg->offsets, offsets), "copying the graph");
-    if (lg->edges)
-        app_check(grain_memcpy(grain, d->dest, lg->dest, lg->edges * sizeof *d->dest), "copying the graph");
-    if (weights) {
-        app_check(grain_mem_alloc(grain, edges * sizeof *d->weight, (void **)&d->weight), "allocating the graph");
-        if (lg->edges)
-            app_check(grain_memcpy(grain, d->weight, lg->weight, lg->edges * sizeof *d->weight), "copying the graph");
-    }
+    d->offsets = app_device_copy(grain, lg->offsets, (g->part.local_n + 1) * sizeof *d->offsets);
+    d->dest = app_device_copy(grain, lg->dest, lg->edges * sizeof *d->dest);
+    if (what & APP_UPLOAD_WEIGHTS)
+        d->weight = app_device_copy(grain, lg->weight, lg->edges * sizeof *d->weight);
+    if (what & APP_UPLOAD_TARGETS)
+        d->target = app_device_copy(grain, lg->target, lg->edges * sizeof *d->target);
+}
+
+void app_device_free(grain_t *grain, void *p)
+{
+    if (p != NULL)
+        app_check(grain_mem_free(grain, p), "freeing device memory");
 }
 
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d)
 {
-    if (d->weight != NULL)
-        app_check(grain_mem_free(grain, d->weight), "freeing the graph");
-    app_check(grain_mem_free(grain, d->dest), "freeing the graph");
-    app_check(grain_mem_free(grain, d->offsets), "freeing the graph");
+    app_device_free(grain, d->target);
+    app_device_free(grain, d->weight);
+    app_device_free(grain, d->dest);
+    app_device_free(grain, d->offsets);
     *d = (app_device_graph_t){0};
 }
 

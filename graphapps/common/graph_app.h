@@ -41,21 +41,34 @@ void app_input_usage(FILE *out);
 /* -1 (with a message) unless exactly one of --graph and --kronecker was given. */
 int app_input_check(const app_input_t *in, app_error_t *err);
 
+/* app_graph_load's flags. */
+#define APP_LOAD_UNDIRECTED 1 /* the underlying simple undirected graph: both ways, no self loops */
+
 /* Reads or generates the graph, refuses an empty one, and builds this
  * rank's part.  Every rank reads the same input, so all fail alike. */
-int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, app_graph_t *g, app_error_t *err);
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
+                   app_error_t *err);
 void app_graph_free(app_graph_t *g);
 
 /* This rank's part of the graph in device memory, for kernels. */
 typedef struct app_device_graph {
     uint64_t *offsets; /* local_n + 1 */
     uint64_t *dest;    /* APP_DEST per edge */
-    double *weight;    /* per edge; NULL unless asked for */
+    double *weight;    /* per edge; NULL unless APP_UPLOAD_WEIGHTS */
+    uint64_t *target;  /* per edge, the target vertex; NULL unless APP_UPLOAD_TARGETS */
 } app_device_graph_t;
 
+#define APP_UPLOAD_WEIGHTS 1
+#define APP_UPLOAD_TARGETS 2
+
 /* Exits with a message on failure, as app_check. */
-void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int weights, app_device_graph_t *d);
+void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app_device_graph_t *d);
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d);
+
+/* Device memory holding a copy of `bytes` of host memory (at least one
+ * byte is allocated), and its release (NULL is ignored); exit on failure. */
+void *app_device_copy(grain_t *grain, const void *host, size_t bytes);
+void app_device_free(grain_t *grain, void *p);
 
 /* The global size of a launch with a work-item per vertex of the largest
  * part: every rank launches the same grid, since the sends' barriers need

@@ -81,9 +81,10 @@ int app_local_graph_build(const app_partition_t *p, const app_edges_t *e, app_lo
         g->offsets[k + 1] += g->offsets[k];
     g->edges = g->offsets[p->local_n];
     g->dest = malloc((g->edges ? g->edges : 1) * sizeof *g->dest);
+    g->target = malloc((g->edges ? g->edges : 1) * sizeof *g->target);
     g->weight = malloc((g->edges ? g->edges : 1) * sizeof *g->weight);
     uint64_t *fill = malloc((p->local_n ? p->local_n : 1) * sizeof *fill);
-    if (g->dest == NULL || g->weight == NULL || fill == NULL) {
+    if (g->dest == NULL || g->target == NULL || g->weight == NULL || fill == NULL) {
         free(fill);
         app_local_graph_free(g);
         return no_memory(err, "this rank's edges", g->edges);
@@ -97,6 +98,7 @@ int app_local_graph_build(const app_partition_t *p, const app_edges_t *e, app_lo
             continue;
         uint64_t slot = fill[app_local_index(p, x->u)]++;
         g->dest[slot] = APP_DEST(app_owner(p, x->v), app_local_index(p, x->v));
+        g->target[slot] = x->v;
         g->weight[slot] = x->w;
     }
     free(fill);
@@ -107,6 +109,7 @@ void app_local_graph_free(app_local_graph_t *g)
 {
     free(g->offsets);
     free(g->dest);
+    free(g->target);
     free(g->weight);
     *g = (app_local_graph_t){0};
 }

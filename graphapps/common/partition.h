@@ -39,6 +39,7 @@ typedef struct app_partition {
 typedef struct app_local_graph {
     uint64_t *offsets; /* local_n + 1 */
     uint64_t *dest;    /* APP_DEST of each edge's target */
+    uint64_t *target;  /* each edge's target vertex */
     double *weight;
     uint64_t edges;
 } app_local_graph_t;

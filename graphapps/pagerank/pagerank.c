@@ -228,7 +228,7 @@ int main(int argc, char **argv)
     app_graph_t graph;
     app_error_t err;
     double tl = app_seconds();
-    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, &graph, &err) != 0) {
+    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, 0, &graph, &err) != 0) {
         if (me == 0)
             fprintf(stderr, "pagerank: %s\n", err.msg);
         grain_finalize(g);

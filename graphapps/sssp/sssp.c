@@ -201,7 +201,7 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     app_device_graph_t dg;
     app_check(grain_malloc(g, 2 * p->max_local_n * sizeof *state, (void **)&state), "allocating the distances");
     app_check(grain_mem_alloc(g, rows * sizeof *frontier, (void **)&frontier), "allocating the frontier");
-    app_device_graph_upload(g, graph, 1, &dg);
+    app_device_graph_upload(g, graph, APP_UPLOAD_WEIGHTS, &dg);
 
     grain_program_t *prog;
     grain_kernel_t *k;
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
     app_error_t err;
     uint64_t source = 0;
     double tl = app_seconds();
-    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, &graph, &err) != 0 ||
+    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, 0, &graph, &err) != 0 ||
         check_input(&graph, &o, &source, &err) != 0) {
         if (me == 0)
             fprintf(stderr, "sssp: %s\n", err.msg);

@@ -1,0 +1,264 @@
+/*
+ * color: distributed graph coloring with PUTs (Jones-Plassmann, seed 001
+ * section 6) of the simple undirected graph under the input (self loops and
+ * directions dropped).  Priorities put large degrees first, as networkx's
+ * greedy_color(strategy="largest_first"), with a hash of the id (and --seed)
+ * between equal degrees.  The coloring is proper whatever the order in which
+ * PUTs land; --verify checks every edge and that every vertex has a color.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/app.h"
+#include "../common/graph_app.h"
+#include "grain/grain.h"
+
+extern const char color_kernel_source[];
+
+typedef struct color_options {
+    app_input_t input;
+    const char *out;
+    int verify, json;
+} color_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: color (--graph FILE | --kronecker S[,E]) [--out FILE] [--verify] [--json]\n"
+                 "  --out FILE  write \"<vertex> <color>\" per vertex, input ids, colors from 0\n"
+                 "  --verify    check that no edge joins two vertices of one color\n"
+                 "  --json      one JSON object with the result and statistics\n"
+                 "  (--seed also breaks ties between equal degrees)\n");
+    app_input_usage(out);
+    app_config_usage(out);
+}
+
+static void parse(int argc, char **argv, color_options_t *o, grain_config_t *config)
+{
+    *o = (color_options_t){0};
+    app_input_defaults(&o->input);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = app_config_option(config, argc, argv, &i);
+        if (taken == 0)
+            taken = app_input_option(&o->input, argc, argv, &i);
+        if (taken < 0)
+            exit(APP_EXIT_ERROR);
+        if (taken)
+            continue;
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(APP_EXIT_OK);
+        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
+            o->out = argv[++i];
+        } else {
+            fprintf(stderr, "color: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            exit(APP_EXIT_ERROR);
+        }
+    }
+    app_error_t err;
+    if (app_input_check(&o->input, &err) != 0) {
+        fprintf(stderr, "color: %s\n", err.msg);
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+/* Every vertex's priority: its degree above a hash of its id. */
+static uint64_t *priorities(const app_edges_t *e, uint64_t seed)
+{
+    uint64_t *prio = app_malloc(e->n * sizeof *prio);
+    memset(prio, 0, e->n * sizeof *prio);
+    for (size_t i = 0; i < e->count; i++)
+        prio[e->edges[i].u]++;
+    for (uint64_t v = 0; v < e->n; v++) {
+        uint64_t degree = prio[v] < (1u << 23) ? prio[v] : (1u << 23) - 1;
+        prio[v] = degree << 40 | (app_mix64(v ^ app_mix64(seed)) >> 24);
+    }
+    return prio;
+}
+
+/* For each own vertex, the distinct ranks that own a neighbour, and its own
+ * rank, which keeps the vertex's color too: the PUTs of its broadcast. */
+static void neighbour_ranks(const app_graph_t *g, uint64_t **offsets_p, uint32_t **ranks_p)
+{
+    const app_partition_t *p = &g->part;
+    const app_local_graph_t *lg = &g->local;
+    uint64_t *off = app_malloc((p->local_n + 1) * sizeof *off);
+    uint32_t *ranks = app_malloc((lg->edges + p->local_n) * sizeof *ranks);
+    uint64_t *seen = app_malloc(p->ranks * sizeof *seen); /* the vertex that last listed each rank, + 1 */
+    memset(seen, 0, p->ranks * sizeof *seen);
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < p->local_n; k++) {
+        off[k] = n;
+        seen[p->rank] = k + 1;
+        ranks[n++] = p->rank;
+        for (uint64_t e = lg->offsets[k]; e < lg->offsets[k + 1]; e++) {
+            uint32_t r = APP_DEST_PE(lg->dest[e]);
+            if (seen[r] != k + 1) {
+                seen[r] = k + 1;
+                ranks[n++] = r;
+            }
+        }
+    }
+    off[p->local_n] = n;
+    free(seen);
+    *offsets_p = off;
+    *ranks_p = ranks;
+}
+
+typedef struct color_result {
+    unsigned long long rounds;
+    double seconds, kernel_seconds;
+} color_result_t;
+
+/* colors receives every vertex's color as this rank knows it: its own
+ * vertices' and their neighbours' are final. */
+static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, int32_t *colors)
+{
+    const app_partition_t *p = &graph->part;
+    uint64_t n = p->n, local_n = p->local_n;
+
+    int32_t *heap_colors;
+    app_check(grain_malloc(g, n * sizeof *heap_colors, (void **)&heap_colors), "allocating the colors");
+    uint64_t *prio_host = priorities(&graph->all, seed), *rank_off_host;
+    uint32_t *ranks_host;
+    neighbour_ranks(graph, &rank_off_host, &ranks_host);
+    app_device_graph_t dg;
+    app_device_graph_upload(g, graph, APP_UPLOAD_TARGETS, &dg);
+    uint64_t *prio = app_device_copy(g, prio_host, n * sizeof *prio);
+    uint64_t *vertex = app_device_copy(g, p->global_of, local_n * sizeof *vertex);
+    uint64_t *rank_off = app_device_copy(g, rank_off_host, (local_n + 1) * sizeof *rank_off);
+    uint32_t *ranks = app_device_copy(g, ranks_host, rank_off_host[local_n] * sizeof *ranks);
+
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    app_check(grain_program_create(g, color_kernel_source, NULL, &prog), "building the color kernel");
+    app_check(grain_kernel_create(prog, "color_round", &k), "creating the color kernel");
+    void *args[7] = {heap_colors, prio, vertex, dg.offsets, dg.target, rank_off, ranks};
+    for (unsigned i = 0; i < 7; i++)
+        app_check(grain_kernel_set_arg_ptr(k, 1 + i, args[i]), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 8, sizeof local_n, &local_n), "setting kernel arguments");
+    size_t wg = 256, global = app_vertex_grid(graph, wg);
+
+    memset(colors, 0xff, n * sizeof *colors); /* -1: no color yet */
+    app_check(grain_memcpy(g, heap_colors, colors, n * sizeof *colors), "writing the colors");
+    app_check(grain_barrier(g), "the barrier before the run");
+    color_result_t r = {0, 0, 0};
+    double t0 = app_seconds();
+    for (int64_t left = 1; left > 0;) {
+        double tk = app_seconds();
+        app_check(grain_launch(k, 1, &global, &wg), "launching color");
+        app_check(grain_quiet(g), "grain_quiet after color");
+        r.kernel_seconds += app_seconds() - tk;
+        r.rounds++;
+        app_check(grain_memcpy(g, colors, heap_colors, n * sizeof *colors), "reading the colors");
+        left = 0;
+        for (uint64_t j = 0; j < local_n; j++)
+            left += colors[p->global_of[j]] < 0;
+        app_check(grain_allreduce(g, &left, 1, GRAIN_INT64, GRAIN_SUM), "counting uncolored vertices");
+    }
+    r.seconds = app_seconds() - t0;
+    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    app_device_free(g, ranks);
+    app_device_free(g, rank_off);
+    app_device_free(g, vertex);
+    app_device_free(g, prio);
+    app_device_graph_free(g, &dg);
+    free(ranks_host);
+    free(rank_off_host);
+    free(prio_host);
+    app_check(grain_free(g, heap_colors), "freeing");
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    color_options_t o;
+    parse(argc, argv, &o, config);
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    int me = grain_my_pe(g), npes = grain_n_pes(g);
+
+    app_graph_t graph;
+    app_error_t err;
+    double tl = app_seconds();
+    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, APP_LOAD_UNDIRECTED, &graph, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "color: %s\n", err.msg);
+        grain_finalize(g);
+        return APP_EXIT_ERROR;
+    }
+    tl = app_seconds() - tl;
+    int32_t *colors = app_malloc(graph.all.n * sizeof *colors);
+    color_result_t r = run(g, &graph, o.input.seed, colors);
+
+    /* Checked by each owner over its own vertices' edges: their neighbours'
+     * colors reached it by the broadcast. */
+    const app_partition_t *p = &graph.part;
+    int64_t most = -1, conflicts = 0, uncolored = 0;
+    double *values = app_malloc(p->local_n * sizeof *values);
+    for (uint64_t k = 0; k < p->local_n; k++) {
+        int32_t c = colors[p->global_of[k]];
+        values[k] = c;
+        most = c > most ? c : most;
+        uncolored += c < 0;
+        for (uint64_t e = graph.local.offsets[k]; e < graph.local.offsets[k + 1]; e++)
+            conflicts += colors[graph.local.target[e]] == c;
+    }
+    app_check(grain_allreduce(g, &most, 1, GRAIN_INT64, GRAIN_MAX), "counting the colors");
+    app_check(grain_allreduce(g, &conflicts, 1, GRAIN_INT64, GRAIN_SUM), "checking the coloring");
+    app_check(grain_allreduce(g, &uncolored, 1, GRAIN_INT64, GRAIN_SUM), "checking the coloring");
+    int verified = o.verify ? conflicts == 0 && uncolored == 0 : -1;
+    int status = APP_EXIT_OK;
+    if (o.out != NULL && app_write_values(g, &graph, values, o.out, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "color: %s\n", err.msg);
+        status = APP_EXIT_ERROR;
+    }
+
+    if (me == 0 && !o.json) {
+        printf("color: %s, %llu vertices, %zu undirected edges (both ways), %d ranks (%s partition), %s on %s\n",
+               graph.name, (unsigned long long)graph.all.n, graph.all.count, npes,
+               app_scheme_name(graph.part.scheme), grain_backend_name(g), grain_device_name(g));
+        printf("%lld colors in %llu rounds, %.3f s (%.3f s in kernels)\n", (long long)(most + 1), r.rounds,
+               r.seconds, r.kernel_seconds);
+        if (verified >= 0)
+            printf("verification: %s (%lld edges join one color, %lld vertices without a color)\n",
+                   verified ? "passed" : "FAILED", (long long)conflicts / 2, (long long)uncolored);
+    }
+    FILE *out = me == 0 && o.json ? stdout : NULL;
+    if (out != NULL) {
+        fprintf(out, "{");
+        app_json_common(out, g, "color");
+        fputc(',', out);
+        app_graph_json(out, &graph);
+        fprintf(out,
+                ",\"verified\":%s,\"colors\":%lld,\"conflicts\":%lld,\"uncolored\":%lld,\"rounds\":%llu,"
+                "\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f,\"stats\":",
+                verified < 0 ? "null" : verified ? "true" : "false", (long long)(most + 1),
+                (long long)conflicts / 2, (long long)uncolored, r.rounds, r.seconds, r.kernel_seconds, tl);
+    }
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fprintf(out, "}\n");
+
+    free(values);
+    free(colors);
+    app_graph_free(&graph);
+    app_check(grain_finalize(g), "grain_finalize");
+    if (status != APP_EXIT_OK)
+        return status;
+    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+}

@@ -1,0 +1,3 @@
+# only self loops: no edges once they are dropped
+0 0
+2 2
