@@ -222,7 +222,7 @@ int main(int argc, char **argv)
     app_check(grain_allreduce(g, &uncolored, 1, GRAIN_INT64, GRAIN_SUM), "checking the coloring");
     int verified = o.verify ? conflicts == 0 && uncolored == 0 : -1;
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, &graph, values, o.out, &err) != 0) {
+    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, values, o.out, &err) != 0) {
         if (me == 0)
             fprintf(stderr, "color: %s\n", err.msg);
         status = APP_EXIT_ERROR;

@@ -37,6 +37,9 @@ typedef struct app_error {
     char msg[512];
 } app_error_t;
 
+/* The whole file in malloc'd memory, its length in *len; NULL with a message. */
+char *app_read_file(const char *path, size_t *len, app_error_t *err);
+
 /* Frees the edges and zeroes *e. */
 void app_edges_free(app_edges_t *e);
 

@@ -123,16 +123,16 @@ void app_graph_free(app_graph_t *g)
     app_edges_free(&g->all);
 }
 
-int app_write_values(grain_t *grain, const app_graph_t *g, const double *values, const char *path,
-                     app_error_t *err)
+int app_write_values(grain_t *grain, const uint64_t *ids, uint64_t count, uint64_t base, const double *values,
+                     const char *path, app_error_t *err)
 {
     int me = grain_my_pe(grain);
     int64_t failed = 0;
     for (int r = 0; r < grain_n_pes(grain); r++) {
         if (r == me && !failed) {
             FILE *f = fopen(path, r == 0 ? "w" : "a");
-            for (uint64_t k = 0; f != NULL && k < g->part.local_n; k++) {
-                fprintf(f, "%llu ", (unsigned long long)(g->part.global_of[k] + g->all.base));
+            for (uint64_t k = 0; f != NULL && k < count; k++) {
+                fprintf(f, "%llu ", (unsigned long long)(ids[k] + base));
                 if (isinf(values[k]))
                     fputs("inf\n", f);
                 else

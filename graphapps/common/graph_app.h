@@ -79,12 +79,13 @@ size_t app_vertex_grid(const app_graph_t *g, size_t wg);
 void app_graph_json(FILE *out, const app_graph_t *g);
 
 /*
- * Collective: writes `path` with one line per vertex, "<id> <value>", ids in
- * the input's numbering, values[local index] of each rank's own vertices
- * with 17 significant digits; infinite values print as "inf".  Ranks append in turn; all return -1 if
- * any rank could not write.
+ * Collective: writes `path` with one line per item, "<id> <value>": each rank
+ * its `count` items, ids[i] + base and values[i] with 17 significant digits
+ * (infinite values print as "inf").  Ranks append in turn; all return -1 if
+ * any rank could not write.  Graph apps pass their vertices:
+ * g->part.global_of, g->part.local_n and g->all.base.
  */
-int app_write_values(grain_t *grain, const app_graph_t *g, const double *values, const char *path,
-                     app_error_t *err);
+int app_write_values(grain_t *grain, const uint64_t *ids, uint64_t count, uint64_t base, const double *values,
+                     const char *path, app_error_t *err);
 
 #endif

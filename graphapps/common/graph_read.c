@@ -130,7 +130,7 @@ static void cache_store(const char *cpath, cache_header_t h, const app_edges_t *
         remove(tmp);
 }
 
-static char *read_all(const char *path, size_t *len, app_error_t *err)
+char *app_read_file(const char *path, size_t *len, app_error_t *err)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -178,7 +178,7 @@ int app_read_graph(const char *path, int undirected, const char *cache_dir, app_
         return 0;
     }
     size_t len = 0;
-    char *data = read_all(path, &len, err);
+    char *data = app_read_file(path, &len, err);
     int rc = -1;
     if (data != NULL)
         rc = is_mtx(path, data, len) ? app_parse_mtx(data, len, path, e, err)

@@ -249,7 +249,7 @@ int main(int argc, char **argv)
         verified = distance <= 1e-6;
     }
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, &graph, x, o.out, &err) != 0) {
+    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, x, o.out, &err) != 0) {
         if (me == 0)
             fprintf(stderr, "pagerank: %s\n", err.msg);
         status = APP_EXIT_ERROR;

@@ -316,7 +316,7 @@ int main(int argc, char **argv)
         verified = wrong == 0;
     }
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, &graph, dist, o.out, &err) != 0) {
+    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, dist, o.out, &err) != 0) {
         if (me == 0)
             fprintf(stderr, "sssp: %s\n", err.msg);
         status = APP_EXIT_ERROR;

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "graphapps/common/graph.h"
+#include "graphapps/common/points.h"
 
 static const char *data_dir; /* tests/data/graphs, from argv[1] */
 
@@ -222,6 +223,42 @@ static void test_kronecker(void **state)
     assert_non_null(strstr(err.msg, "the scale must be 1 to 36"));
 }
 
+static void points_fail(const char *text, const char *expect)
+{
+    app_points_t p;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_points(text, strlen(text), "p.txt", &p, &err), -1);
+    if (strstr(err.msg, expect) == NULL)
+        fail_msg("'%s' does not say '%s'", err.msg, expect);
+    assert_null(p.x);
+}
+
+static void test_points(void **state)
+{
+    (void)state;
+    const char *text = "# x y z\n1, 2, 3\n\n-4.5e1\t0 ,7\r\n";
+    app_points_t p;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_points(text, strlen(text), "p.txt", &p, &err), 0);
+    assert_int_equal(p.n, 2);
+    assert_int_equal(p.dims, 3);
+    assert_true(p.x[0] == 1 && p.x[3] == -45 && p.x[5] == 7);
+    app_points_free(&p);
+    points_fail("1 2\n3\n", "p.txt:2: 1 coordinates where the points before have 2");
+    points_fail("1 2\n3 x\n", "p.txt:2: 'x' is not a number");
+    points_fail("1 nan\n", "p.txt:1: 'nan' is not finite");
+    points_fail("# nothing\n", "p.txt: no points");
+
+    app_points_t a, b;
+    assert_int_equal(app_blobs(1000, 3, 4, 9, &a, &err), 0);
+    assert_int_equal(app_blobs(1000, 3, 4, 9, &b, &err), 0);
+    assert_memory_equal(a.x, b.x, 3000 * sizeof *a.x);
+    app_points_free(&a);
+    app_points_free(&b);
+    assert_int_equal(app_blobs(3, 2, 4, 1, &a, &err), -1);
+    assert_non_null(strstr(err.msg, "need points >= centres >= 1"));
+}
+
 static void write_text(const char *path, unsigned lines, unsigned shift)
 {
     FILE *f = fopen(path, "w");
@@ -280,7 +317,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
         cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
-        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_cache), cmocka_unit_test(test_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

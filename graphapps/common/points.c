@@ -1,0 +1,156 @@
+#include "points.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DIMS 4096
+
+void app_points_free(app_points_t *p)
+{
+    free(p->x);
+    *p = (app_points_t){0};
+}
+
+/* Fails with "name:line: ..." and frees what was read. */
+static int fail(app_points_t *p, app_error_t *err, const char *name, unsigned long long line, const char *what)
+{
+    snprintf(err->msg, sizeof err->msg, "%s:%llu: %s", name, line, what);
+    app_points_free(p);
+    return -1;
+}
+
+static int is_separator(char c)
+{
+    return c == ' ' || c == '\t' || c == ',' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int app_parse_points(const char *data, size_t len, const char *name, app_points_t *p, app_error_t *err)
+{
+    *p = (app_points_t){0};
+    size_t cap = 0, used = 0;
+    unsigned long long line = 0;
+    char msg[160];
+    for (const char *s = data, *end = data + len; s < end;) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *stop = nl != NULL ? nl : end;
+        line++;
+        uint32_t columns = 0;
+        const char *c = s;
+        while (c < stop && is_separator(*c))
+            c++;
+        if (c < stop && *c == '#')
+            c = stop;
+        while (c < stop) {
+            char tok[64];
+            size_t n = 0;
+            while (c + n < stop && !is_separator(c[n]))
+                n++;
+            if (n >= sizeof tok)
+                return fail(p, err, name, line, "a number of 64 characters or more");
+            memcpy(tok, c, n);
+            tok[n] = '\0';
+            if (memchr(tok, '\0', n) != NULL)
+                return fail(p, err, name, line, "unexpected NUL byte");
+            char *after;
+            double v = strtod(tok, &after);
+            if (after == tok || *after != '\0') {
+                snprintf(msg, sizeof msg, "'%s' is not a number", tok);
+                return fail(p, err, name, line, msg);
+            }
+            if (!isfinite(v)) {
+                snprintf(msg, sizeof msg, "'%s' is not finite", tok);
+                return fail(p, err, name, line, msg);
+            }
+            if (++columns > MAX_DIMS)
+                return fail(p, err, name, line, "more than 4096 coordinates");
+            if (used == cap) {
+                cap = cap ? 2 * cap : 1024;
+                double *grown = realloc(p->x, cap * sizeof *grown);
+                if (grown == NULL)
+                    return fail(p, err, name, line, "no memory for the points");
+                p->x = grown;
+            }
+            p->x[used++] = v;
+            c += n;
+            while (c < stop && is_separator(*c))
+                c++;
+        }
+        if (columns != 0) {
+            if (p->dims == 0)
+                p->dims = columns;
+            if (columns != p->dims) {
+                snprintf(msg, sizeof msg, "%u coordinates where the points before have %u", columns, p->dims);
+                return fail(p, err, name, line, msg);
+            }
+            p->n++;
+        }
+        s = nl != NULL ? nl + 1 : end;
+    }
+    if (p->n == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: no points", name);
+        app_points_free(p);
+        return -1;
+    }
+    return 0;
+}
+
+int app_read_points(const char *path, app_points_t *p, app_error_t *err)
+{
+    size_t len;
+    char *data = app_read_file(path, &len, err);
+    if (data == NULL)
+        return -1;
+    int rc = app_parse_points(data, len, path, p, err);
+    free(data);
+    return rc;
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *state)
+{
+    return ((double)(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; /* in (0, 1): log() below is finite */
+}
+
+int app_blobs(uint64_t n, uint32_t dims, uint32_t k, uint64_t seed, app_points_t *p, app_error_t *err)
+{
+    *p = (app_points_t){0};
+    if (n == 0 || dims == 0 || dims > MAX_DIMS || k == 0 || k > n) {
+        snprintf(err->msg, sizeof err->msg,
+                 "--blobs %llu,%u,%u: need points >= centres >= 1 and 1 to 4096 dimensions", (unsigned long long)n,
+                 dims, k);
+        return -1;
+    }
+    double *centres = malloc((size_t)k * dims * sizeof *centres);
+    p->x = malloc(n * dims * sizeof *p->x);
+    if (centres == NULL || p->x == NULL) {
+        free(centres);
+        app_points_free(p);
+        snprintf(err->msg, sizeof err->msg, "no memory for %llu points", (unsigned long long)n);
+        return -1;
+    }
+    uint64_t state = seed ^ 0x6a09e667f3bcc909ull;
+    for (size_t i = 0; i < (size_t)k * dims; i++)
+        centres[i] = -10 + 20 * unit(&state);
+    uint64_t key = splitmix64(&state);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t s = key ^ (i * 0xd1b54a32d192ed03ull);
+        uint32_t c = (uint32_t)(splitmix64(&s) % k);
+        for (uint32_t d = 0; d < dims; d++) {
+            double r = sqrt(-2 * log(unit(&s))) * cos(6.283185307179586 * unit(&s)); /* Box-Muller */
+            p->x[i * dims + d] = centres[(size_t)c * dims + d] + r;
+        }
+    }
+    free(centres);
+    p->n = n;
+    p->dims = dims;
+    return 0;
+}

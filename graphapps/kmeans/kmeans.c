@@ -1,0 +1,348 @@
+/*
+ * kmeans: Lloyd's algorithm with the points spread over the ranks (a block
+ * each) and every cluster's coordinate sums and count accumulated at the
+ * cluster's owner by grain adds (seed 001 section 6).  The initial centres
+ * are the first k points, as scikit-learn's KMeans(init=X[:k]); it iterates
+ * until no point changes cluster, or --max-iterations (300, scikit-learn's).
+ * A cluster left without points keeps its centre.
+ *
+ * Coordinates travel in 64-bit fixed point with the largest power of two
+ * that cannot overflow a sum: integer adds make the sums exact and the
+ * result independent of message order and rank count.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/app.h"
+#include "../common/graph_app.h"
+#include "../common/points.h"
+#include "grain/grain.h"
+
+extern const char kmeans_kernel_source[];
+
+typedef struct km_options {
+    const char *points; /* --points FILE */
+    unsigned long long blob_n, blob_dims, blob_k, seed; /* --blobs N,D,C */
+    unsigned long long k, max_iterations;
+    const char *out, *centres_out;
+    int verify, json;
+} km_options_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: kmeans (--points FILE | --blobs N,D,C [--seed S]) --k K [--max-iterations N]\n"
+            "              [--out FILE] [--centres-out FILE] [--verify] [--json]\n"
+            "  --points FILE       one point per line, coordinates separated by commas or spaces\n"
+            "  --blobs N,D,C       N points in D dimensions around C random centres (seed --seed, 1)\n"
+            "  --k K               clusters; the first K points are the initial centres\n"
+            "  --max-iterations N  stop after N iterations even if points still move (300)\n"
+            "  --out FILE          write \"<point> <cluster>\" per point, points from 0\n"
+            "  --centres-out FILE  write the K final centres, one per line\n"
+            "  --verify            compare with a sequential Lloyd run: the same clusters\n"
+            "  --json              one JSON object with the result and statistics\n");
+    app_config_usage(out);
+}
+
+static void parse(int argc, char **argv, km_options_t *o, grain_config_t *config)
+{
+    *o = (km_options_t){.seed = 1, .max_iterations = 300};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int taken = app_config_option(config, argc, argv, &i);
+        if (taken < 0)
+            exit(APP_EXIT_ERROR);
+        if (taken)
+            continue;
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(APP_EXIT_OK);
+        } else if (i + 1 < argc && strcmp(a, "--points") == 0) {
+            o->points = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--blobs") == 0) {
+            const char *v = argv[++i];
+            if (sscanf(v, "%llu,%llu,%llu", &o->blob_n, &o->blob_dims, &o->blob_k) != 3 || strchr(v, '-') != NULL) {
+                fprintf(stderr, "kmeans: --blobs \"%s\" is not N,D,C\n", v);
+                exit(APP_EXIT_ERROR);
+            }
+        } else if (i + 1 < argc && strcmp(a, "--seed") == 0) {
+            o->seed = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--k") == 0) {
+            o->k = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
+            o->max_iterations = app_parse_u64(a, argv[++i]);
+        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
+            o->out = argv[++i];
+        } else if (i + 1 < argc && strcmp(a, "--centres-out") == 0) {
+            o->centres_out = argv[++i];
+        } else {
+            fprintf(stderr, "kmeans: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            exit(APP_EXIT_ERROR);
+        }
+    }
+    if ((o->points != NULL) == (o->blob_n != 0) || o->k == 0) {
+        fprintf(stderr, "kmeans: give one input (--points FILE or --blobs N,D,C) and --k K\n");
+        exit(APP_EXIT_ERROR);
+    }
+}
+
+/* The cluster of each of points [first, first + count) for `centres`: the
+ * nearest, the first of equals. */
+static void nearest(const app_points_t *p, const double *centres, uint64_t k, uint64_t first, uint64_t count,
+                    int32_t *labels)
+{
+    for (uint64_t i = first; i < first + count; i++) {
+        double best = 0;
+        for (uint64_t c = 0; c < k; c++) {
+            double d = 0;
+            for (uint32_t j = 0; j < p->dims; j++) {
+                double t = p->x[i * p->dims + j] - centres[c * p->dims + j];
+                d += t * t;
+            }
+            if (c == 0 || d < best) {
+                best = d;
+                labels[i - first] = (int32_t)c;
+            }
+        }
+    }
+}
+
+/* The sequential reference: the same steps in plain double sums. */
+static int32_t *reference(const app_points_t *p, uint64_t k, unsigned long long iterations)
+{
+    double *centres = app_malloc(k * p->dims * sizeof *centres), *sums = app_malloc(k * p->dims * sizeof *sums);
+    uint64_t *counts = app_malloc(k * sizeof *counts);
+    int32_t *labels = app_malloc(p->n * sizeof *labels);
+    memcpy(centres, p->x, k * p->dims * sizeof *centres);
+    for (unsigned long long it = 0; it < iterations; it++) {
+        nearest(p, centres, k, 0, p->n, labels);
+        memset(sums, 0, k * p->dims * sizeof *sums);
+        memset(counts, 0, k * sizeof *counts);
+        for (uint64_t i = 0; i < p->n; i++) {
+            counts[labels[i]]++;
+            for (uint32_t j = 0; j < p->dims; j++)
+                sums[(uint64_t)labels[i] * p->dims + j] += p->x[i * p->dims + j];
+        }
+        for (uint64_t c = 0; c < k; c++)
+            for (uint32_t j = 0; counts[c] && j < p->dims; j++)
+                centres[c * p->dims + j] = sums[c * p->dims + j] / (double)counts[c];
+    }
+    free(counts);
+    free(sums);
+    free(centres);
+    return labels;
+}
+
+typedef struct km_result {
+    unsigned long long iterations;
+    int converged;
+    double seconds, kernel_seconds, inertia;
+} km_result_t;
+
+/* labels receives this rank's points' clusters, centres (k x dims) the
+ * final centres. */
+static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t first, uint64_t local_n,
+                       unsigned long long max_iterations, int32_t *labels, double *centres)
+{
+    unsigned ranks = (unsigned)grain_n_pes(g), me = (unsigned)grain_my_pe(g);
+    uint32_t dims = pts->dims, k32 = (uint32_t)k;
+    uint64_t own = (k + ranks - 1) / ranks, row = dims + 1; /* clusters a rank owns at most, words each */
+
+    /* The largest power of two such that no cluster's sum can overflow. */
+    double largest = 0;
+    for (uint64_t i = 0; i < pts->n * dims; i++)
+        largest = fabs(pts->x[i]) > largest ? fabs(pts->x[i]) : largest;
+    int exponent = 62 - (int)ceil(log2((largest + 1) * (double)pts->n));
+    double scale = ldexp(1.0, exponent < 52 ? exponent : 52);
+
+    int64_t *sums;
+    app_check(grain_malloc(g, own * row * sizeof *sums, (void **)&sums), "allocating the cluster sums");
+    double *x = app_device_copy(g, pts->x + first * dims, local_n * dims * sizeof *x);
+    double *dev_centres = app_device_copy(g, pts->x, k * dims * sizeof *dev_centres);
+    int32_t *old = app_malloc(local_n * sizeof *old); /* the clusters before this iteration; -1: none */
+    memset(old, 0xff, local_n * sizeof *old);
+    int32_t *dev_labels = app_device_copy(g, old, local_n * sizeof *dev_labels);
+
+    grain_program_t *prog;
+    grain_kernel_t *kern;
+    app_check(grain_program_create(g, kmeans_kernel_source, NULL, &prog), "building the kmeans kernel");
+    app_check(grain_kernel_create(prog, "km_assign", &kern), "creating the kmeans kernel");
+    app_check(grain_kernel_set_arg_ptr(kern, 1, sums), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(kern, 2, x), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(kern, 3, dev_centres), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(kern, 4, dev_labels), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 5, sizeof local_n, &local_n), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 6, sizeof dims, &dims), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 7, sizeof k32, &k32), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 8, sizeof ranks, &ranks), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 9, sizeof scale, &scale), "setting kernel arguments");
+    uint64_t most = (pts->n + ranks - 1) / ranks; /* every rank launches the grid of the largest block */
+    size_t wg = 256, global = (size_t)((most + wg - 1) / wg * wg);
+
+    int64_t *host_sums = app_malloc(own * row * sizeof *host_sums), *zeros = app_malloc(own * row * sizeof *zeros);
+    double *update = app_malloc((k * dims + k) * sizeof *update); /* new centres, then counts, by owner */
+    memset(zeros, 0, own * row * sizeof *zeros);
+    memcpy(centres, pts->x, k * dims * sizeof *centres);
+    km_result_t r = {0, 0, 0, 0, 0};
+    app_check(grain_barrier(g), "the barrier before the run");
+    double t0 = app_seconds();
+    while (r.iterations < max_iterations) {
+        app_check(grain_memcpy(g, sums, zeros, own * row * sizeof *sums), "zeroing the cluster sums");
+        app_check(grain_memcpy(g, dev_centres, centres, k * dims * sizeof *centres), "writing the centres");
+        app_check(grain_barrier(g), "the barrier before an iteration"); /* every rank has zeroed its sums */
+        double tk = app_seconds();
+        app_check(grain_launch(kern, 1, &global, &wg), "launching kmeans");
+        app_check(grain_quiet(g), "grain_quiet after kmeans");
+        r.kernel_seconds += app_seconds() - tk;
+        r.iterations++;
+        app_check(grain_memcpy(g, host_sums, sums, own * row * sizeof *sums), "reading the cluster sums");
+        memset(update, 0, (k * dims + k) * sizeof *update);
+        for (uint64_t c = me; c < k; c += ranks) {
+            const int64_t *s = host_sums + (c / ranks) * row;
+            update[k * dims + c] = (double)s[dims];
+            for (uint32_t j = 0; j < dims; j++)
+                update[c * dims + j] = s[dims] ? (double)s[j] / scale / (double)s[dims] : centres[c * dims + j];
+        }
+        app_check(grain_allreduce(g, update, k * dims + k, GRAIN_DOUBLE, GRAIN_SUM), "sharing the centres");
+        memcpy(centres, update, k * dims * sizeof *centres);
+        app_check(grain_memcpy(g, labels, dev_labels, local_n * sizeof *labels), "reading the clusters");
+        int64_t moved = 0;
+        for (uint64_t i = 0; i < local_n; i++)
+            moved += labels[i] != old[i];
+        memcpy(old, labels, local_n * sizeof *old);
+        app_check(grain_allreduce(g, &moved, 1, GRAIN_INT64, GRAIN_SUM), "counting moved points");
+        if (moved == 0) {
+            r.converged = 1;
+            break;
+        }
+    }
+    r.seconds = app_seconds() - t0;
+    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    for (uint64_t i = 0; i < local_n; i++)
+        for (uint32_t j = 0; j < dims; j++) {
+            double t = pts->x[(first + i) * dims + j] - centres[(uint64_t)labels[i] * dims + j];
+            r.inertia += t * t;
+        }
+    app_check(grain_allreduce(g, &r.inertia, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the inertia");
+
+    free(update);
+    free(zeros);
+    free(host_sums);
+    free(old);
+    grain_kernel_destroy(kern);
+    grain_program_destroy(prog);
+    app_device_free(g, dev_labels);
+    app_device_free(g, dev_centres);
+    app_device_free(g, x);
+    app_check(grain_free(g, sums), "freeing");
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    km_options_t o;
+    parse(argc, argv, &o, config);
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    int me = grain_my_pe(g), npes = grain_n_pes(g);
+
+    app_points_t pts;
+    app_error_t err;
+    int rc = o.points != NULL ? app_read_points(o.points, &pts, &err)
+                              : app_blobs(o.blob_n, (uint32_t)o.blob_dims, (uint32_t)o.blob_k, o.seed, &pts, &err);
+    if (rc == 0 && o.k > pts.n) {
+        snprintf(err.msg, sizeof err.msg, "--k %llu is more than the %llu points", o.k, (unsigned long long)pts.n);
+        app_points_free(&pts);
+        rc = -1;
+    }
+    if (rc != 0) {
+        if (me == 0)
+            fprintf(stderr, "kmeans: %s\n", err.msg);
+        grain_finalize(g);
+        return APP_EXIT_ERROR;
+    }
+    uint64_t chunk = (pts.n + (uint64_t)npes - 1) / (uint64_t)npes, first = (uint64_t)me * chunk;
+    uint64_t local_n = first >= pts.n ? 0 : (pts.n - first < chunk ? pts.n - first : chunk);
+    first = first < pts.n ? first : pts.n;
+    int32_t *labels = app_malloc(local_n * sizeof *labels);
+    double *centres = app_malloc(o.k * pts.dims * sizeof *centres);
+    km_result_t r = run(g, &pts, o.k, first, local_n, o.max_iterations, labels, centres);
+
+    int verified = -1;
+    int64_t differ = 0;
+    if (o.verify) {
+        int32_t *ref = reference(&pts, o.k, r.iterations);
+        for (uint64_t i = 0; i < local_n; i++)
+            differ += labels[i] != ref[first + i];
+        free(ref);
+        app_check(grain_allreduce(g, &differ, 1, GRAIN_INT64, GRAIN_SUM), "reducing the verification");
+        verified = differ == 0;
+    }
+    int status = APP_EXIT_OK;
+    double *values = app_malloc(local_n * sizeof *values);
+    uint64_t *ids = app_malloc(local_n * sizeof *ids);
+    for (uint64_t i = 0; i < local_n; i++) {
+        values[i] = labels[i];
+        ids[i] = first + i;
+    }
+    if (o.out != NULL && app_write_values(g, ids, local_n, 0, values, o.out, &err) != 0) {
+        if (me == 0)
+            fprintf(stderr, "kmeans: %s\n", err.msg);
+        status = APP_EXIT_ERROR;
+    }
+    if (o.centres_out != NULL && me == 0) {
+        FILE *f = fopen(o.centres_out, "w");
+        for (uint64_t c = 0; f != NULL && c < o.k; c++)
+            for (uint32_t j = 0; j < pts.dims; j++)
+                fprintf(f, "%.17g%c", centres[c * pts.dims + j], j + 1 < pts.dims ? ' ' : '\n');
+        if (f == NULL || ferror(f) || fclose(f) != 0) {
+            fprintf(stderr, "kmeans: %s: could not write the centres\n", o.centres_out);
+            status = APP_EXIT_ERROR;
+        }
+    }
+
+    if (me == 0 && !o.json) {
+        printf("kmeans: %llu points in %u dimensions, k = %llu, %d ranks, %s on %s\n", (unsigned long long)pts.n,
+               pts.dims, o.k, npes, grain_backend_name(g), grain_device_name(g));
+        printf("%llu iterations%s in %.3f s (%.3f s in kernels), inertia %.10g\n", r.iterations,
+               r.converged ? "" : " without converging", r.seconds, r.kernel_seconds, r.inertia);
+        if (verified >= 0)
+            printf("verification: %s (%lld points in another cluster than the sequential run's)\n",
+                   verified ? "passed" : "FAILED", (long long)differ);
+    }
+    FILE *out = me == 0 && o.json ? stdout : NULL;
+    if (out != NULL) {
+        fprintf(out, "{");
+        app_json_common(out, g, "kmeans");
+        fprintf(out,
+                ",\"points\":%llu,\"dims\":%u,\"k\":%llu,\"verified\":%s,\"differ\":%lld,\"iterations\":%llu,"
+                "\"converged\":%s,\"inertia\":%.17g,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"stats\":",
+                (unsigned long long)pts.n, pts.dims, o.k, verified < 0 ? "null" : verified ? "true" : "false",
+                (long long)differ, r.iterations, r.converged ? "true" : "false", r.inertia, r.seconds,
+                r.kernel_seconds);
+    }
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fprintf(out, "}\n");
+
+    free(ids);
+    free(values);
+    free(centres);
+    free(labels);
+    app_points_free(&pts);
+    app_check(grain_finalize(g), "grain_finalize");
+    if (status != APP_EXIT_OK)
+        return status;
+    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+}

@@ -1,0 +1,41 @@
+/*
+ * One Lloyd assignment step through grain: every work-item takes one point
+ * of its rank, finds the nearest centre (the first of equals, as numpy's
+ * argmin) and adds the point's coordinates, in fixed point, and a count to
+ * that cluster's accumulators at the cluster's owner (cluster c lives on
+ * rank c % ranks, slot c / ranks).  Every point sends dims + 1 messages, so
+ * the loop is uniform; lanes past the rank's points send with active = 0.
+ */
+#include "grain/device.h"
+
+GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAIN_GLOBAL const double *x,
+                            GRAIN_GLOBAL const double *centres, GRAIN_GLOBAL grain_i32 *labels, grain_u64 local_n,
+                            grain_u32 dims, grain_u32 k, grain_u32 ranks, double scale)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 i = grain_global_linear_id();
+    int mine = i < local_n;
+    grain_u32 best = 0;
+    if (mine) {
+        double nearest = 0;
+        for (grain_u32 c = 0; c < k; c++) {
+            double d = 0;
+            for (grain_u32 j = 0; j < dims; j++) {
+                double t = x[i * dims + j] - centres[(grain_u64)c * dims + j];
+                d += t * t;
+            }
+            if (c == 0 || d < nearest) {
+                nearest = d;
+                best = c;
+            }
+        }
+        labels[i] = (grain_i32)best;
+    }
+    grain_i32 pe = (grain_i32)(best % ranks);
+    grain_u64 slot = (grain_u64)(best / ranks) * (dims + 1);
+    for (grain_u32 j = 0; j < dims; j++) {
+        double v = mine ? x[i * dims + j] * scale : 0.0;
+        grain_add64(&wg, &sums[slot + j], (grain_i64)floor(v + 0.5), pe, mine);
+    }
+    grain_inc64(&wg, &sums[slot + dims], pe, mine);
+}
