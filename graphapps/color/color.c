@@ -19,8 +19,7 @@ extern const char color_kernel_source[];
 
 typedef struct color_options {
     app_input_t input;
-    const char *out;
-    int verify, json;
+    app_common_t common;
 } color_options_t;
 
 static void usage(FILE *out)
@@ -38,35 +37,11 @@ static void parse(int argc, char **argv, color_options_t *o, grain_config_t *con
 {
     *o = (color_options_t){0};
     app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int taken = app_config_option(config, argc, argv, &i);
-        if (taken == 0)
-            taken = app_input_option(&o->input, argc, argv, &i);
-        if (taken < 0)
-            exit(APP_EXIT_ERROR);
-        if (taken)
-            continue;
-        if (strcmp(a, "--verify") == 0) {
-            o->verify = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            exit(APP_EXIT_OK);
-        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
-            o->out = argv[++i];
-        } else {
-            fprintf(stderr, "color: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            exit(APP_EXIT_ERROR);
-        }
-    }
-    app_error_t err;
-    if (app_input_check(&o->input, &err) != 0) {
-        fprintf(stderr, "color: %s\n", err.msg);
-        exit(APP_EXIT_ERROR);
-    }
+    for (int i = 1; i < argc; i++)
+        if (!app_common_option(&o->common, config, argc, argv, &i, usage) &&
+            !app_input_option(&o->input, argc, argv, &i))
+            app_unknown_option("color", argv[i], usage);
+    app_input_check("color", &o->input);
 }
 
 /* Every vertex's priority: its degree above a hash of its id. */
@@ -186,21 +161,11 @@ int main(int argc, char **argv)
     app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     color_options_t o;
     parse(argc, argv, &o, config);
-    grain_t *g;
-    app_check(grain_init(config, &g), "grain_init");
-    grain_config_destroy(config);
+    grain_t *g = app_init(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
-    app_error_t err;
-    double tl = app_seconds();
-    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, APP_LOAD_UNDIRECTED, &graph, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "color: %s\n", err.msg);
-        grain_finalize(g);
-        return APP_EXIT_ERROR;
-    }
-    tl = app_seconds() - tl;
+    double tl = app_load_graph(g, "color", &o.input, APP_LOAD_UNDIRECTED, &graph);
     int32_t *colors = app_malloc(graph.all.n * sizeof *colors);
     color_result_t r = run(g, &graph, o.input.seed, colors);
 
@@ -220,15 +185,12 @@ int main(int argc, char **argv)
     app_check(grain_allreduce(g, &most, 1, GRAIN_INT64, GRAIN_MAX), "counting the colors");
     app_check(grain_allreduce(g, &conflicts, 1, GRAIN_INT64, GRAIN_SUM), "checking the coloring");
     app_check(grain_allreduce(g, &uncolored, 1, GRAIN_INT64, GRAIN_SUM), "checking the coloring");
-    int verified = o.verify ? conflicts == 0 && uncolored == 0 : -1;
+    int verified = o.common.verify ? conflicts == 0 && uncolored == 0 : -1;
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, values, o.out, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "color: %s\n", err.msg);
-        status = APP_EXIT_ERROR;
-    }
+    if (o.common.out != NULL)
+        status = app_write_values(g, "color", p->global_of, p->local_n, graph.all.base, values, o.common.out);
 
-    if (me == 0 && !o.json) {
+    if (me == 0 && !o.common.json) {
         printf("color: %s, %llu vertices, %zu undirected edges (both ways), %d ranks (%s partition), %s on %s\n",
                graph.name, (unsigned long long)graph.all.n, graph.all.count, npes,
                app_scheme_name(graph.part.scheme), grain_backend_name(g), grain_device_name(g));
@@ -238,27 +200,20 @@ int main(int argc, char **argv)
             printf("verification: %s (%lld edges join one color, %lld vertices without a color)\n",
                    verified ? "passed" : "FAILED", (long long)conflicts / 2, (long long)uncolored);
     }
-    FILE *out = me == 0 && o.json ? stdout : NULL;
+    FILE *out = app_json_begin(g, o.common.json, "color");
     if (out != NULL) {
-        fprintf(out, "{");
-        app_json_common(out, g, "color");
         fputc(',', out);
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"verified\":%s,\"colors\":%lld,\"conflicts\":%lld,\"uncolored\":%lld,\"rounds\":%llu,"
-                "\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f,\"stats\":",
+                "\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f",
                 verified < 0 ? "null" : verified ? "true" : "false", (long long)(most + 1),
                 (long long)conflicts / 2, (long long)uncolored, r.rounds, r.seconds, r.kernel_seconds, tl);
     }
-    grain_stats_json(g, out);
-    if (out != NULL)
-        fprintf(out, "}\n");
+    app_json_end(g, out);
 
     free(values);
     free(colors);
     app_graph_free(&graph);
-    app_check(grain_finalize(g), "grain_finalize");
-    if (status != APP_EXIT_OK)
-        return status;
-    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+    return app_finish(g, status, verified);
 }

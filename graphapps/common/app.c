@@ -1,6 +1,7 @@
 #include "app.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -86,8 +87,103 @@ double app_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void app_json_common(FILE *out, grain_t *g, const char *app)
+int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **argv, int *i,
+                      void (*usage)(FILE *out))
 {
-    fprintf(out, "\"app\":\"%s\",\"ranks\":%d,\"backend\":\"%s\",\"device\":\"%s\",\"transport\":\"%s\"",
-            app, grain_n_pes(g), grain_backend_name(g), grain_device_name(g), grain_transport_name(g));
+    const char *a = argv[*i];
+    int taken = app_config_option(config, argc, argv, i);
+    if (taken < 0)
+        exit(APP_EXIT_ERROR);
+    if (taken)
+        return 1;
+    if (strcmp(a, "--verify") == 0) {
+        c->verify = 1;
+    } else if (strcmp(a, "--json") == 0) {
+        c->json = 1;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        usage(stdout);
+        exit(APP_EXIT_OK);
+    } else if (strcmp(a, "--out") == 0 && *i + 1 < argc) {
+        c->out = argv[++*i];
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out))
+{
+    fprintf(stderr, "%s: unknown option or missing value: %s\n\n", app, arg);
+    usage(stderr);
+    exit(APP_EXIT_ERROR);
+}
+
+grain_t *app_init(grain_config_t *config)
+{
+    grain_t *g;
+    app_check(grain_init(config, &g), "grain_init");
+    grain_config_destroy(config);
+    return g;
+}
+
+void app_fail(grain_t *g, const char *app, const char *message)
+{
+    if (grain_my_pe(g) == 0)
+        fprintf(stderr, "%s: %s\n", app, message);
+    grain_finalize(g);
+    exit(APP_EXIT_ERROR);
+}
+
+FILE *app_json_begin(grain_t *g, int json, const char *app)
+{
+    if (!json || grain_my_pe(g) != 0)
+        return NULL;
+    printf("{\"app\":\"%s\",\"ranks\":%d,\"backend\":\"%s\",\"device\":\"%s\",\"transport\":\"%s\"", app,
+           grain_n_pes(g), grain_backend_name(g), grain_device_name(g), grain_transport_name(g));
+    return stdout;
+}
+
+void app_json_end(grain_t *g, FILE *out)
+{
+    if (out != NULL)
+        fputs(",\"stats\":", out);
+    grain_stats_json(g, out);
+    if (out != NULL)
+        fputs("}\n", out);
+}
+
+int app_finish(grain_t *g, int status, int verified)
+{
+    app_check(grain_finalize(g), "grain_finalize");
+    if (status != APP_EXIT_OK)
+        return status;
+    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+}
+
+int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t count, uint64_t base,
+                     const double *values, const char *path)
+{
+    int me = grain_my_pe(g);
+    int64_t failed = 0;
+    for (int r = 0; r < grain_n_pes(g); r++) {
+        if (r == me && !failed) {
+            FILE *f = fopen(path, r == 0 ? "w" : "a");
+            for (uint64_t k = 0; f != NULL && k < count; k++) {
+                fprintf(f, "%llu ", (unsigned long long)(ids[k] + base));
+                if (isinf(values[k]))
+                    fputs("inf\n", f);
+                else
+                    fprintf(f, "%.17g\n", values[k]); /* exact for doubles and integers */
+            }
+            failed = f == NULL || ferror(f);
+            failed |= f != NULL && fclose(f) != 0;
+        }
+        /* The next rank appends only after this one closed the file, and
+         * stops if it failed. */
+        if (grain_allreduce(g, &failed, 1, GRAIN_INT64, GRAIN_MAX) != GRAIN_OK)
+            failed = 1;
+    }
+    if (failed && me == 0)
+        fprintf(stderr, "%s: %s: could not write the values\n", app, path);
+    return failed ? APP_EXIT_ERROR : APP_EXIT_OK;
 }

@@ -3,6 +3,7 @@
 #ifndef GRAIN_GRAPHAPPS_APP_H
 #define GRAIN_GRAPHAPPS_APP_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "grain/grain.h"
@@ -11,6 +12,48 @@
 #define APP_EXIT_OK 0
 #define APP_EXIT_VERIFY_FAILED 1
 #define APP_EXIT_ERROR 2
+
+/* Options every app takes beside grain's settings. */
+typedef struct app_common {
+    const char *out; /* --out FILE */
+    int verify, json;
+} app_common_t;
+
+/* Takes argv[*i] (and its value) if it is a grain setting, --out, --verify,
+ * --json or --help (which prints `usage` and exits 0); returns whether it
+ * did.  A bad value exits with APP_EXIT_ERROR and a message. */
+int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **argv, int *i,
+                      void (*usage)(FILE *out));
+/* "<app>: unknown option or missing value: <arg>", the usage, exit 2. */
+void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out));
+
+/* grain_init with `config`, which it destroys; exits on failure. */
+grain_t *app_init(grain_config_t *config);
+/* Collective: "<app>: <message>" on rank 0, then every rank finalizes and
+ * exits with APP_EXIT_ERROR (all ranks read the same input and fail alike). */
+void app_fail(grain_t *g, const char *app, const char *message);
+
+/* --json: on rank 0, when asked, opens the object with the fields every app
+ * has and returns stdout; NULL elsewhere.  The app prints its own fields,
+ * each after a comma, then app_json_end. */
+FILE *app_json_begin(grain_t *g, int json, const char *app);
+/* Collective: the statistics (",\"stats\":{...}") and the closing brace on
+ * `out`; with NULL, the statistics are gathered and dropped. */
+void app_json_end(grain_t *g, FILE *out);
+/*
+ * Collective: writes `path` with one line per item, "<id> <value>": each rank
+ * its `count` items, ids[i] + base and values[i] with 17 significant digits
+ * (infinite values print as "inf"), the ranks in turn.  Returns
+ * APP_EXIT_OK, or APP_EXIT_ERROR on every rank after "<app>: ..." on rank 0
+ * when a rank could not write.  Graph apps pass their vertices:
+ * g->part.global_of, g->part.local_n and g->all.base.
+ */
+int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t count, uint64_t base,
+                     const double *values, const char *path);
+
+/* Finalizes; the exit status: `status` if it is an error, else 1 when
+ * verification failed (verified == 0), else 0. */
+int app_finish(grain_t *g, int status, int verified);
 
 /* If argv[*i] is "--<grain setting>" (e.g. --queue-slots 64, --buffer-size
  * 256), applies it to `config`, advances *i past its value and returns 1;
@@ -32,7 +75,5 @@ void app_check(grain_status_t st, const char *what);
 
 double app_seconds(void);
 
-/* Writes the fields every app's --json object starts with (no braces). */
-void app_json_common(FILE *out, grain_t *g, const char *app);
 
 #endif

@@ -1,6 +1,5 @@
 #include "graph_app.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +25,7 @@ static int parse_kronecker(app_input_t *in, const char *text)
         factor = strtoul(end + 1, &end, 10);
     if (end == text || *end != '\0' || text[0] == '-' || scale == 0 || factor == 0) {
         fprintf(stderr, "--kronecker: \"%s\" is not SCALE or SCALE,EDGEFACTOR\n", text);
-        return -1;
+        exit(APP_EXIT_ERROR);
     }
     in->kron_scale = (unsigned)(scale > 64 ? 64 : scale);
     in->kron_factor = (unsigned)(factor > 1u << 20 ? 1u << 20 : factor);
@@ -50,7 +49,7 @@ int app_input_option(app_input_t *in, int argc, char **argv, int *i)
         return 0;
     if (*i + 1 >= argc) {
         fprintf(stderr, "%s needs a value\n", a);
-        return -1;
+        exit(APP_EXIT_ERROR);
     }
     const char *v = argv[++*i];
     if (strcmp(a, "--graph") == 0)
@@ -63,7 +62,7 @@ int app_input_option(app_input_t *in, int argc, char **argv, int *i)
         in->cache_dir = v;
     else if (app_scheme_parse(v, &in->scheme) != 0) {
         fprintf(stderr, "--partition: \"%s\" is not block or hash\n", v);
-        return -1;
+        exit(APP_EXIT_ERROR);
     }
     return 1;
 }
@@ -82,13 +81,12 @@ void app_input_usage(FILE *out)
             "  --no-cache          neither read nor write the cache\n");
 }
 
-int app_input_check(const app_input_t *in, app_error_t *err)
+void app_input_check(const char *app, const app_input_t *in)
 {
     if ((in->graph != NULL) == (in->kron_scale != 0)) {
-        snprintf(err->msg, sizeof err->msg, "give one input: --graph FILE or --kronecker SCALE[,EDGEFACTOR]");
-        return -1;
+        fprintf(stderr, "%s: give one input: --graph FILE or --kronecker SCALE[,EDGEFACTOR]\n", app);
+        exit(APP_EXIT_ERROR);
     }
-    return 0;
 }
 
 int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
@@ -116,39 +114,20 @@ int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int fla
     return rc;
 }
 
+double app_load_graph(grain_t *grain, const char *app, const app_input_t *in, int flags, app_graph_t *g)
+{
+    app_error_t err;
+    double t0 = app_seconds();
+    if (app_graph_load(in, (unsigned)grain_n_pes(grain), (unsigned)grain_my_pe(grain), flags, g, &err) != 0)
+        app_fail(grain, app, err.msg);
+    return app_seconds() - t0;
+}
+
 void app_graph_free(app_graph_t *g)
 {
     app_local_graph_free(&g->local);
     app_partition_free(&g->part);
     app_edges_free(&g->all);
-}
-
-int app_write_values(grain_t *grain, const uint64_t *ids, uint64_t count, uint64_t base, const double *values,
-                     const char *path, app_error_t *err)
-{
-    int me = grain_my_pe(grain);
-    int64_t failed = 0;
-    for (int r = 0; r < grain_n_pes(grain); r++) {
-        if (r == me && !failed) {
-            FILE *f = fopen(path, r == 0 ? "w" : "a");
-            for (uint64_t k = 0; f != NULL && k < count; k++) {
-                fprintf(f, "%llu ", (unsigned long long)(ids[k] + base));
-                if (isinf(values[k]))
-                    fputs("inf\n", f);
-                else
-                    fprintf(f, "%.17g\n", values[k]); /* exact for doubles and integers */
-            }
-            failed = f == NULL || ferror(f);
-            failed |= f != NULL && fclose(f) != 0;
-        }
-        /* The next rank appends only after this one closed the file, and
-         * stops if it failed. */
-        if (grain_allreduce(grain, &failed, 1, GRAIN_INT64, GRAIN_MAX) != GRAIN_OK)
-            failed = 1;
-    }
-    if (failed)
-        snprintf(err->msg, sizeof err->msg, "%s: could not write the values", path);
-    return failed ? -1 : 0;
 }
 
 void *app_device_copy(grain_t *grain, const void *host, size_t bytes)

@@ -35,11 +35,11 @@ typedef struct app_graph {
  * else $XDG_CACHE_HOME/grain, else ~/.cache/grain. */
 void app_input_defaults(app_input_t *in);
 /* If argv[*i] is an input option, takes it (and its value) and returns 1;
- * 0 for other options; -1 after printing an error. */
+ * 0 for other options; a bad value exits with APP_EXIT_ERROR. */
 int app_input_option(app_input_t *in, int argc, char **argv, int *i);
 void app_input_usage(FILE *out);
-/* -1 (with a message) unless exactly one of --graph and --kronecker was given. */
-int app_input_check(const app_input_t *in, app_error_t *err);
+/* Exits with APP_EXIT_ERROR unless exactly one of --graph and --kronecker was given. */
+void app_input_check(const char *app, const app_input_t *in);
 
 /* app_graph_load's flags. */
 #define APP_LOAD_UNDIRECTED 1 /* the underlying simple undirected graph: both ways, no self loops */
@@ -49,6 +49,8 @@ int app_input_check(const app_input_t *in, app_error_t *err);
 int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
                    app_error_t *err);
 void app_graph_free(app_graph_t *g);
+/* app_graph_load for this rank of `grain`, or app_fail; the seconds it took. */
+double app_load_graph(grain_t *grain, const char *app, const app_input_t *in, int flags, app_graph_t *g);
 
 /* This rank's part of the graph in device memory, for kernels. */
 typedef struct app_device_graph {
@@ -77,15 +79,5 @@ size_t app_vertex_grid(const app_graph_t *g, size_t wg);
 
 /* The JSON fields that describe the input (no braces, no leading comma). */
 void app_graph_json(FILE *out, const app_graph_t *g);
-
-/*
- * Collective: writes `path` with one line per item, "<id> <value>": each rank
- * its `count` items, ids[i] + base and values[i] with 17 significant digits
- * (infinite values print as "inf").  Ranks append in turn; all return -1 if
- * any rank could not write.  Graph apps pass their vertices:
- * g->part.global_of, g->part.local_n and g->all.base.
- */
-int app_write_values(grain_t *grain, const uint64_t *ids, uint64_t count, uint64_t base, const double *values,
-                     const char *path, app_error_t *err);
 
 #endif

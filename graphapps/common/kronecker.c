@@ -8,23 +8,11 @@
 #include <stdlib.h>
 
 #include "graph.h"
+#include "random.h"
 
 #define RMAT_A 0.57
 #define RMAT_B 0.19
 #define RMAT_C 0.19
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *state)
-{
-    return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
-}
 
 /* A bijection of [0, 2^scale): R-MAT puts the high-degree vertices at small
  * ids, and Graph500 scrambles them so that a block partition is not skewed
@@ -58,19 +46,19 @@ int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_
         return -1;
     }
     uint64_t mix = seed;
-    uint64_t key = splitmix64(&mix);
+    uint64_t key = app_splitmix64(&mix);
     for (uint64_t k = 0; k < undirected; k++) {
         uint64_t state = key ^ (k * 0xd1b54a32d192ed03ull);
         uint64_t u = 0, v = 0;
         for (unsigned level = 0; level < scale; level++) {
-            double r = unit(&state);
+            double r = app_unit_open(&state);
             unsigned row = r >= RMAT_A + RMAT_B, col = (r >= RMAT_A && r < RMAT_A + RMAT_B) || r >= RMAT_A + RMAT_B + RMAT_C;
             u = u << 1 | row;
             v = v << 1 | col;
         }
         u = scramble(u, scale, key);
         v = scramble(v, scale, key);
-        double w = (double)(1 + splitmix64(&state) % 255);
+        double w = (double)(1 + app_splitmix64(&state) % 255);
         e->edges[e->count++] = (app_edge_t){u, v, w};
         if (u != v)
             e->edges[e->count++] = (app_edge_t){v, u, w};

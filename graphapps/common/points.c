@@ -1,4 +1,5 @@
 #include "points.h"
+#include "random.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -107,19 +108,6 @@ int app_read_points(const char *path, app_points_t *p, app_error_t *err)
     return rc;
 }
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *state)
-{
-    return ((double)(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; /* in (0, 1): log() below is finite */
-}
-
 int app_blobs(uint64_t n, uint32_t dims, uint32_t k, uint64_t seed, app_points_t *p, app_error_t *err)
 {
     *p = (app_points_t){0};
@@ -139,13 +127,14 @@ int app_blobs(uint64_t n, uint32_t dims, uint32_t k, uint64_t seed, app_points_t
     }
     uint64_t state = seed ^ 0x6a09e667f3bcc909ull;
     for (size_t i = 0; i < (size_t)k * dims; i++)
-        centres[i] = -10 + 20 * unit(&state);
-    uint64_t key = splitmix64(&state);
+        centres[i] = -10 + 20 * app_unit_open(&state);
+    uint64_t key = app_splitmix64(&state);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t s = key ^ (i * 0xd1b54a32d192ed03ull);
-        uint32_t c = (uint32_t)(splitmix64(&s) % k);
+        uint32_t c = (uint32_t)(app_splitmix64(&s) % k);
         for (uint32_t d = 0; d < dims; d++) {
-            double r = sqrt(-2 * log(unit(&s))) * cos(6.283185307179586 * unit(&s)); /* Box-Muller */
+            double radius = sqrt(-2 * log(app_unit_open(&s))); /* Box-Muller */
+            double r = radius * cos(6.283185307179586 * app_unit_open(&s));
             p->x[i * dims + d] = centres[(size_t)c * dims + d] + r;
         }
     }

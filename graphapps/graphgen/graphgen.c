@@ -26,10 +26,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     int unweighted = 0;
     for (int i = 1; i < argc; i++) {
-        int taken = app_input_option(&in, argc, argv, &i);
-        if (taken < 0)
-            return APP_EXIT_ERROR;
-        if (taken)
+        if (app_input_option(&in, argc, argv, &i))
             continue;
         if (strcmp(argv[i], "--unweighted") == 0) {
             unweighted = 1;
@@ -39,16 +36,15 @@ int main(int argc, char **argv)
             usage(stdout);
             return APP_EXIT_OK;
         } else {
-            fprintf(stderr, "graphgen: unknown option or missing value: %s\n\n", argv[i]);
-            usage(stderr);
-            return APP_EXIT_ERROR;
+            app_unknown_option("graphgen", argv[i], usage);
         }
     }
-    app_error_t err;
-    if (app_input_check(&in, &err) != 0 || out == NULL) {
-        fprintf(stderr, "graphgen: %s\n", out == NULL ? "--out FILE is required" : err.msg);
+    app_input_check("graphgen", &in);
+    if (out == NULL) {
+        fprintf(stderr, "graphgen: --out FILE is required\n");
         return APP_EXIT_ERROR;
     }
+    app_error_t err;
     app_edges_t e;
     int rc = in.graph != NULL ? app_read_graph(in.graph, in.undirected, in.cache_dir, &e, &err)
                               : app_kronecker(in.kron_scale, in.kron_factor, in.seed, &e, &err);

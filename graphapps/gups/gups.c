@@ -22,7 +22,8 @@ typedef struct gups_options {
     unsigned long long updates; /* 0: 4 x table size, as HPCC */
     unsigned long long per_wi;
     unsigned long long wg_size;
-    int verify, json, baseline;
+    int baseline;
+    app_common_t common;
 } gups_options_t;
 
 static void usage(FILE *out)
@@ -45,33 +46,24 @@ static void parse(int argc, char **argv, gups_options_t *o, grain_config_t *conf
     *o = (gups_options_t){.log2_table = 20, .per_wi = 64};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = app_config_option(config, argc, argv, &i);
-        if (taken < 0)
-            exit(APP_EXIT_ERROR);
-        if (taken)
+        if (app_common_option(&o->common, config, argc, argv, &i, usage))
             continue;
-        if (strcmp(a, "--verify") == 0) {
-            o->verify = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--baseline") == 0) {
+        if (strcmp(a, "--baseline") == 0)
             o->baseline = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            exit(APP_EXIT_OK);
-        } else if (i + 1 < argc && strcmp(a, "--log2-table") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--log2-table") == 0)
             o->log2_table = (unsigned)app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--updates") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--updates") == 0)
             o->updates = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--per-wi") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--per-wi") == 0)
             o->per_wi = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--wg-size") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--wg-size") == 0)
             o->wg_size = app_parse_u64(a, argv[++i]);
-        } else {
-            fprintf(stderr, "gups: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            exit(APP_EXIT_ERROR);
-        }
+        else
+            app_unknown_option("gups", a, usage);
+    }
+    if (o->common.out != NULL) {
+        fprintf(stderr, "gups: --out: gups writes no values (--verify checks them)\n");
+        exit(APP_EXIT_ERROR);
     }
     if (o->log2_table < 1 || o->log2_table > 40 || o->per_wi == 0) {
         fprintf(stderr, "gups: --log2-table must be 1 to 40 and --per-wi at least 1\n");
@@ -140,7 +132,7 @@ static int verified_everywhere(grain_t *g, const int64_t *table, const gups_opti
     uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
     uint64_t total = verify(table, o->updates, size - 1, owned, local_entries, me);
     app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
-    if (me == 0 && !o->json)
+    if (me == 0 && !o->common.json)
         printf("verification: %s (%llu of %llu counters differ)\n", total == 0 ? "passed" : "FAILED",
                (unsigned long long)total, (unsigned long long)size);
     return total == 0;
@@ -153,9 +145,7 @@ int main(int argc, char **argv)
     gups_options_t o;
     parse(argc, argv, &o, config);
 
-    grain_t *g;
-    app_check(grain_init(config, &g), "grain_init");
-    grain_config_destroy(config);
+    grain_t *g = app_init(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
     if (o.baseline && npes != 1) {
         if (me == 0)
@@ -187,7 +177,7 @@ int main(int argc, char **argv)
     uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
     grain_kernel_t *k = gups_kernel(prog, "gups", table, m2, args);
     double slowest = timed_run(g, k, global, wg);
-    int verified = o.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
+    int verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
 
     /* The baseline runs on a fresh table: the heap allocator gives the same
      * range back, zeroed. */
@@ -199,12 +189,12 @@ int main(int argc, char **argv)
         grain_kernel_t *pk = gups_kernel(prog, "gups_plain", table, m2, args);
         plain = timed_run(g, pk, global, wg);
         grain_kernel_destroy(pk);
-        plain_verified = o.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
+        plain_verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
     }
 
     double gups = (double)o.updates / slowest / 1e9;
     double plain_gups = o.baseline ? (double)o.updates / plain / 1e9 : 0;
-    if (me == 0 && !o.json) {
+    if (me == 0 && !o.common.json) {
         printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s)\n", npes,
                o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g));
@@ -212,28 +202,22 @@ int main(int argc, char **argv)
             printf("baseline: plain device atomics, %.3f s: %.6f GUP/s; grain / plain = %.3f\n", plain,
                    plain_gups, gups / plain_gups);
     }
-    FILE *out = me == 0 && o.json ? stdout : NULL;
+    FILE *out = app_json_begin(g, o.common.json, "gups");
     if (out != NULL) {
-        fprintf(out, "{");
-        app_json_common(out, g, "gups");
         fprintf(out, ",\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,"
-                     "\"wg_size\":%zu,\"per_wi\":%llu,",
+                     "\"wg_size\":%zu,\"per_wi\":%llu",
                 verified < 0 ? "null" : verified ? "true" : "false", slowest, gups,
                 (unsigned long long)size, o.updates, wg, o.per_wi);
         if (o.baseline)
-            fprintf(out, "\"baseline\":{\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"ratio\":%.4f},",
+            fprintf(out, ",\"baseline\":{\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"ratio\":%.4f}",
                     plain_verified < 0 ? "null" : plain_verified ? "true" : "false", plain, plain_gups,
                     gups / plain_gups);
-        fprintf(out, "\"stats\":");
     }
-    grain_stats_json(g, out);
-    if (out != NULL)
-        fprintf(out, "}\n");
+    app_json_end(g, out);
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
     app_check(grain_mem_free(g, m2), "freeing");
     app_check(grain_free(g, table), "freeing");
-    app_check(grain_finalize(g), "grain_finalize");
-    return verified == 0 || plain_verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+    return app_finish(g, APP_EXIT_OK, verified == 0 || plain_verified == 0 ? 0 : 1);
 }

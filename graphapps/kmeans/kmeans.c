@@ -27,8 +27,8 @@ typedef struct km_options {
     const char *points; /* --points FILE */
     unsigned long long blob_n, blob_dims, blob_k, seed; /* --blobs N,D,C */
     unsigned long long k, max_iterations;
-    const char *out, *centres_out;
-    int verify, json;
+    const char *centres_out;
+    app_common_t common;
 } km_options_t;
 
 static void usage(FILE *out)
@@ -52,19 +52,9 @@ static void parse(int argc, char **argv, km_options_t *o, grain_config_t *config
     *o = (km_options_t){.seed = 1, .max_iterations = 300};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = app_config_option(config, argc, argv, &i);
-        if (taken < 0)
-            exit(APP_EXIT_ERROR);
-        if (taken)
+        if (app_common_option(&o->common, config, argc, argv, &i, usage))
             continue;
-        if (strcmp(a, "--verify") == 0) {
-            o->verify = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            exit(APP_EXIT_OK);
-        } else if (i + 1 < argc && strcmp(a, "--points") == 0) {
+        if (i + 1 < argc && strcmp(a, "--points") == 0) {
             o->points = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--blobs") == 0) {
             const char *v = argv[++i];
@@ -78,14 +68,10 @@ static void parse(int argc, char **argv, km_options_t *o, grain_config_t *config
             o->k = app_parse_u64(a, argv[++i]);
         } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
             o->max_iterations = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
-            o->out = argv[++i];
         } else if (i + 1 < argc && strcmp(a, "--centres-out") == 0) {
             o->centres_out = argv[++i];
         } else {
-            fprintf(stderr, "kmeans: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            exit(APP_EXIT_ERROR);
+            app_unknown_option("kmeans", a, usage);
         }
     }
     if ((o->points != NULL) == (o->blob_n != 0) || o->k == 0) {
@@ -252,25 +238,19 @@ int main(int argc, char **argv)
     app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     km_options_t o;
     parse(argc, argv, &o, config);
-    grain_t *g;
-    app_check(grain_init(config, &g), "grain_init");
-    grain_config_destroy(config);
+    grain_t *g = app_init(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_points_t pts;
     app_error_t err;
     int rc = o.points != NULL ? app_read_points(o.points, &pts, &err)
                               : app_blobs(o.blob_n, (uint32_t)o.blob_dims, (uint32_t)o.blob_k, o.seed, &pts, &err);
-    if (rc == 0 && o.k > pts.n) {
+    if (rc != 0)
+        app_fail(g, "kmeans", err.msg);
+    if (o.k > pts.n) {
         snprintf(err.msg, sizeof err.msg, "--k %llu is more than the %llu points", o.k, (unsigned long long)pts.n);
         app_points_free(&pts);
-        rc = -1;
-    }
-    if (rc != 0) {
-        if (me == 0)
-            fprintf(stderr, "kmeans: %s\n", err.msg);
-        grain_finalize(g);
-        return APP_EXIT_ERROR;
+        app_fail(g, "kmeans", err.msg);
     }
     uint64_t chunk = (pts.n + (uint64_t)npes - 1) / (uint64_t)npes, first = (uint64_t)me * chunk;
     uint64_t local_n = first >= pts.n ? 0 : (pts.n - first < chunk ? pts.n - first : chunk);
@@ -281,7 +261,7 @@ int main(int argc, char **argv)
 
     int verified = -1;
     int64_t differ = 0;
-    if (o.verify) {
+    if (o.common.verify) {
         int32_t *ref = reference(&pts, o.k, r.iterations);
         for (uint64_t i = 0; i < local_n; i++)
             differ += labels[i] != ref[first + i];
@@ -296,11 +276,8 @@ int main(int argc, char **argv)
         values[i] = labels[i];
         ids[i] = first + i;
     }
-    if (o.out != NULL && app_write_values(g, ids, local_n, 0, values, o.out, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "kmeans: %s\n", err.msg);
-        status = APP_EXIT_ERROR;
-    }
+    if (o.common.out != NULL)
+        status = app_write_values(g, "kmeans", ids, local_n, 0, values, o.common.out);
     if (o.centres_out != NULL && me == 0) {
         FILE *f = fopen(o.centres_out, "w");
         for (uint64_t c = 0; f != NULL && c < o.k; c++)
@@ -312,7 +289,7 @@ int main(int argc, char **argv)
         }
     }
 
-    if (me == 0 && !o.json) {
+    if (me == 0 && !o.common.json) {
         printf("kmeans: %llu points in %u dimensions, k = %llu, %d ranks, %s on %s\n", (unsigned long long)pts.n,
                pts.dims, o.k, npes, grain_backend_name(g), grain_device_name(g));
         printf("%llu iterations%s in %.3f s (%.3f s in kernels), inertia %.10g\n", r.iterations,
@@ -321,28 +298,20 @@ int main(int argc, char **argv)
             printf("verification: %s (%lld points in another cluster than the sequential run's)\n",
                    verified ? "passed" : "FAILED", (long long)differ);
     }
-    FILE *out = me == 0 && o.json ? stdout : NULL;
-    if (out != NULL) {
-        fprintf(out, "{");
-        app_json_common(out, g, "kmeans");
+    FILE *out = app_json_begin(g, o.common.json, "kmeans");
+    if (out != NULL)
         fprintf(out,
                 ",\"points\":%llu,\"dims\":%u,\"k\":%llu,\"verified\":%s,\"differ\":%lld,\"iterations\":%llu,"
-                "\"converged\":%s,\"inertia\":%.17g,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"stats\":",
+                "\"converged\":%s,\"inertia\":%.17g,\"seconds\":%.6f,\"kernel_seconds\":%.6f",
                 (unsigned long long)pts.n, pts.dims, o.k, verified < 0 ? "null" : verified ? "true" : "false",
                 (long long)differ, r.iterations, r.converged ? "true" : "false", r.inertia, r.seconds,
                 r.kernel_seconds);
-    }
-    grain_stats_json(g, out);
-    if (out != NULL)
-        fprintf(out, "}\n");
+    app_json_end(g, out);
 
     free(ids);
     free(values);
     free(centres);
     free(labels);
     app_points_free(&pts);
-    app_check(grain_finalize(g), "grain_finalize");
-    if (status != APP_EXIT_OK)
-        return status;
-    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+    return app_finish(g, status, verified);
 }

@@ -32,8 +32,7 @@ typedef struct pr_options {
     double damping, tolerance;
     unsigned long long iterations; /* 0: until the tolerance, at most max_iterations */
     unsigned long long max_iterations;
-    const char *out;
-    int verify, json;
+    app_common_t common;
 } pr_options_t;
 
 static void usage(FILE *out)
@@ -58,41 +57,21 @@ static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config
     app_input_defaults(&o->input);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = app_config_option(config, argc, argv, &i);
-        if (taken == 0)
-            taken = app_input_option(&o->input, argc, argv, &i);
-        if (taken < 0)
-            exit(APP_EXIT_ERROR);
-        if (taken)
+        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
+            app_input_option(&o->input, argc, argv, &i))
             continue;
-        if (strcmp(a, "--verify") == 0) {
-            o->verify = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            exit(APP_EXIT_OK);
-        } else if (i + 1 < argc && strcmp(a, "--damping") == 0) {
+        if (i + 1 < argc && strcmp(a, "--damping") == 0)
             o->damping = app_parse_real(a, argv[++i], 0, 1);
-        } else if (i + 1 < argc && strcmp(a, "--tolerance") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--tolerance") == 0)
             o->tolerance = app_parse_real(a, argv[++i], 0, 1);
-        } else if (i + 1 < argc && strcmp(a, "--iterations") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--iterations") == 0)
             o->iterations = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
+        else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0)
             o->max_iterations = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
-            o->out = argv[++i];
-        } else {
-            fprintf(stderr, "pagerank: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            exit(APP_EXIT_ERROR);
-        }
+        else
+            app_unknown_option("pagerank", a, usage);
     }
-    app_error_t err;
-    if (app_input_check(&o->input, &err) != 0) {
-        fprintf(stderr, "pagerank: %s\n", err.msg);
-        exit(APP_EXIT_ERROR);
-    }
+    app_input_check("pagerank", &o->input);
 }
 
 /* The sequential reference: the same formula in double precision over the
@@ -220,27 +199,17 @@ int main(int argc, char **argv)
     app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     pr_options_t o;
     parse(argc, argv, &o, config);
-    grain_t *g;
-    app_check(grain_init(config, &g), "grain_init");
-    grain_config_destroy(config);
+    grain_t *g = app_init(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
-    app_error_t err;
-    double tl = app_seconds();
-    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, 0, &graph, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "pagerank: %s\n", err.msg);
-        grain_finalize(g);
-        return APP_EXIT_ERROR;
-    }
-    tl = app_seconds() - tl;
+    double tl = app_load_graph(g, "pagerank", &o.input, 0, &graph);
     double *x = app_malloc(graph.part.local_n * sizeof *x);
     pr_result_t r = run(g, &graph, &o, x);
 
     int verified = -1;
     double distance = 0;
-    if (o.verify) {
+    if (o.common.verify) {
         double *ref = reference(&graph.all, o.damping, r.iterations);
         for (uint64_t k = 0; k < graph.part.local_n; k++)
             distance += fabs(x[k] - ref[graph.part.global_of[k]]);
@@ -249,14 +218,12 @@ int main(int argc, char **argv)
         verified = distance <= 1e-6;
     }
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, x, o.out, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "pagerank: %s\n", err.msg);
-        status = APP_EXIT_ERROR;
-    }
+    if (o.common.out != NULL)
+        status = app_write_values(g, "pagerank", graph.part.global_of, graph.part.local_n, graph.all.base, x,
+                                  o.common.out);
 
     uint64_t n = graph.all.n, m = graph.all.count;
-    if (me == 0 && !o.json) {
+    if (me == 0 && !o.common.json) {
         printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
                grain_backend_name(g), grain_device_name(g));
@@ -266,30 +233,22 @@ int main(int argc, char **argv)
             printf("verification: %s (L1 distance to the sequential run %.3g)\n", verified ? "passed" : "FAILED",
                    distance);
     }
-    FILE *out = me == 0 && o.json ? stdout : NULL;
+    FILE *out = app_json_begin(g, o.common.json, "pagerank");
     if (out != NULL) {
-        fprintf(out, "{");
-        app_json_common(out, g, "pagerank");
         fputc(',', out);
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"verified\":%s,\"l1_distance\":%.3g,\"iterations\":%llu,\"converged\":%s,"
                 "\"last_change\":%.6g,\"seconds\":%.6f,\"push_seconds\":%.6f,\"load_seconds\":%.6f,"
-                "\"edges_per_second\":%.6g,\"stats\":",
+                "\"edges_per_second\":%.6g",
                 verified < 0 ? "null" : verified ? "true" : "false", distance, r.iterations,
                 r.converged ? "true" : "false", r.last_error, r.seconds, r.push_seconds, tl,
                 (double)m * (double)r.iterations / r.seconds);
     }
-    grain_stats_json(g, out);
-    if (out != NULL)
-        fprintf(out, "}\n");
+    app_json_end(g, out);
 
     free(x);
     app_graph_free(&graph);
-    app_check(grain_finalize(g), "grain_finalize");
-    if (status != APP_EXIT_OK)
-        return status;
-    if (verified == 0)
-        return APP_EXIT_VERIFY_FAILED;
-    return r.converged ? APP_EXIT_OK : APP_EXIT_VERIFY_FAILED;
+    /* Not converging within --max-iterations fails, as networkx raises. */
+    return app_finish(g, status, verified == 0 || !r.converged ? 0 : 1);
 }

@@ -26,8 +26,7 @@ typedef struct sssp_options {
     app_input_t input;
     unsigned long long source; /* in the input's numbering */
     int source_given;
-    const char *out;
-    int verify, json;
+    app_common_t common;
 } sssp_options_t;
 
 static void usage(FILE *out)
@@ -47,36 +46,17 @@ static void parse(int argc, char **argv, sssp_options_t *o, grain_config_t *conf
     app_input_defaults(&o->input);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int taken = app_config_option(config, argc, argv, &i);
-        if (taken == 0)
-            taken = app_input_option(&o->input, argc, argv, &i);
-        if (taken < 0)
-            exit(APP_EXIT_ERROR);
-        if (taken)
+        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
+            app_input_option(&o->input, argc, argv, &i))
             continue;
-        if (strcmp(a, "--verify") == 0) {
-            o->verify = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            exit(APP_EXIT_OK);
-        } else if (i + 1 < argc && strcmp(a, "--source") == 0) {
+        if (i + 1 < argc && strcmp(a, "--source") == 0) {
             o->source = app_parse_u64(a, argv[++i]);
             o->source_given = 1;
-        } else if (i + 1 < argc && strcmp(a, "--out") == 0) {
-            o->out = argv[++i];
         } else {
-            fprintf(stderr, "sssp: unknown option or missing value: %s\n\n", a);
-            usage(stderr);
-            exit(APP_EXIT_ERROR);
+            app_unknown_option("sssp", a, usage);
         }
     }
-    app_error_t err;
-    if (app_input_check(&o->input, &err) != 0) {
-        fprintf(stderr, "sssp: %s\n", err.msg);
-        exit(APP_EXIT_ERROR);
-    }
+    app_input_check("sssp", &o->input);
 }
 
 /* The source as an internal id, or -1 with a message; and every weight must
@@ -279,25 +259,17 @@ int main(int argc, char **argv)
     app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     sssp_options_t o;
     parse(argc, argv, &o, config);
-    grain_t *g;
-    app_check(grain_init(config, &g), "grain_init");
-    grain_config_destroy(config);
+    grain_t *g = app_init(config);
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
     app_error_t err;
     uint64_t source = 0;
-    double tl = app_seconds();
-    if (app_graph_load(&o.input, (unsigned)npes, (unsigned)me, 0, &graph, &err) != 0 ||
-        check_input(&graph, &o, &source, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "sssp: %s\n", err.msg);
-        if (graph.all.edges != NULL)
-            app_graph_free(&graph);
-        grain_finalize(g);
-        return APP_EXIT_ERROR;
+    double tl = app_load_graph(g, "sssp", &o.input, 0, &graph);
+    if (check_input(&graph, &o, &source, &err) != 0) {
+        app_graph_free(&graph);
+        app_fail(g, "sssp", err.msg);
     }
-    tl = app_seconds() - tl;
     double *dist = app_malloc(graph.part.local_n * sizeof *dist);
     sssp_result_t r = run(g, &graph, source, dist);
 
@@ -307,7 +279,7 @@ int main(int argc, char **argv)
     app_check(grain_allreduce(g, &reached, 1, GRAIN_UINT64, GRAIN_SUM), "counting the reached vertices");
     int verified = -1;
     int64_t wrong = 0;
-    if (o.verify) {
+    if (o.common.verify) {
         double *ref = dijkstra(&graph.all, source);
         for (uint64_t k = 0; k < graph.part.local_n; k++)
             wrong += dist[k] != ref[graph.part.global_of[k]];
@@ -316,14 +288,12 @@ int main(int argc, char **argv)
         verified = wrong == 0;
     }
     int status = APP_EXIT_OK;
-    if (o.out != NULL && app_write_values(g, graph.part.global_of, graph.part.local_n, graph.all.base, dist, o.out, &err) != 0) {
-        if (me == 0)
-            fprintf(stderr, "sssp: %s\n", err.msg);
-        status = APP_EXIT_ERROR;
-    }
+    if (o.common.out != NULL)
+        status = app_write_values(g, "sssp", graph.part.global_of, graph.part.local_n, graph.all.base, dist,
+                                  o.common.out);
 
     unsigned long long src_id = (unsigned long long)(source + graph.all.base);
-    if (me == 0 && !o.json) {
+    if (me == 0 && !o.common.json) {
         printf("sssp: %s, %llu vertices, %zu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)graph.all.n, graph.all.count, npes, app_scheme_name(graph.part.scheme),
                grain_backend_name(g), grain_device_name(g));
@@ -333,26 +303,19 @@ int main(int argc, char **argv)
             printf("verification: %s (%lld of %llu distances differ from Dijkstra's)\n",
                    verified ? "passed" : "FAILED", (long long)wrong, (unsigned long long)graph.all.n);
     }
-    FILE *out = me == 0 && o.json ? stdout : NULL;
+    FILE *out = app_json_begin(g, o.common.json, "sssp");
     if (out != NULL) {
-        fprintf(out, "{");
-        app_json_common(out, g, "sssp");
         fputc(',', out);
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"source\":%llu,\"verified\":%s,\"wrong\":%lld,\"reached\":%llu,\"rounds\":%llu,"
-                "\"improvements\":%llu,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f,\"stats\":",
+                "\"improvements\":%llu,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f",
                 src_id, verified < 0 ? "null" : verified ? "true" : "false", (long long)wrong,
                 (unsigned long long)reached, r.rounds, r.relaxed, r.seconds, r.kernel_seconds, tl);
     }
-    grain_stats_json(g, out);
-    if (out != NULL)
-        fprintf(out, "}\n");
+    app_json_end(g, out);
 
     free(dist);
     app_graph_free(&graph);
-    app_check(grain_finalize(g), "grain_finalize");
-    if (status != APP_EXIT_OK)
-        return status;
-    return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
+    return app_finish(g, status, verified);
 }
