@@ -242,6 +242,15 @@ grain_status_t grain_free(grain_t *g, void *ptr)
     return st;
 }
 
+grain_status_t grain_heap_offset(grain_t *g, const void *ptr, uint64_t *offset_p)
+{
+    if (g == NULL || offset_p == NULL || (const char *)ptr < g->heap ||
+        (const char *)ptr >= g->heap + g->config.heap_size)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_heap_offset of %p, which is not in the symmetric heap", ptr);
+    *offset_p = (uint64_t)((const char *)ptr - g->heap);
+    return GRAIN_OK;
+}
+
 grain_status_t grain_mem_alloc(grain_t *g, size_t size, void **ptr_p)
 {
     if (g == NULL || ptr_p == NULL || size == 0)

@@ -118,6 +118,21 @@ void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *ou
     exit(APP_EXIT_ERROR);
 }
 
+void *app_device_copy(grain_t *grain, const void *host, size_t bytes)
+{
+    void *d;
+    app_check(grain_mem_alloc(grain, bytes ? bytes : 1, &d), "allocating device memory");
+    if (bytes)
+        app_check(grain_memcpy(grain, d, host, bytes), "copying to the device");
+    return d;
+}
+
+void app_device_free(grain_t *grain, void *p)
+{
+    if (p != NULL)
+        app_check(grain_mem_free(grain, p), "freeing device memory");
+}
+
 grain_t *app_init(grain_config_t *config)
 {
     grain_t *g;
@@ -160,21 +175,15 @@ int app_finish(grain_t *g, int status, int verified)
     return verified == 0 ? APP_EXIT_VERIFY_FAILED : APP_EXIT_OK;
 }
 
-int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t count, uint64_t base,
-                     const double *values, const char *path)
+int app_write_by_rank(grain_t *g, const char *app, const char *path, void (*write)(FILE *f, void *ctx), void *ctx)
 {
     int me = grain_my_pe(g);
     int64_t failed = 0;
     for (int r = 0; r < grain_n_pes(g); r++) {
         if (r == me && !failed) {
             FILE *f = fopen(path, r == 0 ? "w" : "a");
-            for (uint64_t k = 0; f != NULL && k < count; k++) {
-                fprintf(f, "%llu ", (unsigned long long)(ids[k] + base));
-                if (isinf(values[k]))
-                    fputs("inf\n", f);
-                else
-                    fprintf(f, "%.17g\n", values[k]); /* exact for doubles and integers */
-            }
+            if (f != NULL)
+                write(f, ctx);
             failed = f == NULL || ferror(f);
             failed |= f != NULL && fclose(f) != 0;
         }
@@ -184,6 +193,31 @@ int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t 
             failed = 1;
     }
     if (failed && me == 0)
-        fprintf(stderr, "%s: %s: could not write the values\n", app, path);
+        fprintf(stderr, "%s: %s: could not write it\n", app, path);
     return failed ? APP_EXIT_ERROR : APP_EXIT_OK;
+}
+
+typedef struct values_out {
+    const uint64_t *ids;
+    uint64_t count, base;
+    const double *values;
+} values_out_t;
+
+static void write_values(FILE *f, void *ctx)
+{
+    const values_out_t *v = ctx;
+    for (uint64_t k = 0; k < v->count; k++) {
+        fprintf(f, "%llu ", (unsigned long long)(v->ids[k] + v->base));
+        if (isinf(v->values[k]))
+            fputs("inf\n", f);
+        else
+            fprintf(f, "%.17g\n", v->values[k]); /* exact for doubles and integers */
+    }
+}
+
+int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t count, uint64_t base,
+                     const double *values, const char *path)
+{
+    values_out_t v = {ids, count, base, values};
+    return app_write_by_rank(g, app, path, write_values, &v);
 }

@@ -27,6 +27,11 @@ int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **
 /* "<app>: unknown option or missing value: <arg>", the usage, exit 2. */
 void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out));
 
+/* Device memory holding a copy of `bytes` of host memory (at least one
+ * byte is allocated), and its release (NULL is ignored); exit on failure. */
+void *app_device_copy(grain_t *grain, const void *host, size_t bytes);
+void app_device_free(grain_t *grain, void *p);
+
 /* grain_init with `config`, which it destroys; exits on failure. */
 grain_t *app_init(grain_config_t *config);
 /* Collective: "<app>: <message>" on rank 0, then every rank finalizes and
@@ -40,6 +45,11 @@ FILE *app_json_begin(grain_t *g, int json, const char *app);
 /* Collective: the statistics (",\"stats\":{...}") and the closing brace on
  * `out`; with NULL, the statistics are gathered and dropped. */
 void app_json_end(grain_t *g, FILE *out);
+/* Collective: rank 0 creates `path` and writes what `write` writes, then
+ * rank 1 appends, and so on.  APP_EXIT_OK, or APP_EXIT_ERROR on every rank
+ * after "<app>: ..." on rank 0 when a rank could not write. */
+int app_write_by_rank(grain_t *g, const char *app, const char *path, void (*write)(FILE *f, void *ctx), void *ctx);
+
 /*
  * Collective: writes `path` with one line per item, "<id> <value>": each rank
  * its `count` items, ids[i] + base and values[i] with 17 significant digits

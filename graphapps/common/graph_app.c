@@ -130,15 +130,6 @@ void app_graph_free(app_graph_t *g)
     app_edges_free(&g->all);
 }
 
-void *app_device_copy(grain_t *grain, const void *host, size_t bytes)
-{
-    void *d;
-    app_check(grain_mem_alloc(grain, bytes ? bytes : 1, &d), "allocating device memory");
-    if (bytes)
-        app_check(grain_memcpy(grain, d, host, bytes), "copying to the device");
-    return d;
-}
-
 void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app_device_graph_t *d)
 {
     const app_local_graph_t *lg = &g->local;
@@ -149,12 +140,6 @@ void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app
         d->weight = app_device_copy(grain, lg->weight, lg->edges * sizeof *d->weight);
     if (what & APP_UPLOAD_TARGETS)
         d->target = app_device_copy(grain, lg->target, lg->edges * sizeof *d->target);
-}
-
-void app_device_free(grain_t *grain, void *p)
-{
-    if (p != NULL)
-        app_check(grain_mem_free(grain, p), "freeing device memory");
 }
 
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d)

@@ -67,10 +67,6 @@ typedef struct app_device_graph {
 void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app_device_graph_t *d);
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d);
 
-/* Device memory holding a copy of `bytes` of host memory (at least one
- * byte is allocated), and its release (NULL is ignored); exit on failure. */
-void *app_device_copy(grain_t *grain, const void *host, size_t bytes);
-void app_device_free(grain_t *grain, void *p);
 
 /* The global size of a launch with a work-item per vertex of the largest
  * part: every rank launches the same grid, since the sends' barriers need

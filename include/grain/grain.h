@@ -77,6 +77,10 @@ const char *grain_error_message(const grain_t *grain);
  * every rank.  Device code addresses remote copies by local pointer + PE. */
 grain_status_t grain_malloc(grain_t *grain, size_t size, void **ptr_p);
 grain_status_t grain_free(grain_t *grain, void *ptr);
+/* Where `ptr` lies in the symmetric heap, in bytes from its start: the same
+ * on every rank, so an active message can carry it (as device code's
+ * grain_offset does).  GRAIN_ERR_INVALID for a pointer outside the heap. */
+grain_status_t grain_heap_offset(grain_t *grain, const void *ptr, uint64_t *offset_p);
 
 /* Private memory that kernels and the host can both use (not symmetric). */
 grain_status_t grain_mem_alloc(grain_t *grain, size_t size, void **ptr_p);

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the input parsers.  The first byte picks the reader
- * (Matrix Market, directed or undirected edge list, k-means points); the
- * rest is the file.
+ * (Matrix Market, directed or undirected edge list, k-means points,
+ * FASTA/FASTQ reads); the rest is the file.
  * Every input must either parse into edges that respect the graph's
  * invariants or fail with a message: a crash, a sanitizer report, a leak or
  * a broken invariant is a bug.
@@ -12,6 +12,7 @@
 
 #include "graphapps/common/graph.h"
 #include "graphapps/common/points.h"
+#include "graphapps/common/reads.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,11 +20,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    unsigned mode = data[0] % 4;
+    unsigned mode = data[0] % 5;
     const char *text = (const char *)data + 1;
     size_t len = size - 1;
     app_edges_t e;
     app_error_t err = {{0}};
+    if (mode == 4) {
+        app_reads_t r;
+        if (app_parse_reads(text, len, "fuzz.fq", &r, &err) != 0) {
+            if (err.msg[0] == '\0' || r.bases != NULL || r.offset != NULL)
+                abort();
+            return 0;
+        }
+        for (uint64_t i = 0; i < r.n; i++)
+            if (r.offset[i] > r.offset[i + 1] || r.offset[i + 1] > len)
+                abort();
+        app_reads_free(&r);
+        return 0;
+    }
     if (mode == 3) {
         app_points_t p;
         if (app_parse_points(text, len, "fuzz.txt", &p, &err) != 0) {

@@ -13,6 +13,7 @@
 
 #include "graphapps/common/graph.h"
 #include "graphapps/common/points.h"
+#include "graphapps/common/reads.h"
 
 static const char *data_dir; /* tests/data/graphs, from argv[1] */
 
@@ -259,6 +260,41 @@ static void test_points(void **state)
     assert_non_null(strstr(err.msg, "need points >= centres >= 1"));
 }
 
+static void reads_fail(const char *text, const char *expect)
+{
+    app_reads_t r;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_reads(text, strlen(text), "r.fq", &r, &err), -1);
+    if (strstr(err.msg, expect) == NULL)
+        fail_msg("'%s' does not say '%s'", err.msg, expect);
+    assert_null(r.bases);
+}
+
+static void test_reads(void **state)
+{
+    (void)state;
+    const char *fasta = ">a\nACGT\nNNac\n;comment\n>b\r\n\r\n>c\nTT\n";
+    app_reads_t r;
+    app_error_t err = {{0}};
+    assert_int_equal(app_parse_reads(fasta, strlen(fasta), "r.fa", &r, &err), 0);
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.offset[1], 8); /* lines of one read join */
+    assert_int_equal(r.offset[2], 8); /* an empty read */
+    assert_memory_equal(r.bases, "ACGTNNacTT", 10);
+    app_reads_free(&r);
+    const char *fastq = "@x\nACG\n+x\n!!!\n\n@y\nT\n+\n#\n";
+    assert_int_equal(app_parse_reads(fastq, strlen(fastq), "r.fq", &r, &err), 0);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.offset[2], 4);
+    app_reads_free(&r);
+    reads_fail("ACGT\n", "r.fq:1: expected '>' (FASTA) or '@' (FASTQ)");
+    reads_fail("@x\nACG\n+\n!!\n", "r.fq:4: the quality line is not as long as the sequence");
+    reads_fail("@x\nACG\n-\n!!!\n", "r.fq:3: expected the '+' line");
+    reads_fail("@x\nACG\n", "r.fq:2: truncated: the file ends inside a FASTQ record");
+    reads_fail(">x\nAC1T\n", "r.fq:2: a sequence line holds a character that is not a letter");
+    reads_fail("", "r.fq: no reads");
+}
+
 static void write_text(const char *path, unsigned lines, unsigned shift)
 {
     FILE *f = fopen(path, "w");
@@ -317,7 +353,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
         cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
-        cmocka_unit_test(test_cache), cmocka_unit_test(test_points),
+        cmocka_unit_test(test_cache), cmocka_unit_test(test_points), cmocka_unit_test(test_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

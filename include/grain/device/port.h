@@ -109,6 +109,14 @@ typedef int grain_i32;
 #define grain_heap_fetch_min_i64(p, v) \
     atomic_fetch_min_explicit((volatile __global atomic_long *)(p), (long)(v), memory_order_relaxed, \
                               memory_scope_device)
+/* Claims of hash-table slots: the value seen, `expected` when it swapped. */
+GRAIN_INLINE grain_u64 grain_heap_cas_u64(__global void *p, grain_u64 expected, grain_u64 desired)
+{
+    ulong seen = expected;
+    atomic_compare_exchange_strong_explicit(GRAIN_A64(p), &seen, desired, memory_order_relaxed,
+                                            memory_order_relaxed, memory_scope_device);
+    return seen;
+}
 
 /* A double's bits and back: a message word carries a double this way, and
  * the bits of non-negative doubles order as the numbers do, so an integer
@@ -290,6 +298,8 @@ GRAIN_INLINE grain_i64 grain_heap_fetch_min_i64(GRAIN_GLOBAL void *p, grain_i64 
 #else
 #define grain_heap_fetch_min_i64(p, v) atomicMin((long long *)(p), (long long)(v))
 #endif
+#define grain_heap_cas_u64(p, expected, desired) \
+    ((grain_u64)atomicCAS((unsigned long long *)(p), (unsigned long long)(expected), (unsigned long long)(desired)))
 #define grain_f64_bits(x) ((grain_i64)__double_as_longlong((double)(x)))
 #define grain_bits_f64(b) __longlong_as_double((long long)(b))
 
@@ -463,6 +473,12 @@ GRAIN_INLINE grain_i64 grain_host_fetch_max_i64(grain_i64 *p, grain_i64 v)
 
 #define grain_atomic_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
 #define grain_heap_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+GRAIN_INLINE grain_u64 grain_heap_cas_u64(void *p, grain_u64 expected, grain_u64 desired)
+{
+    atomic_compare_exchange_strong_explicit(GRAIN_A64(p), &expected, desired, memory_order_relaxed,
+                                            memory_order_relaxed);
+    return expected;
+}
 GRAIN_INLINE grain_i64 grain_f64_bits(double x)
 {
     grain_i64 b;

@@ -1,0 +1,146 @@
+#include "reads.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void app_reads_free(app_reads_t *r)
+{
+    free(r->bases);
+    free(r->offset);
+    *r = (app_reads_t){0};
+}
+
+typedef struct builder {
+    app_reads_t *r;
+    size_t bases_cap, reads_cap, used;
+} builder_t;
+
+static int add_bases(builder_t *b, const char *s, size_t n)
+{
+    if (n == 0)
+        return 0; /* bases may still be NULL (fuzz.graph found the empty read) */
+    if (b->used + n > b->bases_cap) {
+        size_t cap = b->bases_cap ? b->bases_cap : 1 << 16;
+        while (cap < b->used + n)
+            cap *= 2;
+        char *grown = realloc(b->r->bases, cap);
+        if (grown == NULL)
+            return -1;
+        b->r->bases = grown;
+        b->bases_cap = cap;
+    }
+    memcpy(b->r->bases + b->used, s, n);
+    b->used += n;
+    return 0;
+}
+
+/* Ends the current read (if any) and opens the next at b->used. */
+static int mark_read(builder_t *b)
+{
+    if (b->r->n + 2 > b->reads_cap) {
+        size_t cap = b->reads_cap ? 2 * b->reads_cap : 1024;
+        uint64_t *grown = realloc(b->r->offset, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        b->r->offset = grown;
+        b->reads_cap = cap;
+    }
+    b->r->offset[b->r->n] = b->used;
+    return 0;
+}
+
+static int fail(app_reads_t *r, app_error_t *err, const char *name, unsigned long long line, const char *what)
+{
+    snprintf(err->msg, sizeof err->msg, "%s:%llu: %s", name, line, what);
+    app_reads_free(r);
+    return -1;
+}
+
+/* Sequence characters: letters only (IUPAC codes, either case). */
+static int sequence_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z')))
+            return 0;
+    return 1;
+}
+
+int app_parse_reads(const char *data, size_t len, const char *name, app_reads_t *r, app_error_t *err)
+{
+    *r = (app_reads_t){0};
+    builder_t b = {r, 0, 0, 0};
+    const char *p = data, *end = data + len;
+    unsigned long long line = 0;
+    int fastq = len > 0 && data[0] == '@';
+    int in_read = 0;    /* FASTA: a header was seen */
+    unsigned state = 0; /* FASTQ: 0 header, 1 sequence, 2 '+', 3 quality */
+    size_t seq_len = 0;
+    if (len > 0 && data[0] != '@' && data[0] != '>')
+        return fail(r, err, name, 1, "expected '>' (FASTA) or '@' (FASTQ) at the start");
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl != NULL ? nl : end;
+        size_t n = (size_t)(stop - p);
+        if (n > 0 && p[n - 1] == '\r')
+            n--;
+        line++;
+        const char *s = p;
+        p = nl != NULL ? nl + 1 : end;
+        if (fastq) {
+            if (state == 0 && n == 0)
+                continue; /* blank lines between records */
+            if (state == 0 && s[0] != '@')
+                return fail(r, err, name, line, "expected '@' starting a FASTQ record");
+            if (state == 1) {
+                if (!sequence_ok(s, n))
+                    return fail(r, err, name, line, "a sequence line holds a character that is not a letter");
+                if (mark_read(&b) != 0 || add_bases(&b, s, n) != 0)
+                    return fail(r, err, name, line, "no memory for the reads");
+                r->n++;
+                seq_len = n;
+            }
+            if (state == 2 && (n == 0 || s[0] != '+'))
+                return fail(r, err, name, line, "expected the '+' line of a FASTQ record");
+            if (state == 3 && n != seq_len)
+                return fail(r, err, name, line, "the quality line is not as long as the sequence");
+            state = (state + 1) % 4;
+            continue;
+        }
+        if (n > 0 && s[0] == '>') {
+            if (mark_read(&b) != 0)
+                return fail(r, err, name, line, "no memory for the reads");
+            r->n++;
+            in_read = 1;
+            continue;
+        }
+        if (n > 0 && s[0] == ';')
+            continue; /* old FASTA comment */
+        if (!sequence_ok(s, n))
+            return fail(r, err, name, line, "a sequence line holds a character that is not a letter");
+        if (!in_read && n > 0)
+            return fail(r, err, name, line, "sequence before the first '>' header");
+        if (add_bases(&b, s, n) != 0)
+            return fail(r, err, name, line, "no memory for the reads");
+    }
+    if (fastq && state != 0)
+        return fail(r, err, name, line, "truncated: the file ends inside a FASTQ record");
+    if (r->n == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: no reads", name);
+        app_reads_free(r);
+        return -1;
+    }
+    r->offset[r->n] = b.used;
+    return 0;
+}
+
+int app_read_reads(const char *path, app_reads_t *r, app_error_t *err)
+{
+    size_t len;
+    char *data = app_read_file(path, &len, err);
+    if (data == NULL)
+        return -1;
+    int rc = app_parse_reads(data, len, path, r, err);
+    free(data);
+    return rc;
+}
