@@ -5,13 +5,15 @@
  * the handler min-updates v's distance and marks v improved.  Distances are
  * non-negative doubles carried as their bits, which order as the numbers do.
  *
- * The edge list is a divergent per-lane loop: the work-group loops to its
- * largest degree and lanes past their own send with active = 0 (software
- * predication, seed 001 figure 10b).
+ * The edge list is a divergent per-lane loop: the work-group deals its
+ * frontier's edges out to its lanes (../common/expand.h) and lanes without
+ * one in the last round send with active = 0 (software predication, seed 001
+ * figure 10b).
  */
 #define SSSP_RELAX 1
 #define GRAIN_AM_HANDLERS(X) X(SSSP_RELAX, sssp_relax)
 #include "grain/device.h"
+#include "../common/expand.h"
 
 #define SSSP_LOCAL_MASK ((((grain_u64)1) << 40) - 1) /* APP_DEST in partition.h */
 
@@ -32,16 +34,17 @@ GRAIN_KERNEL void sssp_round(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *state,
                              grain_u64 local_n)
 {
     GRAIN_WG_BEGIN(wg);
+    APP_EXPAND_DECL(x);
     grain_u64 u = grain_global_linear_id();
     int mine = u < local_n && frontier[u] >= 0;
     grain_u64 begin = mine ? offsets[u] : 0;
-    grain_u64 degree = mine ? offsets[u + 1] - begin : 0;
-    double du = mine ? grain_bits_f64(frontier[u]) : 0.0;
-    grain_u64 most = (grain_u64)grain_wg_reduce_max(&wg, (grain_i64)degree, 1);
-    for (grain_u64 i = 0; i < most; i++) {
-        int active = i < degree;
-        grain_u64 d = active ? dest[begin + i] : 0;
-        double candidate = du + (active ? weight[begin + i] : 0.0);
+    app_expand_start(&x, &wg, begin, mine ? offsets[u + 1] - begin : 0, mine ? frontier[u] : 0);
+    for (grain_u64 r = 0; r * x.lanes < x.total; r++) {
+        grain_u64 edge;
+        grain_i64 du;
+        int active = app_expand_edge(&x, r, &edge, &du);
+        grain_u64 d = active ? dest[edge] : 0;
+        double candidate = grain_bits_f64(du) + (active ? weight[edge] : 0.0);
         grain_am(&wg, SSSP_RELAX, grain_offset(&wg, state + 2 * (d & SSSP_LOCAL_MASK)),
                  (grain_u64)grain_f64_bits(candidate), (grain_i32)(d >> 40), active);
     }
