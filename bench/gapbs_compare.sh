@@ -27,7 +27,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The mean of three runs of grain's app: its "seconds" from --json.
 grain_seconds() {
     for _ in 1 2 3; do
-        mpirun --oversubscribe -np "$ranks" "build/bin/$1" --graph "$graph" --json "${@:2}" |
+        mpirun --oversubscribe --bind-to none -np "$ranks" "build/bin/$1" --graph "$graph" --json "${@:2}" |
             /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])'
     done | awk '{ s += $1 } END { printf "%.6f", s / NR }'
 }

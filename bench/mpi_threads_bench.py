@@ -33,8 +33,8 @@ done = 0
 
 
 def gups(np_, agg, mode):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(np_), args.gups, "--log2-table", str(args.log2_table),
-           "--verify", "--json", "--aggregators", str(agg), "--mpi-threads", mode]
+    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_), args.gups,
+           "--log2-table", str(args.log2_table), "--verify", "--json", "--aggregators", str(agg), "--mpi-threads", mode]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("failed (%d): %s\n%s" % (out.returncode, " ".join(cmd), out.stderr))

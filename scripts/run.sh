@@ -11,5 +11,5 @@ cmake --build build -j "$(nproc)"
 ranks=${GRAIN_RANKS:-4}
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--log2-table 20 --verify)
-echo "grain: mpirun -np $ranks build/bin/gups ${args[*]}"
-GRAIN_STATS=${GRAIN_STATS:-1} mpirun -np "$ranks" build/bin/gups "${args[@]}"
+echo "grain: mpirun --bind-to none -np $ranks build/bin/gups ${args[*]}"
+GRAIN_STATS=${GRAIN_STATS:-1} mpirun --bind-to none -np "$ranks" build/bin/gups "${args[@]}"
