@@ -472,13 +472,16 @@ GRAIN_INLINE grain_i64 grain_host_fetch_max_i64(grain_i64 *p, grain_i64 v)
 }
 
 #define grain_atomic_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+#define grain_atomic_fetch_max_i64(p, v) grain_host_fetch_max_i64((p), (v))
 #define grain_heap_fetch_min_i64(p, v) grain_host_fetch_min_i64((p), (v))
+
 GRAIN_INLINE grain_u64 grain_heap_cas_u64(void *p, grain_u64 expected, grain_u64 desired)
 {
     atomic_compare_exchange_strong_explicit(GRAIN_A64(p), &expected, desired, memory_order_relaxed,
                                             memory_order_relaxed);
     return expected;
 }
+
 GRAIN_INLINE grain_i64 grain_f64_bits(double x)
 {
     grain_i64 b;
@@ -492,7 +495,7 @@ GRAIN_INLINE double grain_bits_f64(grain_i64 b)
     memcpy(&x, &b, sizeof x);
     return x;
 }
-#define grain_atomic_fetch_max_i64(p, v) grain_host_fetch_max_i64((p), (v))
+
 #define grain_fence_release() atomic_thread_fence(memory_order_release)
 /* Host threads play producers in tests and CPU baselines, often more of them
  * than cores: a waiting one lets the thread it waits for run. */
