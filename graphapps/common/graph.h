@@ -16,6 +16,7 @@
 #ifndef GRAIN_GRAPHAPPS_GRAPH_H
 #define GRAIN_GRAPHAPPS_GRAPH_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,20 @@ typedef struct app_error {
 
 /* The whole file in malloc'd memory, its length in *len; NULL with a message. */
 char *app_read_file(const char *path, size_t *len, app_error_t *err);
+
+/* Text read line by line, for the parsers of every input: the number of the
+ * line last returned names it in error messages. */
+typedef struct app_lines {
+    const char *p, *end;
+    const char *name;
+    unsigned long long line;
+} app_lines_t;
+
+/* The next line without its end of line (\n or \r\n); 0 at the end. */
+int app_next_line(app_lines_t *t, const char **line, size_t *len);
+/* "name:line: <message>" in err ("name: " before the first line); -1. */
+int app_line_error(const app_lines_t *t, app_error_t *err, const char *fmt, ...);
+int app_line_verror(const app_lines_t *t, app_error_t *err, const char *fmt, va_list ap);
 
 /* Frees the edges and zeroes *e. */
 void app_edges_free(app_edges_t *e);

@@ -19,9 +19,7 @@
 #define MAX_TOKENS 8
 
 typedef struct scanner {
-    const char *p, *end;
-    const char *name;
-    unsigned long long line; /* of the line last returned */
+    app_lines_t in;
     app_error_t *err;
 } scanner_t;
 
@@ -32,31 +30,45 @@ typedef struct tokens {
     unsigned count; /* MAX_TOKENS + 1: more than MAX_TOKENS */
 } tokens_t;
 
-static int fail(scanner_t *s, const char *fmt, ...)
+int app_line_verror(const app_lines_t *t, app_error_t *err, const char *fmt, va_list ap)
+{
+    int n = t->line ? snprintf(err->msg, sizeof err->msg, "%s:%llu: ", t->name, t->line)
+                    : snprintf(err->msg, sizeof err->msg, "%s: ", t->name);
+    n = n < (int)sizeof err->msg ? n : (int)sizeof err->msg - 1;
+    vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+    return -1;
+}
+
+int app_line_error(const app_lines_t *t, app_error_t *err, const char *fmt, ...)
 {
     va_list ap;
-    int n = s->line ? snprintf(s->err->msg, sizeof s->err->msg, "%s:%llu: ", s->name, s->line)
-                    : snprintf(s->err->msg, sizeof s->err->msg, "%s: ", s->name);
-    n = n < (int)sizeof s->err->msg ? n : (int)sizeof s->err->msg - 1;
     va_start(ap, fmt);
-    vsnprintf(s->err->msg + n, sizeof s->err->msg - (size_t)n, fmt, ap);
+    app_line_verror(t, err, fmt, ap);
     va_end(ap);
     return -1;
 }
 
-/* The next line without its end of line; 0 at the end of the data. */
-static int next_line(scanner_t *s, const char **start, size_t *len)
+static int fail(scanner_t *s, const char *fmt, ...)
 {
-    if (s->p >= s->end)
+    va_list ap;
+    va_start(ap, fmt);
+    app_line_verror(&s->in, s->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int app_next_line(app_lines_t *t, const char **line, size_t *len)
+{
+    if (t->p >= t->end)
         return 0;
-    const char *nl = memchr(s->p, '\n', (size_t)(s->end - s->p));
-    const char *stop = nl != NULL ? nl : s->end;
-    *start = s->p;
-    *len = (size_t)(stop - s->p);
-    if (*len > 0 && (*start)[*len - 1] == '\r')
+    const char *nl = memchr(t->p, '\n', (size_t)(t->end - t->p));
+    const char *stop = nl != NULL ? nl : t->end;
+    *line = t->p;
+    *len = (size_t)(stop - t->p);
+    if (*len > 0 && (*line)[*len - 1] == '\r')
         (*len)--;
-    s->p = nl != NULL ? nl + 1 : s->end;
-    s->line++;
+    t->p = nl != NULL ? nl + 1 : t->end;
+    t->line++;
     return 1;
 }
 
@@ -172,7 +184,7 @@ static int mtx_banner(scanner_t *s, mtx_header_t *h)
     const char *line;
     size_t len;
     tokens_t t;
-    if (!next_line(s, &line, &len))
+    if (!app_next_line(&s->in, &line, &len))
         return fail(s, "empty file: expected the banner '%%%%MatrixMarket matrix coordinate <field> <symmetry>'");
     if (split(s, line, len, &t) != 0)
         return -1;
@@ -202,7 +214,7 @@ static int mtx_banner(scanner_t *s, mtx_header_t *h)
 
 int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e, app_error_t *err)
 {
-    scanner_t s = {data, data + len, name, 0, err};
+    scanner_t s = {{data, data + len, name, 0}, err};
     *e = (app_edges_t){0};
     mtx_header_t h = {0, 0};
     if (mtx_banner(&s, &h) != 0)
@@ -213,7 +225,7 @@ int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e
     unsigned long long rows = 0, cols = 0, nnz = 0, read = 0;
     int sized = 0;
     unsigned want = h.field == 0 ? 2 : 3;
-    while (next_line(&s, &line, &n)) {
+    while (app_next_line(&s.in, &line, &n)) {
         if (split(&s, line, n, &t) != 0)
             goto error;
         if (blank_or_comment(&t, "%"))
@@ -284,14 +296,14 @@ error:
 int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, app_edges_t *e,
                         app_error_t *err)
 {
-    scanner_t s = {data, data + len, name, 0, err};
+    scanner_t s = {{data, data + len, name, 0}, err};
     *e = (app_edges_t){0};
     const char *line;
     size_t n;
     tokens_t t;
     unsigned columns = 0;
     unsigned long long top = 0; /* the largest id + 1 */
-    while (next_line(&s, &line, &n)) {
+    while (app_next_line(&s.in, &line, &n)) {
         if (split(&s, line, n, &t) != 0)
             goto error;
         if (blank_or_comment(&t, "#%"))

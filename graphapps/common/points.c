@@ -2,6 +2,7 @@
 #include "random.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,12 @@ void app_points_free(app_points_t *p)
 }
 
 /* Fails with "name:line: ..." and frees what was read. */
-static int fail(app_points_t *p, app_error_t *err, const char *name, unsigned long long line, const char *what)
+static int fail(app_points_t *p, app_error_t *err, const app_lines_t *t, const char *fmt, ...)
 {
-    snprintf(err->msg, sizeof err->msg, "%s:%llu: %s", name, line, what);
+    va_list ap;
+    va_start(ap, fmt);
+    app_line_verror(t, err, fmt, ap);
+    va_end(ap);
     app_points_free(p);
     return -1;
 }
@@ -31,12 +35,11 @@ int app_parse_points(const char *data, size_t len, const char *name, app_points_
 {
     *p = (app_points_t){0};
     size_t cap = 0, used = 0;
-    unsigned long long line = 0;
-    char msg[160];
-    for (const char *s = data, *end = data + len; s < end;) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *stop = nl != NULL ? nl : end;
-        line++;
+    app_lines_t t = {data, data + len, name, 0};
+    const char *s;
+    size_t n_line;
+    while (app_next_line(&t, &s, &n_line)) {
+        const char *stop = s + n_line;
         uint32_t columns = 0;
         const char *c = s;
         while (c < stop && is_separator(*c))
@@ -49,28 +52,24 @@ int app_parse_points(const char *data, size_t len, const char *name, app_points_
             while (c + n < stop && !is_separator(c[n]))
                 n++;
             if (n >= sizeof tok)
-                return fail(p, err, name, line, "a number of 64 characters or more");
+                return fail(p, err, &t, "a number of 64 characters or more");
             memcpy(tok, c, n);
             tok[n] = '\0';
             if (memchr(tok, '\0', n) != NULL)
-                return fail(p, err, name, line, "unexpected NUL byte");
+                return fail(p, err, &t, "unexpected NUL byte");
             char *after;
             double v = strtod(tok, &after);
-            if (after == tok || *after != '\0') {
-                snprintf(msg, sizeof msg, "'%s' is not a number", tok);
-                return fail(p, err, name, line, msg);
-            }
-            if (!isfinite(v)) {
-                snprintf(msg, sizeof msg, "'%s' is not finite", tok);
-                return fail(p, err, name, line, msg);
-            }
+            if (after == tok || *after != '\0')
+                return fail(p, err, &t, "'%s' is not a number", tok);
+            if (!isfinite(v))
+                return fail(p, err, &t, "'%s' is not finite", tok);
             if (++columns > MAX_DIMS)
-                return fail(p, err, name, line, "more than 4096 coordinates");
+                return fail(p, err, &t, "more than 4096 coordinates");
             if (used == cap) {
                 cap = cap ? 2 * cap : 1024;
                 double *grown = realloc(p->x, cap * sizeof *grown);
                 if (grown == NULL)
-                    return fail(p, err, name, line, "no memory for the points");
+                    return fail(p, err, &t, "no memory for the points");
                 p->x = grown;
             }
             p->x[used++] = v;
@@ -81,13 +80,10 @@ int app_parse_points(const char *data, size_t len, const char *name, app_points_
         if (columns != 0) {
             if (p->dims == 0)
                 p->dims = columns;
-            if (columns != p->dims) {
-                snprintf(msg, sizeof msg, "%u coordinates where the points before have %u", columns, p->dims);
-                return fail(p, err, name, line, msg);
-            }
+            if (columns != p->dims)
+                return fail(p, err, &t, "%u coordinates where the points before have %u", columns, p->dims);
             p->n++;
         }
-        s = nl != NULL ? nl + 1 : end;
     }
     if (p->n == 0) {
         snprintf(err->msg, sizeof err->msg, "%s: no points", name);

@@ -50,9 +50,10 @@ static int mark_read(builder_t *b)
     return 0;
 }
 
-static int fail(app_reads_t *r, app_error_t *err, const char *name, unsigned long long line, const char *what)
+/* Fails with "name:line: ..." and frees what was read. */
+static int fail(app_reads_t *r, app_error_t *err, const app_lines_t *t, const char *what)
 {
-    snprintf(err->msg, sizeof err->msg, "%s:%llu: %s", name, line, what);
+    app_line_error(t, err, "%s", what);
     app_reads_free(r);
     return -1;
 }
@@ -70,46 +71,39 @@ int app_parse_reads(const char *data, size_t len, const char *name, app_reads_t 
 {
     *r = (app_reads_t){0};
     builder_t b = {r, 0, 0, 0};
-    const char *p = data, *end = data + len;
-    unsigned long long line = 0;
+    app_lines_t t = {data, data + len, name, 0};
+    const char *s;
+    size_t n;
     int fastq = len > 0 && data[0] == '@';
     int in_read = 0;    /* FASTA: a header was seen */
     unsigned state = 0; /* FASTQ: 0 header, 1 sequence, 2 '+', 3 quality */
     size_t seq_len = 0;
-    if (len > 0 && data[0] != '@' && data[0] != '>')
-        return fail(r, err, name, 1, "expected '>' (FASTA) or '@' (FASTQ) at the start");
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = nl != NULL ? nl : end;
-        size_t n = (size_t)(stop - p);
-        if (n > 0 && p[n - 1] == '\r')
-            n--;
-        line++;
-        const char *s = p;
-        p = nl != NULL ? nl + 1 : end;
+    while (app_next_line(&t, &s, &n)) {
+        if (t.line == 1 && (n == 0 || (s[0] != '@' && s[0] != '>')))
+            return fail(r, err, &t, "expected '>' (FASTA) or '@' (FASTQ) at the start");
         if (fastq) {
             if (state == 0 && n == 0)
                 continue; /* blank lines between records */
             if (state == 0 && s[0] != '@')
-                return fail(r, err, name, line, "expected '@' starting a FASTQ record");
+                return fail(r, err, &t, "expected '@' starting a FASTQ record");
             if (state == 1) {
                 if (!sequence_ok(s, n))
-                    return fail(r, err, name, line, "a sequence line holds a character that is not a letter");
+                    return fail(r, err, &t, "a sequence line holds a character that is not a letter");
                 if (mark_read(&b) != 0 || add_bases(&b, s, n) != 0)
-                    return fail(r, err, name, line, "no memory for the reads");
+                    return fail(r, err, &t, "no memory for the reads");
                 r->n++;
                 seq_len = n;
             }
             if (state == 2 && (n == 0 || s[0] != '+'))
-                return fail(r, err, name, line, "expected the '+' line of a FASTQ record");
+                return fail(r, err, &t, "expected the '+' line of a FASTQ record");
             if (state == 3 && n != seq_len)
-                return fail(r, err, name, line, "the quality line is not as long as the sequence");
+                return fail(r, err, &t, "the quality line is not as long as the sequence");
             state = (state + 1) % 4;
             continue;
         }
         if (n > 0 && s[0] == '>') {
             if (mark_read(&b) != 0)
-                return fail(r, err, name, line, "no memory for the reads");
+                return fail(r, err, &t, "no memory for the reads");
             r->n++;
             in_read = 1;
             continue;
@@ -117,14 +111,14 @@ int app_parse_reads(const char *data, size_t len, const char *name, app_reads_t 
         if (n > 0 && s[0] == ';')
             continue; /* old FASTA comment */
         if (!sequence_ok(s, n))
-            return fail(r, err, name, line, "a sequence line holds a character that is not a letter");
+            return fail(r, err, &t, "a sequence line holds a character that is not a letter");
         if (!in_read && n > 0)
-            return fail(r, err, name, line, "sequence before the first '>' header");
+            return fail(r, err, &t, "sequence before the first '>' header");
         if (add_bases(&b, s, n) != 0)
-            return fail(r, err, name, line, "no memory for the reads");
+            return fail(r, err, &t, "no memory for the reads");
     }
     if (fastq && state != 0)
-        return fail(r, err, name, line, "truncated: the file ends inside a FASTQ record");
+        return fail(r, err, &t, "truncated: the file ends inside a FASTQ record");
     if (r->n == 0) {
         snprintf(err->msg, sizeof err->msg, "%s: no reads", name);
         app_reads_free(r);
