@@ -69,12 +69,6 @@ static void parse(int argc, char **argv, kmer_options_t *o, grain_config_t *conf
     }
 }
 
-static unsigned code_of(char c)
-{
-    c = (char)(c & ~0x20);
-    return c == 'A' ? 0u : c == 'C' ? 1u : c == 'G' ? 2u : c == 'T' ? 3u : 4u;
-}
-
 /* ---- the sequential reference: every window, sorted ---- */
 
 typedef struct window {
@@ -88,30 +82,33 @@ static int by_key(const void *a, const void *b)
     return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* Every k bases of every read, valid or not: a bound on the k-mers. */
+static uint64_t window_bound(const app_reads_t *r, unsigned k)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < r->n; i++)
+        n += r->offset[i + 1] - r->offset[i] >= k ? r->offset[i + 1] - r->offset[i] - k + 1 : 0;
+    return n;
+}
+
 /* Every window of every read, as the kernel sees them; *n_p of them. */
 static window_t *windows(const app_reads_t *r, unsigned k, size_t *n_p)
 {
-    size_t cap = 0, n = 0;
-    for (uint64_t i = 0; i < r->n; i++)
-        cap += r->offset[i + 1] - r->offset[i] >= k ? r->offset[i + 1] - r->offset[i] - k + 1 : 0;
-    window_t *w = app_malloc(cap * sizeof *w);
-    uint64_t mask = (1ull << (2 * k)) - 1;
+    size_t n = 0;
+    window_t *w = app_malloc(window_bound(r, k) * sizeof *w);
     for (uint64_t i = 0; i < r->n; i++) {
         const char *s = r->bases + r->offset[i];
-        uint64_t len = r->offset[i + 1] - r->offset[i], fwd = 0, rev = 0, run = 0;
+        uint64_t len = r->offset[i + 1] - r->offset[i];
+        kmer_window_t kw = {0, 0, 0};
         for (uint64_t p = 0; p < len; p++) {
-            unsigned c = code_of(s[p]);
-            run = c < 4 ? run + 1 : 0;
-            fwd = ((fwd << 2) | (c & 3u)) & mask;
-            rev = (rev >> 2) | ((uint64_t)(3u - (c & 3u)) << (2 * (k - 1)));
-            if (run < k)
+            kmer_push(&kw, kmer_base_code(s[p]), k);
+            if (kw.run < k)
                 continue;
             uint64_t start = p + 1 - k;
-            unsigned left = start > 0 ? code_of(s[start - 1]) : 4u, right = p + 1 < len ? code_of(s[p + 1]) : 4u;
-            if (rev < fwd)
-                w[n++] = (window_t){rev, right < 4 ? 3 - right : 4, left < 4 ? 3 - left : 4};
-            else
-                w[n++] = (window_t){fwd, left, right};
+            unsigned left = start > 0 ? kmer_base_code(s[start - 1]) : 4u;
+            unsigned right = p + 1 < len ? kmer_base_code(s[p + 1]) : 4u;
+            w[n].key = kmer_canonical(&kw, left, right, &w[n].left, &w[n].right);
+            n++;
         }
     }
     *n_p = n;
@@ -203,10 +200,7 @@ int main(int argc, char **argv)
     if (app_read_reads(o.reads, &all, &err) != 0)
         app_fail(g, "kmer", err.msg);
     uint64_t chunk = (all.n + ranks - 1) / ranks, first = me * chunk < all.n ? me * chunk : all.n;
-    /* windows: every k bases of a read, valid or not; a bound on the k-mers */
-    uint64_t local_n = all.n - first < chunk ? all.n - first : chunk, total_windows = 0;
-    for (uint64_t i = 0; i < all.n; i++)
-        total_windows += all.offset[i + 1] - all.offset[i] >= k ? all.offset[i + 1] - all.offset[i] - k + 1 : 0;
+    uint64_t local_n = all.n - first < chunk ? all.n - first : chunk, total_windows = window_bound(&all, k);
     uint64_t slots = 1024;
     while (slots < (o.table_slots ? o.table_slots : total_windows / ranks + total_windows / ranks / 4))
         slots *= 2;

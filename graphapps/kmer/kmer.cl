@@ -40,13 +40,6 @@ GRAIN_AM_HANDLER(kmer_insert)
     grain_heap_add_u64(table + (mask + 1) * KMER_SLOT_WORDS, 1u); /* the overflow counter: the host fails */
 }
 
-/* 0..3 for A, C, G, T in either case; 4 for anything else. */
-GRAIN_INLINE grain_u32 base_code(char c)
-{
-    c = (char)(c & ~0x20);
-    return c == 'A' ? 0u : c == 'C' ? 1u : c == 'G' ? 2u : c == 'T' ? 3u : 4u;
-}
-
 GRAIN_KERNEL void kmer_count(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const char *bases, GRAIN_GLOBAL const grain_u64 *offset,
                              grain_u64 reads, grain_u32 k, grain_u64 table_a1, grain_u32 ranks)
 {
@@ -54,22 +47,16 @@ GRAIN_KERNEL void kmer_count(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const char *bases, G
     grain_u64 r = grain_global_linear_id();
     grain_u64 begin = r < reads ? offset[r] : 0, length = r < reads ? offset[r + 1] - begin : 0;
     grain_u64 positions = (grain_u64)grain_wg_reduce_max(&wg, (grain_i64)length, 1);
-    grain_u64 mask = k == 32 ? ~(grain_u64)0 : (((grain_u64)1) << (2 * k)) - 1;
-    grain_u64 fwd = 0, rev = 0, run = 0;
+    kmer_window_t w = {0, 0, 0};
     /* Position i adds base i; the window ending there starts at i - k + 1. */
     for (grain_u64 i = 0; i < positions; i++) {
-        grain_u32 code = i < length ? base_code(bases[begin + i]) : 4u;
-        run = code < 4 ? run + 1 : 0;
-        fwd = ((fwd << 2) | (code & 3u)) & mask;
-        rev = (rev >> 2) | ((grain_u64)(3u - (code & 3u)) << (2 * (k - 1)));
-        int active = i < length && run >= k;
+        kmer_push(&w, i < length ? kmer_base_code(bases[begin + i]) : 4u, k);
+        int active = i < length && w.run >= k;
         grain_u64 start = i + 1 - (active ? k : 0);
-        grain_u32 left = active && start > 0 ? base_code(bases[begin + start - 1]) : 4u;
-        grain_u32 right = active && i + 1 < length ? base_code(bases[begin + i + 1]) : 4u;
-        int flip = rev < fwd;
-        grain_u64 key = flip ? rev : fwd;
-        grain_u32 l = flip ? (right < 4 ? 3u - right : 4u) : left;
-        grain_u32 rt = flip ? (left < 4 ? 3u - left : 4u) : right;
+        grain_u32 left = active && start > 0 ? kmer_base_code(bases[begin + start - 1]) : 4u;
+        grain_u32 right = active && i + 1 < length ? kmer_base_code(bases[begin + i + 1]) : 4u;
+        grain_u32 l, rt;
+        grain_u64 key = kmer_canonical(&w, left, right, &l, &rt);
         grain_am(&wg, KMER_INSERT, key, table_a1 | KMER_A1_SIDES(l, rt), (grain_i32)(KMER_OWNER(key, ranks)),
                  active);
     }
