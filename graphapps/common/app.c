@@ -118,6 +118,19 @@ void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *ou
     exit(APP_EXIT_ERROR);
 }
 
+uint64_t app_block(uint64_t n, unsigned ranks, unsigned rank, uint64_t *first, uint64_t *count)
+{
+    uint64_t block = (n + ranks - 1) / ranks, lo = (uint64_t)rank * block;
+    *first = lo < n ? lo : n;
+    *count = lo >= n ? 0 : (n - lo < block ? n - lo : block);
+    return block;
+}
+
+size_t app_grid(uint64_t items, size_t wg)
+{
+    return (size_t)((items ? (items + wg - 1) / wg : 1) * wg);
+}
+
 void *app_device_copy(grain_t *grain, const void *host, size_t bytes)
 {
     void *d;

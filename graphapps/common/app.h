@@ -27,6 +27,16 @@ int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **
 /* "<app>: unknown option or missing value: <arg>", the usage, exit 2. */
 void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out));
 
+/* Rank `rank`'s block of n items spread over `ranks` in blocks of
+ * ceil(n / ranks): the first item and how many; returns the block size, the
+ * most any rank has. */
+uint64_t app_block(uint64_t n, unsigned ranks, unsigned rank, uint64_t *first, uint64_t *count);
+/* The global size of a launch with a work-item per item, `items` rounded
+ * up to whole work-groups of `wg`, at least one.  Ranks launch the grid of
+ * the largest block, since the sends' barriers need whole work-groups;
+ * lanes past a rank's own items stay inactive. */
+size_t app_grid(uint64_t items, size_t wg);
+
 /* Device memory holding a copy of `bytes` of host memory (at least one
  * byte is allocated), and its release (NULL is ignored); exit on failure. */
 void *app_device_copy(grain_t *grain, const void *host, size_t bytes);

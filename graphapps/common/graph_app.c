@@ -153,8 +153,7 @@ void app_device_graph_free(grain_t *grain, app_device_graph_t *d)
 
 size_t app_vertex_grid(const app_graph_t *g, size_t wg)
 {
-    uint64_t most = g->part.max_local_n ? g->part.max_local_n : 1;
-    return (size_t)((most + wg - 1) / wg * wg);
+    return app_grid(g->part.max_local_n, wg);
 }
 
 void app_graph_json(FILE *out, const app_graph_t *g)

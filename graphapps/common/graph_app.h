@@ -68,9 +68,7 @@ void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d);
 
 
-/* The global size of a launch with a work-item per vertex of the largest
- * part: every rank launches the same grid, since the sends' barriers need
- * whole work-groups; lanes past a rank's own vertices stay inactive. */
+/* app_grid for a work-item per vertex of the largest part. */
 size_t app_vertex_grid(const app_graph_t *g, size_t wg);
 
 /* The JSON fields that describe the input (no braces, no leading comma). */

@@ -1,4 +1,5 @@
 #include "partition.h"
+#include "app.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,8 @@ int app_partition_init(app_partition_t *p, app_scheme_t scheme, uint64_t n, unsi
     /* A chunk of at least 1 keeps app_owner defined for an empty graph. */
     *p = (app_partition_t){scheme, n, ranks, rank, n ? (n + ranks - 1) / ranks : 1, NULL, 0, 0, NULL};
     if (scheme == APP_PART_BLOCK) {
-        uint64_t lo = (uint64_t)rank * p->chunk;
-        p->local_n = lo >= n ? 0 : (n - lo < p->chunk ? n - lo : p->chunk);
+        uint64_t first;
+        app_block(n, ranks, rank, &first, &p->local_n);
         p->max_local_n = p->chunk;
     } else {
         uint64_t *count = calloc(ranks, sizeof *count);

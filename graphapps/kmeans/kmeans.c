@@ -133,10 +133,10 @@ typedef struct km_result {
     double seconds, kernel_seconds, inertia;
 } km_result_t;
 
-/* labels receives this rank's points' clusters, centres (k x dims) the
- * final centres. */
+/* This rank's points are [first, first + local_n), in blocks of `block`;
+ * labels receives their clusters, centres (k x dims) the final centres. */
 static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t first, uint64_t local_n,
-                       unsigned long long max_iterations, int32_t *labels, double *centres)
+                       uint64_t block, unsigned long long max_iterations, int32_t *labels, double *centres)
 {
     unsigned ranks = (unsigned)grain_n_pes(g), me = (unsigned)grain_my_pe(g);
     uint32_t dims = pts->dims, k32 = (uint32_t)k;
@@ -170,8 +170,7 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     app_check(grain_kernel_set_arg(kern, 7, sizeof k32, &k32), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 8, sizeof ranks, &ranks), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 9, sizeof scale, &scale), "setting kernel arguments");
-    uint64_t most = (pts->n + ranks - 1) / ranks; /* every rank launches the grid of the largest block */
-    size_t wg = 256, global = (size_t)((most + wg - 1) / wg * wg);
+    size_t wg = 256, global = app_grid(block, wg);
 
     int64_t *host_sums = app_malloc(own * row * sizeof *host_sums), *zeros = app_malloc(own * row * sizeof *zeros);
     double *update = app_malloc((k * dims + k) * sizeof *update); /* new centres, then counts, by owner */
@@ -252,12 +251,10 @@ int main(int argc, char **argv)
         app_points_free(&pts);
         app_fail(g, "kmeans", err.msg);
     }
-    uint64_t chunk = (pts.n + (uint64_t)npes - 1) / (uint64_t)npes, first = (uint64_t)me * chunk;
-    uint64_t local_n = first >= pts.n ? 0 : (pts.n - first < chunk ? pts.n - first : chunk);
-    first = first < pts.n ? first : pts.n;
+    uint64_t first, local_n, block = app_block(pts.n, (unsigned)npes, (unsigned)me, &first, &local_n);
     int32_t *labels = app_malloc(local_n * sizeof *labels);
     double *centres = app_malloc(o.k * pts.dims * sizeof *centres);
-    km_result_t r = run(g, &pts, o.k, first, local_n, o.max_iterations, labels, centres);
+    km_result_t r = run(g, &pts, o.k, first, local_n, block, o.max_iterations, labels, centres);
 
     int verified = -1;
     int64_t differ = 0;

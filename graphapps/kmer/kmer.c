@@ -199,8 +199,8 @@ int main(int argc, char **argv)
     app_error_t err;
     if (app_read_reads(o.reads, &all, &err) != 0)
         app_fail(g, "kmer", err.msg);
-    uint64_t chunk = (all.n + ranks - 1) / ranks, first = me * chunk < all.n ? me * chunk : all.n;
-    uint64_t local_n = all.n - first < chunk ? all.n - first : chunk, total_windows = window_bound(&all, k);
+    uint64_t first, local_n, total_windows = window_bound(&all, k);
+    uint64_t block = app_block(all.n, ranks, me, &first, &local_n);
     uint64_t slots = 1024;
     while (slots < (o.table_slots ? o.table_slots : total_windows / ranks + total_windows / ranks / 4))
         slots *= 2;
@@ -239,8 +239,7 @@ int main(int argc, char **argv)
     app_check(grain_kernel_set_arg(kern, 4, sizeof k, &k), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 5, sizeof table_a1, &table_a1), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 6, sizeof ranks, &ranks), "setting kernel arguments");
-    size_t wg = 256, global = (size_t)((chunk + wg - 1) / wg * wg);
-    global = global ? global : wg;
+    size_t wg = 256, global = app_grid(block, wg);
 
     app_check(grain_barrier(g), "the barrier before the run"); /* every table is clear */
     double t0 = app_seconds();
