@@ -33,8 +33,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, color_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, color_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (color_options_t){0};
     app_input_defaults(&o->input);
     for (int i = 1; i < argc; i++)
@@ -42,6 +43,7 @@ static void parse(int argc, char **argv, color_options_t *o, grain_config_t *con
             !app_input_option(&o->input, argc, argv, &i))
             app_unknown_option("color", argv[i], usage);
     app_input_check("color", &o->input);
+    return config;
 }
 
 /* Every vertex's priority: its degree above a hash of its id. */
@@ -157,11 +159,8 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     color_options_t o;
-    parse(argc, argv, &o, config);
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;

@@ -146,6 +146,13 @@ void app_device_free(grain_t *grain, void *p)
         app_check(grain_mem_free(grain, p), "freeing device memory");
 }
 
+grain_config_t *app_config(void)
+{
+    grain_config_t *config;
+    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
+    return config;
+}
+
 grain_t *app_init(grain_config_t *config)
 {
     grain_t *g;

@@ -42,6 +42,9 @@ size_t app_grid(uint64_t items, size_t wg);
 void *app_device_copy(grain_t *grain, const void *host, size_t bytes);
 void app_device_free(grain_t *grain, void *p);
 
+/* The settings from the GRAIN_* environment, for the app's options to
+ * override; exits on failure. */
+grain_config_t *app_config(void);
 /* grain_init with `config`, which it destroys; exits on failure. */
 grain_t *app_init(grain_config_t *config);
 /* Collective: "<app>: <message>" on rank 0, then every rank finalizes and

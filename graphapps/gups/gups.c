@@ -41,8 +41,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, gups_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, gups_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (gups_options_t){.log2_table = 20, .per_wi = 64};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -71,6 +72,7 @@ static void parse(int argc, char **argv, gups_options_t *o, grain_config_t *conf
     }
     if (o->updates == 0)
         o->updates = 4ull << o->log2_table;
+    return config;
 }
 
 /* Replays the whole stream and counts the mismatches in this rank's block. */
@@ -140,12 +142,8 @@ static int verified_everywhere(grain_t *g, const int64_t *table, const gups_opti
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     gups_options_t o;
-    parse(argc, argv, &o, config);
-
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
     if (o.baseline && npes != 1) {
         if (me == 0)

@@ -47,8 +47,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, km_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, km_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (km_options_t){.seed = 1, .max_iterations = 300};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -78,6 +79,7 @@ static void parse(int argc, char **argv, km_options_t *o, grain_config_t *config
         fprintf(stderr, "kmeans: give one input (--points FILE or --blobs N,D,C) and --k K\n");
         exit(APP_EXIT_ERROR);
     }
+    return config;
 }
 
 /* The cluster of each of points [first, first + count) for `centres`: the
@@ -233,11 +235,8 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     km_options_t o;
-    parse(argc, argv, &o, config);
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_points_t pts;

@@ -42,8 +42,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, kmer_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, kmer_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (kmer_options_t){.k = 21};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -67,6 +68,7 @@ static void parse(int argc, char **argv, kmer_options_t *o, grain_config_t *conf
                         "own reverse complement)\n", o->k);
         exit(APP_EXIT_ERROR);
     }
+    return config;
 }
 
 /* ---- the sequential reference: every window, sorted ---- */
@@ -188,11 +190,8 @@ static void write_table(FILE *f, void *ctx)
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     kmer_options_t o;
-    parse(argc, argv, &o, config);
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     unsigned me = (unsigned)grain_my_pe(g), ranks = (unsigned)grain_n_pes(g), k = (unsigned)o.k;
 
     app_reads_t all;

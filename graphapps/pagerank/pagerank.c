@@ -51,8 +51,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (pr_options_t){.damping = 0.85, .tolerance = 1e-6, .max_iterations = 100};
     app_input_defaults(&o->input);
     for (int i = 1; i < argc; i++) {
@@ -72,6 +73,7 @@ static void parse(int argc, char **argv, pr_options_t *o, grain_config_t *config
             app_unknown_option("pagerank", a, usage);
     }
     app_input_check("pagerank", &o->input);
+    return config;
 }
 
 /* The sequential reference: the same formula in double precision over the
@@ -195,11 +197,8 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     pr_options_t o;
-    parse(argc, argv, &o, config);
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;

@@ -40,8 +40,9 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static void parse(int argc, char **argv, sssp_options_t *o, grain_config_t *config)
+static grain_config_t *parse(int argc, char **argv, sssp_options_t *o)
 {
+    grain_config_t *config = app_config();
     *o = (sssp_options_t){0};
     app_input_defaults(&o->input);
     for (int i = 1; i < argc; i++) {
@@ -57,6 +58,7 @@ static void parse(int argc, char **argv, sssp_options_t *o, grain_config_t *conf
         }
     }
     app_input_check("sssp", &o->input);
+    return config;
 }
 
 /* The source as an internal id, or -1 with a message; and every weight must
@@ -255,11 +257,8 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
 
 int main(int argc, char **argv)
 {
-    grain_config_t *config;
-    app_check(grain_config_create(&config), "reading the GRAIN_* settings");
     sssp_options_t o;
-    parse(argc, argv, &o, config);
-    grain_t *g = app_init(config);
+    grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
