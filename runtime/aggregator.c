@@ -130,6 +130,7 @@ static void *aggregator_thread(void *arg)
              * everything this thread will see has been dispatched. */
             while (consume_slot(a, &now)) {
             }
+            a->drained_at_ns = grain_now_ns();
             grain_packer_flush_all(&a->packer, GRAIN_FLUSH_QUIET);
             if (busy_since != 0) { /* the quiet that reads busy_ns sees this streak too */
                 a->busy_ns += grain_now_ns() - busy_since;
@@ -191,11 +192,15 @@ void grain_aggregators_stop(grain_t *g)
     g->n_aggs = 0;
 }
 
-void grain_aggregators_drain(grain_t *g)
+uint64_t grain_aggregators_drain(grain_t *g)
 {
     unsigned spins = 0;
-    uint64_t epoch = atomic_fetch_add_explicit(&g->flush_epoch, 1, memory_order_acq_rel) + 1;
-    for (unsigned i = 0; i < g->n_aggs; i++)
+    uint64_t epoch = atomic_fetch_add_explicit(&g->flush_epoch, 1, memory_order_acq_rel) + 1, drained = 0;
+    for (unsigned i = 0; i < g->n_aggs; i++) {
         while (atomic_load_explicit(&g->aggs[i].flush_ack, memory_order_acquire) < epoch)
             grain_wait_a_little(&spins);
+        if (g->aggs[i].drained_at_ns > drained)
+            drained = g->aggs[i].drained_at_ns;
+    }
+    return drained;
 }

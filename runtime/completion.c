@@ -137,6 +137,8 @@ grain_status_t grain_wait(grain_t *g)
     if (g == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_wait of a NULL handle");
     grain_status_t st = g->bops->synchronize(g->backend);
+    if (g->kernels_in_flight)
+        g->phase_ns[GRAIN_PHASE_COMPUTE] += grain_now_ns() - g->epoch_start_ns;
     g->kernels_in_flight = 0;
     grain_status_t errs = grain_take_errors(g);
     return st != GRAIN_OK ? st : errs;
@@ -179,7 +181,12 @@ static grain_status_t wait_for_senders(grain_t *g)
 grain_status_t grain_quiet(grain_t *g)
 {
     grain_status_t st = grain_wait(g);
-    grain_aggregators_drain(g);
+    uint64_t kernels_done = grain_now_ns();
+    uint64_t drained = grain_aggregators_drain(g), flushed = grain_now_ns();
+    /* Aggregators that emptied the queue while the kernels ran cost nothing. */
+    drained = drained < kernels_done ? kernels_done : drained > flushed ? flushed : drained;
+    g->phase_ns[GRAIN_PHASE_QUEUE] += drained - kernels_done;
+    g->phase_ns[GRAIN_PHASE_AGGREGATION] += flushed - drained;
     grain_status_t cst = g->n_pes > 1 ? wait_for_senders(g) : GRAIN_OK;
     /* One rank too: its own active messages may have gone to apply kernels. */
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
@@ -189,6 +196,7 @@ grain_status_t grain_quiet(grain_t *g)
         grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
         cst = collective(g, &barrier);
     }
+    g->phase_ns[GRAIN_PHASE_NETWORK] += grain_now_ns() - flushed;
     if (st == GRAIN_OK)
         st = cst;
     grain_status_t errs = grain_take_errors(g);

@@ -22,6 +22,14 @@ typedef struct grain_queue_mem {
     grain_queue_desc_t desc; /* what kernels are given */
 } grain_queue_mem_t;
 
+typedef enum grain_phase {
+    GRAIN_PHASE_COMPUTE,
+    GRAIN_PHASE_QUEUE,
+    GRAIN_PHASE_AGGREGATION,
+    GRAIN_PHASE_NETWORK,
+    GRAIN_PHASE_COUNT
+} grain_phase_t;
+
 /* Cache-line aligned: aggregators sit side by side in one array, and a
  * thread's per-message counters on the line of its neighbour's `grain`
  * pointer made two aggregators each slower than one alone. */
@@ -40,7 +48,8 @@ typedef struct grain_aggregator {
      * with the run's length it says whether the aggregators keep up or wait
      * for the producers. */
     uint64_t busy_ns;
-    atomic_uint_fast64_t flush_ack; /* last flush epoch served */
+    uint64_t drained_at_ns; /* when a drain last found the queue empty */
+    atomic_uint_fast64_t flush_ack; /* last flush epoch served (publishes drained_at_ns) */
 } grain_aggregator_t;
 
 struct grain {
@@ -89,6 +98,14 @@ struct grain {
 
     int kernels_in_flight;
     double init_seconds;
+
+    /* The application thread's time from the first launch of an epoch to the
+     * end of its quiet, split where the critical path changes hands (stats
+     * "time_split"): kernels running, then the aggregators reading what the
+     * kernels left in the queue, then their last flush, then waiting for the
+     * network, the remote apply and the other ranks. */
+    uint64_t epoch_start_ns;
+    uint64_t phase_ns[GRAIN_PHASE_COUNT];
 };
 
 /* The shape GRAIN_QUEUE, GRAIN_QUEUE_RINGS and the device give a queue of
@@ -121,8 +138,9 @@ grain_status_t grain_take_errors(struct grain *g);
 grain_status_t grain_aggregators_start(struct grain *g);
 void grain_aggregators_stop(struct grain *g);
 /* With no kernel running: waits until every published slot is processed and
- * every aggregator has flushed its buffers (flush cause "quiet"). */
-void grain_aggregators_drain(struct grain *g);
+ * every aggregator has flushed its buffers (flush cause "quiet"); returns
+ * when the last of them found the queue empty (grain_now_ns). */
+uint64_t grain_aggregators_drain(struct grain *g);
 
 void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
 /* Validates and applies a buffer from `src` (the transport's, or one this

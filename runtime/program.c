@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "grain/device.h"
+#include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 
@@ -162,6 +163,8 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
      * unchanged and the device busy on both sides of its run ran beside
      * the same kernels (runtime/apply.c). */
     atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
+    if (!g->kernels_in_flight)
+        g->epoch_start_ns = grain_now_ns();
     grain_status_t st = g->bops->launch(k->bkernel, dims, global, chosen);
     if (st == GRAIN_OK)
         g->kernels_in_flight = 1;

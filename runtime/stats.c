@@ -13,7 +13,8 @@
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
-    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_CMD0,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_PHASE0,
+    S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
 };
 
@@ -57,6 +58,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     for (size_t p = 0; p < n; p++)
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
     r[S_RECV_BYTES] = g->recv_bytes;
+    for (unsigned i = 0; i < GRAIN_PHASE_COUNT; i++)
+        r[S_PHASE0 + i] = g->phase_ns[i];
     if (g->applier != NULL) {
         grain_applier_stats_t as = grain_applier_stats(g->applier);
         r[S_APPLY_KERNELS] = as.kernels;
@@ -78,7 +81,8 @@ static double ratio(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
-static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
+/* `ranks` rows summed into r: times are printed as their mean. */
+static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size_t buf_size)
 {
     fprintf(out, "{\"slots\":%llu,\"queue_full_waits\":%llu,\"messages\":{",
             (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS]);
@@ -105,7 +109,11 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t buf_size)
     fprintf(out, "],\"bytes_to\":[");
     for (size_t p = 0; p < n; p++)
         fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + n + p]);
-    fprintf(out, "]}");
+    double per_rank_s = 1e-9 / (double)ranks;
+    fprintf(out, "],\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
+            (double)r[S_PHASE0 + GRAIN_PHASE_COMPUTE] * per_rank_s, (double)r[S_PHASE0 + GRAIN_PHASE_QUEUE] * per_rank_s,
+            (double)r[S_PHASE0 + GRAIN_PHASE_AGGREGATION] * per_rank_s,
+            (double)r[S_PHASE0 + GRAIN_PHASE_NETWORK] * per_rank_s);
 }
 
 void grain_stats_json(grain_t *g, FILE *out)
@@ -124,16 +132,27 @@ void grain_stats_json(grain_t *g, FILE *out)
          * messages to device handlers the sending program defines. */
         fprintf(out, "{\"apply\":\"%s\",\"total\":", g->apply_on_device ? "device" : "host");
         if (total != NULL)
-            json_rank(out, total, n, g->config.buffer_size);
+            json_rank(out, total, n, n, g->config.buffer_size);
         fprintf(out, ",\"per_rank\":[");
         for (size_t p = 0; p < n; p++) {
             fprintf(out, "%s", p ? "," : "");
-            json_rank(out, rows + p * width, n, g->config.buffer_size);
+            json_rank(out, rows + p * width, n, 1, g->config.buffer_size);
         }
         fprintf(out, "]}");
         free(total);
     }
     free(rows);
+}
+
+grain_status_t grain_time_split(grain_t *g, grain_time_split_t *split)
+{
+    if (g == NULL || split == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_time_split needs a handle and a result");
+    *split = (grain_time_split_t){(double)g->phase_ns[GRAIN_PHASE_COMPUTE] * 1e-9,
+                                  (double)g->phase_ns[GRAIN_PHASE_QUEUE] * 1e-9,
+                                  (double)g->phase_ns[GRAIN_PHASE_AGGREGATION] * 1e-9,
+                                  (double)g->phase_ns[GRAIN_PHASE_NETWORK] * 1e-9};
+    return GRAIN_OK;
 }
 
 void grain_stats_print(grain_t *g, FILE *out)

@@ -91,7 +91,7 @@ static void neighbour_ranks(const app_graph_t *g, uint64_t **offsets_p, uint32_t
 
 typedef struct color_result {
     unsigned long long rounds;
-    double seconds, kernel_seconds;
+    app_timing_t timing;
 } color_result_t;
 
 /* colors receives every vertex's color as this rank knows it: its own
@@ -126,13 +126,12 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
     memset(colors, 0xff, n * sizeof *colors); /* -1: no color yet */
     app_check(grain_memcpy(g, heap_colors, colors, n * sizeof *colors), "writing the colors");
     app_check(grain_barrier(g), "the barrier before the run");
-    color_result_t r = {0, 0, 0};
-    double t0 = app_seconds();
+    color_result_t r = {0};
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     for (int64_t left = 1; left > 0;) {
-        double tk = app_seconds();
         app_check(grain_launch(k, 1, &global, &wg), "launching color");
         app_check(grain_quiet(g), "grain_quiet after color");
-        r.kernel_seconds += app_seconds() - tk;
         r.rounds++;
         app_check(grain_memcpy(g, colors, heap_colors, n * sizeof *colors), "reading the colors");
         left = 0;
@@ -140,8 +139,7 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
             left += colors[p->global_of[j]] < 0;
         app_check(grain_allreduce(g, &left, 1, GRAIN_INT64, GRAIN_SUM), "counting uncolored vertices");
     }
-    r.seconds = app_seconds() - t0;
-    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    r.timing = app_clock_stop(g, &clock);
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
@@ -193,8 +191,8 @@ int main(int argc, char **argv)
         printf("color: %s, %llu vertices, %zu undirected edges (both ways), %d ranks (%s partition), %s on %s\n",
                graph.name, (unsigned long long)graph.all.n, graph.all.count, npes,
                app_scheme_name(graph.part.scheme), grain_backend_name(g), grain_device_name(g));
-        printf("%lld colors in %llu rounds, %.3f s (%.3f s in kernels)\n", (long long)(most + 1), r.rounds,
-               r.seconds, r.kernel_seconds);
+        printf("%lld colors in %llu rounds, %.3f s\n", (long long)(most + 1), r.rounds, r.timing.seconds);
+        app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (%lld edges join one color, %lld vertices without a color)\n",
                    verified ? "passed" : "FAILED", (long long)conflicts / 2, (long long)uncolored);
@@ -205,9 +203,10 @@ int main(int argc, char **argv)
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"verified\":%s,\"colors\":%lld,\"conflicts\":%lld,\"uncolored\":%lld,\"rounds\":%llu,"
-                "\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f",
+                "\"load_seconds\":%.6f,",
                 verified < 0 ? "null" : verified ? "true" : "false", (long long)(most + 1),
-                (long long)conflicts / 2, (long long)uncolored, r.rounds, r.seconds, r.kernel_seconds, tl);
+                (long long)conflicts / 2, (long long)uncolored, r.rounds, tl);
+        app_timing_json(out, &r.timing);
     }
     app_json_end(g, out);
 

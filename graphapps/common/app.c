@@ -87,6 +87,44 @@ double app_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void app_clock_start(grain_t *g, app_clock_t *c)
+{
+    app_check(grain_time_split(g, &c->s0), "reading the time split");
+    c->t0 = app_seconds();
+}
+
+app_timing_t app_clock_stop(grain_t *g, const app_clock_t *c)
+{
+    double wall = app_seconds() - c->t0;
+    grain_time_split_t s;
+    app_check(grain_time_split(g, &s), "reading the time split");
+    double parts[5] = {s.compute_s - c->s0.compute_s, s.queue_s - c->s0.queue_s,
+                       s.aggregation_s - c->s0.aggregation_s, s.network_s - c->s0.network_s, wall};
+    for (int i = 0; i < 4; i++)
+        parts[4] -= parts[i];
+    double slowest = wall;
+    app_check(grain_allreduce(g, parts, 5, GRAIN_DOUBLE, GRAIN_SUM), "reducing the time split");
+    app_check(grain_allreduce(g, &slowest, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    double n = (double)grain_n_pes(g);
+    return (app_timing_t){slowest, parts[0] / n, parts[1] / n, parts[2] / n, parts[3] / n, parts[4] / n};
+}
+
+void app_timing_json(FILE *out, const app_timing_t *t)
+{
+    fprintf(out,
+            "\"seconds\":%.6f,\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,"
+            "\"network_s\":%.6f,\"host_s\":%.6f}",
+            t->seconds, t->compute_s, t->queue_s, t->aggregation_s, t->network_s, t->host_s);
+}
+
+void app_timing_print(FILE *out, const app_timing_t *t)
+{
+    fprintf(out,
+            "time split (mean over ranks): compute %.3f s, queue %.3f s, aggregation %.3f s, network %.3f s, "
+            "host %.3f s\n",
+            t->compute_s, t->queue_s, t->aggregation_s, t->network_s, t->host_s);
+}
+
 int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **argv, int *i,
                       void (*usage)(FILE *out))
 {

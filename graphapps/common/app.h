@@ -98,5 +98,23 @@ void app_check(grain_status_t st, const char *what);
 
 double app_seconds(void);
 
+/* The timed part of a run: the slowest rank's wall time, and the mean over
+ * ranks of where it went (grain_time_split; "host_s" is the rest: the app's
+ * host code and its own collectives). */
+typedef struct app_clock {
+    double t0;
+    grain_time_split_t s0;
+} app_clock_t;
+typedef struct app_timing {
+    double seconds;
+    double compute_s, queue_s, aggregation_s, network_s, host_s;
+} app_timing_t;
+void app_clock_start(grain_t *g, app_clock_t *c);
+/* Collective. */
+app_timing_t app_clock_stop(grain_t *g, const app_clock_t *c);
+/* Prints "\"seconds\":...,\"time_split\":{...}" for an app's JSON object. */
+void app_timing_json(FILE *out, const app_timing_t *t);
+/* Prints the split as one line of the app's text report. */
+void app_timing_print(FILE *out, const app_timing_t *t);
 
 #endif

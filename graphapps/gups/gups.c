@@ -112,16 +112,15 @@ static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int6
     return k;
 }
 
-/* Seconds from launch until every update is applied, on the slowest rank. */
-static double timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg)
+/* From launch until every update is applied, on the slowest rank. */
+static app_timing_t timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg)
 {
     app_check(grain_barrier(g), "the barrier before the run");
-    double t0 = app_seconds();
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     app_check(grain_launch(k, 1, &global, &wg), "launching gups");
     app_check(grain_quiet(g), "grain_quiet after gups");
-    double slowest = app_seconds() - t0;
-    app_check(grain_allreduce(g, &slowest, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
-    return slowest;
+    return app_clock_stop(g, &clock);
 }
 
 /* Collective: whether every rank's block matches the replayed stream. */
@@ -174,7 +173,8 @@ int main(int argc, char **argv)
     size_t global = (items + wg - 1) / wg * wg;
     uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
     grain_kernel_t *k = gups_kernel(prog, "gups", table, m2, args);
-    double slowest = timed_run(g, k, global, wg);
+    app_timing_t timing = timed_run(g, k, global, wg);
+    double slowest = timing.seconds;
     int verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
 
     /* The baseline runs on a fresh table: the heap allocator gives the same
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
         app_check(grain_free(g, table), "freeing");
         app_check(grain_malloc(g, local_entries * sizeof *table, (void **)&table), "allocating the table");
         grain_kernel_t *pk = gups_kernel(prog, "gups_plain", table, m2, args);
-        plain = timed_run(g, pk, global, wg);
+        plain = timed_run(g, pk, global, wg).seconds;
         grain_kernel_destroy(pk);
         plain_verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
     }
@@ -202,9 +202,9 @@ int main(int argc, char **argv)
     }
     FILE *out = app_json_begin(g, o.common.json, "gups");
     if (out != NULL) {
-        fprintf(out, ",\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,"
-                     "\"wg_size\":%zu,\"per_wi\":%llu",
-                verified < 0 ? "null" : verified ? "true" : "false", slowest, gups,
+        fprintf(out, ",\"verified\":%s,", verified < 0 ? "null" : verified ? "true" : "false");
+        app_timing_json(out, &timing);
+        fprintf(out, ",\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,\"wg_size\":%zu,\"per_wi\":%llu", gups,
                 (unsigned long long)size, o.updates, wg, o.per_wi);
         if (o.baseline)
             fprintf(out, ",\"baseline\":{\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"ratio\":%.4f}",

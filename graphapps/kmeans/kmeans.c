@@ -132,7 +132,8 @@ static int32_t *reference(const app_points_t *p, uint64_t k, unsigned long long 
 typedef struct km_result {
     unsigned long long iterations;
     int converged;
-    double seconds, kernel_seconds, inertia;
+    double inertia;
+    app_timing_t timing;
 } km_result_t;
 
 /* This rank's points are [first, first + local_n), in blocks of `block`;
@@ -178,17 +179,16 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     double *update = app_malloc((k * dims + k) * sizeof *update); /* new centres, then counts, by owner */
     memset(zeros, 0, own * row * sizeof *zeros);
     memcpy(centres, pts->x, k * dims * sizeof *centres);
-    km_result_t r = {0, 0, 0, 0, 0};
+    km_result_t r = {0};
     app_check(grain_barrier(g), "the barrier before the run");
-    double t0 = app_seconds();
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     while (r.iterations < max_iterations) {
         app_check(grain_memcpy(g, sums, zeros, own * row * sizeof *sums), "zeroing the cluster sums");
         app_check(grain_memcpy(g, dev_centres, centres, k * dims * sizeof *centres), "writing the centres");
         app_check(grain_barrier(g), "the barrier before an iteration"); /* every rank has zeroed its sums */
-        double tk = app_seconds();
         app_check(grain_launch(kern, 1, &global, &wg), "launching kmeans");
         app_check(grain_quiet(g), "grain_quiet after kmeans");
-        r.kernel_seconds += app_seconds() - tk;
         r.iterations++;
         app_check(grain_memcpy(g, host_sums, sums, own * row * sizeof *sums), "reading the cluster sums");
         memset(update, 0, (k * dims + k) * sizeof *update);
@@ -211,8 +211,7 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
             break;
         }
     }
-    r.seconds = app_seconds() - t0;
-    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    r.timing = app_clock_stop(g, &clock);
     for (uint64_t i = 0; i < local_n; i++)
         for (uint32_t j = 0; j < dims; j++) {
             double t = pts->x[(first + i) * dims + j] - centres[(uint64_t)labels[i] * dims + j];
@@ -288,20 +287,22 @@ int main(int argc, char **argv)
     if (me == 0 && !o.common.json) {
         printf("kmeans: %llu points in %u dimensions, k = %llu, %d ranks, %s on %s\n", (unsigned long long)pts.n,
                pts.dims, o.k, npes, grain_backend_name(g), grain_device_name(g));
-        printf("%llu iterations%s in %.3f s (%.3f s in kernels), inertia %.10g\n", r.iterations,
-               r.converged ? "" : " without converging", r.seconds, r.kernel_seconds, r.inertia);
+        printf("%llu iterations%s in %.3f s, inertia %.10g\n", r.iterations,
+               r.converged ? "" : " without converging", r.timing.seconds, r.inertia);
+        app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (%lld points in another cluster than the sequential run's)\n",
                    verified ? "passed" : "FAILED", (long long)differ);
     }
     FILE *out = app_json_begin(g, o.common.json, "kmeans");
-    if (out != NULL)
+    if (out != NULL) {
         fprintf(out,
                 ",\"points\":%llu,\"dims\":%u,\"k\":%llu,\"verified\":%s,\"differ\":%lld,\"iterations\":%llu,"
-                "\"converged\":%s,\"inertia\":%.17g,\"seconds\":%.6f,\"kernel_seconds\":%.6f",
+                "\"converged\":%s,\"inertia\":%.17g,",
                 (unsigned long long)pts.n, pts.dims, o.k, verified < 0 ? "null" : verified ? "true" : "false",
-                (long long)differ, r.iterations, r.converged ? "true" : "false", r.inertia, r.seconds,
-                r.kernel_seconds);
+                (long long)differ, r.iterations, r.converged ? "true" : "false", r.inertia);
+        app_timing_json(out, &r.timing);
+    }
     app_json_end(g, out);
 
     free(ids);

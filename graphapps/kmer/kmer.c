@@ -241,11 +241,11 @@ int main(int argc, char **argv)
     size_t wg = 256, global = app_grid(block, wg);
 
     app_check(grain_barrier(g), "the barrier before the run"); /* every table is clear */
-    double t0 = app_seconds();
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     app_check(grain_launch(kern, 1, &global, &wg), "launching kmer");
     app_check(grain_quiet(g), "grain_quiet after kmer");
-    double seconds = app_seconds() - t0;
-    app_check(grain_allreduce(g, &seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    app_timing_t timing = app_clock_stop(g, &clock);
     app_check(grain_memcpy(g, host, table, table_words * sizeof *host), "reading the k-mer table");
 
     uint64_t counts[3] = {host[slots * KMER_SLOT_WORDS], 0, 0}; /* lost to a full table, distinct, total */
@@ -278,19 +278,22 @@ int main(int argc, char **argv)
         printf("kmer: %s, %llu reads, k = %u, %u ranks, %s on %s\n", o.reads, (unsigned long long)all.n, k, ranks,
                grain_backend_name(g), grain_device_name(g));
         printf("%llu k-mers, %llu distinct, in %.3f s; tables of %llu slots a rank\n", (unsigned long long)counts[2],
-               (unsigned long long)counts[1], seconds, (unsigned long long)slots);
+               (unsigned long long)counts[1], timing.seconds, (unsigned long long)slots);
+        app_timing_print(stdout, &timing);
         if (verified >= 0)
             printf("verification: %s (%lld k-mers differ from the sequential count)\n",
                    verified ? "passed" : "FAILED", (long long)wrong);
     }
     FILE *out = app_json_begin(g, o.common.json, "kmer");
-    if (out != NULL)
+    if (out != NULL) {
         fprintf(out,
                 ",\"reads\":%llu,\"k\":%u,\"kmers\":%llu,\"distinct\":%llu,\"table_slots\":%llu,\"verified\":%s,"
-                "\"wrong\":%lld,\"seconds\":%.6f,\"kmers_per_second\":%.6g",
+                "\"wrong\":%lld,\"kmers_per_second\":%.6g,",
                 (unsigned long long)all.n, k, (unsigned long long)counts[2], (unsigned long long)counts[1],
                 (unsigned long long)slots, verified < 0 ? "null" : verified ? "true" : "false", (long long)wrong,
-                seconds, (double)counts[2] / seconds);
+                (double)counts[2] / timing.seconds);
+        app_timing_json(out, &timing);
+    }
     app_json_end(g, out);
 
     grain_kernel_destroy(kern);

@@ -110,7 +110,8 @@ static double *reference(const app_edges_t *e, double d, unsigned long long iter
 typedef struct pr_result {
     unsigned long long iterations;
     int converged;
-    double seconds, push_seconds, last_error;
+    double last_error;
+    app_timing_t timing;
 } pr_result_t;
 
 /* Runs the iterations; x holds this rank's ranks on return. */
@@ -144,10 +145,11 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     for (uint64_t v = 0; v < local_n; v++)
         x[v] = 1.0 / (double)n;
 
-    pr_result_t r = {0, 0, 0, 0, 0};
+    pr_result_t r = {0};
     unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
     app_check(grain_barrier(g), "the barrier before the run");
-    double t0 = app_seconds();
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     while (r.iterations < limit) {
         double dangling = 0;
         for (uint64_t v = 0; v < local_n; v++) {
@@ -159,10 +161,8 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
         app_check(grain_memcpy(g, acc, zeros, rows * sizeof *acc), "zeroing the accumulators");
         /* Every rank has zeroed its accumulators once this returns. */
         app_check(grain_allreduce(g, &dangling, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
-        double tp = app_seconds();
         app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
         app_check(grain_quiet(g), "grain_quiet after pagerank");
-        r.push_seconds += app_seconds() - tp;
         app_check(grain_memcpy(g, host_acc, acc, rows * sizeof *acc), "reading the accumulators");
         double error = 0;
         for (uint64_t v = 0; v < local_n; v++) {
@@ -179,8 +179,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
             break;
         }
     }
-    r.seconds = app_seconds() - t0;
-    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    r.timing = app_clock_stop(g, &clock);
     if (o->iterations)
         r.converged = 1;
 
@@ -226,8 +225,9 @@ int main(int argc, char **argv)
         printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
                grain_backend_name(g), grain_device_name(g));
-        printf("%llu iterations%s in %.3f s (%.3f s pushing), last change %.3g\n", r.iterations,
-               r.converged ? "" : " without converging", r.seconds, r.push_seconds, r.last_error);
+        printf("%llu iterations%s in %.3f s, last change %.3g\n", r.iterations,
+               r.converged ? "" : " without converging", r.timing.seconds, r.last_error);
+        app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (L1 distance to the sequential run %.3g)\n", verified ? "passed" : "FAILED",
                    distance);
@@ -238,11 +238,10 @@ int main(int argc, char **argv)
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"verified\":%s,\"l1_distance\":%.3g,\"iterations\":%llu,\"converged\":%s,"
-                "\"last_change\":%.6g,\"seconds\":%.6f,\"push_seconds\":%.6f,\"load_seconds\":%.6f,"
-                "\"edges_per_second\":%.6g",
+                "\"last_change\":%.6g,\"load_seconds\":%.6f,\"edges_per_second\":%.6g,",
                 verified < 0 ? "null" : verified ? "true" : "false", distance, r.iterations,
-                r.converged ? "true" : "false", r.last_error, r.seconds, r.push_seconds, tl,
-                (double)m * (double)r.iterations / r.seconds);
+                r.converged ? "true" : "false", r.last_error, tl, (double)m * (double)r.iterations / r.timing.seconds);
+        app_timing_json(out, &r.timing);
     }
     app_json_end(g, out);
 

@@ -169,7 +169,7 @@ static double *dijkstra(const app_edges_t *e, uint64_t source)
 
 typedef struct sssp_result {
     unsigned long long rounds, relaxed; /* rounds, and improvements over all of them */
-    double seconds, kernel_seconds;
+    app_timing_t timing;
 } sssp_result_t;
 
 /* dist receives this rank's distances. */
@@ -213,9 +213,10 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
         host_state[2 * s + 1] = 1; /* improved: it sends in round one */
     }
 
-    sssp_result_t r = {0, 0, 0, 0};
+    sssp_result_t r = {0};
     app_check(grain_barrier(g), "the barrier before the run");
-    double t0 = app_seconds();
+    app_clock_t clock;
+    app_clock_start(g, &clock);
     for (;;) {
         /* The frontier: vertices that improved last round, whose flags are
          * cleared before any rank sends again. */
@@ -234,14 +235,11 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
             break;
         r.relaxed += (unsigned long long)improved;
         r.rounds++;
-        double tk = app_seconds();
         app_check(grain_launch(k, 1, &global, &wg), "launching sssp");
         app_check(grain_quiet(g), "grain_quiet after sssp");
-        r.kernel_seconds += app_seconds() - tk;
         app_check(grain_memcpy(g, host_state, state, 2 * rows * sizeof *state), "reading the distances");
     }
-    r.seconds = app_seconds() - t0;
-    app_check(grain_allreduce(g, &r.seconds, 1, GRAIN_DOUBLE, GRAIN_MAX), "reducing the time");
+    r.timing = app_clock_stop(g, &clock);
     for (uint64_t v = 0; v < local_n; v++)
         memcpy(&dist[v], &host_state[2 * v], sizeof dist[v]);
 
@@ -296,8 +294,9 @@ int main(int argc, char **argv)
         printf("sssp: %s, %llu vertices, %zu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)graph.all.n, graph.all.count, npes, app_scheme_name(graph.part.scheme),
                grain_backend_name(g), grain_device_name(g));
-        printf("from %llu: %llu vertices reached in %llu rounds, %.3f s (%.3f s in kernels)\n", src_id,
-               (unsigned long long)reached, r.rounds, r.seconds, r.kernel_seconds);
+        printf("from %llu: %llu vertices reached in %llu rounds, %.3f s\n", src_id, (unsigned long long)reached,
+               r.rounds, r.timing.seconds);
+        app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (%lld of %llu distances differ from Dijkstra's)\n",
                    verified ? "passed" : "FAILED", (long long)wrong, (unsigned long long)graph.all.n);
@@ -308,9 +307,10 @@ int main(int argc, char **argv)
         app_graph_json(out, &graph);
         fprintf(out,
                 ",\"source\":%llu,\"verified\":%s,\"wrong\":%lld,\"reached\":%llu,\"rounds\":%llu,"
-                "\"improvements\":%llu,\"seconds\":%.6f,\"kernel_seconds\":%.6f,\"load_seconds\":%.6f",
+                "\"improvements\":%llu,\"load_seconds\":%.6f,",
                 src_id, verified < 0 ? "null" : verified ? "true" : "false", (long long)wrong,
-                (unsigned long long)reached, r.rounds, r.relaxed, r.seconds, r.kernel_seconds, tl);
+                (unsigned long long)reached, r.rounds, r.relaxed, tl);
+        app_timing_json(out, &r.timing);
     }
     app_json_end(g, out);
 

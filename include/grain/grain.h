@@ -150,6 +150,20 @@ grain_status_t grain_allreduce(grain_t *grain, void *buf, size_t count, grain_dt
 grain_status_t grain_broadcast(grain_t *grain, void *buf, size_t size, int root);
 
 /* ---- statistics (DESIGN.md "Errors, configuration, observability") ------ */
+/* Where this rank's time went since grain_init, on the critical path of each
+ * epoch: from the first launch after a wait to the end of the quiet that
+ * completes it.  The parts follow one another, so they add up to the epochs'
+ * length; work that overlaps the kernels (aggregators packing, buffers on the
+ * wire) counts only where the application thread waits for it.  Take two
+ * readings around a region to split its time. */
+typedef struct grain_time_split {
+    double compute_s;     /* kernels running, sends into a full queue included */
+    double queue_s;       /* after them: the aggregators reading the slots they left */
+    double aggregation_s; /* then: flushing the packed buffers */
+    double network_s;     /* then: the messages sent here arriving and applied, the closing barrier */
+} grain_time_split_t;
+grain_status_t grain_time_split(grain_t *grain, grain_time_split_t *split);
+
 void grain_stats_print(grain_t *grain, FILE *out);
 /* One JSON object (no trailing newline). */
 void grain_stats_json(grain_t *grain, FILE *out);

@@ -1,0 +1,39 @@
+"""An app's --json object as a script reads it: one object, verified, and a
+time split whose parts are non-negative and add up to no more than the run.
+
+usage: check_json.py -- MPIRUN... APP OPTIONS  (--verify --json are added)"""
+import json
+import subprocess
+import sys
+
+PARTS = ("compute_s", "queue_s", "aggregation_s", "network_s")
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] != "--":
+        sys.exit(__doc__)
+    out = subprocess.run(sys.argv[2:] + ["--verify", "--json"], check=True, stdout=subprocess.PIPE, text=True).stdout
+    d = json.loads(out)
+    if d.get("verified") is not True:
+        sys.exit(f"FAILED: verified is {d.get('verified')!r}")
+    split, seconds = d["time_split"], d["seconds"]
+    parts = [split[k] for k in PARTS + ("host_s",)]
+    # host_s is each rank's wall time less its parts: negative only if a part
+    # were counted twice or outside the timed region.
+    if min(parts) < -1e-6:
+        sys.exit(f"FAILED: a negative part in {split}")
+    if sum(parts) > seconds * (1 + 1e-6) + 1e-6:
+        sys.exit(f"FAILED: the parts {split} add up to more than the slowest rank's {seconds} s")
+    # The runtime counts since grain_init, the app over its run only.
+    total = d["stats"]["total"]["time_split"]
+    for k in PARTS:
+        if total[k] < split[k] - 1e-6:
+            sys.exit(f"FAILED: {k} is {split[k]} in the run but {total[k]} since grain_init")
+    ranks = d["stats"]["per_rank"]
+    if len(ranks) != d["ranks"] or any(set(PARTS) - set(r["time_split"]) for r in ranks):
+        sys.exit("FAILED: a rank without its time split")
+    print(f"{d['app']} on {d['ranks']} ranks: {seconds:.3f} s = " +
+          ", ".join(f"{k[:-2]} {split[k]:.4f}" for k in PARTS + ("host_s",)))
+
+
+main()
