@@ -113,8 +113,9 @@ struct grain {
 grain_queue_geom_t grain_queue_geom_of(const struct grain *g, uint32_t nslots, uint32_t width, uint32_t rows);
 grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grain_queue_mem_t *m);
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
-/* Reservations that found their slot still in use, summed over the rings. */
-grain_status_t grain_queue_full_waits(struct grain *g, const grain_queue_mem_t *m, uint64_t *waits);
+/* Summed over the rings: reservations that found their slot still in use,
+ * and messages applied to the sender's own rank without the queue. */
+grain_status_t grain_queue_counters(struct grain *g, const grain_queue_mem_t *m, uint64_t *waits, uint64_t *in_place);
 /* grain_init with the transport given instead of GRAIN_TRANSPORT's (NULL:
  * that one); for benchmarks that take the network out. */
 grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,

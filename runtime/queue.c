@@ -44,16 +44,18 @@ void grain_queue_destroy(grain_t *g, grain_queue_mem_t *m)
     *m = (grain_queue_mem_t){0};
 }
 
-grain_status_t grain_queue_full_waits(grain_t *g, const grain_queue_mem_t *m, uint64_t *waits)
+grain_status_t grain_queue_counters(grain_t *g, const grain_queue_mem_t *m, uint64_t *waits, uint64_t *in_place)
 {
     uint32_t n = m->desc.geom.nrings;
     grain_ring_prod_t *prod = malloc(n * sizeof *prod);
     if (prod == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to read %u rings' producer counters", n);
     grain_status_t st = g->bops->copy(g->backend, prod, m->prod, n * sizeof *prod);
-    *waits = 0;
-    for (uint32_t i = 0; st == GRAIN_OK && i < n; i++)
+    *waits = *in_place = 0;
+    for (uint32_t i = 0; st == GRAIN_OK && i < n; i++) {
         *waits += prod[i].full_waits;
+        *in_place += prod[i].in_place;
+    }
     free(prod);
     return st;
 }

@@ -32,8 +32,10 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         return NULL;
     }
     uint64_t *r = rows + (size_t)g->my_pe * width;
-    if (grain_queue_full_waits(g, &g->queue, &r[S_FULL_WAITS]) != GRAIN_OK)
-        grain_warn("could not read the queue's full-wait counters: %s", grain_error_message(g));
+    uint64_t in_place = 0;
+    if (grain_queue_counters(g, &g->queue, &r[S_FULL_WAITS], &in_place) != GRAIN_OK)
+        grain_warn("could not read the queue's producer counters: %s", grain_error_message(g));
+    r[S_LOCAL] = in_place;
     for (unsigned a = 0; a < g->n_aggs; a++) {
         grain_aggregator_t *agg = &g->aggs[a];
         const grain_packer_stats_t *ps = &agg->packer.stats;

@@ -101,20 +101,23 @@ GRAIN_INLINE int grain_am_dispatch_(grain_u32 id, GRAIN_GLOBAL char *heap, grain
 #define GRAIN_KERNEL_CTX GRAIN_GLOBAL grain_dev_t *grain_ctx_
 
 /* Declares `wg` and its local memory; must stand at kernel function scope,
- * reached by every work-item (it holds a barrier). */
+ * reached by every work-item (it holds a barrier).  claims and in_place share
+ * one array: with a second automatic local array, PoCL 3.1's work-item
+ * replication (its method for small work-groups) made kernels that crash. */
 #define GRAIN_WG_BEGIN(wg)                                              \
     GRAIN_LOCAL_DECL grain_i64 grain_scratch_[GRAIN_WG_SCRATCH_WORDS];  \
-    GRAIN_LOCAL_DECL grain_u32 grain_claims_[GRAIN_RESERVE_SEGMENTS];   \
-    grain_wg_t wg;                                                      \
-    wg.ctx = grain_ctx_;                                                \
-    wg.scratch = grain_scratch_;                                        \
-    wg.claims = grain_claims_;                                          \
+    GRAIN_LOCAL_DECL grain_u32 grain_claims_[2 * GRAIN_RESERVE_SEGMENTS]; \
+    grain_wg_t wg;                                                        \
+    wg.ctx = grain_ctx_;                                                  \
+    wg.scratch = grain_scratch_;                                          \
+    wg.claims = grain_claims_;                                            \
+    wg.in_place = grain_claims_ + GRAIN_RESERVE_SEGMENTS;                 \
     grain_wg_begin_(&wg)
 
 GRAIN_INLINE void grain_wg_begin_(const grain_wg_t *wg)
 {
-    for (grain_u32 i = grain_local_linear_id(); i < GRAIN_RESERVE_SEGMENTS; i += grain_local_linear_size())
-        wg->claims[i] = 0;
+    for (grain_u32 i = grain_local_linear_id(); i < 2 * GRAIN_RESERVE_SEGMENTS; i += grain_local_linear_size())
+        wg->claims[i] = 0; /* and in_place, which follows */
     grain_wg_barrier();
 }
 
@@ -163,12 +166,14 @@ typedef struct grain_slot {
 } grain_slot_t;
 
 GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_desc_t *d,
-                                            int active)
+                                            int active, int in_place)
 {
     grain_slot_t s = {0, 0, 0, 0, 0};
     s.ring = grain_queue_ring_of(&d->geom, grain_group_linear_id());
 #if GRAIN_RESERVE == GRAIN_RESERVE_WI
     (void)wg;
+    if (in_place)
+        grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].in_place, 1);
     if (active) {
         s.ticket = grain_queue_reserve(d, s.ring);
         s.count = 1;
@@ -182,14 +187,21 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
      * the one queue atomic, and afterwards zeroes the claims for the next
      * send, which the barrier of grain_wg_publish_ orders before it.  Two
      * barriers and no loop replace the prefix sum of seed 001: PoCL compiles
-     * a kernel with many sends in minutes less.
+     * a kernel with many sends in minutes less.  The messages applied in
+     * place are counted the same way, and the first lane, their only reader,
+     * adds them to the ring's count with one device atomic.
      */
     GRAIN_LOCAL grain_u64 *tickets = (GRAIN_LOCAL grain_u64 *)wg->scratch;
     grain_u32 seg = grain_local_linear_id() / GRAIN_RESERVE_SEGMENT;
     int first = grain_local_linear_id() % GRAIN_RESERVE_SEGMENT == 0;
     s.col = grain_local_claim_u32(&wg->claims[seg], active, GRAIN_RESERVE_SEGMENT);
+    (void)grain_local_claim_u32(&wg->in_place[seg], in_place, GRAIN_RESERVE_SEGMENT);
     grain_wg_barrier();
     s.count = wg->claims[seg];
+    if (first && wg->in_place[seg] != 0) {
+        grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].in_place, wg->in_place[seg]);
+        wg->in_place[seg] = 0;
+    }
     s.publisher = first && s.count > 0;
     if (s.publisher)
         tickets[seg] = grain_queue_reserve(d, s.ring);
@@ -228,18 +240,20 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
     GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
+    int in_place = 0;
 #if GRAIN_APPLY_IN_PLACE
     if (active && (grain_u32)pe == ctx->my_pe && cmd != GRAIN_CMD_AM) {
         grain_apply_msg(ctx->heap, cmd, w1, w2);
-        active = 0;
+        in_place = 1;
     }
 #endif
     /* A device handler for this rank runs here, on every backend: the host
      * could only hand it to an apply kernel. */
     if (active && cmd == GRAIN_CMD_AM && (grain_u32)pe == ctx->my_pe && grain_handler_on_device(ctx, handler) &&
         grain_am_dispatch_(handler, ctx->heap, ctx->my_pe, w1, w2))
-        active = 0;
-    grain_slot_t s = grain_wg_reserve_(wg, d, active);
+        in_place = 1;
+    active = active && !in_place;
+    grain_slot_t s = grain_wg_reserve_(wg, d, active, in_place);
     if (active) {
         GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);
         grain_u32 width = d->geom.width;

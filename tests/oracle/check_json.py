@@ -29,6 +29,12 @@ def main():
     for k in PARTS:
         if total[k] < split[k] - 1e-6:
             sys.exit(f"FAILED: {k} is {split[k]} in the run but {total[k]} since grain_init")
+    # Every message counts once, local or remote, wherever it was applied
+    # (kmer's active messages to the own rank run in the sender).
+    t = d["stats"]["total"]
+    sent = {"gups": d.get("updates"), "kmer": d.get("kmers")}.get(d["app"])
+    if sent is not None and t["local_messages"] + t["remote_messages"] != sent:
+        sys.exit(f"FAILED: {t['local_messages']} local + {t['remote_messages']} remote messages, {sent} sent")
     ranks = d["stats"]["per_rank"]
     if len(ranks) != d["ranks"] or any(set(PARTS) - set(r["time_split"]) for r in ranks):
         sys.exit("FAILED: a rank without its time split")
