@@ -11,12 +11,14 @@ prints the speedups over one rank measured in the same run.
   bench/app_scaling.py [--bin build/bin] [--scale 20] [--ranks 1,2,4]
                        [--apps pagerank,sssp,color,kmeans,kmer] [--repeat 1]
                        [--out bench-results/app_scaling] [--mpirun "mpirun ..."]
-                       [--no-verify] [--timeout 900] [-- extra app options]
+                       [--data DIR] [--no-verify] [--timeout 900] [-- extra app options]
+  bench/app_scaling.py --replot [--out DIR]   (table and plot again from DIR/scaling.json)
 
 Inputs at scale S: pagerank (20 iterations), sssp and color on the Kronecker
 graph S (16 x 2^S edges); kmeans on 2^S points in 8 dimensions around 16
 centres, 20 iterations; kmer on reads of 100 bases drawn at coverage 16 from a
-random genome of 2^S bases (written once to <out>, seeded), k = 31."""
+random genome of 2^S bases (written once to --data, by default <out>;
+seeded), k = 31."""
 import argparse
 import csv
 import json
@@ -53,14 +55,14 @@ def genome_reads(path, scale, seed=1, length=100, coverage=16):
     os.replace(tmp, path)
 
 
-def app_command(app, scale, out):
+def app_command(app, scale, data):
     if app in ("pagerank", "sssp", "color"):
         cmd = ["--kronecker", str(scale)]
         return cmd + ["--iterations", "20"] if app == "pagerank" else cmd
     if app == "kmeans":
         return ["--blobs", f"{1 << scale},8,16", "--k", "16", "--max-iterations", "20"]
     if app == "kmer":
-        reads = os.path.join(out, f"genome-{scale}.fa")
+        reads = os.path.join(data, f"genome-{scale}.fa")
         genome_reads(reads, scale)
         return ["--reads", reads, "--k", "31", "--heap-size", "1G"]
     sys.exit(f"app_scaling: no input for app {app!r}")
@@ -68,7 +70,7 @@ def app_command(app, scale, out):
 
 def run_one(args, app, ranks, extra):
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)]
-    cmd += app_command(app, args.scale, args.out) + extra + ["--json"] + (["--verify"] if args.verify else [])
+    cmd += app_command(app, args.scale, args.data or args.out) + extra + ["--json"] + (["--verify"] if args.verify else [])
     row = {"app": app, "ranks": ranks, "error": ""}
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
@@ -147,18 +149,26 @@ def main():
     ap.add_argument("--apps", default="pagerank,sssp,color,kmeans,kmer")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--out", default="bench-results/app_scaling")
+    ap.add_argument("--data", default=None)
     ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
     ap.add_argument("--no-verify", dest="verify", action="store_false")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--replot", action="store_true")
     args = ap.parse_args(argv)
     ranks = [int(r) for r in args.ranks.split(",")]
     apps = args.apps.split(",")
+    if args.replot:
+        saved = json.load(open(os.path.join(args.out, "scaling.json")))
+        ranks, rows = saved["ranks"], saved["runs"]
+        apps = list(dict.fromkeys(r["app"] for r in rows))
+        return report(args, apps, ranks, rows)
     if args.scale < 1 or args.scale > 40 or not ranks or min(ranks) < 1 or args.repeat < 1:
         sys.exit("app_scaling: --scale 1..40, --ranks of positive counts, --repeat >= 1")
     for app in apps:
         if not os.access(os.path.join(args.bin, app), os.X_OK):
             sys.exit(f"app_scaling: {os.path.join(args.bin, app)} is not built (cmake --build build)")
     os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.data or args.out, exist_ok=True)
     if os.geteuid() == 0:  # Open MPI refuses root unless told
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -178,9 +188,15 @@ def main():
                     rows.append(row)
                     w.writerow(row)
                     f.flush()
+                    with open(os.path.join(args.out, "scaling.json"), "w") as j:
+                        json.dump({"scale": args.scale, "ranks": ranks, "runs": rows}, j, indent=1)
                     print(f" {row['error']}" if row["error"] else
                           f" {row['seconds']:.3f} s, verified {row['verified']}", flush=True)
 
+    return report(args, apps, ranks, rows)
+
+
+def report(args, apps, ranks, rows):
     best = median_rows(rows)
     print(f"\n{'app':9} {'ranks':>5} {'seconds':>8} {'speedup':>7} {'compute':>8} {'queue':>8} {'aggreg.':>8} "
           f"{'network':>8} {'host':>8} {'remote%':>8} {'msg B':>8}")
@@ -195,8 +211,6 @@ def main():
             print(f"{app:9} {r:5} {b['seconds']:8.3f} {speedup:7.2f} " +
                   " ".join(f"{b[k]:8.3f}" for k in SPLIT) +
                   f" {100 * b['remote_fraction']:7.1f}% {b['mean_buffer_bytes']:8.0f}")
-    with open(os.path.join(args.out, "scaling.json"), "w") as f:
-        json.dump({"scale": args.scale, "ranks": ranks, "runs": rows}, f, indent=1)
     if best:
         plot(best, [a for a in apps if any(k[0] == a for k in best)], ranks, os.path.join(args.out, "scaling.png"))
     failed = [r for r in rows if r["error"] or r.get("verified") is False]

@@ -3,7 +3,7 @@
 # Benchmark Suite's pr and sssp on the same Kronecker graph, on this node.
 # gapbs is built from its public source (GAPBS_DIR, else a clone of
 # GAPBS_GIT, github.com/sbeamer/gapbs by default) under bench-results/, never
-# committed.  Both PageRanks run exactly 20 iterations (gapbs: -i 20 -t 0;
+# committed; grain's apps are built in BUILD_DIR (build).  Both PageRanks run exactly 20 iterations (gapbs: -i 20 -t 0;
 # its Gauss-Seidel pull differs from grain's push, so this compares time per
 # iteration); both SSSPs start at the graph's first vertex.  Times exclude
 # loading; each is the mean of three runs.  Writes
@@ -18,16 +18,17 @@ mkdir -p "$out"
 src=${GAPBS_DIR:-$out/src}
 [ -d "$src" ] || git clone --depth 1 "${GAPBS_GIT:-https://github.com/sbeamer/gapbs.git}" "$src"
 make -C "$src" pr sssp > "$out/build.log"
-cmake -S . -B build > /dev/null
-cmake --build build -j "$(nproc)" --target pagerank sssp graphgen > /dev/null
+bin=${BUILD_DIR:-build}
+cmake -S . -B "$bin" > /dev/null
+cmake --build "$bin" -j "$(nproc)" --target pagerank sssp graphgen > /dev/null
 graph=$out/kronecker-$scale.mtx
-[ -f "$graph" ] || build/bin/graphgen --kronecker "$scale" --out "$graph"
+[ -f "$graph" ] || "$bin/bin/graphgen" --kronecker "$scale" --out "$graph"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # The mean of three runs of grain's app: its "seconds" from --json.
 grain_seconds() {
     for _ in 1 2 3; do
-        mpirun --oversubscribe --bind-to none -np "$ranks" "build/bin/$1" --graph "$graph" --json "${@:2}" |
+        mpirun --oversubscribe --bind-to none -np "$ranks" "$bin/bin/$1" --graph "$graph" --json "${@:2}" |
             /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])'
     done | awk '{ s += $1 } END { printf "%.6f", s / NR }'
 }
