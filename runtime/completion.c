@@ -121,9 +121,11 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
 void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
 {
     grain_t *g = arg;
+    uint64_t t0 = grain_now_ns();
     g->recv_buffers_from[src]++;
     g->recv_bytes += len;
     grain_receive_buffer(g, src, data, len);
+    g->recv_busy_ns += grain_now_ns() - t0;
 }
 
 void grain_transport_sent(void *arg, void *token)

@@ -89,6 +89,7 @@ struct grain {
     _Atomic uint64_t *next_seq;     /* buffers sent to each rank */
     uint64_t *recv_buffers_from;    /* network thread only */
     uint64_t recv_bytes;            /* network thread only */
+    uint64_t recv_busy_ns;          /* network thread only: validating and handing on received buffers */
 
     /* First asynchronous error (bad received buffer, failed send), reported
      * by the next call of the application. */

@@ -13,7 +13,7 @@
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
-    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_PHASE0,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
 };
@@ -60,6 +60,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     for (size_t p = 0; p < n; p++)
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
     r[S_RECV_BYTES] = g->recv_bytes;
+    r[S_RECV_BUSY_NS] = g->recv_busy_ns;
     for (unsigned i = 0; i < GRAIN_PHASE_COUNT; i++)
         r[S_PHASE0 + i] = g->phase_ns[i];
     if (g->applier != NULL) {
@@ -96,7 +97,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
-            "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"messages_to\":[",
+            "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"receive_busy_s\":%.6f,"
+            "\"messages_to\":[",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
             ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
@@ -105,7 +107,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
             (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT],
-            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9);
+            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9);
     for (size_t p = 0; p < n; p++)
         fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + p]);
     fprintf(out, "],\"bytes_to\":[");

@@ -59,9 +59,12 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
     return cudaHostAlloc(p, n, cudaHostAllocMapped | cudaHostAllocPortable);
 }
 
-static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
+/* urgent: the device's greatest priority (see gpu_backend.c) */
+static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s, int urgent)
 {
-    return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
+    int least = 0, greatest = 0;
+    gpu_err_t err = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    return err != cudaSuccess ? err : cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, urgent ? greatest : least);
 }
 
 static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
@@ -157,9 +160,11 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
     return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent | hipHostMallocPortable);
 }
 
-static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s)
+static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s, int urgent)
 {
-    return hipStreamCreateWithFlags(s, hipStreamNonBlocking);
+    int least = 0, greatest = 0;
+    gpu_err_t err = hipDeviceGetStreamPriorityRange(&least, &greatest);
+    return err != hipSuccess ? err : hipStreamCreateWithPriority(s, hipStreamNonBlocking, urgent ? greatest : least);
 }
 
 static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
