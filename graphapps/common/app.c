@@ -87,6 +87,17 @@ double app_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void app_group_sums(grain_t *g, const int64_t *dev, size_t groups, unsigned width, int64_t *host_rows,
+                    int64_t *out)
+{
+    app_check(grain_memcpy(g, host_rows, dev, groups * width * sizeof *host_rows), "reading the work-groups' sums");
+    for (unsigned c = 0; c < width; c++)
+        out[c] = 0;
+    for (size_t i = 0; i < groups; i++)
+        for (unsigned c = 0; c < width; c++)
+            out[c] += host_rows[i * width + c];
+}
+
 void app_clock_start(grain_t *g, app_clock_t *c)
 {
     app_check(grain_time_split(g, &c->s0), "reading the time split");

@@ -90,6 +90,12 @@ unsigned long long app_parse_u64(const char *option, const char *text);
 /* Parses a number from lo to hi or exits with a message. */
 double app_parse_real(const char *option, const char *text, double lo, double hi);
 
+/* Collective over nothing but the device: copies `groups` rows of `width`
+ * int64 that a kernel left one row per work-group in `dev` and returns their
+ * column sums in out[width] (host_rows: room for the rows). */
+void app_group_sums(grain_t *g, const int64_t *dev, size_t groups, unsigned width, int64_t *host_rows,
+                    int64_t *out);
+
 /* malloc that exits with a message when there is no memory (0 bytes: 1). */
 void *app_malloc(size_t size);
 

@@ -11,7 +11,7 @@
  *
  * Shares travel as 64-bit fixed point, 2^52 units to a unit of rank: integer
  * adds are exact and associative, so the ranks do not depend on the order in
- * which messages arrive, on the rank count or on the backend.
+ * which messages arrive or on the rank count.
  */
 #include <math.h>
 #include <stdint.h>
@@ -114,67 +114,83 @@ typedef struct pr_result {
     app_timing_t timing;
 } pr_result_t;
 
+static void set_args(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs)
+{
+    for (unsigned i = 0; i < count; i++)
+        app_check(grain_kernel_set_arg_ptr(k, first + i, ptrs[i]), "setting kernel arguments");
+}
+
+/* Runs pr_step and returns this rank's change and dangling rank, summed over
+ * its work-groups (exact: fixed point). */
+static void step(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, int64_t *sums, int64_t *host_sums,
+                 double dangling_each, int update, double out[2])
+{
+    app_check(grain_kernel_set_arg(k, 9, sizeof dangling_each, &dangling_each), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 10, sizeof update, &update), "setting kernel arguments");
+    app_check(grain_launch(k, 1, &global, &wg), "launching the pagerank step");
+    app_check(grain_wait(g), "waiting for the pagerank step");
+    int64_t total[2];
+    app_group_sums(g, sums, global / wg, 2, host_sums, total);
+    out[0] = (double)total[0] / FIXED_ONE;
+    out[1] = (double)total[1] / FIXED_ONE;
+}
+
 /* Runs the iterations; x holds this rank's ranks on return. */
 static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x)
 {
     const app_partition_t *p = &graph->part;
-    const app_local_graph_t *lg = &graph->local;
     uint64_t local_n = p->local_n, n = p->n;
     size_t rows = local_n ? local_n : 1;
+    size_t wg = 256, global = app_vertex_grid(graph, wg), groups = global / wg;
 
-    int64_t *acc, *share;
+    int64_t *acc, *share, *sums;
+    double *dev_x;
     app_device_graph_t dg;
     app_check(grain_malloc(g, p->max_local_n * sizeof *acc, (void **)&acc), "allocating the accumulators");
     app_check(grain_mem_alloc(g, rows * sizeof *share, (void **)&share), "allocating the shares");
+    app_check(grain_mem_alloc(g, rows * sizeof *dev_x, (void **)&dev_x), "allocating the ranks");
+    app_check(grain_mem_alloc(g, 2 * groups * sizeof *sums, (void **)&sums), "allocating the step's sums");
     app_device_graph_upload(g, graph, 0, &dg);
 
     grain_program_t *prog;
-    grain_kernel_t *k;
-    app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernel");
-    app_check(grain_kernel_create(prog, "pr_push", &k), "creating the pagerank kernel");
-    app_check(grain_kernel_set_arg_ptr(k, 1, acc), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 2, dg.offsets), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 3, dg.dest), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 4, share), "setting kernel arguments");
-    app_check(grain_kernel_set_arg(k, 5, sizeof local_n, &local_n), "setting kernel arguments");
-    size_t wg = 256, global = app_vertex_grid(graph, wg);
+    grain_kernel_t *push, *k;
+    app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernels");
+    app_check(grain_kernel_create(prog, "pr_push", &push), "creating the pagerank kernel");
+    app_check(grain_kernel_create(prog, "pr_step", &k), "creating the pagerank kernel");
+    set_args(push, 1, 4, (void *const[]){acc, dg.offsets, dg.dest, share});
+    app_check(grain_kernel_set_arg(push, 5, sizeof local_n, &local_n), "setting kernel arguments");
+    set_args(k, 1, 5, (void *const[]){acc, dev_x, dg.offsets, share, sums});
+    double base = (1 - o->damping) / (double)n;
+    app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 7, sizeof base, &base), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 8, sizeof o->damping, &o->damping), "setting kernel arguments");
 
-    int64_t *host_share = app_malloc(rows * sizeof *host_share), *host_acc = app_malloc(rows * sizeof *host_acc);
+    int64_t *host_sums = app_malloc(2 * groups * sizeof *host_sums);
     int64_t *zeros = app_malloc(rows * sizeof *zeros);
     memset(zeros, 0, rows * sizeof *zeros);
     for (uint64_t v = 0; v < local_n; v++)
         x[v] = 1.0 / (double)n;
+    app_check(grain_memcpy(g, dev_x, x, rows * sizeof *x), "writing the ranks");
+    app_check(grain_memcpy(g, acc, zeros, rows * sizeof *acc), "zeroing the accumulators");
 
     pr_result_t r = {0};
     unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
     app_check(grain_barrier(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
+    double sums_now[2]; /* change, dangling rank */
+    step(g, k, global, wg, sums, host_sums, 0, 0, sums_now);
+    /* Every rank has zeroed its accumulators and made its shares once the
+     * sums are reduced, before any pushes. */
+    app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
     while (r.iterations < limit) {
-        double dangling = 0;
-        for (uint64_t v = 0; v < local_n; v++) {
-            uint64_t degree = lg->offsets[v + 1] - lg->offsets[v];
-            dangling += degree == 0 ? x[v] : 0;
-            host_share[v] = degree == 0 ? 0 : llround(x[v] / (double)degree * FIXED_ONE);
-        }
-        app_check(grain_memcpy(g, share, host_share, rows * sizeof *share), "copying the shares");
-        app_check(grain_memcpy(g, acc, zeros, rows * sizeof *acc), "zeroing the accumulators");
-        /* Every rank has zeroed its accumulators once this returns. */
-        app_check(grain_allreduce(g, &dangling, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
-        app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
+        app_check(grain_launch(push, 1, &global, &wg), "launching pagerank");
         app_check(grain_quiet(g), "grain_quiet after pagerank");
-        app_check(grain_memcpy(g, host_acc, acc, rows * sizeof *acc), "reading the accumulators");
-        double error = 0;
-        for (uint64_t v = 0; v < local_n; v++) {
-            double next = (1 - o->damping) / (double)n +
-                          o->damping * ((double)host_acc[v] / FIXED_ONE + dangling / (double)n);
-            error += fabs(next - x[v]);
-            x[v] = next;
-        }
-        app_check(grain_allreduce(g, &error, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
+        step(g, k, global, wg, sums, host_sums, sums_now[1] / (double)n, 1, sums_now);
+        app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
         r.iterations++;
-        r.last_error = error;
-        if (o->iterations == 0 && error < (double)n * o->tolerance) {
+        r.last_error = sums_now[0];
+        if (o->iterations == 0 && sums_now[0] < (double)n * o->tolerance) {
             r.converged = 1;
             break;
         }
@@ -182,13 +198,16 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     r.timing = app_clock_stop(g, &clock);
     if (o->iterations)
         r.converged = 1;
+    app_check(grain_memcpy(g, x, dev_x, rows * sizeof *x), "reading the ranks");
 
     free(zeros);
-    free(host_acc);
-    free(host_share);
+    free(host_sums);
     grain_kernel_destroy(k);
+    grain_kernel_destroy(push);
     grain_program_destroy(prog);
     app_device_graph_free(g, &dg);
+    app_check(grain_mem_free(g, sums), "freeing");
+    app_check(grain_mem_free(g, dev_x), "freeing");
     app_check(grain_mem_free(g, share), "freeing");
     app_check(grain_free(g, acc), "freeing");
     return r;

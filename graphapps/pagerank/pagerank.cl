@@ -12,6 +12,7 @@
 #include "../common/expand.h"
 
 #define PR_LOCAL_MASK ((((grain_u64)1) << 40) - 1) /* APP_DEST in partition.h */
+#define PR_FIXED_ONE 4503599627370496.0        /* 2^52, FIXED_ONE in pagerank.c */
 
 GRAIN_KERNEL void pr_push(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *acc, GRAIN_GLOBAL const grain_u64 *offsets,
                           GRAIN_GLOBAL const grain_u64 *dest, GRAIN_GLOBAL const grain_i64 *share,
@@ -29,5 +30,43 @@ GRAIN_KERNEL void pr_push(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *acc, GRAIN_G
         int active = app_expand_edge(&x, r, &edge, &value);
         grain_u64 d = active ? dest[edge] : 0;
         grain_add64(&wg, &acc[d & PR_LOCAL_MASK], value, (grain_i32)(d >> 40), active);
+    }
+}
+
+/*
+ * The step between two pushes, on the device: with `update`, a vertex's new
+ * rank from its accumulator (then zeroed for the next push) and the L1 change;
+ * then the share it pushes next and, without out-edges, the rank it spreads
+ * instead.  Each work-group leaves its sums of change and dangling rank in
+ * sums[2 * group], fixed point like the shares, so that the totals are exact
+ * whatever the rank count.
+ */
+GRAIN_KERNEL void pr_step(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *acc, GRAIN_GLOBAL double *x,
+                          GRAIN_GLOBAL const grain_u64 *offsets, GRAIN_GLOBAL grain_i64 *share,
+                          GRAIN_GLOBAL grain_i64 *sums, grain_u64 local_n, double base, double damping,
+                          double dangling_each, int update)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 v = grain_global_linear_id();
+    int mine = v < local_n;
+    grain_i64 change = 0, dangling = 0;
+    if (mine) {
+        double old = x[v], next = old;
+        if (update) {
+            next = base + damping * ((double)acc[v] / PR_FIXED_ONE + dangling_each);
+            acc[v] = 0;
+            x[v] = next;
+            change = (grain_i64)floor(fabs(next - old) * PR_FIXED_ONE + 0.5);
+        }
+        grain_u64 degree = offsets[v + 1] - offsets[v];
+        grain_i64 fixed = (grain_i64)floor(next * PR_FIXED_ONE + 0.5);
+        share[v] = degree == 0 ? 0 : (grain_i64)floor(next / (double)degree * PR_FIXED_ONE + 0.5);
+        dangling = degree == 0 ? fixed : 0;
+    }
+    change = grain_wg_reduce_add(&wg, change, mine);
+    dangling = grain_wg_reduce_add(&wg, dangling, mine);
+    if (grain_local_linear_id() == 0) {
+        sums[2 * grain_group_linear_id()] = change;
+        sums[2 * grain_group_linear_id() + 1] = dangling;
     }
 }

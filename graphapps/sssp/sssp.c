@@ -179,14 +179,16 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     uint64_t local_n = p->local_n;
     size_t rows = local_n ? local_n : 1;
 
-    int64_t *state, *frontier; /* state: (distance bits, improved) per vertex, in the heap */
+    int64_t *state, *frontier, *counts; /* state: (distance bits, improved) per vertex, in the heap */
     app_device_graph_t dg;
     app_check(grain_malloc(g, 2 * p->max_local_n * sizeof *state, (void **)&state), "allocating the distances");
+    size_t wg = 256, global = app_vertex_grid(graph, wg), groups = global / wg;
     app_check(grain_mem_alloc(g, rows * sizeof *frontier, (void **)&frontier), "allocating the frontier");
+    app_check(grain_mem_alloc(g, groups * sizeof *counts, (void **)&counts), "allocating the frontier counts");
     app_device_graph_upload(g, graph, APP_UPLOAD_WEIGHTS, &dg);
 
     grain_program_t *prog;
-    grain_kernel_t *k;
+    grain_kernel_t *k, *next;
     app_check(grain_program_create(g, sssp_kernel_source, NULL, &prog), "building the sssp kernel");
     app_check(grain_am_register_program(g, prog), "registering the relax handler");
     app_check(grain_kernel_create(prog, "sssp_round", &k), "creating the sssp kernel");
@@ -196,10 +198,14 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     app_check(grain_kernel_set_arg_ptr(k, 4, dg.weight), "setting kernel arguments");
     app_check(grain_kernel_set_arg_ptr(k, 5, frontier), "setting kernel arguments");
     app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
-    size_t wg = 256, global = app_vertex_grid(graph, wg);
+    app_check(grain_kernel_create(prog, "sssp_frontier", &next), "creating the sssp kernel");
+    app_check(grain_kernel_set_arg_ptr(next, 1, state), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(next, 2, frontier), "setting kernel arguments");
+    app_check(grain_kernel_set_arg_ptr(next, 3, counts), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(next, 4, sizeof local_n, &local_n), "setting kernel arguments");
 
     int64_t *host_state = app_malloc(2 * rows * sizeof *host_state);
-    int64_t *host_frontier = app_malloc(rows * sizeof *host_frontier);
+    int64_t *host_counts = app_malloc(groups * sizeof *host_counts);
     int64_t inf_bits;
     double inf = INFINITY;
     memcpy(&inf_bits, &inf, sizeof inf_bits);
@@ -212,24 +218,18 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
         host_state[2 * s] = 0;     /* the bits of 0.0 */
         host_state[2 * s + 1] = 1; /* improved: it sends in round one */
     }
+    app_check(grain_memcpy(g, state, host_state, 2 * rows * sizeof *state), "writing the distances");
 
     sssp_result_t r = {0};
     app_check(grain_barrier(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     for (;;) {
-        /* The frontier: vertices that improved last round, whose flags are
-         * cleared before any rank sends again. */
-        int64_t improved = 0;
-        for (uint64_t v = 0; v < local_n; v++) {
-            int on = host_state[2 * v + 1] != 0;
-            host_frontier[v] = on ? host_state[2 * v] : -1;
-            host_state[2 * v + 1] = 0;
-            improved += on;
-        }
-        app_check(grain_memcpy(g, state, host_state, 2 * rows * sizeof *state), "writing the distances");
-        app_check(grain_memcpy(g, frontier, host_frontier, rows * sizeof *frontier), "writing the frontier");
-        /* Every rank has written its flags once this returns. */
+        app_check(grain_launch(next, 1, &global, &wg), "launching the sssp frontier");
+        app_check(grain_wait(g), "waiting for the sssp frontier");
+        int64_t improved;
+        app_group_sums(g, counts, groups, 1, host_counts, &improved);
+        /* Every rank has cleared its flags once this returns. */
         app_check(grain_allreduce(g, &improved, 1, GRAIN_INT64, GRAIN_SUM), "counting the frontier");
         if (improved == 0)
             break;
@@ -237,18 +237,20 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
         r.rounds++;
         app_check(grain_launch(k, 1, &global, &wg), "launching sssp");
         app_check(grain_quiet(g), "grain_quiet after sssp");
-        app_check(grain_memcpy(g, host_state, state, 2 * rows * sizeof *state), "reading the distances");
     }
     r.timing = app_clock_stop(g, &clock);
+    app_check(grain_memcpy(g, host_state, state, 2 * rows * sizeof *state), "reading the distances");
     for (uint64_t v = 0; v < local_n; v++)
         memcpy(&dist[v], &host_state[2 * v], sizeof dist[v]);
 
-    free(host_frontier);
+    free(host_counts);
     free(host_state);
+    grain_kernel_destroy(next);
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
     app_device_graph_free(g, &dg);
     app_check(grain_mem_free(g, frontier), "freeing");
+    app_check(grain_mem_free(g, counts), "freeing");
     app_check(grain_free(g, state), "freeing");
     return r;
 }

@@ -49,3 +49,22 @@ GRAIN_KERNEL void sssp_round(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *state,
                  (grain_u64)grain_f64_bits(candidate), (grain_i32)(d >> 40), active);
     }
 }
+
+/* The next round's frontier: the vertices whose distance improved, with the
+ * distance they send; their flags are cleared before any rank sends again.
+ * counts[group] is how many the work-group found. */
+GRAIN_KERNEL void sssp_frontier(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *state, GRAIN_GLOBAL grain_i64 *frontier,
+                                GRAIN_GLOBAL grain_i64 *counts, grain_u64 local_n)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 v = grain_global_linear_id();
+    int on = 0;
+    if (v < local_n) {
+        on = state[2 * v + 1] != 0;
+        frontier[v] = on ? state[2 * v] : -1;
+        state[2 * v + 1] = 0;
+    }
+    grain_i64 found = grain_wg_reduce_add(&wg, on, v < local_n);
+    if (grain_local_linear_id() == 0)
+        counts[grain_group_linear_id()] = found;
+}
