@@ -117,9 +117,7 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
     grain_kernel_t *k;
     app_check(grain_program_create(g, color_kernel_source, NULL, &prog), "building the color kernel");
     app_check(grain_kernel_create(prog, "color_round", &k), "creating the color kernel");
-    void *args[7] = {heap_colors, prio, vertex, dg.offsets, dg.target, rank_off, ranks};
-    for (unsigned i = 0; i < 7; i++)
-        app_check(grain_kernel_set_arg_ptr(k, 1 + i, args[i]), "setting kernel arguments");
+    app_kernel_ptrs(k, 1, 7, (void *const[]){heap_colors, prio, vertex, dg.offsets, dg.target, rank_off, ranks});
     app_check(grain_kernel_set_arg(k, 8, sizeof local_n, &local_n), "setting kernel arguments");
     size_t wg = 256, global = app_vertex_grid(graph, wg);
 

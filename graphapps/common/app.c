@@ -87,6 +87,12 @@ double app_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void app_kernel_ptrs(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs)
+{
+    for (unsigned i = 0; i < count; i++)
+        app_check(grain_kernel_set_arg_ptr(k, first + i, ptrs[i]), "setting kernel arguments");
+}
+
 void app_group_sums(grain_t *g, const int64_t *dev, size_t groups, unsigned width, int64_t *host_rows,
                     int64_t *out)
 {

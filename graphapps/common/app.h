@@ -90,6 +90,9 @@ unsigned long long app_parse_u64(const char *option, const char *text);
 /* Parses a number from lo to hi or exits with a message. */
 double app_parse_real(const char *option, const char *text, double lo, double hi);
 
+/* Sets arguments first .. first + count - 1 of `k` to the pointers ptrs[]. */
+void app_kernel_ptrs(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs);
+
 /* Collective over nothing but the device: copies `groups` rows of `width`
  * int64 that a kernel left one row per work-group in `dev` and returns their
  * column sums in out[width] (host_rows: room for the rows). */

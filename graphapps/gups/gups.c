@@ -105,8 +105,7 @@ static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int6
 {
     grain_kernel_t *k;
     app_check(grain_kernel_create(prog, name, &k), "creating the gups kernels");
-    app_check(grain_kernel_set_arg_ptr(k, 1, table), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 2, m2), "setting kernel arguments");
+    app_kernel_ptrs(k, 1, 2, (void *const[]){table, m2});
     for (unsigned i = 0; i < 5; i++)
         app_check(grain_kernel_set_arg(k, 3 + i, sizeof args[i], &args[i]), "setting kernel arguments");
     return k;

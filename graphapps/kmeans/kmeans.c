@@ -164,10 +164,7 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     grain_kernel_t *kern;
     app_check(grain_program_create(g, kmeans_kernel_source, NULL, &prog), "building the kmeans kernel");
     app_check(grain_kernel_create(prog, "km_assign", &kern), "creating the kmeans kernel");
-    app_check(grain_kernel_set_arg_ptr(kern, 1, sums), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(kern, 2, x), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(kern, 3, dev_centres), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(kern, 4, dev_labels), "setting kernel arguments");
+    app_kernel_ptrs(kern, 1, 4, (void *const[]){sums, x, dev_centres, dev_labels});
     app_check(grain_kernel_set_arg(kern, 5, sizeof local_n, &local_n), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 6, sizeof dims, &dims), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 7, sizeof k32, &k32), "setting kernel arguments");

@@ -232,8 +232,7 @@ int main(int argc, char **argv)
         log2++;
     app_check(grain_heap_offset(g, table, &table_offset), "locating the k-mer table");
     grain_u64 table_a1 = KMER_A1(table_offset, log2);
-    app_check(grain_kernel_set_arg_ptr(kern, 1, bases), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(kern, 2, dev_offsets), "setting kernel arguments");
+    app_kernel_ptrs(kern, 1, 2, (void *const[]){bases, dev_offsets});
     app_check(grain_kernel_set_arg(kern, 3, sizeof local_n, &local_n), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 4, sizeof k, &k), "setting kernel arguments");
     app_check(grain_kernel_set_arg(kern, 5, sizeof table_a1, &table_a1), "setting kernel arguments");

@@ -114,12 +114,6 @@ typedef struct pr_result {
     app_timing_t timing;
 } pr_result_t;
 
-static void set_args(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs)
-{
-    for (unsigned i = 0; i < count; i++)
-        app_check(grain_kernel_set_arg_ptr(k, first + i, ptrs[i]), "setting kernel arguments");
-}
-
 /* Runs pr_step and returns this rank's change and dangling rank, summed over
  * its work-groups (exact: fixed point). */
 static void step(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, int64_t *sums, int64_t *host_sums,
@@ -157,9 +151,9 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernels");
     app_check(grain_kernel_create(prog, "pr_push", &push), "creating the pagerank kernel");
     app_check(grain_kernel_create(prog, "pr_step", &k), "creating the pagerank kernel");
-    set_args(push, 1, 4, (void *const[]){acc, dg.offsets, dg.dest, share});
+    app_kernel_ptrs(push, 1, 4, (void *const[]){acc, dg.offsets, dg.dest, share});
     app_check(grain_kernel_set_arg(push, 5, sizeof local_n, &local_n), "setting kernel arguments");
-    set_args(k, 1, 5, (void *const[]){acc, dev_x, dg.offsets, share, sums});
+    app_kernel_ptrs(k, 1, 5, (void *const[]){acc, dev_x, dg.offsets, share, sums});
     double base = (1 - o->damping) / (double)n;
     app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
     app_check(grain_kernel_set_arg(k, 7, sizeof base, &base), "setting kernel arguments");

@@ -192,16 +192,10 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     app_check(grain_program_create(g, sssp_kernel_source, NULL, &prog), "building the sssp kernel");
     app_check(grain_am_register_program(g, prog), "registering the relax handler");
     app_check(grain_kernel_create(prog, "sssp_round", &k), "creating the sssp kernel");
-    app_check(grain_kernel_set_arg_ptr(k, 1, state), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 2, dg.offsets), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 3, dg.dest), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 4, dg.weight), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(k, 5, frontier), "setting kernel arguments");
+    app_kernel_ptrs(k, 1, 5, (void *const[]){state, dg.offsets, dg.dest, dg.weight, frontier});
     app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
     app_check(grain_kernel_create(prog, "sssp_frontier", &next), "creating the sssp kernel");
-    app_check(grain_kernel_set_arg_ptr(next, 1, state), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(next, 2, frontier), "setting kernel arguments");
-    app_check(grain_kernel_set_arg_ptr(next, 3, counts), "setting kernel arguments");
+    app_kernel_ptrs(next, 1, 3, (void *const[]){state, frontier, counts});
     app_check(grain_kernel_set_arg(next, 4, sizeof local_n, &local_n), "setting kernel arguments");
 
     int64_t *host_state = app_malloc(2 * rows * sizeof *host_state);
