@@ -70,7 +70,8 @@ def app_command(app, scale, data):
 
 def run_one(args, app, ranks, extra):
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)]
-    cmd += app_command(app, args.scale, args.data or args.out) + extra + ["--json"] + (["--verify"] if args.verify else [])
+    cmd += app_command(app, args.scale, args.data or args.out) + extra + ["--json"]
+    cmd += ["--verify"] if args.verify else []
     row = {"app": app, "ranks": ranks, "error": ""}
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)

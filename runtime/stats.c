@@ -113,11 +113,11 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     fprintf(out, "],\"bytes_to\":[");
     for (size_t p = 0; p < n; p++)
         fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + n + p]);
-    double per_rank_s = 1e-9 / (double)ranks;
+    const uint64_t *ph = r + S_PHASE0;
+    double s = 1e-9 / (double)ranks;
     fprintf(out, "],\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
-            (double)r[S_PHASE0 + GRAIN_PHASE_COMPUTE] * per_rank_s, (double)r[S_PHASE0 + GRAIN_PHASE_QUEUE] * per_rank_s,
-            (double)r[S_PHASE0 + GRAIN_PHASE_AGGREGATION] * per_rank_s,
-            (double)r[S_PHASE0 + GRAIN_PHASE_NETWORK] * per_rank_s);
+            (double)ph[GRAIN_PHASE_COMPUTE] * s, (double)ph[GRAIN_PHASE_QUEUE] * s,
+            (double)ph[GRAIN_PHASE_AGGREGATION] * s, (double)ph[GRAIN_PHASE_NETWORK] * s);
 }
 
 void grain_stats_json(grain_t *g, FILE *out)
@@ -132,8 +132,8 @@ void grain_stats_json(grain_t *g, FILE *out)
             for (size_t i = 0; i < width; i++)
                 total[i] += rows[p * width + i];
         /* With apply "device", messages to the own rank are applied in place
-         * by their senders and never reach these counters; so are active
-         * messages to device handlers the sending program defines. */
+         * by their senders, as are active messages to device handlers the
+         * sending program defines: they count in `local` only. */
         fprintf(out, "{\"apply\":\"%s\",\"total\":", g->apply_on_device ? "device" : "host");
         if (total != NULL)
             json_rank(out, total, n, n, g->config.buffer_size);

@@ -120,9 +120,8 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     /* The apply stream is urgent, so that the block scheduler may start an
      * apply kernel's blocks before the not yet started blocks of a producer
      * grid, which wait for the queue that waits for this apply.  Two gups
-     * ranks on two H200s, 2^27 updates: 1.58 s at normal priority, 1.13 and
-     * 1.18 s urgent, with 64 M instead of 7-10 M records kept waiting for a
-     * stage. */
+     * ranks on two H200s, 2^27 updates: 1.58 s at normal priority with 64 M
+     * records kept waiting for a stage; urgent, 1.13 and 1.18 s with 7-10 M. */
     if (st == GRAIN_OK && (err = gpuStreamCreate(&b->stream, 0)) != GPU_SUCCESS)
         st = gpu_fail(err, "creating a stream");
     if (st == GRAIN_OK && (err = gpuStreamCreate(&b->side, 1)) != GPU_SUCCESS) {
