@@ -117,9 +117,15 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
     grain_kernel_t *k;
     app_check(grain_program_create(g, color_kernel_source, NULL, &prog), "building the color kernel");
     app_check(grain_kernel_create(prog, "color_round", &k), "creating the color kernel");
-    app_kernel_ptrs(k, 1, 7, (void *const[]){heap_colors, prio, vertex, dg.offsets, dg.target, rank_off, ranks});
-    app_check(grain_kernel_set_arg(k, 8, sizeof local_n, &local_n), "setting kernel arguments");
-    size_t wg = 256, global = app_vertex_grid(graph, wg);
+    size_t wg = 256, global = app_vertex_grid(graph, wg), groups = global / wg;
+    uint64_t *zeros = app_malloc((local_n ? local_n : 1) * sizeof *zeros);
+    memset(zeros, 0, (local_n ? local_n : 1) * sizeof *zeros);
+    uint64_t *scanned = app_device_copy(g, zeros, (local_n ? local_n : 1) * sizeof *scanned);
+    int64_t *left, *host_left = app_malloc(groups * sizeof *host_left);
+    app_check(grain_mem_alloc(g, groups * sizeof *left, (void **)&left), "allocating the round's counts");
+    app_kernel_ptrs(k, 1, 9,
+                    (void *const[]){heap_colors, prio, vertex, dg.offsets, dg.target, rank_off, ranks, scanned, left});
+    app_check(grain_kernel_set_arg(k, 10, sizeof local_n, &local_n), "setting kernel arguments");
 
     memset(colors, 0xff, n * sizeof *colors); /* -1: no color yet */
     app_check(grain_memcpy(g, heap_colors, colors, n * sizeof *colors), "writing the colors");
@@ -127,20 +133,22 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
     color_result_t r = {0};
     app_clock_t clock;
     app_clock_start(g, &clock);
-    for (int64_t left = 1; left > 0;) {
+    for (int64_t uncolored = 1; uncolored > 0;) {
         app_check(grain_launch(k, 1, &global, &wg), "launching color");
         app_check(grain_quiet(g), "grain_quiet after color");
         r.rounds++;
-        app_check(grain_memcpy(g, colors, heap_colors, n * sizeof *colors), "reading the colors");
-        left = 0;
-        for (uint64_t j = 0; j < local_n; j++)
-            left += colors[p->global_of[j]] < 0;
-        app_check(grain_allreduce(g, &left, 1, GRAIN_INT64, GRAIN_SUM), "counting uncolored vertices");
+        app_group_sums(g, left, groups, 1, host_left, &uncolored);
+        app_check(grain_allreduce(g, &uncolored, 1, GRAIN_INT64, GRAIN_SUM), "counting uncolored vertices");
     }
     r.timing = app_clock_stop(g, &clock);
+    app_check(grain_memcpy(g, colors, heap_colors, n * sizeof *colors), "reading the colors");
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
+    app_check(grain_mem_free(g, left), "freeing");
+    free(host_left);
+    app_device_free(g, scanned);
+    free(zeros);
     app_device_free(g, ranks);
     app_device_free(g, rank_off);
     app_device_free(g, vertex);

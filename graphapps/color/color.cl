@@ -6,6 +6,11 @@
  * rank that owns one of its neighbours (and its own).  Two neighbours never
  * both win a round, so a coloring read at any moment stays proper; a color,
  * once set, never changes, so reading one while PUTs land is safe.
+ *
+ * For the same reason a neighbour that let a vertex through once (colored,
+ * or after it in priority) lets it through for good: a vertex resumes its
+ * scan where the last round stopped, at the neighbour that held it back, and
+ * a round costs the vertices' new edges, not all of their edges again.
  */
 #include "grain/device.h"
 
@@ -40,20 +45,28 @@ GRAIN_INLINE grain_i32 smallest_free(GRAIN_GLOBAL grain_i32 *colors, GRAIN_GLOBA
 GRAIN_KERNEL void color_round(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i32 *colors, GRAIN_GLOBAL const grain_u64 *prio,
                               GRAIN_GLOBAL const grain_u64 *vertex, GRAIN_GLOBAL const grain_u64 *offsets,
                               GRAIN_GLOBAL const grain_u64 *target, GRAIN_GLOBAL const grain_u64 *rank_offsets,
-                              GRAIN_GLOBAL const grain_u32 *ranks, grain_u64 local_n)
+                              GRAIN_GLOBAL const grain_u32 *ranks, GRAIN_GLOBAL grain_u64 *scanned,
+                              GRAIN_GLOBAL grain_i64 *left, grain_u64 local_n)
 {
     GRAIN_WG_BEGIN(wg);
     grain_u64 k = grain_global_linear_id();
     grain_u64 u = k < local_n ? vertex[k] : 0;
     grain_i32 chosen = -1;
+    int waits = 0;
     if (k < local_n && color_of(colors, u) < 0) {
-        grain_u64 begin = offsets[k], end = offsets[k + 1];
-        int wins = 1;
-        for (grain_u64 e = begin; e < end && wins; e++)
-            wins = color_of(colors, target[e]) >= 0 || before(prio, u, target[e]);
-        if (wins)
+        grain_u64 begin = offsets[k], end = offsets[k + 1], e = begin + scanned[k];
+        while (e < end && (color_of(colors, target[e]) >= 0 || before(prio, u, target[e])))
+            e++;
+        scanned[k] = e - begin;
+        if (e == end)
             chosen = smallest_free(colors, target, begin, end);
+        else
+            waits = 1;
     }
+    /* The vertices of this work-group left for the next round. */
+    grain_i64 still = grain_wg_reduce_add(&wg, waits, 1);
+    if (grain_local_linear_id() == 0)
+        left[grain_group_linear_id()] = still;
     /* The broadcast is a divergent loop over the vertex's ranks: predicated. */
     grain_u64 first = chosen >= 0 ? rank_offsets[k] : 0;
     grain_u64 count = chosen >= 0 ? rank_offsets[k + 1] - first : 0;
