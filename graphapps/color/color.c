@@ -118,9 +118,10 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
     app_check(grain_program_create(g, color_kernel_source, NULL, &prog), "building the color kernel");
     app_check(grain_kernel_create(prog, "color_round", &k), "creating the color kernel");
     size_t wg = 256, global = app_vertex_grid(graph, wg), groups = global / wg;
-    uint64_t *zeros = app_malloc((local_n ? local_n : 1) * sizeof *zeros);
-    memset(zeros, 0, (local_n ? local_n : 1) * sizeof *zeros);
-    uint64_t *scanned = app_device_copy(g, zeros, (local_n ? local_n : 1) * sizeof *scanned);
+    size_t rows = local_n ? local_n : 1;
+    uint64_t *zeros = app_malloc(rows * sizeof *zeros);
+    memset(zeros, 0, rows * sizeof *zeros);
+    uint64_t *scanned = app_device_copy(g, zeros, rows * sizeof *scanned);
     int64_t *left, *host_left = app_malloc(groups * sizeof *host_left);
     app_check(grain_mem_alloc(g, groups * sizeof *left, (void **)&left), "allocating the round's counts");
     app_kernel_ptrs(k, 1, 9,

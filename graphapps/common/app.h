@@ -93,9 +93,9 @@ double app_parse_real(const char *option, const char *text, double lo, double hi
 /* Sets arguments first .. first + count - 1 of `k` to the pointers ptrs[]. */
 void app_kernel_ptrs(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs);
 
-/* Collective over nothing but the device: copies `groups` rows of `width`
- * int64 that a kernel left one row per work-group in `dev` and returns their
- * column sums in out[width] (host_rows: room for the rows). */
+/* This rank only: copies the `groups` rows of `width` int64 that a kernel
+ * left in `dev`, one row per work-group, and returns their column sums in
+ * out[width] (host_rows: room for the rows). */
 void app_group_sums(grain_t *g, const int64_t *dev, size_t groups, unsigned width, int64_t *host_rows,
                     int64_t *out);
 
