@@ -146,7 +146,7 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
-    app_check(grain_mem_free(g, left), "freeing");
+    app_device_free(g, left);
     free(host_left);
     app_device_free(g, scanned);
     free(zeros);

@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
-    app_check(grain_mem_free(g, m2), "freeing");
+    app_device_free(g, m2);
     app_check(grain_free(g, table), "freeing");
     return app_finish(g, APP_EXIT_OK, verified == 0 || plain_verified == 0 ? 0 : 1);
 }

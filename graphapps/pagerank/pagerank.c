@@ -142,9 +142,12 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     app_device_graph_t dg;
     app_check(grain_malloc(g, p->max_local_n * sizeof *acc, (void **)&acc), "allocating the accumulators");
     app_check(grain_mem_alloc(g, rows * sizeof *share, (void **)&share), "allocating the shares");
-    app_check(grain_mem_alloc(g, rows * sizeof *dev_x, (void **)&dev_x), "allocating the ranks");
     app_check(grain_mem_alloc(g, 2 * groups * sizeof *sums, (void **)&sums), "allocating the step's sums");
     app_device_graph_upload(g, graph, 0, &dg);
+    /* x holds local_n ranks: a rank without vertices has none to copy. */
+    for (uint64_t v = 0; v < local_n; v++)
+        x[v] = 1.0 / (double)n;
+    dev_x = app_device_copy(g, x, local_n * sizeof *x);
 
     grain_program_t *prog;
     grain_kernel_t *push, *k;
@@ -162,9 +165,6 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     int64_t *host_sums = app_malloc(2 * groups * sizeof *host_sums);
     int64_t *zeros = app_malloc(rows * sizeof *zeros);
     memset(zeros, 0, rows * sizeof *zeros);
-    for (uint64_t v = 0; v < local_n; v++)
-        x[v] = 1.0 / (double)n;
-    app_check(grain_memcpy(g, dev_x, x, rows * sizeof *x), "writing the ranks");
     app_check(grain_memcpy(g, acc, zeros, rows * sizeof *acc), "zeroing the accumulators");
 
     pr_result_t r = {0};
@@ -192,7 +192,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     r.timing = app_clock_stop(g, &clock);
     if (o->iterations)
         r.converged = 1;
-    app_check(grain_memcpy(g, x, dev_x, rows * sizeof *x), "reading the ranks");
+    app_check(grain_memcpy(g, x, dev_x, local_n * sizeof *x), "reading the ranks");
 
     free(zeros);
     free(host_sums);
@@ -200,9 +200,9 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     grain_kernel_destroy(push);
     grain_program_destroy(prog);
     app_device_graph_free(g, &dg);
-    app_check(grain_mem_free(g, sums), "freeing");
-    app_check(grain_mem_free(g, dev_x), "freeing");
-    app_check(grain_mem_free(g, share), "freeing");
+    app_device_free(g, sums);
+    app_device_free(g, dev_x);
+    app_device_free(g, share);
     app_check(grain_free(g, acc), "freeing");
     return r;
 }

@@ -243,8 +243,8 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
     app_device_graph_free(g, &dg);
-    app_check(grain_mem_free(g, frontier), "freeing");
-    app_check(grain_mem_free(g, counts), "freeing");
+    app_device_free(g, frontier);
+    app_device_free(g, counts);
     app_check(grain_free(g, state), "freeing");
     return r;
 }
