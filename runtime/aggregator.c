@@ -71,6 +71,8 @@ static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, 
     }
     if (grain_packer_append(&a->packer, pe, hdr, w1, w2, now) != GRAIN_OK)
         reject(a, GRAIN_ERR_BAD_OFFSET, cmd, pe);
+    else if (a->scope == GRAIN_AGGREGATE_NONE)
+        grain_packer_flush_dest(&a->packer, pe, GRAIN_FLUSH_SCOPE);
 }
 
 /* Processes one slot if there is one to take; returns whether it did. */
@@ -95,6 +97,8 @@ static int consume_slot(grain_aggregator_t *a, uint64_t *now)
     for (grain_u32 c = 0; c < count; c++)
         dispatch(a, p[c], p[width + c], p[2 * width + c], *now);
     grain_queue_done(&a->reader, s);
+    if (a->scope == GRAIN_AGGREGATE_WG)
+        grain_packer_flush_all(&a->packer, GRAIN_FLUSH_SCOPE);
     a->slots++;
     return 1;
 }
@@ -154,6 +158,7 @@ grain_status_t grain_aggregators_start(grain_t *g)
         grain_aggregator_t *a = &g->aggs[i];
         a->grain = g;
         a->index = i;
+        a->scope = grain_config_aggregation(&g->config);
         if (!grain_queue_reader_init(&a->reader, g->queue.shared, i, g->n_aggs)) {
             g->n_aggs = i;
             grain_aggregators_stop(g);

@@ -7,6 +7,7 @@
  * each, and every rank waits until it has applied as many as were sent to it.
  * A closing barrier makes that true on every rank before any returns.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,66 @@ grain_status_t grain_allreduce(grain_t *g, void *buf, size_t count, grain_dtype_
         return grain_fail(GRAIN_ERR_INVALID, "grain_allreduce needs a handle and a buffer");
     grain_coll_t c = {.kind = GRAIN_COLL_ALLREDUCE, .buf = buf, .count = count, .dtype = dtype, .op = op};
     return collective(g, &c);
+}
+
+/* Rank `from`'s sizes for this rank (in[]) and this rank's for the others
+ * (out[]): whose was over the limit, for the error message. */
+static grain_status_t alltoallv_overflow(const grain_t *g, const uint64_t *out, const uint64_t *in, size_t max)
+{
+    for (int r = 0; r < g->n_pes; r++) {
+        if (out[r] == UINT64_MAX)
+            return grain_fail(GRAIN_ERR_INVALID, "grain_alltoallv: rank %d had more than %zu bytes for rank %d",
+                              g->my_pe, max, r);
+        if (in[r] == UINT64_MAX)
+            return grain_fail(GRAIN_ERR_INVALID, "grain_alltoallv: rank %d had more than %zu bytes for rank %d",
+                              r, max, g->my_pe);
+    }
+    return GRAIN_OK;
+}
+
+grain_status_t grain_alltoallv(grain_t *g, const void *send, const size_t *send_bytes, size_t max_bytes,
+                               void *recv, size_t *recv_bytes)
+{
+    if (g == NULL || send_bytes == NULL || recv_bytes == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_alltoallv needs a handle and both size arrays");
+    size_t n = (size_t)g->n_pes;
+    /* MPI counts and displacements are ints. */
+    if (max_bytes > (size_t)INT_MAX / n)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_alltoallv: %zu ranks of %zu bytes exceed %d bytes", n,
+                          max_bytes, INT_MAX);
+    uint64_t *out = calloc(2 * n, sizeof *out);
+    int *ints = calloc(4 * n, sizeof *ints);
+    if (out == NULL || ints == NULL) {
+        free(out);
+        free(ints);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_alltoallv: no memory for %zu ranks' sizes", n);
+    }
+    uint64_t *in = out + n;
+    for (size_t r = 0; r < n; r++)
+        out[r] = send_bytes[r] > max_bytes ? UINT64_MAX : send_bytes[r];
+    grain_coll_t sizes = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = out, .recv = in, .count = 1};
+    grain_status_t st = collective(g, &sizes);
+    if (st == GRAIN_OK) {
+        int *sc = ints, *sd = ints + n, *rc = ints + 2 * n, *rd = ints + 3 * n;
+        size_t at = 0, got = 0;
+        for (size_t r = 0; r < n; r++) {
+            sd[r] = (int)at;
+            sc[r] = out[r] == UINT64_MAX ? 0 : (int)out[r];
+            at += send_bytes[r];
+            rd[r] = (int)got;
+            rc[r] = in[r] == UINT64_MAX ? 0 : (int)in[r];
+            recv_bytes[r] = (size_t)rc[r];
+            got += recv_bytes[r];
+        }
+        grain_coll_t data = {.kind = GRAIN_COLL_ALLTOALLV, .buf = (void *)send, .recv = recv,
+                             .send_counts = sc, .send_displs = sd, .recv_counts = rc, .recv_displs = rd};
+        st = collective(g, &data);
+    }
+    if (st == GRAIN_OK)
+        st = alltoallv_overflow(g, out, in, max_bytes);
+    free(out);
+    free(ints);
+    return st;
 }
 
 grain_status_t grain_broadcast(grain_t *g, void *buf, size_t size, int root)

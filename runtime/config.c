@@ -159,6 +159,17 @@ static grain_status_t check_choice(const char *env, const char *value, const cha
     return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_%s=\"%s\": expected %s", env, value, expected);
 }
 
+/* Indexed by grain_aggregation_t. */
+const char *const grain_aggregation_names[] = {"gpu", "wg", "none", NULL};
+
+grain_aggregation_t grain_config_aggregation(const grain_config_t *c)
+{
+    for (unsigned i = 0; grain_aggregation_names[i] != NULL; i++)
+        if (strcmp(c->aggregation, grain_aggregation_names[i]) == 0)
+            return (grain_aggregation_t)i;
+    return GRAIN_AGGREGATE_GPU;
+}
+
 /* Indexed by GRAIN_QUEUE_PAPER and GRAIN_QUEUE_RING. */
 const char *const grain_queue_protocol_names[] = {"paper", "ring", NULL};
 
@@ -178,6 +189,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("QUEUE", c->queue, grain_queue_protocol_names);
     if (st == GRAIN_OK)
         st = check_choice("APPLY", c->apply, applies);
+    if (st == GRAIN_OK)
+        st = check_choice("AGGREGATION", c->aggregation, grain_aggregation_names);
     if (st == GRAIN_OK)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)

@@ -33,6 +33,16 @@ grain_status_t grain_config_check(const grain_config_t *config);
  * grain/device/queue.h, and the protocol a checked configuration names. */
 extern const char *const grain_queue_protocol_names[];
 unsigned grain_config_queue_protocol(const grain_config_t *config);
+/* GRAIN_AGGREGATION: how far the aggregators combine messages before a
+ * buffer leaves.  The narrower scopes are the prior models of seed 001
+ * section 3, for comparison. */
+typedef enum grain_aggregation {
+    GRAIN_AGGREGATE_GPU = 0,  /* a buffer fills from every slot */
+    GRAIN_AGGREGATE_WG = 1,   /* a slot's buffers leave once it is read */
+    GRAIN_AGGREGATE_NONE = 2, /* a buffer leaves with its first message */
+} grain_aggregation_t;
+extern const char *const grain_aggregation_names[];
+grain_aggregation_t grain_config_aggregation(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
 

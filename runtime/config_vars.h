@@ -28,6 +28,10 @@
       "bytes of one per-destination buffer, the largest network message")                        \
     X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
       "per-destination buffers (one filling, the others in flight)")                             \
+    X(aggregation, AGGREGATION, STR, "gpu", 0, 0,                                                 \
+      "what one network message combines: gpu (messages from the whole device to a destination, " \
+      "the default), wg (one work-group send's messages to a destination: the coalesced-API "  \
+      "model), none (one message each: the message-per-lane model)")                            \
     X(flush_timeout_us, FLUSH_TIMEOUT_US, UINT, "125", 1, 60000000,                               \
       "microseconds after its first message that a partly filled buffer is sent")                \
     X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \

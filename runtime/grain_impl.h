@@ -39,6 +39,7 @@ typedef struct grain_aggregator {
     pthread_t thread;
     grain_packer_t packer;
     grain_queue_reader_t reader;
+    grain_aggregation_t scope; /* GRAIN_AGGREGATION */
     /* Owned by the thread; read by others only after a flush handshake. */
     uint64_t slots;
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];

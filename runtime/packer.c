@@ -118,6 +118,12 @@ void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest)
     flush(p, dest, GRAIN_FLUSH_FULL);
 }
 
+void grain_packer_flush_dest(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
+{
+    if (p->filling[dest] != NULL)
+        flush(p, dest, cause);
+}
+
 void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns)
 {
     if (p->n_filling == 0)

@@ -26,7 +26,8 @@ typedef enum grain_flush_cause {
     GRAIN_FLUSH_FULL = 0,
     GRAIN_FLUSH_TIMEOUT = 1,
     GRAIN_FLUSH_QUIET = 2,
-    GRAIN_FLUSH_CAUSES = 3,
+    GRAIN_FLUSH_SCOPE = 3, /* the end of what GRAIN_AGGREGATION lets a buffer combine */
+    GRAIN_FLUSH_CAUSES = 4,
 } grain_flush_cause_t;
 
 typedef struct grain_outbuf {
@@ -103,6 +104,8 @@ static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t des
         grain_packer_flush_full_(p, dest);
     return GRAIN_OK;
 }
+/* Sends `dest`'s filling buffer, if it has one. */
+void grain_packer_flush_dest(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause);
 /* Sends every buffer whose first message is older than the timeout. */
 void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns);
 /* Sends every non-empty buffer. */

@@ -12,7 +12,7 @@
 
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
-    S_FLUSH_QUIET, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
+    S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
     S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
@@ -47,6 +47,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_FLUSH_FULL] += ps->flushes[GRAIN_FLUSH_FULL];
         r[S_FLUSH_TIMEOUT] += ps->flushes[GRAIN_FLUSH_TIMEOUT];
         r[S_FLUSH_QUIET] += ps->flushes[GRAIN_FLUSH_QUIET];
+        r[S_FLUSH_SCOPE] += ps->flushes[GRAIN_FLUSH_SCOPE];
         r[S_BUFFER_WAITS] += ps->buffer_waits;
         r[S_BUSY_NS] += agg->busy_ns;
         for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
@@ -94,7 +95,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     fprintf(out,
             "},\"local_messages\":%llu,\"remote_messages\":%llu,\"remote_fraction\":%.6f,"
             "\"buffers_sent\":%llu,\"bytes_sent\":%llu,\"mean_buffer_bytes\":%.1f,"
-            "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu},"
+            "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu,\"scope\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
             "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"receive_busy_s\":%.6f,"
@@ -104,6 +105,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
             ratio(r[S_BYTES], r[S_BUFFERS] * buf_size), (unsigned long long)r[S_FLUSH_FULL],
             (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
+            (unsigned long long)r[S_FLUSH_SCOPE],
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
             (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT],
@@ -168,17 +170,17 @@ void grain_stats_print(grain_t *g, FILE *out)
     if (g->my_pe == 0 && out != NULL) {
         fprintf(out, "grain statistics (%d ranks, backend %s, transport %s, buffers of %llu bytes)\n",
                 g->n_pes, g->bops->name, g->tops->name, (unsigned long long)g->config.buffer_size);
-        fprintf(out, "%4s %10s %9s %12s %12s %7s %9s %10s %8s %8s %8s %8s\n", "rank", "slots", "q-waits",
-                "local", "remote", "remote%", "buffers", "mean-B", "full", "timeout", "quiet", "b-waits");
+        fprintf(out, "%4s %10s %9s %12s %12s %7s %9s %10s %8s %8s %8s %8s %8s\n", "rank", "slots", "q-waits",
+                "local", "remote", "remote%", "buffers", "mean-B", "full", "timeout", "quiet", "scope", "b-waits");
         for (size_t p = 0; p < n; p++) {
             const uint64_t *r = rows + p * width;
-            fprintf(out, "%4zu %10llu %9llu %12llu %12llu %6.1f%% %9llu %10.0f %8llu %8llu %8llu %8llu\n", p,
+            fprintf(out, "%4zu %10llu %9llu %12llu %12llu %6.1f%% %9llu %10.0f %8llu %8llu %8llu %8llu %8llu\n", p,
                     (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS],
                     (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
                     100.0 * ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
                     ratio(r[S_BYTES], r[S_BUFFERS]), (unsigned long long)r[S_FLUSH_FULL],
                     (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
-                    (unsigned long long)r[S_BUFFER_WAITS]);
+                    (unsigned long long)r[S_FLUSH_SCOPE], (unsigned long long)r[S_BUFFER_WAITS]);
         }
     }
     free(rows);

@@ -28,6 +28,7 @@ typedef enum grain_coll_kind {
     GRAIN_COLL_ALLREDUCE,
     GRAIN_COLL_ALLTOALL_U64, /* count words to each rank */
     GRAIN_COLL_BROADCAST,
+    GRAIN_COLL_ALLTOALLV, /* bytes: counts and displacements per rank */
 } grain_coll_kind_t;
 
 typedef struct grain_coll {
@@ -38,6 +39,7 @@ typedef struct grain_coll {
     grain_dtype_t dtype;
     grain_op_t op;
     int root;
+    const int *send_counts, *send_displs, *recv_counts, *recv_displs; /* alltoallv only */
 } grain_coll_t;
 
 typedef struct grain_transport_ops {

@@ -306,6 +306,10 @@ static int progress_collective(grain_transport_t *t)
         case GRAIN_COLL_BROADCAST:
             err = MPI_Ibcast(c->buf, (int)c->count, MPI_BYTE, c->root, t->comm, &t->coll_req);
             break;
+        case GRAIN_COLL_ALLTOALLV:
+            err = MPI_Ialltoallv(c->buf, c->send_counts, c->send_displs, MPI_BYTE, c->recv, c->recv_counts,
+                                 c->recv_displs, MPI_BYTE, t->comm, &t->coll_req);
+            break;
         }
         t->coll_error = err;
         t->coll_state = err == MPI_SUCCESS ? COLL_STARTED : COLL_DONE;

@@ -41,6 +41,8 @@ static grain_status_t self_collective(grain_transport_t *t, const grain_coll_t *
     (void)t;
     if (c->kind == GRAIN_COLL_ALLTOALL_U64)
         memcpy(c->recv, c->buf, c->count * sizeof(uint64_t));
+    else if (c->kind == GRAIN_COLL_ALLTOALLV && c->send_counts[0] > 0)
+        memcpy(c->recv, c->buf, (size_t)c->send_counts[0]);
     return GRAIN_OK;
 }
 

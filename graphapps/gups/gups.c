@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../common/app.h"
+#include "../common/model.h"
 #include "grain/grain.h"
 #include "gups_stream.h"
 
@@ -23,6 +24,7 @@ typedef struct gups_options {
     unsigned long long per_wi;
     unsigned long long wg_size;
     int baseline;
+    app_model_options_t model;
     app_common_t common;
 } gups_options_t;
 
@@ -38,6 +40,7 @@ static void usage(FILE *out)
             "  --baseline      (one rank) also run the updates as plain device atomics, no grain,\n"
             "                  and report grain's rate as a ratio of that\n"
             "  --json          print one JSON object with the result and statistics\n");
+    app_model_usage(out);
     app_config_usage(out);
 }
 
@@ -47,7 +50,8 @@ static grain_config_t *parse(int argc, char **argv, gups_options_t *o)
     *o = (gups_options_t){.log2_table = 20, .per_wi = 64};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage))
+        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
+            app_model_option(&o->model, argc, argv, &i))
             continue;
         if (strcmp(a, "--baseline") == 0)
             o->baseline = 1;
@@ -72,6 +76,7 @@ static grain_config_t *parse(int argc, char **argv, gups_options_t *o)
     }
     if (o->updates == 0)
         o->updates = 4ull << o->log2_table;
+    app_model_configure("gups", &o->model, config);
     return config;
 }
 
@@ -111,13 +116,36 @@ static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int6
     return k;
 }
 
-/* From launch until every update is applied, on the slowest rank. */
-static app_timing_t timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg)
+/* The coprocessor model (seed 001 figure 4a): chunks of the rank's updates
+ * small enough that all of them fit one per-node queue, each launched, then
+ * shipped by the host.  Every rank runs as many chunks as the largest share
+ * needs, since the exchange is collective. */
+static void coprocessor_chunks(grain_t *g, grain_kernel_t *k, app_coprocessor_t *c, int64_t *table,
+                               const uint64_t args[5], uint64_t max_count, size_t wg)
+{
+    uint64_t first = args[0], count = args[1], per_wi = args[2], chunk = c->capacity;
+    size_t global = app_grid((chunk + per_wi - 1) / per_wi, wg);
+    for (uint64_t at = 0; at < max_count; at += chunk) {
+        uint64_t from = first + at, n = at >= count ? 0 : count - at < chunk ? count - at : chunk;
+        app_check(grain_kernel_set_arg(k, 3, sizeof from, &from), "setting kernel arguments");
+        app_check(grain_kernel_set_arg(k, 4, sizeof n, &n), "setting kernel arguments");
+        app_check(grain_launch(k, 1, &global, &wg), "launching gups");
+        app_coprocessor_exchange(g, c, table);
+    }
+}
+
+/* From launch until every update is applied, on the slowest rank; `c` for
+ * the coprocessor model, else NULL. */
+static app_timing_t timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, app_coprocessor_t *c,
+                              int64_t *table, const uint64_t args[5], uint64_t max_count)
 {
     app_check(grain_barrier(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
-    app_check(grain_launch(k, 1, &global, &wg), "launching gups");
+    if (c != NULL)
+        coprocessor_chunks(g, k, c, table, args, max_count, wg);
+    else
+        app_check(grain_launch(k, 1, &global, &wg), "launching gups");
     app_check(grain_quiet(g), "grain_quiet after gups");
     return app_clock_stop(g, &clock);
 }
@@ -143,6 +171,7 @@ int main(int argc, char **argv)
     gups_options_t o;
     grain_t *g = app_init(parse(argc, argv, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
+    app_model_check(g, "gups", &o.model);
     if (o.baseline && npes != 1) {
         if (me == 0)
             fprintf(stderr, "gups: --baseline compares against plain atomics on one device: run one rank\n");
@@ -171,8 +200,16 @@ int main(int argc, char **argv)
     size_t items = (size_t)((max_count + o.per_wi - 1) / o.per_wi);
     size_t global = (items + wg - 1) / wg * wg;
     uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
-    grain_kernel_t *k = gups_kernel(prog, "gups", table, m2, args);
-    app_timing_t timing = timed_run(g, k, global, wg);
+    char name[64];
+    app_model_kernel_name(&o.model, "gups", name, sizeof name);
+    grain_kernel_t *k = gups_kernel(prog, name, table, m2, args);
+    app_coprocessor_t cp, *coproc = NULL;
+    if (app_model_is_coprocessor(&o.model)) {
+        coproc = &cp;
+        app_coprocessor_init(g, prog, &o.model, coproc);
+        app_coprocessor_args(coproc, k, 8);
+    }
+    app_timing_t timing = timed_run(g, k, global, wg, coproc, table, args, max_count);
     double slowest = timing.seconds;
     int verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
 
@@ -184,7 +221,7 @@ int main(int argc, char **argv)
         app_check(grain_free(g, table), "freeing");
         app_check(grain_malloc(g, local_entries * sizeof *table, (void **)&table), "allocating the table");
         grain_kernel_t *pk = gups_kernel(prog, "gups_plain", table, m2, args);
-        plain = timed_run(g, pk, global, wg).seconds;
+        plain = timed_run(g, pk, global, wg, NULL, table, args, max_count).seconds;
         grain_kernel_destroy(pk);
         plain_verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
     }
@@ -192,9 +229,9 @@ int main(int argc, char **argv)
     double gups = (double)o.updates / slowest / 1e9;
     double plain_gups = o.baseline ? (double)o.updates / plain / 1e9 : 0;
     if (me == 0 && !o.common.json) {
-        printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s)\n", npes,
-               o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
-               grain_transport_name(g));
+        printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s, model %s)\n",
+               npes, o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
+               grain_transport_name(g), app_model_names[o.model.model]);
         if (o.baseline)
             printf("baseline: plain device atomics, %.3f s: %.6f GUP/s; grain / plain = %.3f\n", plain,
                    plain_gups, gups / plain_gups);
@@ -203,15 +240,21 @@ int main(int argc, char **argv)
     if (out != NULL) {
         fprintf(out, ",\"verified\":%s,", verified < 0 ? "null" : verified ? "true" : "false");
         app_timing_json(out, &timing);
-        fprintf(out, ",\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,\"wg_size\":%zu,\"per_wi\":%llu", gups,
-                (unsigned long long)size, o.updates, wg, o.per_wi);
+        fprintf(out, ",\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,\"wg_size\":%zu,\"per_wi\":%llu,"
+                "\"model\":\"%s\"", gups, (unsigned long long)size, o.updates, wg, o.per_wi,
+                app_model_names[o.model.model]);
+
         if (o.baseline)
             fprintf(out, ",\"baseline\":{\"verified\":%s,\"seconds\":%.6f,\"gups\":%.6f,\"ratio\":%.4f}",
                     plain_verified < 0 ? "null" : plain_verified ? "true" : "false", plain, plain_gups,
                     gups / plain_gups);
     }
+    if (coproc != NULL)
+        app_coprocessor_json(g, out, coproc);
     app_json_end(g, out);
 
+    if (coproc != NULL)
+        app_coprocessor_free(g, coproc);
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
     app_device_free(g, m2);

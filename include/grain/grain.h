@@ -148,6 +148,15 @@ typedef enum grain_op { GRAIN_SUM, GRAIN_MIN, GRAIN_MAX } grain_op_t;
 grain_status_t grain_allreduce(grain_t *grain, void *buf, size_t count, grain_dtype_t dtype,
                                grain_op_t op);
 grain_status_t grain_broadcast(grain_t *grain, void *buf, size_t size, int root);
+/* Every rank sends send_bytes[r] bytes to each rank r, laid out in `send` in
+ * rank order, and receives into `recv`, in rank order too, what each rank
+ * sends it; recv_bytes[r] is set to the bytes from rank r.  `max_bytes`, the
+ * same on every rank, bounds what one rank sends another, so `recv` needs
+ * n_pes x max_bytes bytes.  A rank that sends more than max_bytes to
+ * another sends it nothing instead, and both ranks return GRAIN_ERR_INVALID
+ * naming the other; the exchange still completes everywhere. */
+grain_status_t grain_alltoallv(grain_t *grain, const void *send, const size_t *send_bytes, size_t max_bytes,
+                               void *recv, size_t *recv_bytes);
 
 /* ---- statistics (DESIGN.md "Errors, configuration, observability") ------ */
 /* Where this rank's time went since grain_init, on the critical path of each
