@@ -21,6 +21,7 @@
 
 #include "../common/app.h"
 #include "../common/graph_app.h"
+#include "../common/model.h"
 #include "grain/grain.h"
 
 extern const char pagerank_kernel_source[];
@@ -32,6 +33,7 @@ typedef struct pr_options {
     double damping, tolerance;
     unsigned long long iterations; /* 0: until the tolerance, at most max_iterations */
     unsigned long long max_iterations;
+    app_model_options_t model;
     app_common_t common;
 } pr_options_t;
 
@@ -48,6 +50,7 @@ static void usage(FILE *out)
                  "                      iterations (L1 distance <= 1e-6)\n"
                  "  --json              one JSON object with the result and statistics\n");
     app_input_usage(out);
+    app_model_usage(out);
     app_config_usage(out);
 }
 
@@ -59,7 +62,7 @@ static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_input_option(&o->input, argc, argv, &i))
+            app_input_option(&o->input, argc, argv, &i) || app_model_option(&o->model, argc, argv, &i))
             continue;
         if (i + 1 < argc && strcmp(a, "--damping") == 0)
             o->damping = app_parse_real(a, argv[++i], 0, 1);
@@ -73,6 +76,7 @@ static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
             app_unknown_option("pagerank", a, usage);
     }
     app_input_check("pagerank", &o->input);
+    app_model_configure("pagerank", &o->model, config);
     return config;
 }
 
@@ -129,8 +133,42 @@ static void step(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, int64_
     out[1] = (double)total[1] / FIXED_ONE;
 }
 
+/* One push: every local edge at once, or under the coprocessor model chunks
+ * of at most a per-node queue's worth of edges, each shipped by the host
+ * before the next; every rank runs `chunks`, the most any rank needs. */
+static void push(grain_t *g, grain_kernel_t *k, const app_local_graph_t *l, uint64_t local_n, size_t global,
+                 size_t wg, app_coprocessor_t *c, uint64_t chunks, int64_t *acc)
+{
+    if (c == NULL) {
+        uint64_t range[4] = {0, local_n, 0, UINT64_MAX};
+        for (unsigned i = 0; i < 4; i++)
+            app_check(grain_kernel_set_arg(k, 5 + i, sizeof range[i], &range[i]), "setting kernel arguments");
+        app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
+        return;
+    }
+    uint64_t v0 = 0;
+    for (uint64_t i = 0; i < chunks; i++) {
+        uint64_t e0 = i * c->capacity, e1 = e0 + c->capacity < l->edges ? e0 + c->capacity : l->edges;
+        if (e0 < l->edges) {
+            /* The vertices whose edges meet [e0, e1). */
+            while (l->offsets[v0 + 1] <= e0)
+                v0++;
+            uint64_t v1 = v0;
+            while (v1 < local_n && l->offsets[v1] < e1)
+                v1++;
+            uint64_t range[4] = {v0, v1, e0, e1};
+            for (unsigned a = 0; a < 4; a++)
+                app_check(grain_kernel_set_arg(k, 5 + a, sizeof range[a], &range[a]), "setting kernel arguments");
+            size_t grid = app_grid(v1 - v0, wg);
+            app_check(grain_launch(k, 1, &grid, &wg), "launching pagerank");
+        }
+        app_coprocessor_exchange(g, c, acc);
+    }
+}
+
 /* Runs the iterations; x holds this rank's ranks on return. */
-static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x)
+static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x,
+                       app_coprocessor_t *coproc)
 {
     const app_partition_t *p = &graph->part;
     uint64_t local_n = p->local_n, n = p->n;
@@ -150,12 +188,20 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     dev_x = app_device_copy(g, x, local_n * sizeof *x);
 
     grain_program_t *prog;
-    grain_kernel_t *push, *k;
+    grain_kernel_t *pusher, *k;
     app_check(grain_program_create(g, pagerank_kernel_source, NULL, &prog), "building the pagerank kernels");
-    app_check(grain_kernel_create(prog, "pr_push", &push), "creating the pagerank kernel");
+    char name[64];
+    app_model_kernel_name(&o->model, "pr_push", name, sizeof name);
+    app_check(grain_kernel_create(prog, name, &pusher), "creating the pagerank kernel");
     app_check(grain_kernel_create(prog, "pr_step", &k), "creating the pagerank kernel");
-    app_kernel_ptrs(push, 1, 4, (void *const[]){acc, dg.offsets, dg.dest, share});
-    app_check(grain_kernel_set_arg(push, 5, sizeof local_n, &local_n), "setting kernel arguments");
+    app_kernel_ptrs(pusher, 1, 4, (void *const[]){acc, dg.offsets, dg.dest, share});
+    uint64_t chunks = 0;
+    if (coproc != NULL) {
+        app_coprocessor_init(g, prog, &o->model, coproc);
+        app_coprocessor_args(coproc, pusher, 9);
+        chunks = (graph->local.edges + coproc->capacity - 1) / coproc->capacity;
+        app_check(grain_allreduce(g, &chunks, 1, GRAIN_UINT64, GRAIN_MAX), "agreeing on the chunks");
+    }
     app_kernel_ptrs(k, 1, 5, (void *const[]){acc, dev_x, dg.offsets, share, sums});
     double base = (1 - o->damping) / (double)n;
     app_check(grain_kernel_set_arg(k, 6, sizeof local_n, &local_n), "setting kernel arguments");
@@ -178,7 +224,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
      * sums are reduced, before any pushes. */
     app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
     while (r.iterations < limit) {
-        app_check(grain_launch(push, 1, &global, &wg), "launching pagerank");
+        push(g, pusher, &graph->local, local_n, global, wg, coproc, chunks, acc);
         app_check(grain_quiet(g), "grain_quiet after pagerank");
         step(g, k, global, wg, sums, host_sums, sums_now[1] / (double)n, 1, sums_now);
         app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
@@ -197,7 +243,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     free(zeros);
     free(host_sums);
     grain_kernel_destroy(k);
-    grain_kernel_destroy(push);
+    grain_kernel_destroy(pusher);
     grain_program_destroy(prog);
     app_device_graph_free(g, &dg);
     app_device_free(g, sums);
@@ -216,7 +262,9 @@ int main(int argc, char **argv)
     app_graph_t graph;
     double tl = app_load_graph(g, "pagerank", &o.input, 0, &graph);
     double *x = app_malloc(graph.part.local_n * sizeof *x);
-    pr_result_t r = run(g, &graph, &o, x);
+    app_model_check(g, "pagerank", &o.model);
+    app_coprocessor_t cp, *coproc = app_model_is_coprocessor(&o.model) ? &cp : NULL;
+    pr_result_t r = run(g, &graph, &o, x, coproc);
 
     int verified = -1;
     double distance = 0;
@@ -238,8 +286,9 @@ int main(int argc, char **argv)
         printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
                grain_backend_name(g), grain_device_name(g));
-        printf("%llu iterations%s in %.3f s, last change %.3g\n", r.iterations,
-               r.converged ? "" : " without converging", r.timing.seconds, r.last_error);
+        printf("%llu iterations%s in %.3f s, last change %.3g (model %s)\n", r.iterations,
+               r.converged ? "" : " without converging", r.timing.seconds, r.last_error,
+               app_model_names[o.model.model]);
         app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (L1 distance to the sequential run %.3g)\n", verified ? "passed" : "FAILED",
@@ -255,6 +304,11 @@ int main(int argc, char **argv)
                 verified < 0 ? "null" : verified ? "true" : "false", distance, r.iterations,
                 r.converged ? "true" : "false", r.last_error, tl, (double)m * (double)r.iterations / r.timing.seconds);
         app_timing_json(out, &r.timing);
+        fprintf(out, ",\"model\":\"%s\"", app_model_names[o.model.model]);
+    }
+    if (coproc != NULL) {
+        app_coprocessor_json(g, out, coproc);
+        app_coprocessor_free(g, coproc);
     }
     app_json_end(g, out);
 

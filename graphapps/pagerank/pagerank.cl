@@ -7,30 +7,65 @@
  * vertices' edges out to its lanes (../common/expand.h) and lanes without one
  * in the last round send with active = 0, so every grain_add64 is reached by
  * the whole work-group.
+ *
+ * The kernels push the edges in [e0, e1) of the vertices in [v0, v1): all of
+ * them but under the coprocessor model, whose chunks must fit its per-node
+ * queues.  The models differ only in the send (../common/model_send.h).
  */
 #include "grain/device.h"
 #include "../common/expand.h"
+#include "../common/model_send.h"
 
 #define PR_LOCAL_MASK ((((grain_u64)1) << 40) - 1) /* APP_DEST in partition.h */
 #define PR_FIXED_ONE 4503599627370496.0        /* 2^52, FIXED_ONE in pagerank.c */
 
-GRAIN_KERNEL void pr_push(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *acc, GRAIN_GLOBAL const grain_u64 *offsets,
-                          GRAIN_GLOBAL const grain_u64 *dest, GRAIN_GLOBAL const grain_i64 *share,
-                          grain_u64 local_n)
+GRAIN_INLINE void pr_push_edges(const app_sender_t *s, app_expand_t *x, const grain_wg_t *wg,
+                                GRAIN_GLOBAL grain_i64 *acc, GRAIN_GLOBAL const grain_u64 *offsets,
+                                GRAIN_GLOBAL const grain_u64 *dest, GRAIN_GLOBAL const grain_i64 *share,
+                                grain_u64 v0, grain_u64 v1, grain_u64 e0, grain_u64 e1)
+{
+    grain_u64 u = v0 + grain_global_linear_id();
+    int mine = u < v1;
+    grain_u64 begin = mine ? (offsets[u] > e0 ? offsets[u] : e0) : 0;
+    grain_u64 end = mine ? (offsets[u + 1] < e1 ? offsets[u + 1] : e1) : 0;
+    app_expand_start(x, wg, begin, end > begin ? end - begin : 0, mine ? share[u] : 0);
+    for (grain_u64 r = 0; r * x->lanes < x->total; r++) {
+        grain_u64 edge;
+        grain_i64 value;
+        int active = app_expand_edge(x, r, &edge, &value);
+        grain_u64 d = active ? dest[edge] : 0;
+        app_send_add64(s, wg, acc, d & PR_LOCAL_MASK, value, (int)(d >> 40), active);
+    }
+}
+
+#define PR_PUSH_ARGS                                                                                    \
+    GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *acc, GRAIN_GLOBAL const grain_u64 *offsets,               \
+        GRAIN_GLOBAL const grain_u64 *dest, GRAIN_GLOBAL const grain_i64 *share, grain_u64 v0, grain_u64 v1, \
+        grain_u64 e0, grain_u64 e1
+
+GRAIN_KERNEL void pr_push(PR_PUSH_ARGS)
 {
     GRAIN_WG_BEGIN(wg);
     APP_EXPAND_DECL(x);
-    grain_u64 u = grain_global_linear_id();
-    int mine = u < local_n;
-    grain_u64 begin = mine ? offsets[u] : 0;
-    app_expand_start(&x, &wg, begin, mine ? offsets[u + 1] - begin : 0, mine ? share[u] : 0);
-    for (grain_u64 r = 0; r * x.lanes < x.total; r++) {
-        grain_u64 edge;
-        grain_i64 value;
-        int active = app_expand_edge(&x, r, &edge, &value);
-        grain_u64 d = active ? dest[edge] : 0;
-        grain_add64(&wg, &acc[d & PR_LOCAL_MASK], value, (grain_i32)(d >> 40), active);
-    }
+    app_sender_t s = app_sender_grain();
+    pr_push_edges(&s, &x, &wg, acc, offsets, dest, share, v0, v1, e0, e1);
+}
+
+GRAIN_KERNEL void pr_push_coalesced(PR_PUSH_ARGS)
+{
+    GRAIN_WG_BEGIN(wg);
+    APP_EXPAND_DECL(x);
+    APP_COALESCED_DECL(s);
+    pr_push_edges(&s, &x, &wg, acc, offsets, dest, share, v0, v1, e0, e1);
+}
+
+GRAIN_KERNEL void pr_push_coprocessor(PR_PUSH_ARGS, GRAIN_GLOBAL grain_u64 *queue, GRAIN_GLOBAL grain_u64 *tails,
+                                      grain_u64 capacity)
+{
+    GRAIN_WG_BEGIN(wg);
+    APP_EXPAND_DECL(x);
+    APP_PERNODE_DECL(s, queue, tails, capacity);
+    pr_push_edges(&s, &x, &wg, acc, offsets, dest, share, v0, v1, e0, e1);
 }
 
 /*
