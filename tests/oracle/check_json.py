@@ -1,5 +1,6 @@
 """An app's --json object as a script reads it: one object, verified, and a
 time split whose parts are non-negative and add up to no more than the run.
+Under --model, the network statistics must show the model's aggregation.
 
 usage: check_json.py -- MPIRUN... APP OPTIONS  (--verify --json are added)"""
 import json
@@ -33,6 +34,9 @@ def main():
     # (kmer's active messages to the own rank run in the sender).
     t = d["stats"]["total"]
     sent = {"gups": d.get("updates"), "kmer": d.get("kmers")}.get(d["app"])
+    check_model(d, t)
+    if "coprocessor" in d.get("model", ""):
+        sent = None  # its messages never enter grain
     if sent is not None and t["local_messages"] + t["remote_messages"] != sent:
         sys.exit(f"FAILED: {t['local_messages']} local + {t['remote_messages']} remote messages, {sent} sent")
     ranks = d["stats"]["per_rank"]
@@ -40,6 +44,24 @@ def main():
         sys.exit("FAILED: a rank without its time split")
     print(f"{d['app']} on {d['ranks']} ranks: {seconds:.3f} s = " +
           ", ".join(f"{k[:-2]} {split[k]:.4f}" for k in PARTS + ("host_s",)))
+
+
+def check_model(d, t):
+    """What each networking model (graphapps/common/model.h) does to the wire."""
+    model, flushes, buffers = d.get("model"), t["flushes"], t["buffers_sent"]
+    if model == "msg-per-lane" and buffers != t["remote_messages"]:
+        sys.exit(f"FAILED: msg-per-lane sent {buffers} buffers for {t['remote_messages']} remote messages")
+    if model == "coalesced" and (flushes["scope"] != buffers or flushes["full"] + flushes["timeout"] > 0):
+        sys.exit(f"FAILED: coalesced buffers left for other reasons than their work-group send ended: {flushes}")
+    if model in ("grain", "coalesced-aggregated") and flushes["scope"] != 0:
+        sys.exit(f"FAILED: {model} aggregates across the device, yet {flushes['scope']} scope flushes")
+    if model in ("coprocessor", "coprocessor-buffered"):
+        if t["local_messages"] + t["remote_messages"] != 0:
+            sys.exit("FAILED: the coprocessor model sent grain messages")
+        if d["ranks"] > 1 and d["coprocessor"]["sends"] == 0:
+            sys.exit("FAILED: the coprocessor model shipped no per-node queue")
+    if model is not None:
+        print(f"{model}: {buffers} buffers, flushes {flushes}, {t['remote_messages']} remote messages")
 
 
 main()
