@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Gravel's evaluation of the GPU networking models (seed 001 sections 3, 7.1
+and 7.2): gups and pagerank under every --model, on 1, 2, 4... ranks and, for
+GUPS, over per-destination buffer sizes; every run verified.
+
+Writes <out>/models.csv (a row per run, flushed as it ends), <out>/models.json,
+and three plots:
+  fig12_speedup.png  speedup over one rank of each app under each model
+  fig14_buffer.png   GUPS rate by per-destination buffer (grain: GRAIN_BUFFER_SIZE;
+                     coprocessor: its per-node queues), at the most ranks
+  fig15_models.png   the models side by side at the most ranks, time over grain's
+and prints, per app at the most ranks, each model's time over the fastest's.
+
+  bench/model_compare.py [--bin build/bin] [--apps gups,pagerank] [--models all]
+                         [--ranks 1,2,4] [--buffers 1K,4K,16K,64K,256K,1M]
+                         [--log2-table 22] [--scale 16] [--iterations 5] [--repeat 3]
+                         [--out bench-results/models] [--mpirun "mpirun ..."] [--timeout 600]
+                         [--no-buffer-sweep]
+  bench/model_compare.py --replot [--out DIR]"""
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+MODELS = ("grain", "msg-per-lane", "coalesced", "coalesced-aggregated", "coprocessor", "coprocessor-buffered")
+FIELDS = ("app", "model", "ranks", "buffer", "repeat", "verified", "seconds", "rate", "remote_fraction",
+          "messages_on_wire", "mean_message_bytes", "backend", "device", "error")
+
+
+def size(text):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1].upper(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
+
+def app_args(args, app):
+    if app == "gups":
+        return ["--log2-table", str(args.log2_table)]
+    return ["--kronecker", str(args.scale), "--iterations", str(args.iterations)]
+
+
+def run_one(args, app, model, ranks, buffer, repeat):
+    cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)] + app_args(args, app)
+    cmd += ["--model", model, "--json", "--verify"]
+    if buffer:
+        cmd += ["--pernode-bytes", str(buffer)] if model.startswith("coprocessor") else ["--buffer-size", str(buffer)]
+    row = {"app": app, "model": model, "ranks": ranks, "buffer": buffer, "repeat": repeat, "error": ""}
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        row["error"] = f"timed out after {args.timeout} s"
+        return row
+    if p.returncode not in (0, 1):
+        row["error"] = f"exit {p.returncode}: " + (p.stderr.strip().splitlines() or ["no message"])[-1]
+        return row
+    d = json.loads(p.stdout.strip().splitlines()[-1])
+    t = d["stats"]["total"]
+    if "coprocessor" in d:  # shipped by the host, outside grain's buffers
+        wire, mean = d["coprocessor"]["sends"], d["coprocessor"]["mean_message_bytes"]
+    else:
+        wire, mean = t["buffers_sent"], t["mean_buffer_bytes"]
+    work = d["updates"] if app == "gups" else d["edges"] * d["iterations"]
+    row.update(verified=d.get("verified"), seconds=d["seconds"], rate=work / d["seconds"] / 1e6,
+               remote_fraction=t["remote_fraction"], messages_on_wire=wire, mean_message_bytes=mean,
+               backend=d["backend"], device=d["device"])
+    return row
+
+
+def median(rows, **key):
+    runs = sorted((r for r in rows if not r["error"] and all(r[k] == v for k, v in key.items())),
+                  key=lambda r: r["seconds"])
+    return runs[len(runs) // 2] if runs else None
+
+
+def plots(rows, apps, models, ranks, buffers, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("model_compare: no matplotlib (python3-matplotlib), no plots")
+        return
+    top = max(ranks)
+    fig, axes = plt.subplots(1, len(apps), figsize=(4.2 * len(apps), 3.6), squeeze=False)
+    for ax, app in zip(axes[0], apps):
+        for m in models:
+            one = median(rows, app=app, model=m, ranks=1, buffer=0)
+            pts = [(r, one["seconds"] / x["seconds"]) for r in ranks
+                   if one and (x := median(rows, app=app, model=m, ranks=r, buffer=0))]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=m)
+        ax.plot(ranks, ranks, ":", color="gray", label="ideal")
+        ax.set(title=f"{app}: speedup over 1 rank", xlabel="ranks", xticks=ranks)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fig12_speedup.png"), dpi=120)
+    if buffers:
+        fig, ax = plt.subplots(figsize=(5, 3.6))
+        for m in ("grain", "coprocessor"):
+            pts = [(b / 1024, x["rate"]) for b in buffers if (x := median(rows, app="gups", model=m, ranks=top, buffer=b))]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=m)
+        ax.set(xscale="log", xlabel="per-destination buffer (KiB)", ylabel="M updates/s",
+               title=f"GUPS on {top} ranks by buffer size")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "fig14_buffer.png"), dpi=120)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(apps) * len(models) / 3, 3.6))
+    width = 0.8 / len(models)
+    for i, m in enumerate(models):
+        ys = []
+        for app in apps:
+            base, x = median(rows, app=app, model="grain", ranks=top, buffer=0), median(rows, app=app, model=m, ranks=top, buffer=0)
+            ys.append(x["seconds"] / base["seconds"] if base and x else 0)
+        ax.bar([a + i * width for a in range(len(apps))], ys, width, label=m)
+    ax.axhline(1, color="gray", lw=0.8)
+    ax.set(xticks=[a + 0.4 - width / 2 for a in range(len(apps))], xticklabels=apps, yscale="log",
+           ylabel="time / grain's", title=f"models on {top} ranks (lower is faster)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fig15_models.png"), dpi=120)
+    print(f"model_compare: wrote {out}/fig12_speedup.png, fig14_buffer.png, fig15_models.png")
+
+
+def report(rows, apps, models, ranks):
+    top = max(ranks)
+    print(f"\n{'app':9} {'model':22} {'ranks':>5} {'seconds':>9} {'/fastest':>8} {'wire msgs':>10} {'mean B':>9}")
+    for app in apps:
+        best = {m: x for m in models if (x := median(rows, app=app, model=m, ranks=top, buffer=0))}
+        if not best:
+            continue
+        fastest = min(x["seconds"] for x in best.values())
+        for m, x in best.items():
+            print(f"{app:9} {m:22} {top:5} {x['seconds']:9.4f} {x['seconds'] / fastest:8.2f} "
+                  f"{x['messages_on_wire']:10} {x['mean_message_bytes']:9.1f}")
+        if "grain" in best:
+            g = best["grain"]["seconds"] / fastest
+            print(f"  grain is {'the fastest' if g == 1 else f'{g:.2f}x the fastest'}"
+                  f"{'' if g <= 1.05 else ' (more than 5% behind)'}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--apps", default="gups,pagerank")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--ranks", default="1,2,4")
+    ap.add_argument("--buffers", default="1K,4K,16K,64K,256K,1M")
+    ap.add_argument("--no-buffer-sweep", action="store_true")
+    ap.add_argument("--log2-table", type=int, default=22)
+    ap.add_argument("--scale", type=int, default=16)
+    ap.add_argument("--iterations", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default="bench-results/models")
+    ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--replot", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    apps, models = args.apps.split(","), args.models.split(",")
+    ranks = [int(r) for r in args.ranks.split(",")]
+    buffers = [] if args.no_buffer_sweep else [size(b) for b in args.buffers.split(",")]
+    for m in models:
+        if m not in MODELS:
+            sys.exit(f"model_compare: unknown model {m!r}; expected {', '.join(MODELS)}")
+    if args.replot:
+        saved = json.load(open(os.path.join(args.out, "models.json")))
+        plots(saved["rows"], saved["apps"], saved["models"], saved["ranks"], saved["buffers"], args.out)
+        report(saved["rows"], saved["apps"], saved["models"], saved["ranks"])
+        return
+    points = [(a, m, r, 0) for a in apps for m in models for r in ranks]
+    points += [("gups", m, max(ranks), b) for m in ("grain", "coprocessor") if m in models for b in buffers]
+    total, rows, start = len(points) * args.repeat, [], time.time()
+    with open(os.path.join(args.out, "models.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for i, (app, m, r, b) in enumerate((p for p in points for _ in range(args.repeat))):
+            rep = i % args.repeat
+            print(f"[{i + 1}/{total}, {time.time() - start:.0f} s] {app} {m} on {r} ranks"
+                  f"{f', buffer {b} B' if b else ''} ...", end=" ", flush=True)
+            row = run_one(args, app, m, r, b, rep)
+            print(row["error"] or f"{row['seconds']:.4f} s, verified {row['verified']}", flush=True)
+            rows.append(row)
+            w.writerow(row)
+            f.flush()
+    json.dump({"apps": apps, "models": models, "ranks": ranks, "buffers": buffers, "rows": rows},
+              open(os.path.join(args.out, "models.json"), "w"), indent=1)
+    report(rows, apps, models, ranks)
+    plots(rows, apps, models, ranks, buffers, args.out)
+    bad = [r for r in rows if r["error"] or r["verified"] is not True]
+    if bad:
+        sys.exit(f"model_compare: {len(bad)} runs failed or did not verify")
+
+
+main()
