@@ -219,8 +219,8 @@ grain_status_t grain_allreduce(grain_t *g, void *buf, size_t count, grain_dtype_
     return collective(g, &c);
 }
 
-/* Rank `from`'s sizes for this rank (in[]) and this rank's for the others
- * (out[]): whose was over the limit, for the error message. */
+/* Names the first pair over the limit: this rank's sizes for the others
+ * (out[]) or another rank's for this one (in[]). */
 static grain_status_t alltoallv_overflow(const grain_t *g, const uint64_t *out, const uint64_t *in, size_t max)
 {
     for (int r = 0; r < g->n_pes; r++) {

@@ -47,7 +47,7 @@ void app_model_usage(FILE *out)
     fprintf(out, "  --model M           networking model (seed 001 section 3): grain (default), msg-per-lane,\n"
                  "                      coalesced, coalesced-aggregated, coprocessor, coprocessor-buffered\n"
                  "  --pernode-bytes N   coprocessor models: bytes of each per-node queue (default\n"
-                 "                      GRAIN_BUFFER_SIZE, 1M for coprocessor-buffered)\n");
+                 "                      64K, grain's default buffer; 1M for coprocessor-buffered)\n");
 }
 
 void app_model_configure(const char *app, app_model_options_t *m, grain_config_t *config)

@@ -11,7 +11,7 @@
  *   coalesced-aggregated  the same lists, repacked GPU-wide by the aggregators
  *   coprocessor           per-node queues in device memory, shipped by the host
  *                         between launches of chunks that cannot overflow them,
- *                         as much buffering as grain's (GRAIN_BUFFER_SIZE)
+ *                         as much buffering as grain's default buffers (64 KiB)
  *   coprocessor-buffered  the same with 1 MiB per node ("extra buffering")
  */
 #ifndef GRAIN_GRAPHAPPS_MODEL_H
