@@ -16,6 +16,7 @@
  *   APP_COALESCED_DECL(s);                                at kernel scope, or
  *   APP_PERNODE_DECL(s, queue, tails, capacity);
  *   ... app_send_add64(&s, &wg, base, index, value, pe, active);   uniform
+ *   (or app_send_inc64 without the value)
  */
 #ifndef GRAIN_GRAPHAPPS_MODEL_SEND_H
 #define GRAIN_GRAPHAPPS_MODEL_SEND_H
@@ -67,21 +68,21 @@ GRAIN_INLINE app_sender_t app_sender_grain(void)
     s.capacity = (capacity_)
 
 /* Figure 4c: sort by destination (a prefix sum per destination gives each
- * lane its place), then one send per destination present. */
+ * lane its place, and the last lane's the count), then one send per
+ * destination present. */
 GRAIN_INLINE void app_coalesced_add64(const app_sender_t *s, const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *base,
                                       grain_u64 index, grain_i64 value, int pe, int active)
 {
-    grain_u32 lane = grain_local_linear_id();
+    grain_u32 lane = grain_local_linear_id(), last = grain_local_linear_size() - 1;
     int n_pes = grain_dev_n_pes(wg);
     grain_u32 mine = 0;
     for (int p = 0; p < n_pes; p++) {
         int to_p = active && pe == p;
-        grain_i64 before = grain_wg_scan_exclusive_add(wg, to_p, 1);
-        grain_i64 all = grain_wg_reduce_add(wg, to_p, 1);
+        grain_i64 upto = grain_wg_scan_inclusive_add(wg, to_p, 1);
         if (to_p)
-            mine = (grain_u32)before;
-        if (lane == 0)
-            s->count[p] = (grain_u32)all;
+            mine = (grain_u32)upto - 1;
+        if (lane == last)
+            s->count[p] = (grain_u32)upto;
     }
     grain_wg_barrier();
     if (lane == 0) {
@@ -108,7 +109,8 @@ GRAIN_INLINE void app_coalesced_add64(const app_sender_t *s, const grain_wg_t *w
     grain_wg_barrier();
 }
 
-/* Figure 4a's kernel side: a work-group reservation per destination. */
+/* Figure 4a's kernel side: a work-group reservation per destination, made
+ * by the last lane, which holds the group's count from the prefix sum. */
 GRAIN_INLINE void app_pernode_add64(const app_sender_t *s, const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *base,
                                     grain_u64 index, grain_i64 value, int pe, int active)
 {
@@ -117,15 +119,12 @@ GRAIN_INLINE void app_pernode_add64(const app_sender_t *s, const grain_wg_t *wg,
         grain_heap_add_u64((GRAIN_GLOBAL grain_u64 *)&base[index], (grain_u64)value);
     for (int p = 0; p < n_pes; p++) {
         int to_p = active && pe == p && p != me;
-        grain_i64 all = grain_wg_reduce_add(wg, to_p, 1);
-        if (all == 0)
-            continue;
-        grain_i64 before = grain_wg_scan_exclusive_add(wg, to_p, 1);
-        if (grain_local_linear_id() == 0)
-            s->count[0] = (grain_u32)grain_atomic_fetch_add_dev_u64(&s->tails[p], (grain_u64)all);
+        grain_i64 upto = grain_wg_scan_inclusive_add(wg, to_p, 1);
+        if (grain_local_linear_id() == grain_local_linear_size() - 1 && upto > 0)
+            s->count[0] = (grain_u32)grain_atomic_fetch_add_dev_u64(&s->tails[p], (grain_u64)upto);
         grain_wg_barrier();
         if (to_p) {
-            grain_u64 at = ((grain_u64)p * s->capacity + s->count[0] + (grain_u64)before) * 2;
+            grain_u64 at = ((grain_u64)p * s->capacity + s->count[0] + (grain_u64)upto - 1) * 2;
             s->queue[at] = index;
             s->queue[at + 1] = (grain_u64)value;
         }
@@ -144,6 +143,18 @@ GRAIN_INLINE void app_send_add64(const app_sender_t *s, const grain_wg_t *wg, GR
         app_pernode_add64(s, wg, base, index, value, pe, active);
     else
         grain_add64(wg, &base[index], value, pe, active);
+}
+
+/* An increment: grain's own increment message under grain's model (8 bytes
+ * on the wire against an add's 16), an add of 1 under the others, whose
+ * lists and queues carry (index, value) pairs. */
+GRAIN_INLINE void app_send_inc64(const app_sender_t *s, const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *base,
+                                 grain_u64 index, int pe, int active)
+{
+    if (s->model == APP_MODEL_GRAIN)
+        grain_inc64(wg, &base[index], pe, active);
+    else
+        app_send_add64(s, wg, base, index, 1, pe, active);
 }
 
 /* The receiving side of the per-node queues: the pairs that arrived,

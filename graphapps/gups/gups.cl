@@ -22,10 +22,7 @@ GRAIN_INLINE void gups_updates(const app_sender_t *s, const grain_wg_t *wg, GRAI
     for (grain_u64 i = 0; i < per_wi; i++) {
         ran = gups_next(ran);
         grain_u64 index = ran & mask;
-        if (s->model == APP_MODEL_GRAIN)
-            grain_inc64(wg, &table[index % local_entries], (grain_i32)(index / local_entries), i < mine);
-        else
-            app_send_add64(s, wg, table, index % local_entries, 1, (int)(index / local_entries), i < mine);
+        app_send_inc64(s, wg, table, index % local_entries, (int)(index / local_entries), i < mine);
     }
 }
 

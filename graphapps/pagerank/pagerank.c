@@ -136,14 +136,18 @@ static void step(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, int64_
 /* One push: every local edge at once, or under the coprocessor model chunks
  * of at most a per-node queue's worth of edges, each shipped by the host
  * before the next; every rank runs `chunks`, the most any rank needs. */
+static void launch_range(grain_kernel_t *k, const uint64_t range[4], size_t global, size_t wg)
+{
+    for (unsigned i = 0; i < 4; i++)
+        app_check(grain_kernel_set_arg(k, 5 + i, sizeof range[i], &range[i]), "setting kernel arguments");
+    app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
+}
+
 static void push(grain_t *g, grain_kernel_t *k, const app_local_graph_t *l, uint64_t local_n, size_t global,
                  size_t wg, app_coprocessor_t *c, uint64_t chunks, int64_t *acc)
 {
     if (c == NULL) {
-        uint64_t range[4] = {0, local_n, 0, UINT64_MAX};
-        for (unsigned i = 0; i < 4; i++)
-            app_check(grain_kernel_set_arg(k, 5 + i, sizeof range[i], &range[i]), "setting kernel arguments");
-        app_check(grain_launch(k, 1, &global, &wg), "launching pagerank");
+        launch_range(k, (const uint64_t[4]){0, local_n, 0, UINT64_MAX}, global, wg);
         return;
     }
     uint64_t v0 = 0;
@@ -156,11 +160,7 @@ static void push(grain_t *g, grain_kernel_t *k, const app_local_graph_t *l, uint
             uint64_t v1 = v0;
             while (v1 < local_n && l->offsets[v1] < e1)
                 v1++;
-            uint64_t range[4] = {v0, v1, e0, e1};
-            for (unsigned a = 0; a < 4; a++)
-                app_check(grain_kernel_set_arg(k, 5 + a, sizeof range[a], &range[a]), "setting kernel arguments");
-            size_t grid = app_grid(v1 - v0, wg);
-            app_check(grain_launch(k, 1, &grid, &wg), "launching pagerank");
+            launch_range(k, (const uint64_t[4]){v0, v1, e0, e1}, app_grid(v1 - v0, wg), wg);
         }
         app_coprocessor_exchange(g, c, acc);
     }
