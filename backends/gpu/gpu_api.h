@@ -29,6 +29,7 @@ typedef cudaKernel_t gpu_function_t;
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuFreeHost cudaFreeHost
 #define gpuMalloc cudaMalloc
@@ -130,6 +131,7 @@ typedef hipFunction_t gpu_function_t;
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetDeviceCount hipGetDeviceCount
 #define gpuSetDevice hipSetDevice
+#define gpuGetDevice hipGetDevice
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuFreeHost hipHostFree
 #define gpuMalloc hipMalloc
