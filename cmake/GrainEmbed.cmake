@@ -17,6 +17,13 @@ endfunction()
 # architectures, in every reservation mode, so that a dialect error fails the
 # build on a machine without a GPU; with in-place apply, the larger send path.
 function(grain_device_check abs symbol)
+  # Once per source, however many targets embed it.
+  string(MD5 key "${abs}")
+  get_property(checked GLOBAL PROPERTY GRAIN_DEVICE_CHECKED_${key})
+  if(checked)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY GRAIN_DEVICE_CHECKED_${key} TRUE)
   get_filename_component(dir "${abs}" DIRECTORY)
   set(flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
       -DGRAIN_APPLY_IN_PLACE=1)
