@@ -27,7 +27,8 @@ import random
 import shlex
 import subprocess
 import sys
-import time
+
+from progress import Progress
 
 SPLIT = ("compute_s", "queue_s", "aggregation_s", "network_s", "host_s")
 FIELDS = ("app", "ranks", "repeat", "verified", "seconds") + SPLIT + (
@@ -174,16 +175,14 @@ def main():
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
-    rows, total = [], len(apps) * len(ranks) * args.repeat
-    t0 = time.time()
+    rows, progress = [], Progress(len(apps) * len(ranks) * args.repeat)
     with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for app in apps:
             for r in ranks:
                 for rep in range(args.repeat):
-                    done = len(rows)
-                    print(f"[{done + 1}/{total}, {time.time() - t0:.0f} s] {app} on {r} ranks ...", end="", flush=True)
+                    progress.start(f"{app} on {r} ranks")
                     row = run_one(args, app, r, extra)
                     row["repeat"] = rep
                     rows.append(row)
@@ -191,8 +190,7 @@ def main():
                     f.flush()
                     with open(os.path.join(args.out, "scaling.json"), "w") as j:
                         json.dump({"scale": args.scale, "ranks": ranks, "runs": rows}, j, indent=1)
-                    print(f" {row['error']}" if row["error"] else
-                          f" {row['seconds']:.3f} s, verified {row['verified']}", flush=True)
+                    progress.finish(row["error"] or f"{row['seconds']:.3f} s, verified {row['verified']}")
 
     return report(args, apps, ranks, rows)
 

@@ -24,7 +24,8 @@ import os
 import shlex
 import subprocess
 import sys
-import time
+
+from progress import Progress
 
 MODELS = ("grain", "msg-per-lane", "coalesced", "coalesced-aggregated", "coprocessor", "coprocessor-buffered")
 FIELDS = ("app", "model", "ranks", "buffer", "repeat", "verified", "seconds", "rate", "remote_fraction",
@@ -174,16 +175,15 @@ def main():
         return
     points = [(a, m, r, 0) for a in apps for m in models for r in ranks]
     points += [("gups", m, max(ranks), b) for m in ("grain", "coprocessor") if m in models for b in buffers]
-    total, rows, start = len(points) * args.repeat, [], time.time()
+    rows, progress = [], Progress(len(points) * args.repeat)
     with open(os.path.join(args.out, "models.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS, extrasaction="ignore")
         w.writeheader()
         for i, (app, m, r, b) in enumerate((p for p in points for _ in range(args.repeat))):
             rep = i % args.repeat
-            print(f"[{i + 1}/{total}, {time.time() - start:.0f} s] {app} {m} on {r} ranks"
-                  f"{f', buffer {b} B' if b else ''} ...", end=" ", flush=True)
+            progress.start(f"{app} {m} on {r} ranks{f', buffer {b} B' if b else ''}")
             row = run_one(args, app, m, r, b, rep)
-            print(row["error"] or f"{row['seconds']:.4f} s, verified {row['verified']}", flush=True)
+            progress.finish(row["error"] or f"{row['seconds']:.4f} s, verified {row['verified']}")
             rows.append(row)
             w.writerow(row)
             f.flush()

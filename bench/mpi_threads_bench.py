@@ -15,6 +15,8 @@ import statistics
 import subprocess
 import sys
 
+from progress import Progress
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--gups", default="build/bin/gups")
 ap.add_argument("--log2-table", type=int, default=22)
@@ -28,8 +30,7 @@ env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 modes = ("serialized", "multiple")
 ranks = [int(r) for r in args.ranks.split(",")]
 aggs = [int(a) for a in args.aggregators.split(",")]
-total = len(ranks) * len(aggs) * len(modes) * args.reps
-done = 0
+progress = Progress(len(ranks) * len(aggs) * len(modes) * args.reps, out=sys.stderr)
 
 
 def gups(np_, agg, mode):
@@ -51,15 +52,13 @@ for np_ in ranks:
         for mode in modes:
             runs = []
             for _ in range(args.reps):
+                progress.start("ranks %d aggregators %d %s" % (np_, agg, mode))
                 runs.append(gups(np_, agg, mode))
-                done += 1
-                print("\r[%d/%d] ranks %d aggregators %d %s" % (done, total, np_, agg, mode), end="",
-                      file=sys.stderr, flush=True)
+                progress.finish("%.4f GUP/s" % runs[-1])
             med[mode] = statistics.median(runs)
         for mode in modes:
             rows.append({"ranks": np_, "aggregators": agg, "mpi_threads": mode, "gups": med[mode],
                          "ratio_to_serialized": med[mode] / med["serialized"]})
-print(file=sys.stderr)
 
 os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
 with open(args.out + ".csv", "w", newline="") as f:
