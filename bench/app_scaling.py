@@ -25,10 +25,9 @@ import json
 import os
 import random
 import shlex
-import subprocess
 import sys
 
-from progress import Progress
+from driver import Progress, run_app
 
 SPLIT = ("compute_s", "queue_s", "aggregation_s", "network_s", "host_s")
 FIELDS = ("app", "ranks", "repeat", "verified", "seconds") + SPLIT + (
@@ -74,16 +73,9 @@ def run_one(args, app, ranks, extra):
     cmd += app_command(app, args.scale, args.data or args.out) + extra + ["--json"]
     cmd += ["--verify"] if args.verify else []
     row = {"app": app, "ranks": ranks, "error": ""}
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        row["error"] = f"timed out after {args.timeout} s"
+    d, row["error"] = run_app(cmd, app, args.timeout)
+    if d is None:
         return row
-    if p.returncode not in (0, 1):  # 1: verification failed, still a result
-        last = (p.stderr.strip().splitlines() or ["no message"])[-1]
-        row["error"] = f"exit {p.returncode}: {last}"
-        return row
-    d = json.loads(p.stdout.strip().splitlines()[-1])
     t = d["stats"]["total"]
     row.update({k: d["time_split"][k] for k in SPLIT})
     row.update(verified=d.get("verified"), seconds=d["seconds"], remote_fraction=t["remote_fraction"],

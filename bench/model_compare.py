@@ -22,10 +22,9 @@ import csv
 import json
 import os
 import shlex
-import subprocess
 import sys
 
-from progress import Progress
+from driver import Progress, run_app
 
 MODELS = ("grain", "msg-per-lane", "coalesced", "coalesced-aggregated", "coprocessor", "coprocessor-buffered")
 FIELDS = ("app", "model", "ranks", "buffer", "repeat", "verified", "seconds", "rate", "remote_fraction",
@@ -37,27 +36,25 @@ def size(text):
     return int(text[:-1] if mult > 1 else text) * mult
 
 
-def app_args(args, app):
+def app_args(args, app, ranks):
     if app == "gups":
-        return ["--log2-table", str(args.log2_table)]
+        # Each rank's share of the table lives in the symmetric heap: past the
+        # default 64 MiB, ask for room (one rank of --log2-table 24 needs 128).
+        table = (8 << args.log2_table) // ranks
+        heap = ["--heap-size", f"{(table >> 20) + 16}M"] if table > 48 << 20 else []
+        return ["--log2-table", str(args.log2_table)] + heap
     return ["--kronecker", str(args.scale), "--iterations", str(args.iterations)]
 
 
 def run_one(args, app, model, ranks, buffer, repeat):
-    cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)] + app_args(args, app)
+    cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)] + app_args(args, app, ranks)
     cmd += ["--model", model, "--json", "--verify"]
     if buffer:
         cmd += ["--pernode-bytes", str(buffer)] if model.startswith("coprocessor") else ["--buffer-size", str(buffer)]
     row = {"app": app, "model": model, "ranks": ranks, "buffer": buffer, "repeat": repeat, "error": ""}
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        row["error"] = f"timed out after {args.timeout} s"
+    d, row["error"] = run_app(cmd, app, args.timeout)
+    if d is None:
         return row
-    if p.returncode not in (0, 1):
-        row["error"] = f"exit {p.returncode}: " + (p.stderr.strip().splitlines() or ["no message"])[-1]
-        return row
-    d = json.loads(p.stdout.strip().splitlines()[-1])
     t = d["stats"]["total"]
     if "coprocessor" in d:  # shipped by the host, outside grain's buffers
         wire, mean = d["coprocessor"]["sends"], d["coprocessor"]["mean_message_bytes"]
@@ -196,4 +193,5 @@ def main():
         sys.exit(f"model_compare: {len(bad)} runs failed or did not verify")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 
-from progress import Progress
+from driver import Progress
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--gups", default="build/bin/gups")

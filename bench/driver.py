@@ -1,0 +1,54 @@
+"""What the benchmark drivers share: running one app and reading its JSON
+report, and the progress line."""
+import json
+import subprocess
+import sys
+import time
+
+
+def app_error(stderr, app):
+    """The app's own sentence from a failed run's stderr, not mpirun's banner."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip().strip("-")]
+    for wanted in (lambda x: x.startswith("grain[") and " error: " in x, lambda x: x.startswith(f"{app}:")):
+        found = [x for x in lines if wanted(x)]
+        if found:
+            return found[0]
+    return lines[-1] if lines else "no message"
+
+
+def run_app(cmd, app, timeout):
+    """Runs `cmd` (an mpirun line of `app` with --json); returns (report, "")
+    or (None, why it gave none).  Exit 1, a failed verification, still
+    reports."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    if p.returncode not in (0, 1):
+        return None, f"exit {p.returncode}: " + app_error(p.stderr, app)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1]), ""
+    except (IndexError, ValueError):
+        return None, f"exit {p.returncode} without a JSON report: " + app_error(p.stderr, app)
+
+
+class Progress:
+    """A bar, the run's number, the time so far and, from the runs done, an
+    estimate of the time left: the matrices run for minutes."""
+
+    def __init__(self, total, out=sys.stdout, width=20):
+        self.total, self.out, self.width = total, out, width
+        self.done, self.t0 = 0, time.time()
+
+    def start(self, what):
+        """Prints the line for the next run, left open for its result."""
+        elapsed = time.time() - self.t0
+        filled = self.width * self.done // max(self.total, 1)
+        left = f", ~{elapsed / self.done * (self.total - self.done):.0f} s left" if self.done else ""
+        print(f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done + 1}/{self.total} "
+              f"({elapsed:.0f} s{left}) {what} ...", end=" ", file=self.out, flush=True)
+
+    def finish(self, result):
+        """Closes the line with the run's result."""
+        self.done += 1
+        print(result, file=self.out, flush=True)
