@@ -27,7 +27,7 @@ import random
 import shlex
 import sys
 
-from driver import Progress, run_app
+from driver import Progress, median, pyplot, run_app
 
 SPLIT = ("compute_s", "queue_s", "aggregation_s", "network_s", "host_s")
 FIELDS = ("app", "ranks", "repeat", "verified", "seconds") + SPLIT + (
@@ -88,20 +88,13 @@ def run_one(args, app, ranks, extra):
 
 def median_rows(rows):
     """The run of median time of each (app, ranks)."""
-    best = {}
-    for key in {(r["app"], r["ranks"]) for r in rows if not r["error"]}:
-        runs = sorted((r for r in rows if (r["app"], r["ranks"]) == key and not r["error"]), key=lambda r: r["seconds"])
-        best[key] = runs[len(runs) // 2]
-    return best
+    keys = {(r["app"], r["ranks"]) for r in rows if not r["error"]}
+    return {(app, n): median(rows, app=app, ranks=n) for app, n in keys}
 
 
 def plot(best, apps, ranks, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("app_scaling: no matplotlib (python3-matplotlib), no plot")
+    plt = pyplot("app_scaling")
+    if plt is None:
         return
     fig, axes = plt.subplots(1, len(apps), figsize=(3.2 * len(apps), 3.8), squeeze=False)
     colors = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8c8c8c")
@@ -163,9 +156,6 @@ def main():
             sys.exit(f"app_scaling: {os.path.join(args.bin, app)} is not built (cmake --build build)")
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data or args.out, exist_ok=True)
-    if os.geteuid() == 0:  # Open MPI refuses root unless told
-        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 
     rows, progress = [], Progress(len(apps) * len(ranks) * args.repeat)
     with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:

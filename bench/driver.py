@@ -1,6 +1,7 @@
 """What the benchmark drivers share: running one app and reading its JSON
-report, and the progress line."""
+report, the median run, matplotlib when it is there, and the progress line."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -20,8 +21,13 @@ def run_app(cmd, app, timeout):
     """Runs `cmd` (an mpirun line of `app` with --json); returns (report, "")
     or (None, why it gave none).  Exit 1, a failed verification, still
     reports."""
+    env = dict(os.environ)
+    if os.geteuid() == 0:  # Open MPI refuses root unless told
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     if p.returncode not in (0, 1):
@@ -30,6 +36,26 @@ def run_app(cmd, app, timeout):
         return json.loads(p.stdout.strip().splitlines()[-1]), ""
     except (IndexError, ValueError):
         return None, f"exit {p.returncode} without a JSON report: " + app_error(p.stderr, app)
+
+
+def median(rows, **key):
+    """The run of median time among the rows without an error that match
+    every key=value; None when there is none."""
+    runs = sorted((r for r in rows if not r["error"] and all(r[k] == v for k, v in key.items())),
+                  key=lambda r: r["seconds"])
+    return runs[len(runs) // 2] if runs else None
+
+
+def pyplot(tool):
+    """matplotlib.pyplot drawing to files, or None (said once) without it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{tool}: no matplotlib (python3-matplotlib), no plots")
+        return None
+    return plt
 
 
 class Progress:

@@ -24,7 +24,7 @@ import os
 import shlex
 import sys
 
-from driver import Progress, run_app
+from driver import Progress, median, pyplot, run_app
 
 MODELS = ("grain", "msg-per-lane", "coalesced", "coalesced-aggregated", "coprocessor", "coprocessor-buffered")
 FIELDS = ("app", "model", "ranks", "buffer", "repeat", "verified", "seconds", "rate", "remote_fraction",
@@ -67,19 +67,9 @@ def run_one(args, app, model, ranks, buffer, repeat):
     return row
 
 
-def median(rows, **key):
-    runs = sorted((r for r in rows if not r["error"] and all(r[k] == v for k, v in key.items())),
-                  key=lambda r: r["seconds"])
-    return runs[len(runs) // 2] if runs else None
-
-
 def plots(rows, apps, models, ranks, buffers, out):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("model_compare: no matplotlib (python3-matplotlib), no plots")
+    plt = pyplot("model_compare")
+    if plt is None:
         return
     top = max(ranks)
     fig, axes = plt.subplots(1, len(apps), figsize=(4.2 * len(apps), 3.6), squeeze=False)
