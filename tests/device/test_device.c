@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "grain/grain.h"
+#include "tests/device/send_to_handler.h"
 
 extern const char device_tests_source[];
 
@@ -227,23 +228,8 @@ static uint64_t stat_of(const char *name)
 /* 128 work-items send handler 2 one active message each, to this rank. */
 static int64_t send_to_handler_2(grain_program_t *from)
 {
-    int64_t *target;
-    assert_int_equal(grain_malloc(g, 64, (void **)&target), GRAIN_OK);
-    grain_kernel_t *k;
-    assert_int_equal(grain_kernel_create(from, "send_bad", &k), GRAIN_OK);
-    int32_t what = 4;
-    uint32_t no_bad_lane = 1u << 30, handler = 2;
-    grain_kernel_set_arg_ptr(k, 1, target);
-    grain_kernel_set_arg(k, 2, sizeof what, &what);
-    grain_kernel_set_arg(k, 3, sizeof no_bad_lane, &no_bad_lane);
-    grain_kernel_set_arg(k, 4, sizeof handler, &handler);
-    size_t global = 128, local = 64;
-    assert_int_equal(grain_launch(k, 1, &global, &local), GRAIN_OK);
-    assert_int_equal(grain_quiet(g), GRAIN_OK);
-    int64_t got;
-    assert_int_equal(grain_memcpy(g, &got, target, sizeof got), GRAIN_OK);
-    grain_kernel_destroy(k);
-    assert_int_equal(grain_free(g, target), GRAIN_OK);
+    int64_t got = 0;
+    assert_int_equal(send_to_handler(g, from, 2, &got), GRAIN_OK);
     return got;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "grain/grain.h"
+#include "tests/device/send_to_handler.h"
 
 #define SKIP 77
 
@@ -42,35 +43,6 @@ static int device0_active(void)
     unsigned flags = 0;
     int active = 0;
     return ctx_state(0, &flags, &active) == 0 && active;
-}
-
-/* 128 work-items send an active message each to handler 2, which `from`
- * lacks: an aggregator thread packs them and an apply kernel runs them. */
-static grain_status_t send_through_apply_kernel(grain_t *g, grain_program_t *from, int64_t *got)
-{
-    int64_t *target = NULL;
-    grain_kernel_t *k = NULL;
-    int32_t what = 4;
-    uint32_t no_bad_lane = 1u << 30, handler = 2;
-    size_t global = 128, local = 64;
-    grain_status_t st = grain_malloc(g, 64, (void **)&target);
-    if (st == GRAIN_OK)
-        st = grain_kernel_create(from, "send_bad", &k);
-    if (st == GRAIN_OK) {
-        grain_kernel_set_arg_ptr(k, 1, target);
-        grain_kernel_set_arg(k, 2, sizeof what, &what);
-        grain_kernel_set_arg(k, 3, sizeof no_bad_lane, &no_bad_lane);
-        grain_kernel_set_arg(k, 4, sizeof handler, &handler);
-        st = grain_launch(k, 1, &global, &local);
-    }
-    if (st == GRAIN_OK)
-        st = grain_quiet(g);
-    if (st == GRAIN_OK)
-        st = grain_memcpy(g, got, target, sizeof *got);
-    grain_kernel_destroy(k);
-    if (target != NULL)
-        grain_free(g, target);
-    return st;
 }
 
 int main(void)
@@ -118,7 +90,7 @@ int main(void)
     if (st == GRAIN_OK)
         st = grain_am_register_program(g, with);
     if (st == GRAIN_OK)
-        st = send_through_apply_kernel(g, lacking, &got);
+        st = send_to_handler(g, lacking, 2, &got);
     if (st != GRAIN_OK)
         return fail(g, "active messages through an apply kernel", st);
     int rc = 0;
