@@ -66,7 +66,8 @@ static grain_status_t sink_send(grain_transport_t *t, uint32_t dest, const void 
                                 void *token)
 {
     (void)t, (void)dest, (void)data, (void)len;
-    grain_packer_release(token);
+    grain_send_token_t *sent = token;
+    sent->sent(sent);
     return GRAIN_OK;
 }
 

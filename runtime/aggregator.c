@@ -25,7 +25,7 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
         grain_packer_release(buf);
         return;
     }
-    grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, buf);
+    grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, &buf->token);
     if (st != GRAIN_OK) {
         /* Not sent, so not counted: quiet must not wait for these. */
         a->packer.dest_msgs[buf->dest] -= buf->count;

@@ -6,6 +6,11 @@
 
 #include "runtime/log.h"
 
+static void release_token(grain_send_token_t *token)
+{
+    grain_packer_release((grain_outbuf_t *)token); /* the token is the buffer's first member */
+}
+
 grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
                                  size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
                                  _Atomic uint64_t *next_seq, grain_packer_send_fn send,
@@ -40,6 +45,7 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
     for (size_t i = 0; i < n_bufs; i++) {
         grain_outbuf_t *b = &p->all[i];
         b->owner = p;
+        b->token.sent = release_token;
         b->dest = (uint32_t)(i / per_dest);
         b->data = p->memory + i * ((buf_size + 63) & ~(size_t)63);
         b->next = p->free[b->dest];

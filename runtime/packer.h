@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "grain/grain.h"
+#include "runtime/transport.h"
 #include "runtime/wire.h"
 
 typedef enum grain_flush_cause {
@@ -31,6 +32,7 @@ typedef enum grain_flush_cause {
 } grain_flush_cause_t;
 
 typedef struct grain_outbuf {
+    grain_send_token_t token;  /* the transport's handle: releases the buffer */
     struct grain_outbuf *next; /* in its destination's free list */
     struct grain_packer *owner;
     uint32_t dest;

@@ -14,6 +14,13 @@
 
 typedef struct grain_transport grain_transport_t;
 
+/* What send() is given as its token: the sender's buffer, whose `sent`
+ * hands it back once the transport no longer needs it (the aggregators'
+ * packed buffers, the transfer agents' chunk pieces). */
+typedef struct grain_send_token {
+    void (*sent)(struct grain_send_token *token);
+} grain_send_token_t;
+
 typedef struct grain_transport_handlers {
     /* A buffer arrived from `src`; it is the transport's again when this
      * returns.  Called from the transport's thread. */
