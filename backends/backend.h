@@ -6,8 +6,10 @@
  * Contract for every hook: it logs its own errors with grain_fail() and
  * returns the status; output arguments are set only on success.  Hooks are
  * called from the application thread only, except alloc/free, which the
- * runtime serializes itself, and the side-stream hooks, which one runtime
- * thread at a time calls while the application thread works.
+ * runtime serializes itself, the side-stream hooks, which one runtime
+ * thread at a time calls while the application thread works, and copy and
+ * the transfer lanes, which transfer agents call from their own threads
+ * (one thread a lane).
  */
 #ifndef GRAIN_BACKENDS_BACKEND_H
 #define GRAIN_BACKENDS_BACKEND_H
@@ -88,7 +90,30 @@ typedef struct grain_backend_ops {
     grain_status_t (*launch_side)(grain_bkernel_t *kernel, size_t global, size_t local, uint64_t *n_p);
     int (*side_done)(grain_backend_t *backend, uint64_t n);
     grain_status_t (*side_synchronize)(grain_backend_t *backend);
+
+    /* Optional (NULL where the API has none), for counter-triggered
+     * transfers.  Peer memory: device memory whose handle (at most
+     * GRAIN_PEER_HANDLE_BYTES) another process on this node maps into its
+     * device's address space, so that kernels and copies there reach it;
+     * map_peer fails where the devices cannot reach each other. */
+    grain_status_t (*alloc_peer)(grain_backend_t *backend, size_t size, void **ptr_p, void *handle);
+    void (*free_peer)(grain_backend_t *backend, void *ptr);
+    grain_status_t (*map_peer)(grain_backend_t *backend, const void *handle, void **ptr_p);
+    void (*unmap_peer)(grain_backend_t *backend, void *ptr);
+    /* Transfer lanes: asynchronous copies, in order within a lane, beside
+     * every kernel; copy_wait returns once a lane's copies are done.
+     * Without them the runtime copies synchronously. */
+    grain_status_t (*copy_async)(grain_backend_t *backend, unsigned lane, void *dst, const void *src, size_t size);
+    grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
+    /* The agent stream: one kernel beside the application's and the apply
+     * kernels (the device transfer agent, which polls until the producer
+     * is done, so the device must run both at once). */
+    grain_status_t (*launch_agent)(grain_bkernel_t *kernel, size_t global, size_t local);
+    grain_status_t (*agent_synchronize)(grain_backend_t *backend);
 } grain_backend_ops_t;
+
+#define GRAIN_PEER_HANDLE_BYTES 128u
+#define GRAIN_COPY_LANES 16u
 
 /* The backend named `name` ("auto": the first built-in one that opens). */
 grain_status_t grain_backend_open(const grain_config_t *config, unsigned host_threads,

@@ -73,6 +73,22 @@ static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
     return cudaMemcpy(dst, src, n, cudaMemcpyDefault);
 }
 
+static inline gpu_err_t gpuMemcpyAnyAsync(void *dst, const void *src, size_t n, gpu_stream_t s)
+{
+    return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
+}
+
+typedef cudaIpcMemHandle_t gpu_ipc_handle_t;
+#define gpuIpcGetMemHandle cudaIpcGetMemHandle
+#define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
+#define gpuDeviceGetByPCIBusId cudaDeviceGetByPCIBusId
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+
+static inline gpu_err_t gpuIpcOpenMemHandle(void **p, gpu_ipc_handle_t h)
+{
+    return cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess);
+}
+
 static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
 {
     return cudaLibraryLoadData(m, image, NULL, NULL, 0, NULL, NULL, 0);
@@ -172,6 +188,22 @@ static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s, int urgent)
 static inline gpu_err_t gpuMemcpyAny(void *dst, const void *src, size_t n)
 {
     return hipMemcpy(dst, src, n, hipMemcpyDefault);
+}
+
+static inline gpu_err_t gpuMemcpyAnyAsync(void *dst, const void *src, size_t n, gpu_stream_t s)
+{
+    return hipMemcpyAsync(dst, src, n, hipMemcpyDefault, s);
+}
+
+typedef hipIpcMemHandle_t gpu_ipc_handle_t;
+#define gpuIpcGetMemHandle hipIpcGetMemHandle
+#define gpuIpcCloseMemHandle hipIpcCloseMemHandle
+#define gpuDeviceGetByPCIBusId hipDeviceGetByPCIBusId
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+
+static inline gpu_err_t gpuIpcOpenMemHandle(void **p, gpu_ipc_handle_t h)
+{
+    return hipIpcOpenMemHandle(p, h, hipIpcMemLazyEnablePeerAccess);
 }
 
 static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)

@@ -35,6 +35,8 @@ struct grain_backend {
     gpu_props_t props;
     gpu_stream_t stream; /* the application's kernels */
     gpu_stream_t side;   /* the runtime's apply kernels */
+    gpu_stream_t agent;  /* the device transfer agent */
+    gpu_stream_t lanes[GRAIN_COPY_LANES]; /* transfer agents' copies, made on first use */
     gpu_event_t side_events[SIDE_EVENTS];
     unsigned n_side_events;
     uint64_t side_launched;
@@ -118,6 +120,11 @@ static void gpu_close(grain_backend_t *b)
     on_device(b);
     for (unsigned i = 0; i < b->n_side_events; i++)
         gpuEventDestroy(b->side_events[i]);
+    for (unsigned i = 0; i < GRAIN_COPY_LANES; i++)
+        if (b->lanes[i] != NULL)
+            gpuStreamDestroy(b->lanes[i]);
+    if (b->agent != NULL)
+        gpuStreamDestroy(b->agent);
     gpuStreamDestroy(b->side);
     gpuStreamDestroy(b->stream);
     free(b);
@@ -146,6 +153,11 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     if (st == GRAIN_OK && (err = gpuStreamCreate(&b->side, 1)) != GPU_SUCCESS) {
         gpuStreamDestroy(b->stream);
         st = gpu_fail(err, "creating the apply stream");
+    }
+    if (st == GRAIN_OK && (err = gpuStreamCreate(&b->agent, 0)) != GPU_SUCCESS) {
+        gpuStreamDestroy(b->side);
+        gpuStreamDestroy(b->stream);
+        st = gpu_fail(err, "creating the agent stream");
     }
     for (; st == GRAIN_OK && b->n_side_events < SIDE_EVENTS; b->n_side_events++) {
         if ((err = gpuEventCreate(&b->side_events[b->n_side_events])) != GPU_SUCCESS) {
@@ -461,6 +473,98 @@ static grain_status_t gpu_side_synchronize(grain_backend_t *b)
     return GRAIN_OK;
 }
 
+/*
+ * Peer memory: device memory exported with an IPC handle.  The handle also
+ * names the exporting device by PCI address, so that the importer can ask
+ * whether its own device reaches it before mapping (opening a handle of a
+ * device without peer access succeeds, and the kernels' stores then fault).
+ */
+typedef struct peer_handle {
+    gpu_ipc_handle_t ipc;
+    char pci[32];
+} peer_handle_t;
+_Static_assert(sizeof(peer_handle_t) <= GRAIN_PEER_HANDLE_BYTES, "peer handle too large");
+
+static grain_status_t gpu_alloc_peer(grain_backend_t *b, size_t size, void **ptr_p, void *handle)
+{
+    void *p;
+    grain_status_t st = alloc_zeroed(b, size, &p, 0);
+    if (st != GRAIN_OK)
+        return st;
+    peer_handle_t h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.pci, sizeof h.pci, "%04x:%02x:%02x.0", (unsigned)b->props.pciDomainID,
+             (unsigned)b->props.pciBusID, (unsigned)b->props.pciDeviceID);
+    gpu_err_t err = gpuIpcGetMemHandle(&h.ipc, p);
+    if (err != GPU_SUCCESS) {
+        gpuFree(p);
+        return gpu_fail(err, "exporting device memory to the other ranks of the node");
+    }
+    memcpy(handle, &h, sizeof h);
+    *ptr_p = p;
+    return GRAIN_OK;
+}
+
+static grain_status_t gpu_map_peer(grain_backend_t *b, const void *handle, void **ptr_p)
+{
+    peer_handle_t h;
+    memcpy(&h, handle, sizeof h);
+    h.pci[sizeof h.pci - 1] = '\0';
+    int peer = -1, reach = 0;
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS)
+        err = gpuDeviceGetByPCIBusId(&peer, h.pci);
+    if (err != GPU_SUCCESS)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": device %s is not visible here: %s", h.pci,
+                          gpuGetErrorString(err));
+    if (peer != b->device && ((err = gpuDeviceCanAccessPeer(&reach, b->device, peer)) != GPU_SUCCESS || !reach))
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": device %d has no peer access to device %d (%s)",
+                          b->device, peer, h.pci);
+    void *p = NULL;
+    if ((err = gpuIpcOpenMemHandle(&p, h.ipc)) != GPU_SUCCESS)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": mapping device %s's memory failed: %s", h.pci,
+                          gpuGetErrorString(err));
+    *ptr_p = p;
+    return GRAIN_OK;
+}
+
+static void gpu_unmap_peer(grain_backend_t *b, void *ptr)
+{
+    on_device(b);
+    gpuIpcCloseMemHandle(ptr);
+}
+
+static grain_status_t gpu_copy_async(grain_backend_t *b, unsigned lane, void *dst, const void *src, size_t size)
+{
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS && b->lanes[lane] == NULL)
+        err = gpuStreamCreate(&b->lanes[lane], 0);
+    if (err == GPU_SUCCESS)
+        err = gpuMemcpyAnyAsync(dst, src, size, b->lanes[lane]);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "an asynchronous copy");
+}
+
+static grain_status_t gpu_copy_wait(grain_backend_t *b, unsigned lane)
+{
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS && b->lanes[lane] != NULL)
+        err = gpuStreamSynchronize(b->lanes[lane]);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for transfers");
+}
+
+static grain_status_t gpu_launch_agent(grain_bkernel_t *k, size_t global, size_t local)
+{
+    return launch_on(k, 1, &global, &local, k->backend->agent);
+}
+
+static grain_status_t gpu_agent_synchronize(grain_backend_t *b)
+{
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS)
+        err = gpuStreamSynchronize(b->agent);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for the transfer agent");
+}
+
 #if defined(GRAIN_GPU_CUDA)
 const grain_backend_ops_t grain_cuda_ops = {
 #else
@@ -491,4 +595,12 @@ const grain_backend_ops_t grain_hip_ops = {
     .busy = gpu_busy,
     .side_done = gpu_side_done,
     .side_synchronize = gpu_side_synchronize,
+    .alloc_peer = gpu_alloc_peer,
+    .free_peer = gpu_free_device,
+    .map_peer = gpu_map_peer,
+    .unmap_peer = gpu_unmap_peer,
+    .copy_async = gpu_copy_async,
+    .copy_wait = gpu_copy_wait,
+    .launch_agent = gpu_launch_agent,
+    .agent_synchronize = gpu_agent_synchronize,
 };
