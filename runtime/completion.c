@@ -17,6 +17,7 @@
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/region.h"
 #include "runtime/wire.h"
 
 void grain_wait_a_little(unsigned *spins)
@@ -125,14 +126,21 @@ void grain_transport_received(void *arg, uint32_t src, const void *data, size_t 
     uint64_t t0 = grain_now_ns();
     g->recv_buffers_from[src]++;
     g->recv_bytes += len;
-    grain_receive_buffer(g, src, data, len);
+    uint32_t magic = 0;
+    if (len >= sizeof magic)
+        memcpy(&magic, data, sizeof magic);
+    if (magic == GRAIN_PIECE_MAGIC)
+        grain_region_receive(g, src, data, len);
+    else
+        grain_receive_buffer(g, src, data, len);
     g->recv_busy_ns += grain_now_ns() - t0;
 }
 
 void grain_transport_sent(void *arg, void *token)
 {
     (void)arg;
-    grain_packer_release(token);
+    grain_send_token_t *t = token;
+    t->sent(t);
 }
 
 grain_status_t grain_wait(grain_t *g)
@@ -152,23 +160,26 @@ static grain_status_t collective(grain_t *g, grain_coll_t *c)
     return g->tops->collective(g->transport, c);
 }
 
-/* Waits until this rank has applied every message the others sent it before
- * they called quiet (their counts exchanged here). */
+/* Waits until this rank has applied every message and chunk piece the
+ * others sent it before they called quiet (their counts exchanged here). */
 static grain_status_t wait_for_senders(grain_t *g)
 {
     size_t n = (size_t)g->n_pes;
-    uint64_t *sent = calloc(2 * n, sizeof *sent);
+    uint64_t *sent = calloc(4 * n, sizeof *sent);
     if (sent == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_quiet: no memory for %zu counters", 2 * n);
-    uint64_t *expect = sent + n;
-    for (unsigned a = 0; a < g->n_aggs; a++)
-        for (size_t p = 0; p < n; p++)
-            sent[p] += g->aggs[a].packer.dest_msgs[p];
-    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 1};
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_quiet: no memory for %zu counters", 4 * n);
+    uint64_t *expect = sent + 2 * n; /* per rank: messages, then pieces */
+    for (size_t p = 0; p < n; p++) {
+        for (unsigned a = 0; a < g->n_aggs; a++)
+            sent[2 * p] += g->aggs[a].packer.dest_msgs[p];
+        sent[2 * p + 1] = atomic_load_explicit(&g->pieces_to[p], memory_order_relaxed);
+    }
+    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 2};
     grain_status_t st = collective(g, &c);
     unsigned spins = 0;
     for (size_t p = 0; st == GRAIN_OK && p < n; p++) {
-        while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[p]) {
+        while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[2 * p] ||
+               atomic_load_explicit(&g->pieces_from[p], memory_order_acquire) < expect[2 * p + 1]) {
             pthread_mutex_lock(&g->error_lock);
             int failed = g->async_status != GRAIN_OK;
             pthread_mutex_unlock(&g->error_lock);

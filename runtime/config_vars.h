@@ -46,6 +46,11 @@
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
       "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
+    X(chunk_size, CHUNK_SIZE, SIZE, "256K", 8, 1ull << 40,                                        \
+      "bytes of a chunk of counter-triggered transfers, where a region does not say")             \
+    X(transfer_threads, TRANSFER_THREADS, UINT, "0", 0, 1024,                                     \
+      "host threads (host agent) or work-groups (device agent) that move chunks; 0: 1 host "     \
+      "thread, 16 work-groups")                                                                  \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

@@ -13,6 +13,7 @@
 #include "runtime/heap.h"
 #include "runtime/packer.h"
 #include "runtime/queue_consumer.h"
+#include "runtime/region.h"
 #include "runtime/transport.h"
 
 /* A queue's two allocations (runtime/queue.c). */
@@ -91,6 +92,14 @@ struct grain {
     uint64_t *recv_buffers_from;    /* network thread only */
     uint64_t recv_bytes;            /* network thread only */
     uint64_t recv_busy_ns;          /* network thread only: validating and handing on received buffers */
+    /* Chunk pieces of counter-triggered transfers, counted for quiet. */
+    _Atomic uint64_t *pieces_to;   /* sent to each rank */
+    _Atomic uint64_t *pieces_from; /* received from each rank */
+    /* Regions by id (the same on every rank: creation is collective), for
+     * the pieces that arrive; and the device agent's kernel, built once. */
+    struct grain_region *_Atomic regions[GRAIN_MAX_REGIONS];
+    struct grain_program *agent_program;
+    struct grain_kernel *agent_kernel;
 
     /* First asynchronous error (bad received buffer, failed send), reported
      * by the next call of the application. */
@@ -132,6 +141,8 @@ struct grain *grain_program_grain(const grain_program_t *program);
 
 /* Launches a runtime kernel on the backend's side stream (runtime/apply.c). */
 grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p);
+/* Launches a runtime kernel on the backend's agent stream (the device agent). */
+grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_t local);
 
 /* Records an error seen off the application thread. */
 void grain_async_error(struct grain *g, grain_status_t status, const char *message);

@@ -121,6 +121,14 @@ grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t
     return k->grain->bops->launch_side(k->bkernel, global, local, n_p);
 }
 
+grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_t local)
+{
+    grain_t *g = k->grain;
+    if (g->bops->launch_agent == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "%s: no stream for a kernel beside the application's", g->bops->name);
+    return g->bops->launch_agent(k->bkernel, global, local);
+}
+
 /* The largest work-group size that divides `n`, at most `limit`. */
 static size_t divisor_at_most(size_t n, size_t limit)
 {

@@ -98,6 +98,8 @@ static void release(grain_t *g)
     free((void *)g->applied_from);
     free(g->recv_buffers_from);
     free((void *)g->next_seq);
+    free((void *)g->pieces_to);
+    free((void *)g->pieces_from);
     pthread_mutex_destroy(&g->heap_lock);
     pthread_mutex_destroy(&g->error_lock);
     free(g);
@@ -147,7 +149,10 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     g->applied_from = calloc((size_t)g->n_pes, sizeof *g->applied_from);
     g->recv_buffers_from = calloc((size_t)g->n_pes, sizeof *g->recv_buffers_from);
     g->next_seq = calloc((size_t)g->n_pes, sizeof *g->next_seq);
-    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->next_seq == NULL) {
+    g->pieces_to = calloc((size_t)g->n_pes, sizeof *g->pieces_to);
+    g->pieces_from = calloc((size_t)g->n_pes, sizeof *g->pieces_from);
+    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->next_seq == NULL || g->pieces_to == NULL ||
+        g->pieces_from == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
     }

@@ -158,6 +158,108 @@ grain_status_t grain_broadcast(grain_t *grain, void *buf, size_t size, int root)
 grain_status_t grain_alltoallv(grain_t *grain, const void *send, const size_t *send_bytes, size_t max_bytes,
                                void *recv, size_t *recv_bytes);
 
+/* ---- counter-triggered transfers (DESIGN.md, seed 000) -------------------
+ * A region is an array a producer kernel writes, parts of which (segments)
+ * must reach other ranks or the host.  Segments are cut into chunks of
+ * chunk_bytes (the last one shorter); a chunk moves as soon as the
+ * work-groups that write it, which the mapping names, have called
+ * grain_chunk_done (grain/device/chunks.h).  Every iteration:
+ *
+ *   grain_region_begin(r);  launch the producer;  grain_region_end(r);
+ *
+ * and after end every destination holds every segment (end is collective).
+ * The next iteration's chunks land in the same copies as soon as their
+ * producers run: alternate two regions (as build/bin/jacobi does) or
+ * separate the iterations with grain_barrier. */
+typedef struct grain_region grain_region_t;
+
+/* Who moves a chunk once it is ready. */
+typedef enum grain_agent {
+    GRAIN_AGENT_BULK,   /* nobody while the kernel runs: one copy per segment after it (the baseline) */
+    GRAIN_AGENT_HOST,   /* host threads polling the ready bitmap */
+    GRAIN_AGENT_DEVICE, /* a polling kernel beside the producer (CUDA, HIP) */
+    GRAIN_AGENT_INLINE, /* the producer's own stores (grain_region_store64) reach the destinations */
+    GRAIN_AGENT_IDEAL,  /* nothing moves: the time with free transfers, for comparison only */
+    GRAIN_AGENT_COUNT
+} grain_agent_t;
+const char *grain_agent_name(grain_agent_t agent);
+/* "bulk", "host", "device", "inline", "ideal"; GRAIN_ERR_INVALID naming them otherwise. */
+grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p);
+
+/* Which bytes of the region each work-group of the producer launch writes. */
+typedef enum grain_map_kind {
+    GRAIN_MAP_CONTIGUOUS, /* group g: [offset + g * bytes, offset + (g + 1) * bytes) */
+    GRAIN_MAP_STRIDED,    /* group g: the blocks of `bytes` from `offset` numbered g, g + groups,
+                             g + 2 groups, ... (a grid-stride loop) */
+    GRAIN_MAP_STENCIL,    /* 2-D tiles of a row-major grid; device code's grain_stencil_tile_row
+                             gives the tile row of a launch row (halo rows first) */
+    GRAIN_MAP_USER,       /* ranges() says */
+} grain_map_kind_t;
+
+typedef struct grain_chunk_map {
+    grain_map_kind_t kind;
+    uint64_t groups; /* work-groups of the producer launch */
+    uint64_t bytes;  /* contiguous, strided: bytes of a block */
+    uint64_t offset; /* contiguous, strided: where the first block starts */
+    /* stencil: rows of row_bytes from first_row on, in tiles of tile_rows x
+     * tile_bytes; launch group g is tile column g % columns of launch row
+     * g / columns, columns = ceil(row_bytes / tile_bytes). */
+    uint64_t row_bytes, first_row, rows, tile_rows, tile_bytes;
+    /* user: writes up to `max` ranges of group `group` and returns how many
+     * there are (a larger count: called again with room for them). */
+    size_t (*ranges)(void *arg, uint64_t group, uint64_t *offsets, uint64_t *sizes, size_t max);
+    void *arg;
+} grain_chunk_map_t;
+
+/* Destinations of a segment besides a PE number (grain/device/chunks.h). */
+#define GRAIN_REGION_PEERS (-1) /* every other rank, at the same offset */
+#define GRAIN_REGION_HOST (-2)  /* this rank's host copy */
+
+typedef struct grain_segment {
+    uint64_t offset, size; /* bytes of the region */
+    int dest;              /* a PE other than this one, GRAIN_REGION_PEERS or GRAIN_REGION_HOST */
+    uint64_t dest_offset;  /* where it lands in the destination's copy (PEERS: ignored, the same) */
+} grain_segment_t;
+
+typedef struct grain_region_desc {
+    size_t size;        /* bytes, the same on every rank */
+    size_t chunk_bytes; /* 0: GRAIN_CHUNK_SIZE */
+    grain_chunk_map_t map;
+    const grain_segment_t *segments; /* this rank's; up to 8 */
+    unsigned n_segments;
+    grain_agent_t agent;
+    unsigned transfer_threads; /* host threads or device work-groups; 0: GRAIN_TRANSFER_THREADS */
+} grain_region_desc_t;
+
+/* Collective.  Checks that every chunk is written by some work-group (a
+ * chunk nobody writes would never move) and that the agent can reach every
+ * destination, with a sentence naming what is wrong. */
+grain_status_t grain_region_create(grain_t *grain, const grain_region_desc_t *desc, grain_region_t **region_p);
+/* Collective. */
+void grain_region_destroy(grain_region_t *region);
+/* This rank's copy, which kernels write (and read); zeroed at creation. */
+void *grain_region_data(grain_region_t *region);
+/* The host copy that GRAIN_REGION_HOST segments land in (NULL without one). */
+void *grain_region_host(grain_region_t *region);
+/* Passes the region to a kernel as a GRAIN_GLOBAL grain_region_dev_t *. */
+grain_status_t grain_kernel_set_arg_region(grain_kernel_t *kernel, unsigned index, grain_region_t *region);
+/* Before the producer's launch: arms the agent for one iteration. */
+grain_status_t grain_region_begin(grain_region_t *region);
+/* Collective: waits for the kernels and for every chunk's transfer, then
+ * until every rank has received what was sent to it (a grain_quiet). */
+grain_status_t grain_region_end(grain_region_t *region);
+
+typedef struct grain_region_stats {
+    uint64_t iterations;
+    uint64_t chunks;         /* of the region */
+    uint64_t moves;          /* chunk moves to a destination, all iterations */
+    uint64_t min_moves, max_moves; /* over the chunks: each moved once an iteration makes both iterations */
+    uint64_t bytes_sent;     /* through the transport */
+    uint64_t bytes_received; /* through the transport, into this rank's copy */
+    uint64_t mapped_peers;   /* peers whose copy this rank stores to directly */
+} grain_region_stats_t;
+grain_status_t grain_region_stats(grain_region_t *region, grain_region_stats_t *stats);
+
 /* ---- statistics (DESIGN.md "Errors, configuration, observability") ------ */
 /* Where this rank's time went since grain_init, on the critical path of each
  * epoch: from the first launch after a wait to the end of the quiet that

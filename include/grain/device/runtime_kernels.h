@@ -6,7 +6,9 @@
  *                     work-item each) on devices whose heap the host cannot
  *                     apply to, and active messages for device handlers;
  *   grain_am_census   tells grain_am_register_program which handler ids the
- *                     program defines.
+ *                     program defines;
+ *   grain_chunk_agent the device transfer agent of counter-triggered
+ *                     transfers (grain/device/chunks.h).
  */
 #ifndef GRAIN_DEVICE_RUNTIME_KERNELS_H
 #define GRAIN_DEVICE_RUNTIME_KERNELS_H
@@ -45,6 +47,49 @@ GRAIN_KERNEL void grain_am_census(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u32 *bits
 #else
     (void)bits;
 #endif
+}
+
+/*
+ * The device agent: launched beside a producer, its work-groups poll region
+ * r's ready bitmap (work-group w the words w, w + groups, ...) and each
+ * moves the chunks of its words as they turn ready, returning once it has
+ * moved every one of them.  moved[c] counts chunk c's moves.
+ */
+GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *r,
+                                    GRAIN_GLOBAL grain_u32 *moved)
+{
+    GRAIN_LOCAL_DECL grain_u64 claimed[2]; /* the bits, and whether to give up */
+    (void)grain_ctx_;
+    grain_u64 first = grain_group_linear_id(), stride = grain_group_linear_count();
+    grain_u64 words = ((grain_u64)r->n_chunks + 63u) / 64u;
+    grain_u64 left = 0;
+    for (grain_u64 w = first; w < words; w += stride)
+        left += r->n_chunks - w * 64u < 64u ? r->n_chunks - w * 64u : 64u;
+    while (left > 0) {
+        for (grain_u64 w = first; w < words; w += stride) {
+            if (grain_local_linear_id() == 0) {
+                grain_u64 seen = grain_atomic_load_acquire_u64(&r->ready[w]);
+                claimed[0] = seen != 0 ? grain_atomic_exchange_acquire_u64(&r->ready[w], 0) : 0;
+                claimed[1] = grain_atomic_load_relaxed_u32(r->abort);
+            }
+            grain_wg_barrier();
+            grain_u64 bits = claimed[0];
+            int give_up = claimed[1] != 0; /* the producer ended without completing every chunk */
+            grain_wg_barrier();
+            while (bits != 0) {
+                grain_u32 c = (grain_u32)(w * 64u) + grain_ctz64(bits);
+                grain_chunk_move_(r, c);
+                if (grain_local_linear_id() == 0)
+                    moved[c] += 1u;
+                bits &= bits - 1u;
+                left--;
+            }
+            if (give_up) {
+                left = 0;
+                break;
+            }
+        }
+    }
 }
 
 #endif /* GRAIN_DEVICE_RUNTIME_KERNELS_H */

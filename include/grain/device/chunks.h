@@ -1,0 +1,202 @@
+/*
+ * Counter-triggered transfers, device side (DESIGN.md "Counter-triggered
+ * transfers", seed 000).
+ *
+ * A region is an array a producer kernel writes and parts of which (its
+ * segments) other ranks or the host need.  Each segment is cut into chunks;
+ * each chunk has a counter set to the number of work-groups that write it
+ * (the host works that out from the region's mapping).  After its writes a
+ * work-group calls grain_chunk_done(): every chunk it wrote loses one, and
+ * the work-group that takes a chunk to zero sets it back for the next launch
+ * (no host round trip) and marks it ready for the transfer agent.  With the
+ * inline agent the producer writes through grain_region_store64(), which
+ * also stores straight into each destination.
+ *
+ *   GRAIN_KERNEL void step(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *out, ...)
+ *   {
+ *       GRAIN_WG_BEGIN(wg);
+ *       grain_region_store64(&wg, out, i, grain_f64_bits(v), i < n);
+ *       grain_chunk_done(&wg, out);
+ *   }
+ */
+#ifndef GRAIN_DEVICE_CHUNKS_H
+#define GRAIN_DEVICE_CHUNKS_H
+
+#include "grain/device/port.h"
+
+#define GRAIN_REGION_MAX_SEGMENTS 8u
+/* Segment destinations besides a PE number. */
+#define GRAIN_DEST_PEERS (-1) /* every other rank, at the same offset */
+#define GRAIN_DEST_HOST (-2)  /* this rank's host copy (grain_region_host) */
+
+typedef struct grain_segment_dev {
+    grain_u64 offset;      /* bytes into the region */
+    grain_u64 size;
+    grain_u64 dest_offset; /* where it lands in the destination's copy */
+    grain_u32 first_chunk; /* chunks are numbered across segments */
+    grain_u32 n_chunks;
+    grain_i32 dest;        /* a PE, GRAIN_DEST_PEERS or GRAIN_DEST_HOST */
+    grain_u32 pad_;
+} grain_segment_dev_t;
+
+/* What kernels are given for a region; it lives in device memory and
+ * changes only between launches. */
+typedef struct grain_region_dev {
+    GRAIN_DPTR(char) data;          /* this rank's copy */
+    grain_u64 size;
+    grain_u64 chunk_bytes;
+    GRAIN_DPTR(grain_u32) counters; /* per chunk: work-groups still to finish it */
+    GRAIN_DPTR(grain_u32) expected; /* per chunk: what its counter starts from */
+    GRAIN_DPTR(grain_u64) ready;    /* bitmap of chunks ready to move */
+    GRAIN_DPTR(grain_u64) completed; /* chunks whose last writer finished, ever: the host
+                                        checks that a launch completed every chunk */
+    GRAIN_DPTR(grain_u32) abort;    /* set by the host: the device agent stops waiting */
+    /* Chunks of work-group g: group_chunks[group_first[g] .. group_first[g + 1]) */
+    GRAIN_DPTR(grain_u64) group_first;
+    GRAIN_DPTR(grain_u32) group_chunks;
+    grain_u64 n_groups;
+    /* Per PE: the address of its copy where this rank's kernels can store
+     * to it (peer GPU memory), else 0. */
+    GRAIN_DPTR(grain_u64) peers;
+    GRAIN_DPTR(char) host_copy;     /* GRAIN_DEST_HOST's target, or 0 */
+    grain_u64 heap_offset;          /* where `data` lies in the symmetric heap, when it does */
+    grain_u32 in_heap;
+    grain_u32 count_chunks;         /* decoupled agents: keep counters and ready bits */
+    grain_u32 store_inline;         /* the inline agent: stores go to the destinations too */
+    grain_u32 n_segments;
+    grain_u32 n_chunks;
+    grain_u32 my_pe, n_pes;
+    grain_u32 pad_;
+    grain_segment_dev_t segments[GRAIN_REGION_MAX_SEGMENTS];
+} grain_region_dev_t;
+
+/*
+ * The stencil mapping orders a launch's rows of tiles so that the rows a
+ * halo needs come first: launch row 0 computes tile row 0, launch row 1 the
+ * last tile row, then the rows between in order.  Kernels and the host's
+ * mapping both call this, so they agree on which work-group writes what.
+ */
+GRAIN_INLINE grain_u64 grain_stencil_tile_row(grain_u64 launch_row, grain_u64 n_tile_rows)
+{
+    if (launch_row == 0 || n_tile_rows < 2)
+        return launch_row;
+    return launch_row == 1 ? n_tile_rows - 1 : launch_row - 1;
+}
+
+#if !defined(GRAIN_DIALECT_HOST)
+
+/* Chunk c's segment. */
+GRAIN_INLINE GRAIN_GLOBAL const grain_segment_dev_t *grain_chunk_segment_(GRAIN_GLOBAL const grain_region_dev_t *r,
+                                                                         grain_u32 c)
+{
+    for (grain_u32 s = 0; s + 1 < r->n_segments; s++)
+        if (c < r->segments[s].first_chunk + r->segments[s].n_chunks)
+            return &r->segments[s];
+    return &r->segments[r->n_segments - 1];
+}
+
+/*
+ * Called by every work-item of a work-group after its writes to the region
+ * (it holds a barrier).  The first work-item decrements the counters of
+ * the chunks the mapping says this work-group writes; the barrier orders
+ * the other work-items' writes before its release.
+ */
+GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r)
+{
+    (void)wg;
+    if (!r->count_chunks)
+        return;
+    grain_wg_barrier();
+    grain_u64 g = grain_group_linear_id();
+    /* No early return: PoCL 3.1 ran the rest of the function in every
+     * work-item after one, and each decremented the counters. */
+    grain_u64 end = grain_local_linear_id() == 0 && g < r->n_groups ? r->group_first[g + 1] : 0;
+    for (grain_u64 i = end != 0 ? r->group_first[g] : 0; i < end; i++) {
+        grain_u32 c = r->group_chunks[i];
+        if (grain_atomic_fetch_sub_acq_rel_dev_u32(&r->counters[c], 1u) == 1u) {
+            /* The last writer: nobody else touches the counter this launch. */
+            grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);
+            grain_atomic_fetch_or_release_u64(&r->ready[c / 64u], (grain_u64)1 << (c % 64u));
+            grain_atomic_fetch_add_u64(r->completed, 1u);
+        }
+    }
+}
+
+/*
+ * Stores the 8-byte word `index` of the region (a work-group collective
+ * like the sends: every work-item calls, `active` says whether it stores).
+ * With the inline agent the word also goes to every destination of its
+ * segment: a plain store where the destination is mapped here (a peer GPU,
+ * the host copy), else a PUT through the queue (the region is then in the
+ * symmetric heap, at the same offset on every rank).
+ */
+GRAIN_INLINE void grain_region_store64(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r, grain_u64 index,
+                                       grain_u64 value, int active)
+{
+    grain_u64 off = index * 8u;
+    active = active && off + 8u <= r->size;
+    if (active)
+        ((GRAIN_GLOBAL grain_u64 *)r->data)[index] = value;
+    if (!r->store_inline)
+        return;
+    for (grain_u32 s = 0; s < r->n_segments; s++) {
+        GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[s];
+        int mine = active && off >= seg->offset && off + 8u <= seg->offset + seg->size;
+        grain_u64 at = seg->dest_offset + (off - seg->offset);
+        if (seg->dest == GRAIN_DEST_HOST) {
+            if (mine)
+                ((GRAIN_GLOBAL grain_u64 *)r->host_copy)[at / 8u] = value;
+            continue;
+        }
+        grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
+        grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
+        for (grain_u32 pe = lo; pe < hi; pe++) {
+            if (pe == r->my_pe)
+                continue;
+            grain_u64 mapped = r->peers[pe];
+            if (mine && mapped != 0)
+                ((GRAIN_GLOBAL grain_u64 *)mapped)[at / 8u] = value;
+            /* Uniform across the work-group: every lane sees the same region. */
+            if (mapped == 0 && r->in_heap)
+                grain_send_(wg, GRAIN_CMD_PUT64, 0, (grain_i32)pe, r->heap_offset + at, value, mine);
+        }
+    }
+}
+
+/* Copies `len` bytes with the work-items of a work-group. */
+GRAIN_INLINE void grain_chunk_copy_(GRAIN_GLOBAL char *dst, GRAIN_GLOBAL const char *src, grain_u64 len)
+{
+    grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
+    if (((grain_u64)dst | (grain_u64)src | len) % 8u == 0) {
+        GRAIN_GLOBAL grain_u64 *d = (GRAIN_GLOBAL grain_u64 *)dst;
+        GRAIN_GLOBAL const grain_u64 *s = (GRAIN_GLOBAL const grain_u64 *)src;
+        for (grain_u64 i = lid; i < len / 8u; i += n)
+            d[i] = s[i];
+    } else {
+        for (grain_u64 i = lid; i < len; i += n)
+            dst[i] = src[i];
+    }
+}
+
+/* Moves chunk c to every destination of its segment (the device agent). */
+GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, grain_u32 c)
+{
+    GRAIN_GLOBAL const grain_segment_dev_t *seg = grain_chunk_segment_(r, c);
+    grain_u64 start = (grain_u64)(c - seg->first_chunk) * r->chunk_bytes;
+    grain_u64 len = seg->size - start < r->chunk_bytes ? seg->size - start : r->chunk_bytes;
+    GRAIN_GLOBAL const char *src = r->data + seg->offset + start;
+    grain_u64 at = seg->dest_offset + start;
+    if (seg->dest == GRAIN_DEST_HOST) {
+        grain_chunk_copy_(r->host_copy + at, src, len);
+        return;
+    }
+    grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
+    grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
+    for (grain_u32 pe = lo; pe < hi; pe++)
+        if (pe != r->my_pe && r->peers[pe] != 0)
+            grain_chunk_copy_((GRAIN_GLOBAL char *)r->peers[pe] + at, src, len);
+}
+
+#endif /* !GRAIN_DIALECT_HOST */
+
+#endif /* GRAIN_DEVICE_CHUNKS_H */

@@ -1,0 +1,586 @@
+/*
+ * Regions of counter-triggered transfers: creation (the chunk plan, where
+ * the region lives, what kernels are given), the iteration protocol and the
+ * statistics.  The agents are in region_host_agent.c (host threads),
+ * grain/device/runtime_kernels.h (the device agent's kernel) and
+ * grain/device/chunks.h (inline stores); the transfers in region_move.c.
+ *
+ * A region lives in peer memory when every rank shares one node and the
+ * backend can map each rank's copy into the others' (CUDA/HIP IPC): copies
+ * then go device to device and kernels may store to peers.  Otherwise it
+ * lives in the symmetric heap and moves through the transport.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/region.h"
+
+extern const char grain_apply_kernel_source[];
+
+enum { PLACE_HEAP, PLACE_PEER };
+
+#define AGENT_WG 256u
+
+static const char *const agent_names[GRAIN_AGENT_COUNT] = {"bulk", "host", "device", "inline", "ideal"};
+
+const char *grain_agent_name(grain_agent_t agent)
+{
+    return (unsigned)agent < GRAIN_AGENT_COUNT ? agent_names[agent] : "?";
+}
+
+grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p)
+{
+    for (unsigned a = 0; name != NULL && a < GRAIN_AGENT_COUNT; a++) {
+        if (strcmp(name, agent_names[a]) == 0) {
+            *agent_p = (grain_agent_t)a;
+            return GRAIN_OK;
+        }
+    }
+    return grain_fail(GRAIN_ERR_INVALID, "unknown transfer agent \"%s\": expected bulk, host, device, inline or ideal",
+                      name ? name : "(null)");
+}
+
+static grain_status_t collective(grain_t *g, grain_coll_t *c)
+{
+    return g->tops->collective(g->transport, c);
+}
+
+static grain_status_t barrier(grain_t *g)
+{
+    grain_coll_t c = {.kind = GRAIN_COLL_BARRIER};
+    return g->n_pes > 1 ? collective(g, &c) : GRAIN_OK;
+}
+
+/* Collective: every rank learns whether some rank failed; a rank that did
+ * not fail itself says which rank's error stopped it. */
+static grain_status_t agree(grain_t *g, grain_status_t st)
+{
+    /* The worst status, and the lowest rank that failed. */
+    int64_t v[2] = {st, st != GRAIN_OK ? g->my_pe : INT64_MAX};
+    grain_status_t cst = grain_allreduce(g, v, 2, GRAIN_INT64, GRAIN_MIN);
+    if (cst != GRAIN_OK)
+        return cst;
+    if (st == GRAIN_OK && v[0] != GRAIN_OK)
+        return grain_fail((grain_status_t)v[0], "region: rank %lld failed (%s), so every rank does", (long long)v[1],
+                          grain_strerror((grain_status_t)v[0]));
+    return st;
+}
+
+/* Whether every rank runs on this rank's node (the same host name). */
+static grain_status_t one_node(grain_t *g, int *one_p)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = host; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t lo[1] = {h}, hi[1] = {h};
+    grain_status_t st = grain_allreduce(g, lo, 1, GRAIN_UINT64, GRAIN_MIN);
+    if (st == GRAIN_OK)
+        st = grain_allreduce(g, hi, 1, GRAIN_UINT64, GRAIN_MAX);
+    *one_p = st == GRAIN_OK && lo[0] == hi[0];
+    return st;
+}
+
+static void unmap_peers(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    for (int pe = 0; r->peer_maps != NULL && pe < g->n_pes; pe++) {
+        if (r->peer_maps[pe] != NULL && pe != g->my_pe)
+            g->bops->unmap_peer(g->backend, r->peer_maps[pe]);
+        r->peer_maps[pe] = NULL;
+    }
+    r->mapped_peers = 0;
+}
+
+/* Collective: peer memory mapped by every rank, or (when any rank cannot
+ * have it) nothing, with the reason logged. */
+static grain_status_t place_in_peer_memory(grain_region_t *r, int *placed_p)
+{
+    grain_t *g = r->grain;
+    size_t n = (size_t)g->n_pes, hb = GRAIN_PEER_HANDLE_BYTES;
+    unsigned char *handles = calloc(2 * n, hb);
+    size_t *sizes = calloc(2 * n, sizeof *sizes);
+    if (handles == NULL || sizes == NULL) {
+        free(handles);
+        free(sizes);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory for peer handles");
+    }
+    void *data = NULL;
+    grain_log_quiet(1);
+    grain_status_t local = g->bops->alloc_peer(g->backend, r->size, &data, handles);
+    for (size_t p = 1; local == GRAIN_OK && p < n; p++)
+        memcpy(handles + p * hb, handles, hb);
+    for (size_t p = 0; p < n; p++)
+        sizes[p] = local == GRAIN_OK ? hb : 0;
+    grain_status_t st = grain_alltoallv(g, handles, sizes, hb, handles + n * hb, sizes + n);
+    for (size_t p = 0; st == GRAIN_OK && local == GRAIN_OK && p < n; p++) {
+        if ((int)p == g->my_pe)
+            continue;
+        if (sizes[n + p] != hb) {
+            local = grain_fail(GRAIN_ERR_UNSUPPORTED, "rank %zu has no peer memory", p);
+            break;
+        }
+        local = g->bops->map_peer(g->backend, handles + (n + p) * hb, &r->peer_maps[p]);
+        if (local == GRAIN_OK)
+            r->mapped_peers++;
+    }
+    grain_log_quiet(0);
+    char why[256];
+    snprintf(why, sizeof why, "%s", grain_error_message(g));
+    int64_t ok[1] = {local == GRAIN_OK};
+    if (st == GRAIN_OK)
+        st = grain_allreduce(g, ok, 1, GRAIN_INT64, GRAIN_MIN);
+    free(handles);
+    free(sizes);
+    if (st != GRAIN_OK || !ok[0]) {
+        unmap_peers(r);
+        /* Nobody may still hold this copy mapped when it is freed. */
+        grain_status_t bst = barrier(g);
+        if (data != NULL)
+            g->bops->free_peer(g->backend, data);
+        if (st == GRAIN_OK && local != GRAIN_OK)
+            grain_info("region %u: no peer memory on rank %d (%s); chunks move through the transport", r->id,
+                       g->my_pe, why);
+        *placed_p = 0;
+        return st != GRAIN_OK ? st : bst;
+    }
+    r->data = data;
+    r->peer_maps[g->my_pe] = data;
+    *placed_p = 1;
+    return GRAIN_OK;
+}
+
+static grain_status_t place(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    int one = 0, placed = 0;
+    grain_status_t st = GRAIN_OK;
+    if (g->n_pes > 1 && g->bops->alloc_peer != NULL && (st = one_node(g, &one)) == GRAIN_OK && one)
+        st = place_in_peer_memory(r, &placed);
+    if (st != GRAIN_OK)
+        return st;
+    if (placed) {
+        r->placement = PLACE_PEER;
+        return GRAIN_OK;
+    }
+    void *data;
+    if ((st = grain_malloc(g, r->size, &data)) != GRAIN_OK)
+        return st;
+    r->data = data;
+    r->placement = PLACE_HEAP;
+    return GRAIN_OK;
+}
+
+/* Whether the agent reaches every destination of this rank's segments. */
+static grain_status_t check_reach(const grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    if (r->agent == GRAIN_AGENT_DEVICE && g->bops->launch_agent == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          "region: the device agent needs a backend that runs a polling kernel beside the "
+                          "producer (CUDA, HIP); %s has none: use the host agent",
+                          g->bops->name);
+    if (r->agent != GRAIN_AGENT_DEVICE)
+        return GRAIN_OK;
+    for (unsigned s = 0; s < r->plan.n_segments; s++) {
+        int dest = r->plan.segments[s].dest;
+        for (int pe = 0; pe < g->n_pes; pe++) {
+            if (pe == g->my_pe || (dest != GRAIN_DEST_PEERS && dest != pe) || r->peer_maps[pe] != NULL)
+                continue;
+            return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                              "region: the device agent stores chunks into their destination, but rank %d "
+                              "cannot map rank %d's copy (ranks on several nodes, or no peer access "
+                              "between their devices): use the host agent",
+                              g->my_pe, pe);
+        }
+    }
+    return GRAIN_OK;
+}
+
+/* Device memory holding `bytes` of host memory. */
+static grain_status_t upload(grain_t *g, void **dst_p, const void *src, size_t bytes)
+{
+    grain_status_t st = g->bops->alloc_device(g->backend, bytes ? bytes : 8, dst_p);
+    if (st == GRAIN_OK && bytes > 0)
+        st = g->bops->copy(g->backend, *dst_p, src, bytes);
+    return st;
+}
+
+static int needs_pieces(const grain_region_t *r)
+{
+    for (unsigned s = 0; s < r->plan.n_segments; s++) {
+        int dest = r->plan.segments[s].dest;
+        for (int pe = 0; pe < r->grain->n_pes; pe++)
+            if (pe != r->grain->my_pe && (dest == GRAIN_DEST_PEERS || dest == pe) && r->peer_maps[pe] == NULL)
+                return 1;
+    }
+    return 0;
+}
+
+static int has_host_dest(const grain_region_t *r)
+{
+    for (unsigned s = 0; s < r->plan.n_segments; s++)
+        if (r->plan.segments[s].dest == GRAIN_DEST_HOST)
+            return 1;
+    return 0;
+}
+
+static grain_status_t agent_kernel(grain_t *g)
+{
+    if (g->agent_kernel != NULL)
+        return GRAIN_OK;
+    grain_status_t st = grain_program_create(g, grain_apply_kernel_source, NULL, &g->agent_program);
+    if (st == GRAIN_OK && (st = grain_kernel_create(g->agent_program, "grain_chunk_agent", &g->agent_kernel)) != GRAIN_OK) {
+        grain_program_destroy(g->agent_program);
+        g->agent_program = NULL;
+    }
+    return st;
+}
+
+/* What only this rank allocates: the plan and bitmap on the device, the
+ * host copy, the transfer buffers, the agent. */
+static grain_status_t build_local(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    const grain_chunk_plan_t *p = &r->plan;
+    uint64_t words = ((uint64_t)p->n_chunks + 63) / 64;
+    int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE;
+    grain_status_t st = check_reach(r);
+    if (st == GRAIN_OK && has_host_dest(r))
+        st = g->bops->alloc_shared(g->backend, r->size, &r->host_copy);
+    if (st == GRAIN_OK)
+        st = upload(g, &r->counters, p->expected, p->n_chunks * sizeof *p->expected);
+    if (st == GRAIN_OK)
+        st = upload(g, &r->expected, p->expected, p->n_chunks * sizeof *p->expected);
+    if (st == GRAIN_OK)
+        st = upload(g, &r->group_first, p->group_first, (p->n_groups + 1) * sizeof *p->group_first);
+    if (st == GRAIN_OK)
+        st = upload(g, &r->group_chunks, p->group_chunks, p->group_first[p->n_groups] * sizeof *p->group_chunks);
+    /* The host agent polls the bitmap from the host, the device agent from
+     * the device: it lives where its reader is. */
+    if (st == GRAIN_OK)
+        st = r->agent == GRAIN_AGENT_HOST ? g->bops->alloc_shared(g->backend, words * 8, &r->ready)
+                                          : g->bops->alloc_device(g->backend, words * 8, &r->ready);
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_device(g->backend, sizeof(uint64_t), &r->completed);
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_shared(g->backend, sizeof(uint32_t), &r->abort);
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_device(g->backend, p->n_chunks * sizeof(uint32_t), &r->moved);
+    uint64_t *addr = calloc((size_t)g->n_pes, sizeof *addr);
+    if (st == GRAIN_OK && addr == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+    for (int pe = 0; st == GRAIN_OK && pe < g->n_pes; pe++)
+        addr[pe] = pe != g->my_pe ? (uint64_t)(uintptr_t)r->peer_maps[pe] : 0;
+    if (st == GRAIN_OK)
+        st = upload(g, &r->peers, addr, (size_t)g->n_pes * sizeof *addr);
+    free(addr);
+    if (st != GRAIN_OK)
+        return st;
+    uint64_t heap_offset = r->placement == PLACE_HEAP ? (uint64_t)(r->data - g->heap) : 0;
+    r->dev_host = (grain_region_dev_t){
+        .data = r->data,
+        .size = r->size,
+        .chunk_bytes = p->chunk_bytes,
+        .counters = r->counters,
+        .expected = r->expected,
+        .ready = r->ready,
+        .completed = r->completed,
+        .abort = r->abort,
+        .group_first = r->group_first,
+        .group_chunks = r->group_chunks,
+        .n_groups = p->n_groups,
+        .peers = r->peers,
+        .host_copy = r->host_copy,
+        .heap_offset = heap_offset,
+        .in_heap = r->placement == PLACE_HEAP,
+        .count_chunks = (grain_u32)decoupled,
+        .store_inline = r->agent == GRAIN_AGENT_INLINE,
+        .n_segments = p->n_segments,
+        .n_chunks = p->n_chunks,
+        .my_pe = (grain_u32)g->my_pe,
+        .n_pes = (grain_u32)g->n_pes,
+    };
+    memcpy(r->dev_host.segments, p->segments, sizeof p->segments);
+    if ((st = upload(g, (void **)&r->dev, &r->dev_host, sizeof r->dev_host)) != GRAIN_OK)
+        return st;
+    r->moves = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *r->moves);
+    if (r->moves == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+    if (needs_pieces(r) && r->agent != GRAIN_AGENT_INLINE && r->agent != GRAIN_AGENT_IDEAL)
+        st = grain_piece_pool_init(&r->pieces, g, 4 * r->threads, (size_t)g->config.buffer_size);
+    if (st == GRAIN_OK && r->agent == GRAIN_AGENT_HOST)
+        st = grain_host_agent_start(r);
+    if (st == GRAIN_OK && r->agent == GRAIN_AGENT_DEVICE)
+        st = agent_kernel(g);
+    return st;
+}
+
+static void free_local(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    grain_host_agent_stop(r);
+    grain_piece_pool_destroy(&r->pieces, g);
+    void *device[] = {r->counters, r->expected, r->group_first, r->group_chunks, r->completed, r->moved,
+                      r->peers, r->dev};
+    for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
+        if (device[i] != NULL)
+            g->bops->free_device(g->backend, device[i]);
+    if (r->ready != NULL) {
+        if (r->agent == GRAIN_AGENT_HOST)
+            g->bops->free_shared(g->backend, r->ready);
+        else
+            g->bops->free_device(g->backend, r->ready);
+    }
+    if (r->abort != NULL)
+        g->bops->free_shared(g->backend, r->abort);
+    if (r->host_copy != NULL)
+        g->bops->free_shared(g->backend, r->host_copy);
+    free(r->moves);
+    r->counters = r->expected = r->group_first = r->group_chunks = r->completed = r->moved = r->peers = NULL;
+    r->dev = NULL;
+    r->ready = r->abort = r->host_copy = NULL;
+    r->moves = NULL;
+}
+
+/* Collective: the region's copy (after every rank stopped using the others'). */
+static void free_data(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    unmap_peers(r);
+    barrier(g);
+    if (r->data != NULL && r->placement == PLACE_PEER)
+        g->bops->free_peer(g->backend, r->data);
+    else if (r->data != NULL)
+        grain_free(g, r->data);
+    r->data = NULL;
+}
+
+static void free_region(grain_region_t *r)
+{
+    grain_chunk_plan_free(&r->plan);
+    free(r->peer_maps);
+    free(r);
+}
+
+static grain_status_t check_desc(grain_t *g, const grain_region_desc_t *d, uint64_t *chunk_p, unsigned *threads_p)
+{
+    if ((unsigned)d->agent >= GRAIN_AGENT_COUNT)
+        return grain_fail(GRAIN_ERR_INVALID, "region: unknown transfer agent %d", (int)d->agent);
+    *chunk_p = d->chunk_bytes ? d->chunk_bytes : g->config.chunk_size;
+    unsigned threads = d->transfer_threads ? d->transfer_threads : (unsigned)g->config.transfer_threads;
+    if (threads == 0)
+        threads = d->agent == GRAIN_AGENT_DEVICE ? 16u : 1u;
+    if (d->agent == GRAIN_AGENT_HOST && threads > GRAIN_COPY_LANES)
+        return grain_fail(GRAIN_ERR_INVALID, "region: %u host agent threads; at most %u", threads, GRAIN_COPY_LANES);
+    *threads_p = threads;
+    /* Symmetric: a destination's copy must hold what lands in it. */
+    uint64_t range[2] = {d->size, ~(uint64_t)d->size};
+    grain_status_t st = grain_allreduce(g, range, 2, GRAIN_UINT64, GRAIN_MAX);
+    if (st == GRAIN_OK && (range[0] != d->size || ~range[1] != d->size))
+        st = grain_fail(GRAIN_ERR_INVALID, "region: the size must be the same on every rank; rank %d has %zu bytes",
+                        g->my_pe, d->size);
+    return st;
+}
+
+grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, grain_region_t **r_p)
+{
+    if (g == NULL || d == NULL || r_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_region_create needs a handle, a description and an output");
+    grain_region_t *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->peer_maps = calloc((size_t)g->n_pes, sizeof *r->peer_maps)) == NULL) {
+        free(r);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+    }
+    r->grain = g;
+    r->agent = d->agent;
+    r->size = d->size;
+    uint64_t chunk = 0;
+    grain_status_t st = check_desc(g, d, &chunk, &r->threads);
+    if (st == GRAIN_OK)
+        st = grain_chunk_plan_build(d, chunk, g->my_pe, g->n_pes, &r->plan);
+    /* Ids follow creation order, the same on every rank. */
+    for (r->id = 0; r->id < GRAIN_MAX_REGIONS && atomic_load(&g->regions[r->id]) != NULL; r->id++) {
+    }
+    if (st == GRAIN_OK && r->id == GRAIN_MAX_REGIONS)
+        st = grain_fail(GRAIN_ERR_INVALID, "region: %u regions exist; destroy one first", GRAIN_MAX_REGIONS);
+    if ((st = agree(g, st)) == GRAIN_OK && (st = place(r)) == GRAIN_OK) {
+        st = agree(g, build_local(r));
+        if (st != GRAIN_OK) {
+            free_local(r);
+            free_data(r);
+        }
+    }
+    if (st != GRAIN_OK) {
+        free_region(r);
+        return st;
+    }
+    atomic_store_explicit(&g->regions[r->id], r, memory_order_release);
+    /* Nobody sends a piece for this region before every rank knows it. */
+    if ((st = barrier(g)) != GRAIN_OK) {
+        grain_region_destroy(r);
+        return st;
+    }
+    grain_info("region %u: %zu bytes, %u chunks of %llu bytes, %s agent, %s", r->id, r->size, r->plan.n_chunks,
+               (unsigned long long)chunk, grain_agent_name(r->agent),
+               r->placement == PLACE_PEER ? "in peer memory" : "in the symmetric heap");
+    *r_p = r;
+    return GRAIN_OK;
+}
+
+void grain_region_destroy(grain_region_t *r)
+{
+    if (r == NULL)
+        return;
+    grain_t *g = r->grain;
+    if (r->iteration_open && r->agent == GRAIN_AGENT_DEVICE) {
+        *(volatile uint32_t *)r->abort = 1;
+        g->bops->agent_synchronize(g->backend);
+    }
+    grain_host_agent_stop(r);
+    barrier(g); /* every piece for this region has arrived: ends were collective */
+    atomic_store_explicit(&g->regions[r->id], NULL, memory_order_release);
+    free_local(r);
+    free_data(r);
+    free_region(r);
+}
+
+void *grain_region_data(grain_region_t *r) { return r ? r->data : NULL; }
+void *grain_region_host(grain_region_t *r) { return r ? r->host_copy : NULL; }
+
+grain_status_t grain_kernel_set_arg_region(grain_kernel_t *k, unsigned index, grain_region_t *r)
+{
+    if (r == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_kernel_set_arg_region of a NULL region");
+    return grain_kernel_set_arg_ptr(k, index, r->dev);
+}
+
+grain_status_t grain_region_begin(grain_region_t *r)
+{
+    if (r == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_region_begin of a NULL region");
+    if (r->iteration_open)
+        return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_begin twice without grain_region_end", r->id);
+    grain_t *g = r->grain;
+    grain_status_t st = GRAIN_OK;
+    if (r->agent == GRAIN_AGENT_HOST) {
+        grain_host_agent_arm(r);
+    } else if (r->agent == GRAIN_AGENT_DEVICE) {
+        /* Launched before the producer, so that its work-groups are resident
+         * before the producer's fill the device. */
+        *(volatile uint32_t *)r->abort = 0;
+        size_t wg = g->binfo.max_wg_size < AGENT_WG ? g->binfo.max_wg_size : AGENT_WG;
+        st = grain_kernel_set_arg_ptr(g->agent_kernel, 1, r->dev);
+        if (st == GRAIN_OK)
+            st = grain_kernel_set_arg_ptr(g->agent_kernel, 2, r->moved);
+        if (st == GRAIN_OK)
+            st = grain_kernel_launch_agent(g->agent_kernel, r->threads * wg, wg);
+    }
+    if (st == GRAIN_OK)
+        r->iteration_open = 1;
+    return st;
+}
+
+/* After the producer: whether it completed every chunk. */
+static grain_status_t check_completed(grain_region_t *r, int *incomplete_p)
+{
+    grain_t *g = r->grain;
+    uint64_t completed = 0, want = (r->iterations + 1) * r->plan.n_chunks;
+    grain_status_t st = g->bops->copy(g->backend, &completed, r->completed, sizeof completed);
+    *incomplete_p = st != GRAIN_OK || completed != want;
+    if (st == GRAIN_OK && completed != want)
+        st = grain_fail(GRAIN_ERR_STATE,
+                        "region %u on rank %d: the producer completed %lld of the region's %u chunks: every "
+                        "work-group the mapping names (%llu) must call grain_chunk_done once per iteration; "
+                        "the region's counters are now inconsistent",
+                        r->id, g->my_pe, (long long)(completed - r->iterations * r->plan.n_chunks), r->plan.n_chunks,
+                        (unsigned long long)r->plan.n_groups);
+    return st;
+}
+
+static grain_status_t move_bulk(grain_region_t *r)
+{
+    grain_status_t st = GRAIN_OK;
+    for (unsigned s = 0; st == GRAIN_OK && s < r->plan.n_segments; s++)
+        st = grain_region_move(r, s, r->plan.segments[s].offset, r->plan.segments[s].size, 0);
+    grain_status_t wst = grain_region_lane_wait(r, 0);
+    for (uint32_t c = 0; st == GRAIN_OK && c < r->plan.n_chunks; c++)
+        r->moves[c]++;
+    return st != GRAIN_OK ? st : wst;
+}
+
+grain_status_t grain_region_end(grain_region_t *r)
+{
+    if (r == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_region_end of a NULL region");
+    if (!r->iteration_open)
+        return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_end without grain_region_begin", r->id);
+    grain_t *g = r->grain;
+    grain_status_t st = grain_wait(g), ast = GRAIN_OK;
+    int incomplete = 0;
+    if (st == GRAIN_OK && r->dev_host.count_chunks)
+        st = check_completed(r, &incomplete);
+    else if (st != GRAIN_OK)
+        incomplete = 1;
+    switch (r->agent) {
+    case GRAIN_AGENT_HOST:
+        ast = grain_host_agent_finish(r, incomplete);
+        break;
+    case GRAIN_AGENT_DEVICE:
+        if (incomplete)
+            *(volatile uint32_t *)r->abort = 1;
+        ast = g->bops->agent_synchronize(g->backend);
+        break;
+    case GRAIN_AGENT_BULK:
+        if (st == GRAIN_OK)
+            ast = move_bulk(r);
+        break;
+    default:
+        break;
+    }
+    r->iteration_open = 0;
+    if (st == GRAIN_OK && ast == GRAIN_OK)
+        r->iterations++;
+    /* Always: the other ranks wait for this rank's pieces and barrier. */
+    grain_status_t qst = grain_quiet(g);
+    return st != GRAIN_OK ? st : ast != GRAIN_OK ? ast : qst;
+}
+
+grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
+{
+    if (r == NULL || s == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_region_stats needs a region and somewhere to write");
+    grain_t *g = r->grain;
+    uint32_t *moved = r->moves;
+    uint32_t *device = NULL;
+    if (r->agent == GRAIN_AGENT_DEVICE) {
+        device = malloc(r->plan.n_chunks * sizeof *device + 1);
+        if (device == NULL)
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+        grain_status_t st = g->bops->copy(g->backend, device, r->moved, r->plan.n_chunks * sizeof *device);
+        if (st != GRAIN_OK) {
+            free(device);
+            return st;
+        }
+        moved = device;
+    }
+    *s = (grain_region_stats_t){.iterations = r->iterations,
+                                .chunks = r->plan.n_chunks,
+                                .min_moves = UINT64_MAX,
+                                .bytes_sent = atomic_load(&r->bytes_sent),
+                                .bytes_received = atomic_load(&r->bytes_received),
+                                .mapped_peers = r->mapped_peers};
+    for (uint32_t c = 0; c < r->plan.n_chunks; c++) {
+        s->moves += moved[c];
+        s->min_moves = moved[c] < s->min_moves ? moved[c] : s->min_moves;
+        s->max_moves = moved[c] > s->max_moves ? moved[c] : s->max_moves;
+    }
+    if (r->plan.n_chunks == 0)
+        s->min_moves = 0;
+    free(device);
+    return GRAIN_OK;
+}

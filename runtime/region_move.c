@@ -1,0 +1,203 @@
+/*
+ * Moving a region's bytes to a destination, whichever agent decided to:
+ * a copy where this rank reaches the destination's memory (its host copy,
+ * a peer GPU mapped here), else pieces through the transport, which the
+ * destination's network thread checks and copies into its own copy.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/region.h"
+
+static void piece_sent(grain_send_token_t *token)
+{
+    grain_piece_buf_t *b = (grain_piece_buf_t *)token; /* the token is its first member */
+    grain_piece_pool_t *pool = b->pool;
+    pthread_mutex_lock(&pool->lock);
+    b->next = pool->free;
+    pool->free = b;
+    pthread_cond_signal(&pool->returned);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, grain_t *g, unsigned n, size_t size)
+{
+    memset(pool, 0, sizeof *pool);
+    pool->bufs = calloc(n, sizeof *pool->bufs);
+    if (pool->bufs == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory for %u transfer buffers", n);
+    void *memory;
+    /* Shared memory is pinned where that matters: device copies into it
+     * run at the link's speed, and the transport may send from it. */
+    grain_status_t st = g->bops->alloc_shared(g->backend, (size_t)n * size, &memory);
+    if (st != GRAIN_OK) {
+        free(pool->bufs);
+        pool->bufs = NULL;
+        return st;
+    }
+    pool->memory = memory;
+    pool->n = n;
+    pool->size = size;
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->returned, NULL);
+    for (unsigned i = 0; i < n; i++) {
+        grain_piece_buf_t *b = &pool->bufs[i];
+        b->token.sent = piece_sent;
+        b->pool = pool;
+        b->data = pool->memory + (size_t)i * size;
+        b->next = pool->free;
+        pool->free = b;
+    }
+    return GRAIN_OK;
+}
+
+/* Every buffer must be back (grain_region_end waited for the sends). */
+void grain_piece_pool_destroy(grain_piece_pool_t *pool, grain_t *g)
+{
+    if (pool->bufs == NULL)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    for (unsigned back = 0;;) {
+        back = 0;
+        for (grain_piece_buf_t *b = pool->free; b != NULL; b = b->next)
+            back++;
+        if (back == pool->n)
+            break;
+        pthread_cond_wait(&pool->returned, &pool->lock);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    g->bops->free_shared(g->backend, pool->memory);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_cond_destroy(&pool->returned);
+    free(pool->bufs);
+    pool->bufs = NULL;
+}
+
+static grain_piece_buf_t *piece_take(grain_piece_pool_t *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    while (pool->free == NULL)
+        pthread_cond_wait(&pool->returned, &pool->lock);
+    grain_piece_buf_t *b = pool->free;
+    pool->free = b->next;
+    pthread_mutex_unlock(&pool->lock);
+    return b;
+}
+
+/* [src, src + len) of this rank's copy to offset `at` of PE `pe`'s copy,
+ * in pieces as large as a receive buffer. */
+static grain_status_t send_pieces(grain_region_t *r, uint32_t pe, const char *src, uint64_t at, uint64_t len)
+{
+    grain_t *g = r->grain;
+    size_t room = r->pieces.size - sizeof(grain_piece_hdr_t);
+    for (uint64_t done = 0; done < len;) {
+        size_t n = len - done < room ? (size_t)(len - done) : room;
+        grain_piece_buf_t *b = piece_take(&r->pieces);
+        grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n), at + done};
+        memcpy(b->data, &h, sizeof h);
+        grain_status_t st = g->bops->copy(g->backend, b->data + sizeof h, src + done, n);
+        if (st == GRAIN_OK) {
+            /* Counted first: once sent, the receiver may count it before we would. */
+            atomic_fetch_add_explicit(&g->pieces_to[pe], 1, memory_order_relaxed);
+            st = g->tops->send(g->transport, pe, b->data, sizeof h + n, &b->token);
+            if (st != GRAIN_OK)
+                atomic_fetch_sub_explicit(&g->pieces_to[pe], 1, memory_order_relaxed);
+        }
+        if (st != GRAIN_OK) {
+            piece_sent(&b->token);
+            return st;
+        }
+        atomic_fetch_add_explicit(&r->bytes_sent, n, memory_order_relaxed);
+        done += n;
+    }
+    return GRAIN_OK;
+}
+
+static grain_status_t copy_on_lane(grain_region_t *r, unsigned lane, void *dst, const void *src, uint64_t len)
+{
+    grain_t *g = r->grain;
+    if (g->bops->copy_async != NULL)
+        return g->bops->copy_async(g->backend, lane % GRAIN_COPY_LANES, dst, src, (size_t)len);
+    return g->bops->copy(g->backend, dst, src, (size_t)len);
+}
+
+grain_status_t grain_region_lane_wait(grain_region_t *r, unsigned lane)
+{
+    grain_t *g = r->grain;
+    return g->bops->copy_wait != NULL ? g->bops->copy_wait(g->backend, lane % GRAIN_COPY_LANES) : GRAIN_OK;
+}
+
+grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t start, uint64_t len, unsigned lane)
+{
+    const grain_segment_dev_t *seg = &r->plan.segments[seg_index];
+    const char *src = r->data + start;
+    uint64_t at = seg->dest_offset + (start - seg->offset);
+    if (seg->dest == GRAIN_DEST_HOST)
+        return copy_on_lane(r, lane, (char *)r->host_copy + at, src, len);
+    int lo = seg->dest == GRAIN_DEST_PEERS ? 0 : seg->dest;
+    int hi = seg->dest == GRAIN_DEST_PEERS ? r->grain->n_pes : lo + 1;
+    grain_status_t st = GRAIN_OK;
+    for (int pe = lo; st == GRAIN_OK && pe < hi; pe++) {
+        if (pe == r->grain->my_pe)
+            continue;
+        st = r->peer_maps[pe] != NULL ? copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len)
+                                      : send_pieces(r, (uint32_t)pe, src, at, len);
+    }
+    return st;
+}
+
+static grain_status_t check_piece(grain_t *g, uint32_t src, const void *data, size_t len, grain_piece_hdr_t *h,
+                                  grain_region_t **r_p, char *why, size_t why_size)
+{
+    if (len < sizeof *h) {
+        snprintf(why, why_size, "a %zu-byte chunk piece from rank %u is shorter than its header", len, src);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    memcpy(h, data, sizeof *h);
+    if (h->src_pe != src || h->bytes != len) {
+        snprintf(why, why_size, "a chunk piece from rank %u says it is %u bytes from rank %u, but %zu bytes arrived",
+                 src, h->bytes, h->src_pe, len);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    grain_region_t *r = h->region < GRAIN_MAX_REGIONS
+                            ? atomic_load_explicit(&g->regions[h->region], memory_order_acquire)
+                            : NULL;
+    if (r == NULL) {
+        snprintf(why, why_size, "a chunk piece from rank %u is for region %u, which does not exist here", src,
+                 h->region);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    uint64_t n = len - sizeof *h;
+    if (h->offset > r->size || n > r->size - h->offset) {
+        snprintf(why, why_size,
+                 "a chunk piece from rank %u writes bytes %llu..%llu of region %u, which has %zu bytes", src,
+                 (unsigned long long)h->offset, (unsigned long long)(h->offset + n), h->region, r->size);
+        return GRAIN_ERR_BAD_OFFSET;
+    }
+    *r_p = r;
+    return GRAIN_OK;
+}
+
+void grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len)
+{
+    grain_piece_hdr_t h;
+    grain_region_t *r = NULL;
+    char why[256];
+    grain_status_t st = check_piece(g, src, data, len, &h, &r, why, sizeof why);
+    if (st == GRAIN_OK) {
+        size_t n = len - sizeof h;
+        st = g->bops->copy(g->backend, r->data + h.offset, (const char *)data + sizeof h, n);
+        if (st == GRAIN_OK)
+            atomic_fetch_add_explicit(&r->bytes_received, n, memory_order_relaxed);
+        else
+            snprintf(why, sizeof why, "%s", grain_error_message(g));
+    }
+    if (st != GRAIN_OK)
+        grain_async_error(g, st, why);
+    /* Counted even when rejected, so that quiet reports the error instead
+     * of waiting for a piece that will never apply. */
+    atomic_fetch_add_explicit(&g->pieces_from[src], 1, memory_order_release);
+}
