@@ -247,7 +247,7 @@ static grain_status_t build_local(grain_region_t *r)
 {
     grain_t *g = r->grain;
     const grain_chunk_plan_t *p = &r->plan;
-    uint64_t words = ((uint64_t)p->n_chunks + 63) / 64;
+    uint64_t words = ((uint64_t)p->n_chunks + 63) / 64 + 1; /* one spare: never an empty allocation */
     int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE;
     grain_status_t st = check_reach(r);
     if (st == GRAIN_OK && has_host_dest(r))
@@ -270,7 +270,7 @@ static grain_status_t build_local(grain_region_t *r)
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, sizeof(uint32_t), &r->abort);
     if (st == GRAIN_OK)
-        st = g->bops->alloc_device(g->backend, p->n_chunks * sizeof(uint32_t), &r->moved);
+        st = g->bops->alloc_device(g->backend, (p->n_chunks + 1) * sizeof(uint32_t), &r->moved);
     uint64_t *addr = calloc((size_t)g->n_pes, sizeof *addr);
     if (st == GRAIN_OK && addr == NULL)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
@@ -570,6 +570,8 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
     }
     *s = (grain_region_stats_t){.iterations = r->iterations,
                                 .chunks = r->plan.n_chunks,
+                                .chunk_bytes = r->plan.chunk_bytes,
+                                .transfer_threads = r->threads,
                                 .min_moves = UINT64_MAX,
                                 .bytes_sent = atomic_load(&r->bytes_sent),
                                 .bytes_received = atomic_load(&r->bytes_received),

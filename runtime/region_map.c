@@ -153,8 +153,9 @@ static grain_status_t check_map(const grain_region_desc_t *d, uint64_t *groups_p
 static grain_status_t check_segments(const grain_region_desc_t *d, uint64_t chunk_bytes, int my_pe, int n_pes,
                                      grain_chunk_plan_t *p)
 {
-    if (d->n_segments == 0 || d->n_segments > GRAIN_REGION_MAX_SEGMENTS || d->segments == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "region: %u segments; a region has 1 to %u", d->n_segments,
+    /* None is allowed: a rank with nothing to send still takes part. */
+    if (d->n_segments > GRAIN_REGION_MAX_SEGMENTS || (d->n_segments > 0 && d->segments == NULL))
+        return grain_fail(GRAIN_ERR_INVALID, "region: %u segments; a region has at most %u", d->n_segments,
                           GRAIN_REGION_MAX_SEGMENTS);
     uint64_t chunks = 0;
     for (unsigned s = 0; s < d->n_segments; s++) {
@@ -202,7 +203,7 @@ grain_status_t grain_chunk_plan_build(const grain_region_desc_t *d, uint64_t chu
     if (st != GRAIN_OK)
         return st;
     p->n_groups = groups;
-    p->expected = calloc(p->n_chunks, sizeof *p->expected);
+    p->expected = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *p->expected);
     p->group_first = calloc(groups + 1, sizeof *p->group_first);
     u32_vec_t all = {0}, one = {0};
     if (p->expected == NULL || p->group_first == NULL)

@@ -225,7 +225,7 @@ typedef struct grain_region_desc {
     size_t size;        /* bytes, the same on every rank */
     size_t chunk_bytes; /* 0: GRAIN_CHUNK_SIZE */
     grain_chunk_map_t map;
-    const grain_segment_t *segments; /* this rank's; up to 8 */
+    const grain_segment_t *segments; /* this rank's; up to 8 (none: it only receives) */
     unsigned n_segments;
     grain_agent_t agent;
     unsigned transfer_threads; /* host threads or device work-groups; 0: GRAIN_TRANSFER_THREADS */
@@ -252,6 +252,8 @@ grain_status_t grain_region_end(grain_region_t *region);
 typedef struct grain_region_stats {
     uint64_t iterations;
     uint64_t chunks;         /* of the region */
+    uint64_t chunk_bytes;
+    uint64_t transfer_threads; /* host threads or device work-groups of the agent */
     uint64_t moves;          /* chunk moves to a destination, all iterations */
     uint64_t min_moves, max_moves; /* over the chunks: each moved once an iteration makes both iterations */
     uint64_t bytes_sent;     /* through the transport */

@@ -194,6 +194,12 @@ static int errors(run_t *t)
     seg[0].size = d.size; /* runs past the region's end */
     EXPECT(grain_region_create(t->g, &d, &r), GRAIN_ERR_INVALID);
 
+    /* OpenCL has no stream for a polling kernel beside the producer. */
+    if (strcmp(grain_backend_name(t->g), "opencl") == 0) {
+        d = layout(t, GRAIN_AGENT_DEVICE, 1000, 1, seg);
+        EXPECT(grain_region_create(t->g, &d, &r), GRAIN_ERR_UNSUPPORTED);
+    }
+
     /* A producer work-group that never calls grain_chunk_done. */
     d = layout(t, GRAIN_AGENT_HOST, 1000, 1, seg);
     OK(grain_region_create(t->g, &d, &r));

@@ -173,6 +173,11 @@ GRAIN_INLINE grain_u64 grain_group_linear_count(void)
     return (grain_u64)get_num_groups(0) * get_num_groups(1) * get_num_groups(2);
 }
 
+/* Per dimension (0, 1 or 2), as OpenCL names them. */
+#define grain_local_id(d) ((grain_u64)get_local_id(d))
+#define grain_local_size(d) ((grain_u64)get_local_size(d))
+#define grain_group_id(d) ((grain_u64)get_group_id(d))
+
 #define grain_ctz64(x) ((grain_u32)ctz((ulong)(x)))
 
 /* One index of *counter per active lane (see the GPU dialect); OpenCL C
@@ -374,6 +379,11 @@ GRAIN_INLINE grain_u64 grain_group_linear_id(void)
 }
 
 GRAIN_INLINE grain_u64 grain_group_linear_count(void) { return (grain_u64)gridDim.x * gridDim.y * gridDim.z; }
+
+/* Per dimension (0, 1 or 2), as OpenCL names them. */
+GRAIN_INLINE grain_u64 grain_local_id(unsigned d) { return d == 0 ? threadIdx.x : d == 1 ? threadIdx.y : threadIdx.z; }
+GRAIN_INLINE grain_u64 grain_local_size(unsigned d) { return d == 0 ? blockDim.x : d == 1 ? blockDim.y : blockDim.z; }
+GRAIN_INLINE grain_u64 grain_group_id(unsigned d) { return d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : blockIdx.z; }
 
 #define grain_ctz64(x) ((grain_u32)__ffsll((long long)(x)) - 1u)
 
