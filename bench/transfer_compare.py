@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Counter-triggered transfers against the bulk copy (seed 000's comparison):
+each app with every transfer agent, chunk size and thread count asked for,
+beside the bulk baseline (a copy after each kernel) and the ideal (nothing
+moves: the time free transfers would give), all measured in this run.
+
+Prints, per app, each agent's speedup over bulk and the fraction of the
+ideal's gain it captures, (bulk - agent) / (bulk - ideal).  Writes
+<out>/transfers.csv (a row per run, flushed as it ends), <out>/transfers.json
+and <out>/transfers.png (time per agent at its best chunk size, and time
+against chunk size).
+
+  bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi]
+                            [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
+                            [--threads 0] [--n 4096] [--iterations 100] [--repeat 3]
+                            [--out bench-results/transfers] [--mpirun "mpirun ..."]
+                            [--timeout 600] [-- extra app options]
+  bench/transfer_compare.py --replot [--out DIR]
+
+An agent the backend lacks (device on OpenCL) gives error rows, not a stop."""
+import argparse
+import csv
+import json
+import os
+import shlex
+import sys
+
+from driver import Progress, median, pyplot, run_app
+
+FIELDS = ("app", "ranks", "agent", "chunk", "threads", "repeat", "verified", "seconds", "chunk_moves",
+          "bytes_sent", "mapped_peers", "backend", "device", "error")
+
+
+def size_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
+
+
+def app_command(args, app, ranks, agent, chunk, threads):
+    cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app), "--json",
+                                      "--agent", agent, "--chunk-size", chunk, "--transfer-threads", str(threads)]
+    if app == "jacobi":
+        cmd += ["--n", str(args.n), "--iterations", str(args.iterations)]
+    if agent != "ideal" and not args.no_verify:
+        cmd.append("--verify")
+    return cmd + args.extra
+
+
+def run_matrix(args):
+    os.makedirs(args.out, exist_ok=True)
+    points = [(app, r, agent, chunk, threads, rep)
+              for app in args.apps for r in args.ranks for agent in args.agents
+              for chunk in (args.chunks if agent in ("host", "device") else args.chunks[:1])
+              for threads in (args.threads if agent in ("host", "device") else args.threads[:1])
+              for rep in range(args.repeat)]
+    rows = []
+    progress = Progress(len(points))
+    with open(os.path.join(args.out, "transfers.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        for app, ranks, agent, chunk, threads, rep in points:
+            progress.start(f"{app} {ranks} ranks, {agent}, chunks {chunk}, {threads} threads")
+            report, error = run_app(app_command(args, app, ranks, agent, chunk, threads), app, args.timeout)
+            row = dict.fromkeys(FIELDS, "")
+            row.update(app=app, ranks=ranks, agent=agent, chunk=size_bytes(chunk), threads=threads, repeat=rep,
+                       error=error)
+            if report is not None:
+                row.update({k: report.get(k, "") for k in ("verified", "seconds", "chunk_moves", "bytes_sent",
+                                                           "mapped_peers", "backend", "device")})
+                # What "0" (the runtime's default) turned out to be.
+                row["threads"] = report.get("transfer_threads", threads)
+                if agent != "ideal" and report.get("verified") is False:
+                    row["error"] = "verification failed"
+            rows.append(row)
+            w.writerow(row)
+            f.flush()
+            progress.finish(row["error"] or f"{row['seconds']:.4f} s")
+    with open(os.path.join(args.out, "transfers.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    return rows
+
+
+def summarize(rows):
+    """Per (app, ranks): bulk and ideal, and each agent at its best chunk and
+    thread count, as speedup over bulk and fraction of the ideal captured."""
+    out = []
+    for app, ranks in sorted({(r["app"], r["ranks"]) for r in rows}):
+        bulk, ideal = median(rows, app=app, ranks=ranks, agent="bulk"), median(rows, app=app, ranks=ranks,
+                                                                                 agent="ideal")
+        for agent in sorted({r["agent"] for r in rows if r["app"] == app and r["ranks"] == ranks}):
+            best = None
+            for chunk, threads in sorted({(r["chunk"], r["threads"]) for r in rows if r["agent"] == agent}):
+                m = median(rows, app=app, ranks=ranks, agent=agent, chunk=chunk, threads=threads)
+                if m is not None and (best is None or m["seconds"] < best["seconds"]):
+                    best = m
+            if best is None:
+                continue
+            s = {"app": app, "ranks": ranks, "agent": agent, "chunk": best["chunk"], "threads": best["threads"],
+                 "seconds": best["seconds"]}
+            if bulk is not None:
+                s["speedup_over_bulk"] = bulk["seconds"] / best["seconds"]
+                if ideal is not None and bulk["seconds"] > ideal["seconds"]:
+                    s["ideal_captured"] = (bulk["seconds"] - best["seconds"]) / (bulk["seconds"] - ideal["seconds"])
+            out.append(s)
+    return out
+
+
+def report(rows, out_dir):
+    summary = summarize(rows)
+    for s in summary:
+        extra = ""
+        if "speedup_over_bulk" in s:
+            extra = f"  {s['speedup_over_bulk']:.3f}x bulk"
+        if "ideal_captured" in s:
+            extra += f", {100 * s['ideal_captured']:.0f}% of the ideal's gain"
+        print(f"{s['app']:8} {s['ranks']} ranks  {s['agent']:7} chunk {s['chunk']:>9} threads {s['threads']:>2}  "
+              f"{s['seconds']:.4f} s{extra}")
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    plot(rows, summary, out_dir)
+
+
+def plot(rows, summary, out_dir):
+    plt = pyplot("transfer_compare")
+    if plt is None or not summary:
+        return
+    groups = sorted({(s["app"], s["ranks"]) for s in summary})
+    fig, axes = plt.subplots(len(groups), 2, figsize=(11, 3.6 * len(groups)), squeeze=False)
+    for (app, ranks), (bars, sweep) in zip(groups, axes):
+        mine = [s for s in summary if s["app"] == app and s["ranks"] == ranks]
+        bars.bar([s["agent"] for s in mine], [s["seconds"] for s in mine],
+                 color=["0.6" if s["agent"] in ("bulk", "ideal") else "C0" for s in mine])
+        for s, x in zip(mine, range(len(mine))):
+            if "speedup_over_bulk" in s:
+                bars.text(x, s["seconds"], f"{s['speedup_over_bulk']:.2f}x", ha="center", va="bottom", fontsize=8)
+        bars.set_ylabel("seconds (median, best chunk)")
+        bars.set_title(f"{app}, {ranks} ranks")
+        for agent in ("host", "device"):
+            pts = sorted({r["chunk"] for r in rows if r["app"] == app and r["agent"] == agent and not r["error"]})
+            ys = [min((m["seconds"] for t in {r["threads"] for r in rows}
+                       if (m := median(rows, app=app, ranks=ranks, agent=agent, chunk=c, threads=t))), default=None)
+                  for c in pts]
+            if pts:
+                sweep.plot(pts, ys, marker="o", label=agent)
+        for agent, style in (("bulk", "--"), ("ideal", ":")):
+            m = median(rows, app=app, ranks=ranks, agent=agent)
+            if m is not None:
+                sweep.axhline(m["seconds"], linestyle=style, color="0.4", label=agent)
+        sweep.set_xscale("log", base=2)
+        sweep.set_xlabel("chunk bytes")
+        sweep.set_ylabel("seconds (median)")
+        sweep.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "transfers.png"), dpi=110)
+    print(f"wrote {os.path.join(out_dir, 'transfers.png')}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", default="build/bin")
+    p.add_argument("--ranks", default="2")
+    p.add_argument("--apps", default="jacobi")
+    p.add_argument("--agents", default="bulk,host,device,inline,ideal")
+    p.add_argument("--chunks", default="64K")
+    p.add_argument("--threads", default="0")
+    p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", default="bench-results/transfers")
+    p.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
+    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--no-verify", action="store_true")
+    p.add_argument("--replot", action="store_true")
+    p.add_argument("extra", nargs="*")
+    args = p.parse_args()
+    if args.replot:
+        with open(os.path.join(args.out, "transfers.json")) as f:
+            report(json.load(f), args.out)
+        return 0
+    args.ranks = [int(x) for x in args.ranks.split(",")]
+    args.apps, args.agents, args.chunks = args.apps.split(","), args.agents.split(","), args.chunks.split(",")
+    args.threads = [int(x) for x in args.threads.split(",")]
+    rows = run_matrix(args)
+    report(rows, args.out)
+    bad = [r for r in rows if r["error"] and not r["error"].startswith("exit 2: grain[")]
+    return 1 if any(r["error"] == "verification failed" for r in bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
