@@ -13,10 +13,15 @@ against chunk size).
   bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi]
                             [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
                             [--threads 0] [--n 4096] [--iterations 100] [--repeat 3]
+                            [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
                             [--timeout 600] [-- extra app options]
   bench/transfer_compare.py --replot [--out DIR]
 
+Every run is checked against a one-rank run of the same app and size
+measured first (--verify one-rank, the default: its checksum, to 1e-9), or by
+the app's own host replay (--verify host: exact, but the host takes minutes
+on large grids).  The ideal's result is not a solution and is not checked.
 An agent the backend lacks (device on OpenCL) gives error rows, not a stop."""
 import argparse
 import csv
@@ -27,7 +32,7 @@ import sys
 
 from driver import Progress, median, pyplot, run_app
 
-FIELDS = ("app", "ranks", "agent", "chunk", "threads", "repeat", "verified", "seconds", "chunk_moves",
+FIELDS = ("app", "ranks", "agent", "chunk", "threads", "repeat", "verified", "seconds", "checksum", "chunk_moves",
           "bytes_sent", "mapped_peers", "backend", "device", "error")
 
 
@@ -40,10 +45,28 @@ def app_command(args, app, ranks, agent, chunk, threads):
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app), "--json",
                                       "--agent", agent, "--chunk-size", chunk, "--transfer-threads", str(threads)]
     if app == "jacobi":
-        cmd += ["--n", str(args.n), "--iterations", str(args.iterations)]
-    if agent != "ideal" and not args.no_verify:
+        # Two grids of a rank's rows, in the symmetric heap where the ranks
+        # cannot map each other's memory (and on one rank).
+        rows = -(-(args.n - 2) // ranks) + 2
+        cmd += ["--n", str(args.n), "--iterations", str(args.iterations),
+                "--heap-size", str(2 * rows * args.n * 8 + (64 << 20))]
+    if agent != "ideal" and args.verify == "host":
         cmd.append("--verify")
     return cmd + args.extra
+
+
+def one_rank_checksums(args):
+    """The checksum each app's one-rank run gives (nothing moves between ranks)."""
+    sums = {}
+    if args.verify != "one-rank":
+        return sums
+    for app in args.apps:
+        report, error = run_app(app_command(args, app, 1, "bulk", args.chunks[0], args.threads[0]), app, args.timeout)
+        if report is None:
+            sys.exit(f"transfer_compare: the one-rank {app} run failed: {error}")
+        sums[app] = report["checksum"]
+        print(f"{app}: one rank, checksum {sums[app]:.15g} in {report['seconds']:.4f} s")
+    return sums
 
 
 def run_matrix(args):
@@ -53,6 +76,7 @@ def run_matrix(args):
               for chunk in (args.chunks if agent in ("host", "device") else args.chunks[:1])
               for threads in (args.threads if agent in ("host", "device") else args.threads[:1])
               for rep in range(args.repeat)]
+    reference = one_rank_checksums(args)
     rows = []
     progress = Progress(len(points))
     with open(os.path.join(args.out, "transfers.csv"), "w", newline="") as f:
@@ -65,12 +89,18 @@ def run_matrix(args):
             row.update(app=app, ranks=ranks, agent=agent, chunk=size_bytes(chunk), threads=threads, repeat=rep,
                        error=error)
             if report is not None:
-                row.update({k: report.get(k, "") for k in ("verified", "seconds", "chunk_moves", "bytes_sent",
-                                                           "mapped_peers", "backend", "device")})
+                row.update({k: report.get(k, "") for k in ("verified", "seconds", "checksum", "chunk_moves",
+                                                           "bytes_sent", "mapped_peers", "backend", "device")})
                 # What "0" (the runtime's default) turned out to be.
                 row["threads"] = report.get("transfer_threads", threads)
                 if agent != "ideal" and report.get("verified") is False:
                     row["error"] = "verification failed"
+                want = reference.get(app)
+                if agent != "ideal" and want is not None:
+                    same = abs(report["checksum"] - want) <= 1e-9 * max(abs(want), 1.0)
+                    row["verified"] = same
+                    if not same:
+                        row["error"] = "verification failed"
             rows.append(row)
             w.writerow(row)
             f.flush()
@@ -169,7 +199,7 @@ def main():
     p.add_argument("--out", default="bench-results/transfers")
     p.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
     p.add_argument("--timeout", type=int, default=600)
-    p.add_argument("--no-verify", action="store_true")
+    p.add_argument("--verify", choices=("one-rank", "host", "none"), default="one-rank")
     p.add_argument("--replot", action="store_true")
     p.add_argument("extra", nargs="*")
     args = p.parse_args()

@@ -241,13 +241,13 @@ static grain_status_t agent_kernel(grain_t *g)
     return st;
 }
 
-/* What only this rank allocates: the plan and bitmap on the device, the
+/* What only this rank allocates: the plan and ready words on the device, the
  * host copy, the transfer buffers, the agent. */
 static grain_status_t build_local(grain_region_t *r)
 {
     grain_t *g = r->grain;
     const grain_chunk_plan_t *p = &r->plan;
-    uint64_t words = ((uint64_t)p->n_chunks + 63) / 64 + 1; /* one spare: never an empty allocation */
+    size_t ready_bytes = ((size_t)p->n_chunks + 1) * sizeof(uint32_t); /* never an empty allocation */
     int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE;
     grain_status_t st = check_reach(r);
     if (st == GRAIN_OK && has_host_dest(r))
@@ -260,11 +260,11 @@ static grain_status_t build_local(grain_region_t *r)
         st = upload(g, &r->group_first, p->group_first, (p->n_groups + 1) * sizeof *p->group_first);
     if (st == GRAIN_OK)
         st = upload(g, &r->group_chunks, p->group_chunks, p->group_first[p->n_groups] * sizeof *p->group_chunks);
-    /* The host agent polls the bitmap from the host, the device agent from
-     * the device: it lives where its reader is. */
+    /* The host agent polls the ready words from the host, the device agent
+     * from the device: they live where their reader is. */
     if (st == GRAIN_OK)
-        st = r->agent == GRAIN_AGENT_HOST ? g->bops->alloc_shared(g->backend, words * 8, &r->ready)
-                                          : g->bops->alloc_device(g->backend, words * 8, &r->ready);
+        st = r->agent == GRAIN_AGENT_HOST ? g->bops->alloc_shared(g->backend, ready_bytes, &r->ready)
+                                          : g->bops->alloc_device(g->backend, ready_bytes, &r->ready);
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, sizeof(uint64_t), &r->completed);
     if (st == GRAIN_OK)
@@ -474,9 +474,12 @@ grain_status_t grain_region_begin(grain_region_t *r)
          * before the producer's fill the device. */
         *(volatile uint32_t *)r->abort = 0;
         size_t wg = g->binfo.max_wg_size < AGENT_WG ? g->binfo.max_wg_size : AGENT_WG;
+        uint32_t generation = (uint32_t)(r->iterations + 1);
         st = grain_kernel_set_arg_ptr(g->agent_kernel, 1, r->dev);
         if (st == GRAIN_OK)
             st = grain_kernel_set_arg_ptr(g->agent_kernel, 2, r->moved);
+        if (st == GRAIN_OK)
+            st = grain_kernel_set_arg(g->agent_kernel, 3, sizeof generation, &generation);
         if (st == GRAIN_OK)
             st = grain_kernel_launch_agent(g->agent_kernel, r->threads * wg, wg);
     }

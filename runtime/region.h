@@ -88,7 +88,7 @@ struct grain_region {
     grain_piece_pool_t pieces;
     int iteration_open;
 
-    /* Host agent: threads that own the bitmap words t, t + threads, ... */
+    /* Host agent: threads that own the runs of 64 chunks t, t + threads, ... */
     struct grain_host_agent *host;
 
     uint64_t iterations;

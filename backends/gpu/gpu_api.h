@@ -96,9 +96,15 @@ static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
 
 static inline gpu_err_t gpuModuleUnload(gpu_module_t m) { return cudaLibraryUnload(m); }
 
+/* The kernel, loaded into the device now: CUDA loads lazily, at the first
+ * launch, and loading waits for the kernels running in the context; a
+ * producer launched beside the device transfer agent, which waits for that
+ * producer, would never start.  Reading an attribute loads it. */
 static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, const char *name)
 {
-    return cudaLibraryGetKernel(f, m, name);
+    struct cudaFuncAttributes attr;
+    gpu_err_t err = cudaLibraryGetKernel(f, m, name);
+    return err == cudaSuccess ? cudaFuncGetAttributes(&attr, (const void *)*f) : err;
 }
 
 static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], const unsigned block[3],

@@ -176,7 +176,7 @@ typedef struct grain_region grain_region_t;
 /* Who moves a chunk once it is ready. */
 typedef enum grain_agent {
     GRAIN_AGENT_BULK,   /* nobody while the kernel runs: one copy per segment after it (the baseline) */
-    GRAIN_AGENT_HOST,   /* host threads polling the ready bitmap */
+    GRAIN_AGENT_HOST,   /* host threads polling the chunks' ready words */
     GRAIN_AGENT_DEVICE, /* a polling kernel beside the producer (CUDA, HIP) */
     GRAIN_AGENT_INLINE, /* the producer's own stores (grain_region_store64) reach the destinations */
     GRAIN_AGENT_IDEAL,  /* nothing moves: the time with free transfers, for comparison only */

@@ -8,7 +8,15 @@
  * (the host works that out from the region's mapping).  After its writes a
  * work-group calls grain_chunk_done(): every chunk it wrote loses one, and
  * the work-group that takes a chunk to zero sets it back for the next launch
- * (no host round trip) and marks it ready for the transfer agent.  With the
+ * (no host round trip) and marks it ready for the transfer agent.
+ *
+ * Ready is a word per chunk, the number of times the chunk became ready,
+ * that only the device writes and the agent only reads: the agent of
+ * iteration k moves the chunks whose word reads k + 1.  A bitmap that the
+ * device sets and the host clears lost chunks on an H200: without atomics
+ * over PCIe, the GPU's atomic OR and the host's exchange on one word of
+ * pinned memory are each a read and a write, and the host's could undo a
+ * bit set between its two halves.  With the
  * inline agent the producer writes through grain_region_store64(), which
  * also stores straight into each destination.
  *
@@ -47,7 +55,7 @@ typedef struct grain_region_dev {
     grain_u64 chunk_bytes;
     GRAIN_DPTR(grain_u32) counters; /* per chunk: work-groups still to finish it */
     GRAIN_DPTR(grain_u32) expected; /* per chunk: what its counter starts from */
-    GRAIN_DPTR(grain_u64) ready;    /* bitmap of chunks ready to move */
+    GRAIN_DPTR(grain_u32) ready;    /* per chunk: the times it became ready */
     GRAIN_DPTR(grain_u64) completed; /* chunks whose last writer finished, ever: the host
                                         checks that a launch completed every chunk */
     GRAIN_DPTR(grain_u32) abort;    /* set by the host: the device agent stops waiting */
@@ -61,7 +69,7 @@ typedef struct grain_region_dev {
     GRAIN_DPTR(char) host_copy;     /* GRAIN_DEST_HOST's target, or 0 */
     grain_u64 heap_offset;          /* where `data` lies in the symmetric heap, when it does */
     grain_u32 in_heap;
-    grain_u32 count_chunks;         /* decoupled agents: keep counters and ready bits */
+    grain_u32 count_chunks;         /* decoupled agents: keep counters and ready words */
     grain_u32 store_inline;         /* the inline agent: stores go to the destinations too */
     grain_u32 n_segments;
     grain_u32 n_chunks;
@@ -116,7 +124,7 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
         if (grain_atomic_fetch_sub_acq_rel_dev_u32(&r->counters[c], 1u) == 1u) {
             /* The last writer: nobody else touches the counter this launch. */
             grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);
-            grain_atomic_fetch_or_release_u64(&r->ready[c / 64u], (grain_u64)1 << (c % 64u));
+            grain_atomic_store_release_u32(&r->ready[c], grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u);
             grain_atomic_fetch_add_u64(r->completed, 1u);
         }
     }

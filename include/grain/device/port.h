@@ -86,15 +86,10 @@ typedef int grain_i32;
 /*
  * Chunk readiness (grain/device/chunks.h): a work-group's decrement of a
  * chunk counter releases its writes and the last one acquires the others';
- * the ready bit it then sets releases them all to whoever claims it (a host
- * thread or another kernel).
+ * the ready word it then stores releases them all to the transfer agent.
  */
 #define grain_atomic_fetch_sub_acq_rel_dev_u32(p, v) \
     atomic_fetch_sub_explicit(GRAIN_A32(p), (uint)(v), memory_order_acq_rel, memory_scope_device)
-#define grain_atomic_fetch_or_release_u64(p, v) \
-    atomic_fetch_or_explicit(GRAIN_A64(p), (ulong)(v), memory_order_release, GRAIN_SCOPE_SYSTEM)
-#define grain_atomic_exchange_acquire_u64(p, v) \
-    atomic_exchange_explicit(GRAIN_A64(p), (ulong)(v), memory_order_acquire, GRAIN_SCOPE_SYSTEM)
 
 /*
  * Device scope: words only kernels touch while they run (the rings' producer
@@ -177,8 +172,6 @@ GRAIN_INLINE grain_u64 grain_group_linear_count(void)
 #define grain_local_id(d) ((grain_u64)get_local_id(d))
 #define grain_local_size(d) ((grain_u64)get_local_size(d))
 #define grain_group_id(d) ((grain_u64)get_group_id(d))
-
-#define grain_ctz64(x) ((grain_u32)ctz((ulong)(x)))
 
 /* One index of *counter per active lane (see the GPU dialect); OpenCL C
  * before 2.1 has no portable ballot, so each lane takes its own. */
@@ -295,26 +288,14 @@ GRAIN_INLINE int grain_atomic_cas_u32(GRAIN_GLOBAL void *p, grain_u32 *expected,
 #define grain_atomic_fetch_min_i64(p, v) atomicMin_system((long long *)(p), (long long)(v))
 #define grain_atomic_fetch_max_i64(p, v) atomicMax_system((long long *)(p), (long long)(v))
 
-/* Chunk readiness (see the OpenCL dialect): fences around plain atomics,
- * since the readers are other grids, the copy engines and host threads. */
+/* Chunk readiness (see the OpenCL dialect): a device-scope atomic between
+ * fences, so that the last writer acquires the other work-groups' writes
+ * before its release store to the ready word (cumulative in PTX). */
 GRAIN_INLINE grain_u32 grain_atomic_fetch_sub_acq_rel_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
 {
     __threadfence();
     grain_u32 old = atomicSub((unsigned int *)p, v);
     __threadfence();
-    return old;
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_fetch_or_release_u64(GRAIN_GLOBAL void *p, grain_u64 v)
-{
-    __threadfence_system();
-    return atomicOr_system((unsigned long long *)p, (unsigned long long)v);
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_exchange_acquire_u64(GRAIN_GLOBAL void *p, grain_u64 v)
-{
-    grain_u64 old = atomicExch_system((unsigned long long *)p, (unsigned long long)v);
-    __threadfence_system();
     return old;
 }
 
@@ -384,8 +365,6 @@ GRAIN_INLINE grain_u64 grain_group_linear_count(void) { return (grain_u64)gridDi
 GRAIN_INLINE grain_u64 grain_local_id(unsigned d) { return d == 0 ? threadIdx.x : d == 1 ? threadIdx.y : threadIdx.z; }
 GRAIN_INLINE grain_u64 grain_local_size(unsigned d) { return d == 0 ? blockDim.x : d == 1 ? blockDim.y : blockDim.z; }
 GRAIN_INLINE grain_u64 grain_group_id(unsigned d) { return d == 0 ? blockIdx.x : d == 1 ? blockIdx.y : blockIdx.z; }
-
-#define grain_ctz64(x) ((grain_u32)__ffsll((long long)(x)) - 1u)
 
 /*
  * Sub-group (warp, wavefront) intrinsics.  The width is the hardware's
@@ -494,8 +473,6 @@ typedef int32_t grain_i32;
 #define grain_atomic_load_acquire_dev_u64 grain_atomic_load_acquire_u64
 #define grain_atomic_fetch_sub_acq_rel_dev_u32(p, v) \
     atomic_fetch_sub_explicit(GRAIN_A32(p), (v), memory_order_acq_rel)
-#define grain_atomic_fetch_or_release_u64(p, v) atomic_fetch_or_explicit(GRAIN_A64(p), (v), memory_order_release)
-#define grain_atomic_exchange_acquire_u64(p, v) atomic_exchange_explicit(GRAIN_A64(p), (v), memory_order_acquire)
 
 GRAIN_INLINE void grain_atomic_max_release_dev_u64(grain_u64 *p, grain_u64 v)
 {

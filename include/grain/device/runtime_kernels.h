@@ -50,44 +50,44 @@ GRAIN_KERNEL void grain_am_census(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u32 *bits
 }
 
 /*
- * The device agent: launched beside a producer, its work-groups poll region
- * r's ready bitmap (work-group w the words w, w + groups, ...) and each
- * moves the chunks of its words as they turn ready, returning once it has
- * moved every one of them.  moved[c] counts chunk c's moves.
+ * The device agent: launched beside a producer, work-group w of `groups`
+ * owns the chunks w, w + groups, ... and moves each once its ready word
+ * reads `generation` (grain/device/chunks.h), returning when it has moved
+ * all of them.  moved[c] counts chunk c's moves, so it reads `generation`
+ * once c has moved in this iteration.  The first work-item looks for work,
+ * from the first chunk not yet moved; the whole work-group copies.
  */
+#define GRAIN_AGENT_NONE_ 0xfffffffeu /* nothing ready yet */
+#define GRAIN_AGENT_DONE_ 0xffffffffu /* every chunk moved, or the host gave up */
+
 GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *r,
-                                    GRAIN_GLOBAL grain_u32 *moved)
+                                    GRAIN_GLOBAL grain_u32 *moved, grain_u32 generation)
 {
-    GRAIN_LOCAL_DECL grain_u64 claimed[2]; /* the bits, and whether to give up */
+    GRAIN_LOCAL_DECL grain_u32 claimed[1];
     (void)grain_ctx_;
-    grain_u64 first = grain_group_linear_id(), stride = grain_group_linear_count();
-    grain_u64 words = ((grain_u64)r->n_chunks + 63u) / 64u;
-    grain_u64 left = 0;
-    for (grain_u64 w = first; w < words; w += stride)
-        left += r->n_chunks - w * 64u < 64u ? r->n_chunks - w * 64u : 64u;
-    while (left > 0) {
-        for (grain_u64 w = first; w < words; w += stride) {
-            if (grain_local_linear_id() == 0) {
-                grain_u64 seen = grain_atomic_load_acquire_u64(&r->ready[w]);
-                claimed[0] = seen != 0 ? grain_atomic_exchange_acquire_u64(&r->ready[w], 0) : 0;
-                claimed[1] = grain_atomic_load_relaxed_u32(r->abort);
-            }
-            grain_wg_barrier();
-            grain_u64 bits = claimed[0];
-            int give_up = claimed[1] != 0; /* the producer ended without completing every chunk */
-            grain_wg_barrier();
-            while (bits != 0) {
-                grain_u32 c = (grain_u32)(w * 64u) + grain_ctz64(bits);
-                grain_chunk_move_(r, c);
-                if (grain_local_linear_id() == 0)
-                    moved[c] += 1u;
-                bits &= bits - 1u;
-                left--;
-            }
-            if (give_up) {
-                left = 0;
-                break;
-            }
+    grain_u32 stride = (grain_u32)grain_group_linear_count();
+    grain_u32 cursor = (grain_u32)grain_group_linear_id(); /* the first work-item's */
+    for (;;) {
+        if (grain_local_linear_id() == 0) {
+            while (cursor < r->n_chunks && moved[cursor] == generation)
+                cursor += stride;
+            grain_u32 found = cursor < r->n_chunks ? GRAIN_AGENT_NONE_ : GRAIN_AGENT_DONE_;
+            for (grain_u32 c = cursor; found == GRAIN_AGENT_NONE_ && c < r->n_chunks; c += stride)
+                if (moved[c] != generation && grain_atomic_load_acquire_u32(&r->ready[c]) == generation)
+                    found = c;
+            if (found == GRAIN_AGENT_NONE_ && grain_atomic_load_relaxed_u32(r->abort) != 0)
+                found = GRAIN_AGENT_DONE_; /* the producer ended without completing every chunk */
+            claimed[0] = found;
+        }
+        grain_wg_barrier();
+        grain_u32 c = claimed[0];
+        grain_wg_barrier();
+        if (c == GRAIN_AGENT_DONE_)
+            break;
+        if (c != GRAIN_AGENT_NONE_) {
+            grain_chunk_move_(r, c);
+            if (grain_local_linear_id() == 0)
+                moved[c] = generation;
         }
     }
 }
