@@ -22,21 +22,13 @@
 #include <string.h>
 
 #include "grain/device/port.h"
+#include "check_ok.h"
 #include "grain/grain.h"
 #include "chunks_pattern.h"
 
 extern const char chunks_source[];
 
 #define WG 64
-
-#define OK(x)                                                                                      \
-    do {                                                                                           \
-        grain_status_t st_ = (x);                                                                  \
-        if (st_ != GRAIN_OK) {                                                                     \
-            fprintf(stderr, "%s: %s (%s)\n", #x, grain_strerror(st_), grain_error_message(NULL)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 #define EXPECT(x, want)                                                                            \
     do {                                                                                           \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_ok.h"
 #include "grain/grain.h"
 #include "shmem_all_pattern.h"
 
@@ -31,15 +32,6 @@ static int check(int me, const char *what, long long got, long long want, int *b
         fprintf(stderr, "rank %d: %s is %lld, expected %lld\n", me, what, got, want);
     return 0;
 }
-
-#define OK(x)                                                                              \
-    do {                                                                                   \
-        grain_status_t st_ = (x);                                                          \
-        if (st_ != GRAIN_OK) {                                                             \
-            fprintf(stderr, "%s: %s (%s)\n", #x, grain_strerror(st_), grain_error_message(NULL)); \
-            exit(2);                                                                       \
-        }                                                                                  \
-    } while (0)
 
 int main(void)
 {
