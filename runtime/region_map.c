@@ -214,7 +214,8 @@ grain_status_t grain_chunk_plan_build(const grain_region_desc_t *d, uint64_t chu
         st = group_chunks(d, p, g, &one);
         if (st != GRAIN_OK)
             break;
-        qsort(one.v, one.n, sizeof *one.v, cmp_u32);
+        if (one.n > 1) /* a work-group that writes no chunk has no list at all */
+            qsort(one.v, one.n, sizeof *one.v, cmp_u32);
         p->group_first[g] = all.n;
         for (size_t i = 0; i < one.n; i++) {
             if (i > 0 && one.v[i] == one.v[i - 1])
