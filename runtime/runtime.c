@@ -83,6 +83,8 @@ static void release(grain_t *g)
             grain_applier_wait(g->applier);
             grain_applier_destroy(g->applier);
         }
+        grain_kernel_destroy(g->agent_kernel); /* the device transfer agent's, if a region built it */
+        grain_program_destroy(g->agent_program);
         if (g->heap != NULL && g->apply_on_device)
             g->bops->free_heap(g->backend, g->heap);
         else if (g->heap != NULL)
