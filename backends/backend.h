@@ -8,8 +8,7 @@
  * called from the application thread only, except alloc/free, which the
  * runtime serializes itself, the side-stream hooks, which one runtime
  * thread at a time calls while the application thread works, and copy and
- * the transfer lanes, which transfer agents call from their own threads
- * (one thread a lane).
+ * the transfer lanes, which transfer agents call from their own threads.
  */
 #ifndef GRAIN_BACKENDS_BACKEND_H
 #define GRAIN_BACKENDS_BACKEND_H

@@ -16,6 +16,7 @@
  * message handlers, the application between kernels) still reach it through
  * unified memory.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,10 @@ struct grain_backend {
     gpu_stream_t stream; /* the application's kernels */
     gpu_stream_t side;   /* the runtime's apply kernels */
     gpu_stream_t agent;  /* the device transfer agent */
-    gpu_stream_t lanes[GRAIN_COPY_LANES]; /* transfer agents' copies, made on first use */
+    /* Transfer agents' copies, made on first use (under the lock: the
+     * threads of several regions share lane numbers). */
+    gpu_stream_t lanes[GRAIN_COPY_LANES];
+    pthread_mutex_t lanes_lock;
     gpu_event_t side_events[SIDE_EVENTS];
     unsigned n_side_events;
     uint64_t side_launched;
@@ -127,6 +131,7 @@ static void gpu_close(grain_backend_t *b)
         gpuStreamDestroy(b->agent);
     gpuStreamDestroy(b->side);
     gpuStreamDestroy(b->stream);
+    pthread_mutex_destroy(&b->lanes_lock);
     free(b);
 }
 
@@ -137,6 +142,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     grain_backend_t *b = calloc(1, sizeof *b);
     if (b == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": no memory for the backend");
+    pthread_mutex_init(&b->lanes_lock, NULL);
     grain_status_t st = pick_device(config, &b->device);
     gpu_err_t err = GPU_SUCCESS;
     if (st == GRAIN_OK && (err = gpuSetDevice(b->device)) != GPU_SUCCESS)
@@ -167,6 +173,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
         }
     }
     if (st != GRAIN_OK) {
+        pthread_mutex_destroy(&b->lanes_lock);
         free(b);
         return st;
     }
@@ -537,18 +544,24 @@ static void gpu_unmap_peer(grain_backend_t *b, void *ptr)
 static grain_status_t gpu_copy_async(grain_backend_t *b, unsigned lane, void *dst, const void *src, size_t size)
 {
     gpu_err_t err = on_device(b);
+    pthread_mutex_lock(&b->lanes_lock);
     if (err == GPU_SUCCESS && b->lanes[lane] == NULL)
         err = gpuStreamCreate(&b->lanes[lane], 0);
+    gpu_stream_t s = b->lanes[lane];
+    pthread_mutex_unlock(&b->lanes_lock);
     if (err == GPU_SUCCESS)
-        err = gpuMemcpyAnyAsync(dst, src, size, b->lanes[lane]);
+        err = gpuMemcpyAnyAsync(dst, src, size, s);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "an asynchronous copy");
 }
 
 static grain_status_t gpu_copy_wait(grain_backend_t *b, unsigned lane)
 {
     gpu_err_t err = on_device(b);
-    if (err == GPU_SUCCESS && b->lanes[lane] != NULL)
-        err = gpuStreamSynchronize(b->lanes[lane]);
+    pthread_mutex_lock(&b->lanes_lock);
+    gpu_stream_t s = b->lanes[lane];
+    pthread_mutex_unlock(&b->lanes_lock);
+    if (err == GPU_SUCCESS && s != NULL)
+        err = gpuStreamSynchronize(s);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for transfers");
 }
 
