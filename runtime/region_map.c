@@ -257,12 +257,8 @@ void grain_chunk_plan_free(grain_chunk_plan_t *p)
 
 unsigned grain_chunk_span(const grain_chunk_plan_t *p, uint32_t c, uint64_t *start, uint64_t *len)
 {
-    unsigned s = 0;
-    while (s + 1 < p->n_segments && c >= p->segments[s].first_chunk + p->segments[s].n_chunks)
-        s++;
-    const grain_segment_dev_t *seg = &p->segments[s];
-    uint64_t at = (uint64_t)(c - seg->first_chunk) * p->chunk_bytes;
-    *start = seg->offset + at;
-    *len = min_u64(p->chunk_bytes, seg->size - at);
+    unsigned s = grain_chunk_segment(p->segments, p->n_segments, c);
+    *start = p->segments[s].offset + grain_chunk_start(&p->segments[s], p->chunk_bytes, c);
+    *len = grain_chunk_length(&p->segments[s], p->chunk_bytes, c);
     return s;
 }

@@ -91,17 +91,30 @@ GRAIN_INLINE grain_u64 grain_stencil_tile_row(grain_u64 launch_row, grain_u64 n_
     return launch_row == 1 ? n_tile_rows - 1 : launch_row - 1;
 }
 
-#if !defined(GRAIN_DIALECT_HOST)
-
-/* Chunk c's segment. */
-GRAIN_INLINE GRAIN_GLOBAL const grain_segment_dev_t *grain_chunk_segment_(GRAIN_GLOBAL const grain_region_dev_t *r,
-                                                                         grain_u32 c)
+/* Where chunk c lies, for the device agent and the host's alike: its
+ * segment (chunks are numbered across the segments in order), where it
+ * starts in that segment, and its bytes (the segment's last is shorter). */
+GRAIN_INLINE grain_u32 grain_chunk_segment(GRAIN_GLOBAL const grain_segment_dev_t *segments, grain_u32 n_segments,
+                                           grain_u32 c)
 {
-    for (grain_u32 s = 0; s + 1 < r->n_segments; s++)
-        if (c < r->segments[s].first_chunk + r->segments[s].n_chunks)
-            return &r->segments[s];
-    return &r->segments[r->n_segments - 1];
+    grain_u32 s = 0;
+    while (s + 1 < n_segments && c >= segments[s].first_chunk + segments[s].n_chunks)
+        s++;
+    return s;
 }
+
+GRAIN_INLINE grain_u64 grain_chunk_start(GRAIN_GLOBAL const grain_segment_dev_t *seg, grain_u64 chunk_bytes, grain_u32 c)
+{
+    return (grain_u64)(c - seg->first_chunk) * chunk_bytes;
+}
+
+GRAIN_INLINE grain_u64 grain_chunk_length(GRAIN_GLOBAL const grain_segment_dev_t *seg, grain_u64 chunk_bytes, grain_u32 c)
+{
+    grain_u64 left = seg->size - grain_chunk_start(seg, chunk_bytes, c);
+    return left < chunk_bytes ? left : chunk_bytes;
+}
+
+#if !defined(GRAIN_DIALECT_HOST)
 
 /*
  * Called by every work-item of a work-group after its writes to the region
@@ -189,9 +202,9 @@ GRAIN_INLINE void grain_chunk_copy_(GRAIN_GLOBAL char *dst, GRAIN_GLOBAL const c
 /* Moves chunk c to every destination of its segment (the device agent). */
 GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, grain_u32 c)
 {
-    GRAIN_GLOBAL const grain_segment_dev_t *seg = grain_chunk_segment_(r, c);
-    grain_u64 start = (grain_u64)(c - seg->first_chunk) * r->chunk_bytes;
-    grain_u64 len = seg->size - start < r->chunk_bytes ? seg->size - start : r->chunk_bytes;
+    GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[grain_chunk_segment(r->segments, r->n_segments, c)];
+    grain_u64 start = grain_chunk_start(seg, r->chunk_bytes, c);
+    grain_u64 len = grain_chunk_length(seg, r->chunk_bytes, c);
     GRAIN_GLOBAL const char *src = r->data + seg->offset + start;
     grain_u64 at = seg->dest_offset + start;
     if (seg->dest == GRAIN_DEST_HOST) {
