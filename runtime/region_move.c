@@ -60,8 +60,8 @@ void grain_piece_pool_destroy(grain_piece_pool_t *pool, grain_t *g)
     if (pool->bufs == NULL)
         return;
     pthread_mutex_lock(&pool->lock);
-    for (unsigned back = 0;;) {
-        back = 0;
+    for (;;) {
+        unsigned back = 0;
         for (grain_piece_buf_t *b = pool->free; b != NULL; b = b->next)
             back++;
         if (back == pool->n)

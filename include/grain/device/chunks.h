@@ -8,7 +8,9 @@
  * (the host works that out from the region's mapping).  After its writes a
  * work-group calls grain_chunk_done(): every chunk it wrote loses one, and
  * the work-group that takes a chunk to zero sets it back for the next launch
- * (no host round trip) and marks it ready for the transfer agent.
+ * (no host round trip) and marks it ready for the transfer agent.  With the
+ * inline agent the producer writes through grain_region_store64(), which
+ * also stores straight into each destination.
  *
  * Ready is a word per chunk, the number of times the chunk became ready,
  * that only the device writes and the agent only reads: the agent of
@@ -16,9 +18,7 @@
  * device sets and the host clears lost chunks on an H200: without atomics
  * over PCIe, the GPU's atomic OR and the host's exchange on one word of
  * pinned memory are each a read and a write, and the host's could undo a
- * bit set between its two halves.  With the
- * inline agent the producer writes through grain_region_store64(), which
- * also stores straight into each destination.
+ * bit set between its two halves.
  *
  *   GRAIN_KERNEL void step(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *out, ...)
  *   {
