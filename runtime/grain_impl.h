@@ -144,6 +144,10 @@ grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t
 /* Launches a runtime kernel on the backend's agent stream (the device agent). */
 grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_t local);
 
+/* Collective: *other_p is a value another rank gave that differs from
+ * this rank's `value`, or `value` itself when every rank gave it. */
+grain_status_t grain_same_everywhere(struct grain *g, uint64_t value, uint64_t *other_p);
+
 /* Records an error seen off the application thread. */
 void grain_async_error(struct grain *g, grain_status_t status, const char *message);
 /* Reports (and clears) a pending asynchronous or device-side error. */

@@ -379,11 +379,12 @@ static grain_status_t check_desc(grain_t *g, const grain_region_desc_t *d, uint6
         return grain_fail(GRAIN_ERR_INVALID, "region: %u host agent threads; at most %u", threads, GRAIN_COPY_LANES);
     *threads_p = threads;
     /* Symmetric: a destination's copy must hold what lands in it. */
-    uint64_t range[2] = {d->size, ~(uint64_t)d->size};
-    grain_status_t st = grain_allreduce(g, range, 2, GRAIN_UINT64, GRAIN_MAX);
-    if (st == GRAIN_OK && (range[0] != d->size || ~range[1] != d->size))
-        st = grain_fail(GRAIN_ERR_INVALID, "region: the size must be the same on every rank; rank %d has %zu bytes",
-                        g->my_pe, d->size);
+    uint64_t other;
+    grain_status_t st = grain_same_everywhere(g, d->size, &other);
+    if (st == GRAIN_OK && other != d->size)
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "region: the size must be the same on every rank; rank %d has %zu bytes, another %llu",
+                        g->my_pe, d->size, (unsigned long long)other);
     return st;
 }
 

@@ -209,20 +209,28 @@ const char *grain_backend_name(const grain_t *g) { return g->bops->name; }
 const char *grain_transport_name(const grain_t *g) { return g->tops->name; }
 const char *grain_device_name(const grain_t *g) { return g->binfo.device_name; }
 
+grain_status_t grain_same_everywhere(grain_t *g, uint64_t value, uint64_t *other_p)
+{
+    uint64_t range[2] = {value, ~value}; /* the largest, and the smallest */
+    grain_status_t st = grain_allreduce(g, range, 2, GRAIN_UINT64, GRAIN_MAX);
+    *other_p = range[0] != value ? range[0] : ~range[1];
+    return st;
+}
+
 grain_status_t grain_malloc(grain_t *g, size_t size, void **ptr_p)
 {
     if (g == NULL || ptr_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_malloc needs a handle and somewhere to store the pointer");
     /* Symmetric means every rank asks for the same size, in the same order. */
-    uint64_t range[2] = {size, ~(uint64_t)size};
-    grain_status_t st = grain_allreduce(g, range, 2, GRAIN_UINT64, GRAIN_MAX);
+    uint64_t other;
+    grain_status_t st = grain_same_everywhere(g, size, &other);
     if (st != GRAIN_OK)
         return st;
-    if (range[0] != size || ~range[1] != size)
+    if (other != size)
         return grain_fail(GRAIN_ERR_INVALID,
                           "grain_malloc is collective: rank %d asked for %zu bytes, another rank for "
                           "%llu",
-                          g->my_pe, size, (unsigned long long)(range[0] != size ? range[0] : ~range[1]));
+                          g->my_pe, size, (unsigned long long)other);
     uint64_t offset;
     pthread_mutex_lock(&g->heap_lock);
     st = grain_heap_alloc(&g->heap_alloc, size, &offset);
