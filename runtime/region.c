@@ -175,6 +175,13 @@ static grain_status_t place(grain_region_t *r)
     return GRAIN_OK;
 }
 
+/* Whether segment s goes to rank pe (not the host copy, never this rank). */
+static int goes_to(const grain_region_t *r, unsigned s, int pe)
+{
+    int dest = r->plan.segments[s].dest;
+    return pe != r->grain->my_pe && (dest == GRAIN_DEST_PEERS || dest == pe);
+}
+
 /* Whether the agent reaches every destination of this rank's segments. */
 static grain_status_t check_reach(const grain_region_t *r)
 {
@@ -187,9 +194,8 @@ static grain_status_t check_reach(const grain_region_t *r)
     if (r->agent != GRAIN_AGENT_DEVICE)
         return GRAIN_OK;
     for (unsigned s = 0; s < r->plan.n_segments; s++) {
-        int dest = r->plan.segments[s].dest;
         for (int pe = 0; pe < g->n_pes; pe++) {
-            if (pe == g->my_pe || (dest != GRAIN_DEST_PEERS && dest != pe) || r->peer_maps[pe] != NULL)
+            if (!goes_to(r, s, pe) || r->peer_maps[pe] != NULL)
                 continue;
             return grain_fail(GRAIN_ERR_UNSUPPORTED,
                               "region: the device agent stores chunks into their destination, but rank %d "
@@ -212,12 +218,10 @@ static grain_status_t upload(grain_t *g, void **dst_p, const void *src, size_t b
 
 static int needs_pieces(const grain_region_t *r)
 {
-    for (unsigned s = 0; s < r->plan.n_segments; s++) {
-        int dest = r->plan.segments[s].dest;
+    for (unsigned s = 0; s < r->plan.n_segments; s++)
         for (int pe = 0; pe < r->grain->n_pes; pe++)
-            if (pe != r->grain->my_pe && (dest == GRAIN_DEST_PEERS || dest == pe) && r->peer_maps[pe] == NULL)
+            if (goes_to(r, s, pe) && r->peer_maps[pe] == NULL)
                 return 1;
-    }
     return 0;
 }
 
