@@ -10,14 +10,16 @@ ideal's gain it captures, (bulk - agent) / (bulk - ideal).  Writes
 and <out>/transfers.png (time per agent at its best chunk size, and time
 against chunk size).
 
-  bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi]
+  bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi,pagerank]
                             [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
-                            [--threads 0] [--n 4096] [--iterations 100] [--repeat 3]
+                            [--threads 0] [--n 4096] [--scale 20] [--iterations 100] [--repeat 3]
                             [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
                             [--timeout 600] [-- extra app options]
   bench/transfer_compare.py --replot [--out DIR]
 
+jacobi sweeps an n x n grid; pagerank runs the replicated formulation on a
+Kronecker graph of 2^scale vertices (--iterations steps, not to a tolerance).
 Every run is checked against a one-rank run of the same app and size
 measured first (--verify one-rank, the default: its checksum, to 1e-9), or by
 the app's own host replay (--verify host: exact, but the host takes minutes
@@ -50,6 +52,10 @@ def app_command(args, app, ranks, agent, chunk, threads):
         rows = -(-(args.n - 2) // ranks) + 2
         cmd += ["--n", str(args.n), "--iterations", str(args.iterations),
                 "--heap-size", str(2 * rows * args.n * 8 + (64 << 20))]
+    elif app == "pagerank":
+        # Two vectors of shares, 8 bytes a vertex, replicated on every rank.
+        cmd += ["--kronecker", str(args.scale), "--iterations", str(args.iterations),
+                "--heap-size", str(2 * (8 << args.scale) + (64 << 20))]
     if agent != "ideal" and args.verify == "host":
         cmd.append("--verify")
     return cmd + args.extra
@@ -194,6 +200,7 @@ def main():
     p.add_argument("--chunks", default="64K")
     p.add_argument("--threads", default="0")
     p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--scale", type=int, default=20)
     p.add_argument("--iterations", type=int, default=100)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default="bench-results/transfers")

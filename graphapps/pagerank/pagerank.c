@@ -12,6 +12,8 @@
  * Shares travel as 64-bit fixed point, 2^52 units to a unit of rank: integer
  * adds are exact and associative, so the ranks do not depend on the order in
  * which messages arrive or on the rank count.
+ *
+ * --agent runs the replicated formulation instead (replicated.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,31 +22,24 @@
 #include <string.h>
 
 #include "../common/app.h"
-#include "../common/graph_app.h"
-#include "../common/model.h"
-#include "grain/grain.h"
+#include "pagerank.h"
 
 extern const char pagerank_kernel_source[];
-
-#define FIXED_ONE 4503599627370496.0 /* 2^52 */
-
-typedef struct pr_options {
-    app_input_t input;
-    double damping, tolerance;
-    unsigned long long iterations; /* 0: until the tolerance, at most max_iterations */
-    unsigned long long max_iterations;
-    app_model_options_t model;
-    app_common_t common;
-} pr_options_t;
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: pagerank (--graph FILE | --kronecker S[,E]) [--damping D] [--tolerance T | --iterations N]\n"
-                 "                [--max-iterations N] [--out FILE] [--verify] [--json]\n"
+                 "                [--max-iterations N] [--agent A] [--out FILE] [--verify] [--json]\n"
                  "  --damping D         probability of following an edge (0.85)\n"
                  "  --tolerance T       stop when sum |x' - x| < n * T, as networkx (1e-6)\n"
                  "  --iterations N      run exactly N iterations instead\n"
                  "  --max-iterations N  give up after N iterations without converging (100, as networkx)\n"
+                 "  --agent A           replicate the rank vector on every rank and pull over in-edges;\n"
+                 "                      each step's new slice reaches the other ranks by counter-triggered\n"
+                 "                      transfers, moved by A: bulk (a copy after the step), host (host\n"
+                 "                      threads), device (a polling kernel; CUDA, HIP), inline (the step's\n"
+                 "                      own stores), ideal (nothing: the time with free transfers,\n"
+                 "                      unverifiable); --chunk-size and --transfer-threads tune it\n"
                  "  --out FILE          write \"<vertex> <rank>\" per vertex, input ids\n"
                  "  --verify            compare with a sequential double-precision run of as many\n"
                  "                      iterations (L1 distance <= 1e-6)\n"
@@ -72,10 +67,21 @@ static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
             o->iterations = app_parse_u64(a, argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0)
             o->max_iterations = app_parse_u64(a, argv[++i]);
-        else
+        else if (i + 1 < argc && strcmp(a, "--agent") == 0) {
+            o->replicated = 1;
+            if (grain_agent_parse(argv[++i], &o->agent) != GRAIN_OK) {
+                fprintf(stderr, "pagerank: %s\n", grain_error_message(NULL));
+                exit(APP_EXIT_ERROR);
+            }
+        } else
             app_unknown_option("pagerank", a, usage);
     }
     app_input_check("pagerank", &o->input);
+    if (o->replicated && o->model.model != APP_GRAIN) {
+        fprintf(stderr, "pagerank: --model %s: the replicated formulation (--agent) sends no messages; "
+                        "drop one of the two\n", app_model_names[o->model.model]);
+        exit(APP_EXIT_ERROR);
+    }
     app_model_configure("pagerank", &o->model, config);
     return config;
 }
@@ -110,13 +116,6 @@ static double *reference(const app_edges_t *e, double d, unsigned long long iter
     free(deg);
     return x;
 }
-
-typedef struct pr_result {
-    unsigned long long iterations;
-    int converged;
-    double last_error;
-    app_timing_t timing;
-} pr_result_t;
 
 /* Runs pr_step and returns this rank's change and dangling rank, summed over
  * its work-groups (exact: fixed point). */
@@ -264,11 +263,13 @@ int main(int argc, char **argv)
     double *x = app_malloc(graph.part.local_n * sizeof *x);
     app_model_check(g, "pagerank", &o.model);
     app_coprocessor_t cp, *coproc = app_model_is_coprocessor(&o.model) ? &cp : NULL;
-    pr_result_t r = run(g, &graph, &o, x, coproc);
+    pr_result_t r = o.replicated ? pr_run_replicated(g, &graph, &o, x) : run(g, &graph, &o, x, coproc);
 
+    /* The ideal agent moves no shares: its ranks are not PageRank. */
+    int verifiable = !o.replicated || o.agent != GRAIN_AGENT_IDEAL || npes == 1;
     int verified = -1;
     double distance = 0;
-    if (o.common.verify) {
+    if (o.common.verify && verifiable) {
         double *ref = reference(&graph.all, o.damping, r.iterations);
         for (uint64_t k = 0; k < graph.part.local_n; k++)
             distance += fabs(x[k] - ref[graph.part.global_of[k]]);
@@ -286,13 +287,19 @@ int main(int argc, char **argv)
         printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
                (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
                grain_backend_name(g), grain_device_name(g));
-        printf("%llu iterations%s in %.3f s, last change %.3g (model %s)\n", r.iterations,
-               r.converged ? "" : " without converging", r.timing.seconds, r.last_error,
-               app_model_names[o.model.model]);
+        printf("%llu iterations%s in %.3f s, last change %.3g (", r.iterations,
+               r.converged ? "" : " without converging", r.timing.seconds, r.last_error);
+        if (o.replicated)
+            printf("replicated, %s agent, chunks of %llu bytes, %llu chunk moves)\n", grain_agent_name(o.agent),
+                   (unsigned long long)r.transfers.chunk_bytes, (unsigned long long)r.transfers.moves);
+        else
+            printf("model %s)\n", app_model_names[o.model.model]);
         app_timing_print(stdout, &r.timing);
         if (verified >= 0)
             printf("verification: %s (L1 distance to the sequential run %.3g)\n", verified ? "passed" : "FAILED",
                    distance);
+        else if (o.common.verify)
+            printf("verification: skipped (the ideal agent moves no shares, so the ranks are not PageRank)\n");
     }
     FILE *out = app_json_begin(g, o.common.json, "pagerank");
     if (out != NULL) {
@@ -305,6 +312,13 @@ int main(int argc, char **argv)
                 r.converged ? "true" : "false", r.last_error, tl, (double)m * (double)r.iterations / r.timing.seconds);
         app_timing_json(out, &r.timing);
         fprintf(out, ",\"model\":\"%s\"", app_model_names[o.model.model]);
+        if (o.replicated)
+            fprintf(out,
+                    ",\"agent\":\"%s\",\"checksum\":%.17g,\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
+                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"mapped_peers\":%llu",
+                    grain_agent_name(o.agent), r.checksum, (unsigned long long)r.transfers.chunk_bytes,
+                    (unsigned long long)r.transfers.transfer_threads, (unsigned long long)r.transfers.moves,
+                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.mapped_peers);
     }
     if (coproc != NULL) {
         app_coprocessor_json(g, out, coproc);
