@@ -197,6 +197,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
     if (st == GRAIN_OK)
         st = check_choice("LOG_LEVEL", c->log_level, grain_log_level_names);
+    if (st == GRAIN_OK)
+        st = check_choice("TRANSFER_AGENT", c->transfer_agent, grain_agent_names);
     return st;
 }
 

@@ -42,6 +42,8 @@ typedef enum grain_aggregation {
     GRAIN_AGGREGATE_NONE = 2, /* a buffer leaves with its first message */
 } grain_aggregation_t;
 extern const char *const grain_aggregation_names[];
+/* Indexed by grain_agent_t, NULL-terminated (region_settings.c). */
+extern const char *const grain_agent_names[];
 grain_aggregation_t grain_config_aggregation(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);

@@ -46,11 +46,18 @@
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
       "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
-    X(chunk_size, CHUNK_SIZE, SIZE, "256K", 8, 1ull << 40,                                        \
-      "bytes of a chunk of counter-triggered transfers, where a region does not say")             \
+    X(transfer_agent, TRANSFER_AGENT, STR, "auto", 0, 0,                                          \
+      "who moves the chunks of a region that does not say: bulk, host, device, inline, ideal, or " \
+      "auto (the transfer profile's for this device and app, else host)")                       \
+    X(chunk_size, CHUNK_SIZE, SIZE, "0", 0, 1ull << 40,                                           \
+      "bytes of a chunk of counter-triggered transfers, where a region does not say; 0: the "   \
+      "transfer profile's, else 256K")                                                           \
     X(transfer_threads, TRANSFER_THREADS, UINT, "0", 0, 1024,                                     \
-      "host threads (host agent) or work-groups (device agent) that move chunks; 0: 1 host "     \
-      "thread, 16 work-groups")                                                                  \
+      "host threads (host agent) or work-groups (device agent) that move chunks; 0: the "       \
+      "transfer profile's, else 1 host thread, 16 work-groups")                                  \
+    X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
+      "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
+      "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

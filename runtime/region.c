@@ -24,25 +24,6 @@ enum { PLACE_HEAP, PLACE_PEER };
 
 #define AGENT_WG 256u
 
-static const char *const agent_names[GRAIN_AGENT_COUNT] = {"bulk", "host", "device", "inline", "ideal"};
-
-const char *grain_agent_name(grain_agent_t agent)
-{
-    return (unsigned)agent < GRAIN_AGENT_COUNT ? agent_names[agent] : "?";
-}
-
-grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p)
-{
-    for (unsigned a = 0; name != NULL && a < GRAIN_AGENT_COUNT; a++) {
-        if (strcmp(name, agent_names[a]) == 0) {
-            *agent_p = (grain_agent_t)a;
-            return GRAIN_OK;
-        }
-    }
-    return grain_fail(GRAIN_ERR_INVALID, "unknown transfer agent \"%s\": expected bulk, host, device, inline or ideal",
-                      name ? name : "(null)");
-}
-
 static grain_status_t collective(grain_t *g, grain_coll_t *c)
 {
     return g->tops->collective(g->transport, c);
@@ -371,25 +352,26 @@ static void free_region(grain_region_t *r)
     free(r);
 }
 
-static grain_status_t check_desc(grain_t *g, const grain_region_desc_t *d, uint64_t *chunk_p, unsigned *threads_p)
+/* Collective: the region's settings, which every rank must resolve alike. */
+static grain_status_t check_desc(grain_t *g, const grain_region_desc_t *d, grain_region_settings_t *s)
 {
-    if ((unsigned)d->agent >= GRAIN_AGENT_COUNT)
-        return grain_fail(GRAIN_ERR_INVALID, "region: unknown transfer agent %d", (int)d->agent);
-    *chunk_p = d->chunk_bytes ? d->chunk_bytes : g->config.chunk_size;
-    unsigned threads = d->transfer_threads ? d->transfer_threads : (unsigned)g->config.transfer_threads;
-    if (threads == 0)
-        threads = d->agent == GRAIN_AGENT_DEVICE ? 16u : 1u;
-    if (d->agent == GRAIN_AGENT_HOST && threads > GRAIN_COPY_LANES)
-        return grain_fail(GRAIN_ERR_INVALID, "region: %u host agent threads; at most %u", threads, GRAIN_COPY_LANES);
-    *threads_p = threads;
+    grain_status_t st = grain_region_settings(g, d, s);
+    uint64_t other, mine = s->chunk_bytes | (uint64_t)s->threads << 41 | (uint64_t)s->agent << 52;
+    /* Every rank takes part in both checks, whatever its own status. */
+    grain_status_t same = grain_same_everywhere(g, st == GRAIN_OK ? mine : UINT64_MAX, &other);
+    if (st == GRAIN_OK && same == GRAIN_OK && other != mine && other != UINT64_MAX)
+        st = grain_fail(GRAIN_ERR_CONFIG,
+                        "region: the ranks chose different transfer settings (here the %s agent, chunks of %llu "
+                        "bytes, %u threads): give them the same GRAIN_TRANSFER_* settings and transfer profile",
+                        grain_agent_name(s->agent), (unsigned long long)s->chunk_bytes, s->threads);
+    st = st != GRAIN_OK ? st : same;
     /* Symmetric: a destination's copy must hold what lands in it. */
-    uint64_t other;
-    grain_status_t st = grain_same_everywhere(g, d->size, &other);
-    if (st == GRAIN_OK && other != d->size)
+    same = grain_same_everywhere(g, d->size, &other);
+    if (st == GRAIN_OK && same == GRAIN_OK && other != d->size)
         st = grain_fail(GRAIN_ERR_INVALID,
                         "region: the size must be the same on every rank; rank %d has %zu bytes, another %llu",
                         g->my_pe, d->size, (unsigned long long)other);
-    return st;
+    return st != GRAIN_OK ? st : same;
 }
 
 grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, grain_region_t **r_p)
@@ -402,12 +384,14 @@ grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, gra
         return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
     }
     r->grain = g;
-    r->agent = d->agent;
     r->size = d->size;
-    uint64_t chunk = 0;
-    grain_status_t st = check_desc(g, d, &chunk, &r->threads);
+    grain_region_settings_t set;
+    grain_status_t st = check_desc(g, d, &set);
+    r->agent = set.agent;
+    r->threads = set.threads;
+    r->profiled = set.profiled;
     if (st == GRAIN_OK)
-        st = grain_chunk_plan_build(d, chunk, g->my_pe, g->n_pes, &r->plan);
+        st = grain_chunk_plan_build(d, set.chunk_bytes, g->my_pe, g->n_pes, &r->plan);
     /* Ids follow creation order, the same on every rank. */
     for (r->id = 0; r->id < GRAIN_MAX_REGIONS && atomic_load(&g->regions[r->id]) != NULL; r->id++) {
     }
@@ -431,7 +415,7 @@ grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, gra
         return st;
     }
     grain_info("region %u: %zu bytes, %u chunks of %llu bytes, %s agent, %s", r->id, r->size, r->plan.n_chunks,
-               (unsigned long long)chunk, grain_agent_name(r->agent),
+               (unsigned long long)set.chunk_bytes, grain_agent_name(r->agent),
                r->placement == PLACE_PEER ? "in peer memory" : "in the symmetric heap");
     *r_p = r;
     return GRAIN_OK;
@@ -583,7 +567,9 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
                                 .min_moves = UINT64_MAX,
                                 .bytes_sent = atomic_load(&r->bytes_sent),
                                 .bytes_received = atomic_load(&r->bytes_received),
-                                .mapped_peers = r->mapped_peers};
+                                .mapped_peers = r->mapped_peers,
+                                .agent = r->agent,
+                                .profiled = r->profiled};
     for (uint32_t c = 0; c < r->plan.n_chunks; c++) {
         s->moves += moved[c];
         s->min_moves = moved[c] < s->min_moves ? moved[c] : s->min_moves;

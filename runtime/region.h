@@ -72,6 +72,7 @@ struct grain_region {
     uint32_t id;
     grain_agent_t agent;
     unsigned threads; /* host threads or device work-groups */
+    int profiled;
     grain_chunk_plan_t plan;
     size_t size;
 
@@ -96,6 +97,15 @@ struct grain_region {
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
 };
+
+/* What a region was given or chose (region_settings.c). */
+typedef struct grain_region_settings {
+    grain_agent_t agent;
+    uint64_t chunk_bytes;
+    unsigned threads; /* host threads or device work-groups */
+    int profiled;     /* the transfer profile chose some of it */
+} grain_region_settings_t;
+grain_status_t grain_region_settings(struct grain *g, const grain_region_desc_t *desc, grain_region_settings_t *s);
 
 /* Transfers, shared by the agents (region_move.c). */
 /* Moves [start, start + len) of segment `seg` to its destinations, copies on

@@ -37,20 +37,21 @@ static void usage(FILE *out)
             "  --iterations K  sweeps (default 100)\n"
             "  --agent A       who moves the halo rows: bulk (a copy after each sweep), host (host\n"
             "                  threads), device (a polling kernel; CUDA, HIP), inline (the sweep's own\n"
-            "                  stores), ideal (nothing: the time with free transfers, unverifiable)\n"
-            "                  (default host)\n"
+            "                  stores), ideal (nothing: the time with free transfers, unverifiable),\n"
+            "                  auto (default: GRAIN_TRANSFER_AGENT, else the transfer profile's for\n"
+            "                  this device, as bench/transfer_profile.py chose it, else host)\n"
             "  --tile-rows R   rows of a work-group's tile (default 16)\n"
             "  --verify        run the sweeps on the host too and require the same grid\n"
             "  --json          print one JSON object with the result and statistics\n"
             "The chunk size and the agent's threads are grain settings: --chunk-size 64K,\n"
-            "--transfer-threads 2.\n");
+            "--transfer-threads 2 (default: the transfer profile's, else 256K and 1).\n");
     app_config_usage(out);
 }
 
 static grain_config_t *parse(int argc, char **argv, jacobi_options_t *o)
 {
     grain_config_t *config = app_config();
-    *o = (jacobi_options_t){.n = 1024, .iterations = 100, .tile_rows = 16, .agent = GRAIN_AGENT_HOST};
+    *o = (jacobi_options_t){.n = 1024, .iterations = 100, .tile_rows = 16, .agent = GRAIN_AGENT_AUTO};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (app_common_option(&o->common, config, argc, argv, &i, usage))
@@ -132,6 +133,7 @@ static grain_region_desc_t halo_region(const jacobi_options_t *o, int me, int np
         .segments = seg,
         .n_segments = n_seg,
         .agent = o->agent,
+        .name = "jacobi",
     };
 }
 
@@ -208,12 +210,12 @@ int main(int argc, char **argv)
         for (uint64_t c = 0; c < n; c++)
             sum += host[r * n + c];
     app_check(grain_allreduce(g, &sum, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the checksum");
-    int verifiable = o.agent != GRAIN_AGENT_IDEAL || npes == 1;
-    double err = o.common.verify && verifiable ? max_error(g, host, first, rows, &o) : 0;
-    int verified = o.common.verify && verifiable ? err <= 1e-12 : -1;
     grain_region_stats_t stats[2];
     for (int i = 0; i < 2; i++)
         app_check(grain_region_stats(region[i], &stats[i]), "reading the transfer statistics");
+    int verifiable = stats[0].agent != GRAIN_AGENT_IDEAL || npes == 1;
+    double err = o.common.verify && verifiable ? max_error(g, host, first, rows, &o) : 0;
+    int verified = o.common.verify && verifiable ? err <= 1e-12 : -1;
     uint64_t moves = stats[0].moves + stats[1].moves, sent = stats[0].bytes_sent + stats[1].bytes_sent;
     app_check(grain_allreduce(g, &moves, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
     app_check(grain_allreduce(g, &sent, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
@@ -222,7 +224,7 @@ int main(int argc, char **argv)
         printf("jacobi: %d ranks, %llu x %llu grid, %llu sweeps in %.4f s (%.1f us a sweep), %s agent, chunks of "
                "%llu bytes (%s on %s, %s); checksum %.12g\n",
                npes, (unsigned long long)n, (unsigned long long)n, o.iterations, timing.seconds,
-               1e6 * timing.seconds / (double)(o.iterations ? o.iterations : 1), grain_agent_name(o.agent),
+               1e6 * timing.seconds / (double)(o.iterations ? o.iterations : 1), grain_agent_name(stats[0].agent),
                (unsigned long long)stats[0].chunk_bytes, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g), sum);
         if (verified >= 0)
@@ -238,11 +240,11 @@ int main(int argc, char **argv)
         fprintf(jout,
                 ",\"n\":%llu,\"iterations\":%llu,\"agent\":\"%s\",\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
                 "\"tile_rows\":%llu,\"checksum\":%.17g,\"max_error\":%.6g,\"chunk_moves\":%llu,\"bytes_sent\":%llu,"
-                "\"mapped_peers\":%llu",
-                (unsigned long long)n, o.iterations, grain_agent_name(o.agent),
+                "\"mapped_peers\":%llu,\"profiled\":%s",
+                (unsigned long long)n, o.iterations, grain_agent_name(stats[0].agent),
                 (unsigned long long)stats[0].chunk_bytes, (unsigned long long)stats[0].transfer_threads,
                 o.tile_rows, sum, err, (unsigned long long)moves, (unsigned long long)sent,
-                (unsigned long long)stats[0].mapped_peers);
+                (unsigned long long)stats[0].mapped_peers, stats[0].profiled ? "true" : "false");
     }
     app_json_end(g, jout);
     grain_kernel_destroy(k);

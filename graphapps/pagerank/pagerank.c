@@ -39,7 +39,9 @@ static void usage(FILE *out)
                  "                      transfers, moved by A: bulk (a copy after the step), host (host\n"
                  "                      threads), device (a polling kernel; CUDA, HIP), inline (the step's\n"
                  "                      own stores), ideal (nothing: the time with free transfers,\n"
-                 "                      unverifiable); --chunk-size and --transfer-threads tune it\n"
+                 "                      unverifiable), auto (GRAIN_TRANSFER_AGENT, else the transfer\n"
+                 "                      profile's for this device, else host); --chunk-size and\n"
+                 "                      --transfer-threads tune it (default: the profile's)\n"
                  "  --out FILE          write \"<vertex> <rank>\" per vertex, input ids\n"
                  "  --verify            compare with a sequential double-precision run of as many\n"
                  "                      iterations (L1 distance <= 1e-6)\n"
@@ -266,7 +268,7 @@ int main(int argc, char **argv)
     pr_result_t r = o.replicated ? pr_run_replicated(g, &graph, &o, x) : run(g, &graph, &o, x, coproc);
 
     /* The ideal agent moves no shares: its ranks are not PageRank. */
-    int verifiable = !o.replicated || o.agent != GRAIN_AGENT_IDEAL || npes == 1;
+    int verifiable = !o.replicated || r.transfers.agent != GRAIN_AGENT_IDEAL || npes == 1;
     int verified = -1;
     double distance = 0;
     if (o.common.verify && verifiable) {
@@ -290,7 +292,8 @@ int main(int argc, char **argv)
         printf("%llu iterations%s in %.3f s, last change %.3g (", r.iterations,
                r.converged ? "" : " without converging", r.timing.seconds, r.last_error);
         if (o.replicated)
-            printf("replicated, %s agent, chunks of %llu bytes, %llu chunk moves)\n", grain_agent_name(o.agent),
+            printf("replicated, %s agent, chunks of %llu bytes, %llu chunk moves)\n",
+                   grain_agent_name(r.transfers.agent),
                    (unsigned long long)r.transfers.chunk_bytes, (unsigned long long)r.transfers.moves);
         else
             printf("model %s)\n", app_model_names[o.model.model]);
@@ -315,10 +318,11 @@ int main(int argc, char **argv)
         if (o.replicated)
             fprintf(out,
                     ",\"agent\":\"%s\",\"checksum\":%.17g,\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
-                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"mapped_peers\":%llu",
-                    grain_agent_name(o.agent), r.checksum, (unsigned long long)r.transfers.chunk_bytes,
+                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"mapped_peers\":%llu,\"profiled\":%s",
+                    grain_agent_name(r.transfers.agent), r.checksum, (unsigned long long)r.transfers.chunk_bytes,
                     (unsigned long long)r.transfers.transfer_threads, (unsigned long long)r.transfers.moves,
-                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.mapped_peers);
+                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.mapped_peers,
+                    r.transfers.profiled ? "true" : "false");
     }
     if (coproc != NULL) {
         app_coprocessor_json(g, out, coproc);

@@ -91,6 +91,7 @@ static grain_region_desc_t shares_region(const pr_options_t *o, uint64_t n, cons
         .segments = seg,
         .n_segments = s->hi > s->lo, /* a rank without vertices only receives */
         .agent = o->agent,
+        .name = "pagerank",
     };
 }
 
@@ -197,6 +198,8 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
         r.transfers.chunk_bytes = st.chunk_bytes;
         r.transfers.transfer_threads = st.transfer_threads;
         r.transfers.mapped_peers = st.mapped_peers;
+        r.transfers.agent = st.agent;
+        r.transfers.profiled = st.profiled;
         r.transfers.moves += st.moves;
         r.transfers.bytes_sent += st.bytes_sent;
     }

@@ -175,6 +175,7 @@ typedef struct grain_region grain_region_t;
 
 /* Who moves a chunk once it is ready. */
 typedef enum grain_agent {
+    GRAIN_AGENT_AUTO,   /* GRAIN_TRANSFER_AGENT, else the transfer profile's, else host */
     GRAIN_AGENT_BULK,   /* nobody while the kernel runs: one copy per segment after it (the baseline) */
     GRAIN_AGENT_HOST,   /* host threads polling the chunks' ready words */
     GRAIN_AGENT_DEVICE, /* a polling kernel beside the producer (CUDA, HIP) */
@@ -183,7 +184,7 @@ typedef enum grain_agent {
     GRAIN_AGENT_COUNT
 } grain_agent_t;
 const char *grain_agent_name(grain_agent_t agent);
-/* "bulk", "host", "device", "inline", "ideal"; GRAIN_ERR_INVALID naming them otherwise. */
+/* "auto", "bulk", "host", "device", "inline", "ideal"; GRAIN_ERR_INVALID naming them otherwise. */
 grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p);
 
 /* Which bytes of the region each work-group of the producer launch writes. */
@@ -221,14 +222,23 @@ typedef struct grain_segment {
     uint64_t dest_offset;  /* where it lands in the destination's copy (PEERS: ignored, the same) */
 } grain_segment_t;
 
+/*
+ * The agent, chunk size and threads a region gets: its description's, else
+ * the settings' (GRAIN_TRANSFER_AGENT, GRAIN_CHUNK_SIZE,
+ * GRAIN_TRANSFER_THREADS), else, for a region with a name, the transfer
+ * profile's line for this device and that name (bench/transfer_profile.py
+ * writes it; its chunk size and threads only where its agent is the one
+ * chosen), else host, 256 KiB and 1 thread (16 work-groups for device).
+ */
 typedef struct grain_region_desc {
     size_t size;        /* bytes, the same on every rank */
-    size_t chunk_bytes; /* 0: GRAIN_CHUNK_SIZE */
+    size_t chunk_bytes; /* 0: see above */
     grain_chunk_map_t map;
     const grain_segment_t *segments; /* this rank's; up to 8 (none: it only receives) */
     unsigned n_segments;
     grain_agent_t agent;
-    unsigned transfer_threads; /* host threads or device work-groups; 0: GRAIN_TRANSFER_THREADS */
+    unsigned transfer_threads; /* host threads or device work-groups; 0: see above */
+    const char *name;          /* the transfer profile's key: the app, e.g. "jacobi"; NULL: none */
 } grain_region_desc_t;
 
 /* Collective.  Checks that every chunk is written by some work-group (a
@@ -259,6 +269,8 @@ typedef struct grain_region_stats {
     uint64_t bytes_sent;     /* through the transport */
     uint64_t bytes_received; /* through the transport, into this rank's copy */
     uint64_t mapped_peers;   /* peers whose copy this rank stores to directly */
+    grain_agent_t agent;     /* the one chosen */
+    int profiled;            /* the transfer profile chose something */
 } grain_region_stats_t;
 grain_status_t grain_region_stats(grain_region_t *region, grain_region_stats_t *stats);
 
