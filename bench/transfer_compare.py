@@ -12,7 +12,7 @@ against chunk size).
 
   bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi,pagerank]
                             [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
-                            [--threads 0] [--n 4096] [--scale 20] [--iterations 100] [--repeat 3]
+                            [--threads 0] [--device-groups 0] [--n 4096] [--scale 20] [--iterations 100] [--repeat 3]
                             [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
                             [--timeout 600] [-- extra app options]
@@ -44,8 +44,14 @@ def size_bytes(text):
 
 
 def app_command(args, app, ranks, agent, chunk, threads):
+    """The mpirun line; an agent, chunk or thread count of None is left to
+    the runtime (its settings, then the transfer profile)."""
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app), "--json",
-                                      "--agent", agent, "--chunk-size", chunk, "--transfer-threads", str(threads)]
+                                      "--agent", agent or "auto"]
+    if chunk is not None:
+        cmd += ["--chunk-size", str(chunk)]
+    if threads is not None:
+        cmd += ["--transfer-threads", str(threads)]
     if app == "jacobi":
         # Two grids of a rank's rows, in the symmetric heap where the ranks
         # cannot map each other's memory (and on one rank).
@@ -59,6 +65,11 @@ def app_command(args, app, ranks, agent, chunk, threads):
     if agent != "ideal" and args.verify == "host":
         cmd.append("--verify")
     return cmd + args.extra
+
+
+def agent_threads(args, agent):
+    """Host threads, or the device agent's work-groups."""
+    return args.device_groups if agent == "device" else args.threads
 
 
 def one_rank_checksums(args):
@@ -77,10 +88,11 @@ def one_rank_checksums(args):
 
 def run_matrix(args):
     os.makedirs(args.out, exist_ok=True)
+    # Chunks and threads matter to the agents that move chunks one by one.
     points = [(app, r, agent, chunk, threads, rep)
               for app in args.apps for r in args.ranks for agent in args.agents
               for chunk in (args.chunks if agent in ("host", "device") else args.chunks[:1])
-              for threads in (args.threads if agent in ("host", "device") else args.threads[:1])
+              for threads in (agent_threads(args, agent) if agent in ("host", "device") else args.threads[:1])
               for rep in range(args.repeat)]
     reference = one_rank_checksums(args)
     rows = []
@@ -88,9 +100,14 @@ def run_matrix(args):
     with open(os.path.join(args.out, "transfers.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
+        refused = {}  # (app, ranks, agent): why the backend refused the agent
         for app, ranks, agent, chunk, threads, rep in points:
             progress.start(f"{app} {ranks} ranks, {agent}, chunks {chunk}, {threads} threads")
-            report, error = run_app(app_command(args, app, ranks, agent, chunk, threads), app, args.timeout)
+            report, error = None, refused.get((app, ranks, agent))
+            if error is None:
+                report, error = run_app(app_command(args, app, ranks, agent, chunk, threads), app, args.timeout)
+            if "lacks a required capability" in error or "needs a backend" in error:
+                refused[(app, ranks, agent)] = error
             row = dict.fromkeys(FIELDS, "")
             row.update(app=app, ranks=ranks, agent=agent, chunk=size_bytes(chunk), threads=threads, repeat=rep,
                        error=error)
@@ -199,6 +216,7 @@ def main():
     p.add_argument("--agents", default="bulk,host,device,inline,ideal")
     p.add_argument("--chunks", default="64K")
     p.add_argument("--threads", default="0")
+    p.add_argument("--device-groups", default="0")
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--scale", type=int, default=20)
     p.add_argument("--iterations", type=int, default=100)
@@ -217,6 +235,7 @@ def main():
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.apps, args.agents, args.chunks = args.apps.split(","), args.agents.split(","), args.chunks.split(",")
     args.threads = [int(x) for x in args.threads.split(",")]
+    args.device_groups = [int(x) for x in args.device_groups.split(",")]
     rows = run_matrix(args)
     report(rows, args.out)
     return 1 if any(r["error"] == "verification failed" for r in rows) else 0

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The transfer profiler: sweeps one app's counter-triggered transfers over
+agents, chunk sizes and transfer threads on this machine, stores the fastest
+configuration in the transfer profile under (device, app), where the runtime
+takes it by default (GRAIN_TRANSFER_AGENT=auto, chunk size and threads 0),
+then runs the app with nothing set and reports how close that run comes to
+the best point of the sweep.
+
+  bench/transfer_profile.py --app jacobi|pagerank [--ranks 2]
+                            [--agents bulk,host,device,inline]
+                            [--chunks 4K,16K,64K,256K,1M,4M,16M] [--threads 1,2,4]
+                            [--device-groups 4,16,64] [--n 4096] [--scale 20]
+                            [--iterations 100] [--repeat 3] [--profile FILE]
+                            [--out bench-results/transfer-profile] [--mpirun "mpirun ..."]
+                            [--verify one-rank|host|none] [--require-within 0.05]
+                            [-- extra app options]
+
+The profile is GRAIN_TRANSFER_PROFILE's file, else
+$XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...), the
+runtime's own default.  Writes the sweep as bench/transfer_compare.py does
+(<out>/transfers.csv, .json, .png, summary.json) and <out>/profile.json: the
+choice, the check run's median and its ratio to the sweep's best.
+
+Exits 1 when a run fails verification or the check run did not take the
+profile's configuration; with --require-within F, also when the check run's
+median is more than F above the sweep's best (timing is not checked by
+default: a loaded machine is not a broken profiler)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+from driver import median, run_app
+from transfer_compare import app_command, report, run_matrix
+
+SETTINGS = ("GRAIN_TRANSFER_AGENT", "GRAIN_CHUNK_SIZE", "GRAIN_TRANSFER_THREADS")
+
+
+def profile_path(given):
+    if given:
+        return given
+    env = os.environ.get("GRAIN_TRANSFER_PROFILE", "")
+    if env == "none":
+        sys.exit("transfer_profile: GRAIN_TRANSFER_PROFILE=none: the runtime reads no profile; give --profile FILE")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "grain", "transfer-profile.tsv")
+
+
+def best_point(rows):
+    """The fastest (agent, chunk, threads) by median over its repeats."""
+    best = None
+    for agent, chunk, threads in sorted({(r["agent"], r["chunk"], r["threads"]) for r in rows if not r["error"]}):
+        m = median(rows, agent=agent, chunk=chunk, threads=threads)
+        if best is None or m["seconds"] < best["seconds"]:
+            best = m
+    return best
+
+
+def store(path, device, app, best, note):
+    """Replaces the profile's line for (device, app), keeping the others."""
+    if "\t" in device or "\n" in device:
+        sys.exit(f"transfer_profile: the device name {device!r} cannot be a profile key")
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [x for x in f.read().splitlines() if x.split("\t")[:2] != [device, app]]
+    if not lines:
+        lines = ["# grain transfer profile: device, app, agent, chunk bytes, threads, how it was measured",
+                 "# written by bench/transfer_profile.py; GRAIN_TRANSFER_PROFILE=none ignores it"]
+    lines.append("\t".join([device, app, best["agent"], str(best["chunk"]), str(best["threads"]), note]))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+def check_runs(args, path, best):
+    """The app with nothing set, as a user would run it, args.repeat times."""
+    saved = {k: os.environ.pop(k) for k in SETTINGS if k in os.environ}
+    if saved:
+        print(f"transfer_profile: the check runs leave out {', '.join(saved)}, which would override the profile")
+    os.environ["GRAIN_TRANSFER_PROFILE"] = path
+    runs = []
+    for rep in range(args.repeat):
+        rep_report, error = run_app(app_command(args, args.app, args.ranks[0], None, None, None), args.app,
+                                    args.timeout)
+        if rep_report is None:
+            sys.exit(f"transfer_profile: the check run failed: {error}")
+        runs.append(rep_report)
+        print(f"check run {rep + 1}/{args.repeat}: {rep_report['agent']} agent, chunks of "
+              f"{rep_report['chunk_bytes']}, {rep_report['transfer_threads']} threads, "
+              f"{rep_report['seconds']:.4f} s")
+    os.environ.update(saved)
+    took = all(r.get("profiled") and r["agent"] == best["agent"] and r["chunk_bytes"] == best["chunk"]
+               and r["transfer_threads"] == best["threads"] for r in runs)
+    return runs, took
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--app", required=True, choices=("jacobi", "pagerank"))
+    p.add_argument("--bin", default="build/bin")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--agents", default="bulk,host,device,inline")
+    p.add_argument("--chunks", default="4K,16K,64K,256K,1M,4M,16M")
+    p.add_argument("--threads", default="1,2,4")
+    p.add_argument("--device-groups", default="4,16,64")
+    p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--profile", default="")
+    p.add_argument("--out", default="bench-results/transfer-profile")
+    p.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
+    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--verify", choices=("one-rank", "host", "none"), default="one-rank")
+    p.add_argument("--require-within", type=float, default=None)
+    p.add_argument("extra", nargs="*")
+    args = p.parse_args()
+    if "ideal" in args.agents.split(","):
+        sys.exit("transfer_profile: the ideal agent moves nothing and cannot be a choice; leave it out")
+    # The sweep is transfer_compare's matrix for one app and rank count.
+    args.apps, args.ranks = [args.app], [args.ranks]
+    args.agents, args.chunks = args.agents.split(","), args.chunks.split(",")
+    args.threads = [int(x) for x in args.threads.split(",")]
+    args.device_groups = [int(x) for x in args.device_groups.split(",")]
+    path = profile_path(args.profile)
+
+    rows = run_matrix(args)
+    report(rows, args.out)
+    failed = any(r["error"] == "verification failed" for r in rows)
+    best = best_point(rows)
+    if best is None:
+        sys.exit("transfer_profile: no run of the sweep succeeded")
+    size = f"n {args.n}" if args.app == "jacobi" else f"scale {args.scale}"
+    note = (f"{best['seconds']:.6g} s median of {args.repeat}, {args.ranks[0]} ranks, {size}, "
+            f"{args.iterations} iterations, {time.strftime('%Y-%m-%d')}")
+    store(path, best["device"], args.app, best, note)
+    print(f"{args.app} on {best['device']}: best {best['agent']} agent, chunks of {best['chunk']} bytes, "
+          f"{best['threads']} threads, {best['seconds']:.4f} s; stored in {path}")
+
+    runs, took = check_runs(args, path, best)
+    check = sorted(r["seconds"] for r in runs)[len(runs) // 2]
+    ratio = check / best["seconds"]
+    print(f"check run median {check:.4f} s: {100 * (ratio - 1):+.1f}% against the sweep's best "
+          f"({'took' if took else 'did NOT take'} the profile's configuration)")
+    result = {"app": args.app, "device": best["device"], "backend": best["backend"], "ranks": args.ranks[0],
+              "profile": path, "choice": {k: best[k] for k in ("agent", "chunk", "threads", "seconds")},
+              "check_seconds": [r["seconds"] for r in runs], "check_median": check, "ratio_to_best": ratio,
+              "took_profile": took, "within_5_percent": ratio <= 1.05}
+    with open(os.path.join(args.out, "profile.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    if failed or not took:
+        return 1
+    if args.require_within is not None and ratio > 1 + args.require_within:
+        print(f"transfer_profile: the check run is more than {100 * args.require_within:.0f}% above the best")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
