@@ -55,6 +55,9 @@
     X(transfer_threads, TRANSFER_THREADS, UINT, "0", 0, 1024,                                     \
       "host threads (host agent) or work-groups (device agent) that move chunks; 0: the "       \
       "transfer profile's, else 1 host thread, 16 work-groups")                                  \
+    X(peer_memory, PEER_MEMORY, BOOL, "1", 0, 1,                                                  \
+      "regions in memory the ranks of one node map (CUDA/HIP IPC), chunks moving device to "     \
+      "device; 0: in the symmetric heap, chunks through the transport as between nodes")          \
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
       "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
       "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \

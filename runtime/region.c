@@ -140,7 +140,8 @@ static grain_status_t place(grain_region_t *r)
     grain_t *g = r->grain;
     int one = 0, placed = 0;
     grain_status_t st = GRAIN_OK;
-    if (g->n_pes > 1 && g->bops->alloc_peer != NULL && (st = one_node(g, &one)) == GRAIN_OK && one)
+    if (g->n_pes > 1 && g->bops->alloc_peer != NULL && g->config.peer_memory &&
+        (st = one_node(g, &one)) == GRAIN_OK && one)
         st = place_in_peer_memory(r, &placed);
     if (st != GRAIN_OK)
         return st;
