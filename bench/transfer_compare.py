@@ -12,7 +12,7 @@ against chunk size).
 
   bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi,pagerank]
                             [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
-                            [--threads 0] [--device-groups 0] [--n 4096] [--scale 20] [--iterations 100] [--repeat 3]
+                            [--threads 0] [--device-groups 0] [--n 4096] [--scale 20[,16]] [--iterations 100] [--repeat 3]
                             [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
                             [--timeout 600] [-- extra app options]
@@ -60,8 +60,9 @@ def app_command(args, app, ranks, agent, chunk, threads):
                 "--heap-size", str(2 * rows * args.n * 8 + (64 << 20))]
     elif app == "pagerank":
         # Two vectors of shares, 8 bytes a vertex, replicated on every rank.
-        cmd += ["--kronecker", str(args.scale), "--iterations", str(args.iterations),
-                "--heap-size", str(2 * (8 << args.scale) + (64 << 20))]
+        scale = int(args.scale.split(",")[0])
+        cmd += ["--kronecker", args.scale, "--iterations", str(args.iterations),
+                "--heap-size", str(2 * (8 << scale) + (64 << 20))]
     if agent != "ideal" and args.verify == "host":
         cmd.append("--verify")
     return cmd + args.extra
@@ -218,7 +219,7 @@ def main():
     p.add_argument("--threads", default="0")
     p.add_argument("--device-groups", default="0")
     p.add_argument("--n", type=int, default=4096)
-    p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--scale", default="20", help="Kronecker SCALE[,EDGEFACTOR] for pagerank")
     p.add_argument("--iterations", type=int, default=100)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default="bench-results/transfers")

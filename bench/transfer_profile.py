@@ -110,7 +110,7 @@ def main():
     p.add_argument("--threads", default="1,2,4")
     p.add_argument("--device-groups", default="4,16,64")
     p.add_argument("--n", type=int, default=4096)
-    p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--scale", default="20", help="Kronecker SCALE[,EDGEFACTOR] for pagerank")
     p.add_argument("--iterations", type=int, default=100)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", default="")
