@@ -16,7 +16,7 @@ against chunk size).
                             [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
                             [--timeout 600] [-- extra app options]
-  bench/transfer_compare.py --replot [--out DIR]
+  bench/transfer_compare.py --replot [--out DIR]    (from transfers.json, else transfers.csv)
 
 jacobi sweeps an n x n grid; pagerank runs the replicated formulation on a
 Kronecker graph of 2^scale vertices (--iterations steps, not to a tolerance).
@@ -209,6 +209,24 @@ def plot(rows, summary, out_dir):
     print(f"wrote {os.path.join(out_dir, 'transfers.png')}")
 
 
+def load_rows(out_dir):
+    """A run's rows: transfers.json, else the CSV it wrote as it went (a run cut short)."""
+    path = os.path.join(out_dir, "transfers.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    rows = []
+    with open(os.path.join(out_dir, "transfers.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            for k in ("ranks", "chunk", "threads", "repeat", "chunk_moves", "bytes_sent", "mapped_peers"):
+                r[k] = int(r[k]) if r[k] else r[k]
+            for k in ("seconds", "checksum"):
+                r[k] = float(r[k]) if r[k] else r[k]
+            r["verified"] = {"True": True, "False": False}.get(r["verified"])
+            rows.append(r)
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", default="build/bin")
@@ -230,8 +248,7 @@ def main():
     p.add_argument("extra", nargs="*")
     args = p.parse_args()
     if args.replot:
-        with open(os.path.join(args.out, "transfers.json")) as f:
-            report(json.load(f), args.out)
+        report(load_rows(args.out), args.out)
         return 0
     args.ranks = [int(x) for x in args.ranks.split(",")]
     args.apps, args.agents, args.chunks = args.apps.split(","), args.agents.split(","), args.chunks.split(",")
