@@ -229,16 +229,10 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
         app_check(grain_quiet(g), "grain_quiet after pagerank");
         step(g, k, global, wg, sums, host_sums, sums_now[1] / (double)n, 1, sums_now);
         app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
-        r.iterations++;
-        r.last_error = sums_now[0];
-        if (o->iterations == 0 && sums_now[0] < (double)n * o->tolerance) {
-            r.converged = 1;
+        if (pr_step_done(&r, o, sums_now[0], n))
             break;
-        }
     }
     r.timing = app_clock_stop(g, &clock);
-    if (o->iterations)
-        r.converged = 1;
     app_check(grain_memcpy(g, x, dev_x, local_n * sizeof *x), "reading the ranks");
 
     free(zeros);

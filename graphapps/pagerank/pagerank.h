@@ -47,6 +47,17 @@ typedef struct pr_result {
  * kernels compute the same expression. */
 static inline int64_t pr_fixed(double x) { return (int64_t)floor(x * FIXED_ONE + 0.5); }
 
+/* Counts a step whose L1 change was `change`; returns whether the run stops
+ * there, converged by networkx's test (with --iterations it runs them all
+ * and counts as converged). */
+static inline int pr_step_done(pr_result_t *r, const pr_options_t *o, double change, uint64_t n)
+{
+    r->iterations++;
+    r->last_error = change;
+    r->converged = o->iterations != 0 || change < (double)n * o->tolerance;
+    return o->iterations == 0 && r->converged;
+}
+
 /* Collective: runs the replicated formulation; x gets this rank's vertices
  * (graph->part.global_of order). */
 pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x);

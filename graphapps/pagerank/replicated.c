@@ -179,16 +179,10 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
         app_group_sums(g, sums, groups, 2, host_sums, total);
         app_check(grain_allreduce(g, total, 2, GRAIN_INT64, GRAIN_SUM), "reducing the change");
         dangling_fixed = total[1];
-        r.iterations++;
-        r.last_error = (double)total[0] / FIXED_ONE;
-        if (o->iterations == 0 && r.last_error < (double)n * o->tolerance) {
-            r.converged = 1;
+        if (pr_step_done(&r, o, (double)total[0] / FIXED_ONE, n))
             break;
-        }
     }
     r.timing = app_clock_stop(g, &clock);
-    if (o->iterations)
-        r.converged = 1;
 
     app_check(grain_memcpy(g, mine, dev_x, count * sizeof *mine), "reading the ranks");
     r.checksum = gather(g, graph, &s, mine, x);
