@@ -48,7 +48,7 @@ static inline uint64_t grain_now_ns(void)
 
 /* For a wait that usually ends within `patience_ns`: it yields rather than
  * naps until then.  A nap lasts the timer slack at least (50 us on Linux),
- * which added 70 us to every 150 us iteration of the host agent on an H200
+ * which added 67 us to every 150 us iteration of the host agent on an H200
  * machine; yielding still lets a CPU device's workers run. */
 static inline void grain_backoff_idle_patient(grain_backoff_t *b, uint64_t patience_ns)
 {

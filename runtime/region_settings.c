@@ -109,15 +109,20 @@ static int parse_entry(char **f, profile_entry_t *e)
 /* Looks up (this device, name); *found says whether a line matched. */
 static grain_status_t profile_lookup(grain_t *g, const char *name, profile_entry_t *e, int *found)
 {
-    char path[4096], line[1024];
+    char path[4096], *line = NULL;
+    size_t cap = 0;
     *found = 0;
     profile_path(g, path, sizeof path);
     FILE *f = path[0] != '\0' ? fopen(path, "r") : NULL;
-    if (f == NULL) /* no profile yet is the usual case, not an error */
+    /* No profile at the default place is the usual case; one named that is
+     * not there is a mistake. */
+    if (f == NULL && path[0] != '\0' && g->config.transfer_profile[0] != '\0')
+        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_TRANSFER_PROFILE=%s: cannot read it (%s)", path, strerror(errno));
+    if (f == NULL)
         return GRAIN_OK;
     const char *device = grain_device_name(g);
     grain_status_t st = GRAIN_OK;
-    for (unsigned number = 1; st == GRAIN_OK && fgets(line, sizeof line, f) != NULL; number++) {
+    for (unsigned number = 1; st == GRAIN_OK && getline(&line, &cap, f) >= 0; number++) {
         line[strcspn(line, "\r\n")] = '\0';
         if (line[0] == '#' || line[0] == '\0')
             continue;
@@ -132,6 +137,7 @@ static grain_status_t profile_lookup(grain_t *g, const char *name, profile_entry
         else if (strcmp(fields[0], device) == 0 && strcmp(fields[1], name) == 0)
             *e = entry, *found = 1;
     }
+    free(line);
     fclose(f);
     if (st == GRAIN_OK && *found)
         grain_info("transfer profile %s: %s on %s: %s agent, chunks of %llu bytes, %u threads", path, name, device,
