@@ -62,6 +62,16 @@ double app_parse_real(const char *option, const char *text, double lo, double hi
     return v;
 }
 
+grain_agent_t app_parse_agent(const char *app, const char *text)
+{
+    grain_agent_t agent;
+    if (grain_agent_parse(text, &agent) != GRAIN_OK) {
+        fprintf(stderr, "%s: %s\n", app, grain_error_message(NULL));
+        exit(APP_EXIT_ERROR);
+    }
+    return agent;
+}
+
 void *app_malloc(size_t size)
 {
     void *p = malloc(size ? size : 1);

@@ -62,12 +62,9 @@ static grain_config_t *parse(int argc, char **argv, jacobi_options_t *o)
             o->iterations = app_parse_u64(a, argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--tile-rows") == 0)
             o->tile_rows = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--agent") == 0) {
-            if (grain_agent_parse(argv[++i], &o->agent) != GRAIN_OK) {
-                fprintf(stderr, "jacobi: %s\n", grain_error_message(NULL));
-                exit(APP_EXIT_ERROR);
-            }
-        } else
+        else if (i + 1 < argc && strcmp(a, "--agent") == 0)
+            o->agent = app_parse_agent("jacobi", argv[++i]);
+        else
             app_unknown_option("jacobi", a, usage);
     }
     if (o->common.out != NULL) {

@@ -71,10 +71,7 @@ static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
             o->max_iterations = app_parse_u64(a, argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--agent") == 0) {
             o->replicated = 1;
-            if (grain_agent_parse(argv[++i], &o->agent) != GRAIN_OK) {
-                fprintf(stderr, "pagerank: %s\n", grain_error_message(NULL));
-                exit(APP_EXIT_ERROR);
-            }
+            o->agent = app_parse_agent("pagerank", argv[++i]);
         } else
             app_unknown_option("pagerank", a, usage);
     }
