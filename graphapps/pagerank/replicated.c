@@ -25,7 +25,7 @@ typedef struct pr_slice {
     uint64_t lo, hi;
     uint64_t *in_offsets; /* hi - lo + 1 */
     uint64_t *in_src;     /* the sources of each vertex's in-edges, global ids */
-    uint64_t *degree;     /* out-degree, every vertex */
+    uint64_t *degree;     /* out-degree, every vertex (and a 0 after the last) */
 } pr_slice_t;
 
 /* Rank r's slice starts at the first vertex whose prefix of in-edges plus
@@ -36,9 +36,10 @@ static pr_slice_t slice(const app_edges_t *all, unsigned ranks, unsigned rank)
     uint64_t n = all->n;
     pr_slice_t s = {0};
     uint64_t *in_degree = app_malloc((n + 1) * sizeof *in_degree);
-    s.degree = app_malloc((n ? n : 1) * sizeof *s.degree);
+    /* One word past the last vertex: a rank without vertices uploads one. */
+    s.degree = app_malloc((n + 1) * sizeof *s.degree);
     memset(in_degree, 0, (n + 1) * sizeof *in_degree);
-    memset(s.degree, 0, (n ? n : 1) * sizeof *s.degree);
+    memset(s.degree, 0, (n + 1) * sizeof *s.degree);
     for (size_t i = 0; i < all->count; i++) {
         s.degree[all->edges[i].u]++;
         in_degree[all->edges[i].v]++;
