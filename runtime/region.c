@@ -235,6 +235,9 @@ static grain_status_t build_local(grain_region_t *r)
     const grain_chunk_plan_t *p = &r->plan;
     size_t ready_bytes = ((size_t)p->n_chunks + 1) * sizeof(uint32_t); /* never an empty allocation */
     int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE;
+    for (int pe = 0; pe < g->n_pes; pe++)
+        if (pe != g->my_pe && r->peer_maps[pe] == NULL)
+            r->unmapped[r->n_unmapped++] = pe;
     grain_status_t st = check_reach(r);
     if (st == GRAIN_OK && has_host_dest(r))
         st = g->bops->alloc_shared(g->backend, r->size, &r->host_copy);
@@ -350,6 +353,7 @@ static void free_region(grain_region_t *r)
 {
     grain_chunk_plan_free(&r->plan);
     free(r->peer_maps);
+    free(r->unmapped);
     free(r);
 }
 
@@ -380,7 +384,10 @@ grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, gra
     if (g == NULL || d == NULL || r_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_region_create needs a handle, a description and an output");
     grain_region_t *r = calloc(1, sizeof *r);
-    if (r == NULL || (r->peer_maps = calloc((size_t)g->n_pes, sizeof *r->peer_maps)) == NULL) {
+    if (r == NULL || (r->peer_maps = calloc((size_t)g->n_pes, sizeof *r->peer_maps)) == NULL ||
+        (r->unmapped = calloc((size_t)g->n_pes, sizeof *r->unmapped)) == NULL) {
+        if (r != NULL)
+            free(r->peer_maps);
         free(r);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
     }

@@ -53,6 +53,7 @@ unsigned grain_chunk_span(const grain_chunk_plan_t *plan, uint32_t c, uint64_t *
 /* A pool of pinned buffers for pieces on their way through the transport. */
 typedef struct grain_piece_buf {
     grain_send_token_t token; /* first: the transport hands it back */
+    _Atomic unsigned sends;   /* sends of it not yet handed back: one per destination */
     struct grain_piece_buf *next;
     struct grain_piece_pool *pool;
     uint8_t *data;
@@ -81,6 +82,8 @@ struct grain_region {
     void *host_copy;    /* shared memory, or NULL */
     void **peer_maps;   /* per PE: this rank's mapping of its copy, or NULL */
     unsigned mapped_peers;
+    int *unmapped;      /* the other PEs, not mapped here: what reaches them goes as pieces */
+    unsigned n_unmapped;
 
     grain_region_dev_t dev_host; /* what kernels get, as the host builds it */
     grain_region_dev_t *dev;     /* its copy in device memory */

@@ -12,10 +12,17 @@
 #include "runtime/log.h"
 #include "runtime/region.h"
 
+/* Pieces staged in a row on a lane before one wait: a wait per piece cost
+ * more than the 64 KiB copy it waited for.  At most the pool's 4 a thread,
+ * so that a thread waiting for a buffer always leaves one to come back. */
+#define STAGED 4u
+
 static void piece_sent(grain_send_token_t *token)
 {
     grain_piece_buf_t *b = (grain_piece_buf_t *)token; /* the token is its first member */
     grain_piece_pool_t *pool = b->pool;
+    if (atomic_fetch_sub_explicit(&b->sends, 1, memory_order_acq_rel) != 1)
+        return;
     pthread_mutex_lock(&pool->lock);
     b->next = pool->free;
     pool->free = b;
@@ -87,35 +94,6 @@ static grain_piece_buf_t *piece_take(grain_piece_pool_t *pool)
     return b;
 }
 
-/* [src, src + len) of this rank's copy to offset `at` of PE `pe`'s copy,
- * in pieces as large as a receive buffer. */
-static grain_status_t send_pieces(grain_region_t *r, uint32_t pe, const char *src, uint64_t at, uint64_t len)
-{
-    grain_t *g = r->grain;
-    size_t room = r->pieces.size - sizeof(grain_piece_hdr_t);
-    for (uint64_t done = 0; done < len;) {
-        size_t n = len - done < room ? (size_t)(len - done) : room;
-        grain_piece_buf_t *b = piece_take(&r->pieces);
-        grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n), at + done};
-        memcpy(b->data, &h, sizeof h);
-        grain_status_t st = g->bops->copy(g->backend, b->data + sizeof h, src + done, n);
-        if (st == GRAIN_OK) {
-            /* Counted first: once sent, the receiver may count it before we would. */
-            atomic_fetch_add_explicit(&g->pieces_to[pe], 1, memory_order_relaxed);
-            st = g->tops->send(g->transport, pe, b->data, sizeof h + n, &b->token);
-            if (st != GRAIN_OK)
-                atomic_fetch_sub_explicit(&g->pieces_to[pe], 1, memory_order_relaxed);
-        }
-        if (st != GRAIN_OK) {
-            piece_sent(&b->token);
-            return st;
-        }
-        atomic_fetch_add_explicit(&r->bytes_sent, n, memory_order_relaxed);
-        done += n;
-    }
-    return GRAIN_OK;
-}
-
 static grain_status_t copy_on_lane(grain_region_t *r, unsigned lane, void *dst, const void *src, uint64_t len)
 {
     grain_t *g = r->grain;
@@ -130,6 +108,62 @@ grain_status_t grain_region_lane_wait(grain_region_t *r, unsigned lane)
     return g->bops->copy_wait != NULL ? g->bops->copy_wait(g->backend, lane % GRAIN_COPY_LANES) : GRAIN_OK;
 }
 
+/* Sends a staged piece to every rank of dests; a send that fails, and those
+ * after it, hand the buffer back at once. */
+static grain_status_t send_staged(grain_region_t *r, grain_piece_buf_t *b, const int *dests, unsigned n_dests)
+{
+    grain_t *g = r->grain;
+    grain_piece_hdr_t h;
+    memcpy(&h, b->data, sizeof h);
+    atomic_store_explicit(&b->sends, n_dests, memory_order_relaxed);
+    grain_status_t st = GRAIN_OK;
+    for (unsigned d = 0; d < n_dests; d++) {
+        if (st == GRAIN_OK) {
+            /* Counted first: once sent, the receiver may count it before we would. */
+            atomic_fetch_add_explicit(&g->pieces_to[dests[d]], 1, memory_order_relaxed);
+            st = g->tops->send(g->transport, dests[d], b->data, h.bytes, &b->token);
+            if (st == GRAIN_OK) {
+                atomic_fetch_add_explicit(&r->bytes_sent, h.bytes - sizeof h, memory_order_relaxed);
+                continue;
+            }
+            atomic_fetch_sub_explicit(&g->pieces_to[dests[d]], 1, memory_order_relaxed);
+        }
+        piece_sent(&b->token);
+    }
+    return st;
+}
+
+/* [src, src + len) of this rank's copy to offset `at` of the copies of the
+ * ranks in dests, in pieces as large as a receive buffer: each staged once
+ * into pinned memory on `lane`, STAGED at a time, and sent to every one of
+ * them (a piece's header names no destination). */
+static grain_status_t send_pieces(grain_region_t *r, unsigned lane, const int *dests, unsigned n_dests,
+                                  const char *src, uint64_t at, uint64_t len)
+{
+    grain_t *g = r->grain;
+    size_t room = r->pieces.size - sizeof(grain_piece_hdr_t);
+    grain_status_t st = GRAIN_OK;
+    for (uint64_t done = 0; st == GRAIN_OK && done < len;) {
+        grain_piece_buf_t *batch[STAGED];
+        unsigned k = 0;
+        for (; k < STAGED && done < len; k++) {
+            size_t n = len - done < room ? (size_t)(len - done) : room;
+            grain_piece_buf_t *b = batch[k] = piece_take(&r->pieces);
+            grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n),
+                                   at + done};
+            memcpy(b->data, &h, sizeof h);
+            if (st == GRAIN_OK)
+                st = copy_on_lane(r, lane, b->data + sizeof h, src + done, n);
+            done += n;
+        }
+        if (st == GRAIN_OK)
+            st = grain_region_lane_wait(r, lane);
+        for (unsigned i = 0; i < k; i++)
+            st = st == GRAIN_OK ? send_staged(r, batch[i], dests, n_dests) : send_staged(r, batch[i], dests, 0);
+    }
+    return st;
+}
+
 grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t start, uint64_t len, unsigned lane)
 {
     const grain_segment_dev_t *seg = &r->plan.segments[seg_index];
@@ -140,12 +174,15 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
     int lo = seg->dest == GRAIN_DEST_PEERS ? 0 : seg->dest;
     int hi = seg->dest == GRAIN_DEST_PEERS ? r->grain->n_pes : lo + 1;
     grain_status_t st = GRAIN_OK;
-    for (int pe = lo; st == GRAIN_OK && pe < hi; pe++) {
-        if (pe == r->grain->my_pe)
-            continue;
-        st = r->peer_maps[pe] != NULL ? copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len)
-                                      : send_pieces(r, (uint32_t)pe, src, at, len);
-    }
+    for (int pe = lo; st == GRAIN_OK && pe < hi; pe++)
+        if (pe != r->grain->my_pe && r->peer_maps[pe] != NULL)
+            st = copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len);
+    /* The others get the same pieces, staged once. */
+    int one = seg->dest;
+    const int *remote = seg->dest == GRAIN_DEST_PEERS ? r->unmapped : &one;
+    unsigned n_remote = seg->dest == GRAIN_DEST_PEERS ? r->n_unmapped : r->peer_maps[seg->dest] == NULL;
+    if (st == GRAIN_OK && n_remote > 0)
+        st = send_pieces(r, lane, remote, n_remote, src, at, len);
     return st;
 }
 
