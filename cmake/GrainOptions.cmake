@@ -14,14 +14,3 @@ function(grain_feature name found description hint)
   endif()
 endfunction()
 
-# Backends and transports whose code lands with later issues: the options
-# exist so that build scripts can name them, and say plainly what is missing.
-function(grain_feature_pending name description issue)
-  set(GRAIN_WITH_${name} AUTO CACHE STRING "Build with ${description}: AUTO, ON or OFF")
-  set_property(CACHE GRAIN_WITH_${name} PROPERTY STRINGS AUTO ON OFF)
-  if(GRAIN_WITH_${name} STREQUAL "ON")
-    message(FATAL_ERROR "GRAIN_WITH_${name}=ON, but ${description} is not part of this grain yet "
-                        "(${issue}); configure with GRAIN_WITH_${name}=AUTO or OFF")
-  endif()
-  set(GRAIN_HAVE_${name} OFF PARENT_SCOPE)
-endfunction()

@@ -5,7 +5,7 @@
 # toolkit is installed (/usr/local/cuda).
 grain_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
 clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev
-clang libclang-rt-14-dev python3-networkx python3-scipy python3-sklearn jellyfish velvet-example xz-utils"
+clang libclang-rt-14-dev libibverbs-dev python3-networkx python3-scipy python3-sklearn jellyfish velvet-example xz-utils"
 
 grain_install_deps() {
     missing=""
