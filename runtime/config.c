@@ -181,7 +181,7 @@ unsigned grain_config_queue_protocol(const grain_config_t *c)
 grain_status_t grain_config_check(const grain_config_t *c)
 {
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
-    static const char *const transports[] = {"auto", "mpi", "self", NULL};
+    static const char *const transports[] = {"auto", "mpi", "self", "verbs", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
     static const char *const applies[] = {"auto", "host", "device", NULL};
     grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
@@ -191,7 +191,12 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("APPLY", c->apply, applies);
     if (st == GRAIN_OK)
         st = check_choice("AGGREGATION", c->aggregation, grain_aggregation_names);
-    if (st == GRAIN_OK)
+    /* A list: each of its names one of the transports. */
+    char list[GRAIN_CONFIG_STR_MAX], *save = NULL;
+    snprintf(list, sizeof list, "%s", c->transport);
+    for (char *name = strtok_r(list, ",", &save); st == GRAIN_OK && name != NULL; name = strtok_r(NULL, ",", &save))
+        st = check_choice("TRANSPORT", name, transports);
+    if (st == GRAIN_OK && strspn(c->transport, ",") == strlen(c->transport))
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);

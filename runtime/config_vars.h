@@ -11,7 +11,13 @@
     X(backend, BACKEND, STR, "auto", 0, 0,                                                        \
       "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl") \
     X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
-      "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self")    \
+      "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self, "   \
+      "verbs (InfiniBand/RoCE, bootstrapped over MPI); a list (verbs,mpi) takes the first that " \
+      "opens, with a warning")                                                                   \
+    X(ib_device, IB_DEVICE, STR, "", 0, 0, "RDMA device of the verbs transport (default: the first)") \
+    X(ib_port, IB_PORT, UINT, "1", 1, 255, "port of that device")                                  \
+    X(ib_gid_index, IB_GID_INDEX, UINT, "0", 0, 255,                                              \
+      "GID table entry the verbs transport routes by on RoCE")                                   \
     X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
       "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
       "paper (seed 001's one queue of system-scope tickets, the baseline)")                      \

@@ -133,8 +133,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
 
     g->tops = tops;
     if (tops == NULL)
-        st = grain_transport_select(g->config.transport, &g->tops);
-    if (st == GRAIN_OK)
+        st = grain_transport_open(g->config.transport, &g->config, &g->tops, &g->transport, &g->my_pe, &g->n_pes);
+    else
         st = g->tops->open(&g->transport, &g->config, &g->my_pe, &g->n_pes);
     if (st != GRAIN_OK)
         goto err;

@@ -15,8 +15,19 @@ static int started_by_launcher(void)
     return 0;
 }
 
-grain_status_t grain_transport_select(const char *name, const grain_transport_ops_t **ops_p)
+static grain_status_t select_one(const char *name, const grain_transport_ops_t **ops_p)
 {
+    if (strcmp(name, "verbs") == 0) {
+#ifdef GRAIN_HAVE_VERBS_TRANSPORT
+        *ops_p = &grain_transport_verbs;
+        return GRAIN_OK;
+#else
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_TRANSPORT=verbs, but this grain was built without the verbs transport, which "
+                          "needs libibverbs and MPI (apt-get install libibverbs-dev libopenmpi-dev; "
+                          "-DGRAIN_WITH_VERBS=ON)");
+#endif
+    }
     if (strcmp(name, "self") == 0) {
         *ops_p = &grain_transport_self;
         return GRAIN_OK;
@@ -36,4 +47,32 @@ grain_status_t grain_transport_select(const char *name, const grain_transport_op
 #endif
     *ops_p = &grain_transport_self;
     return GRAIN_OK;
+}
+
+grain_status_t grain_transport_open(const char *names, const grain_config_t *config,
+                                    const grain_transport_ops_t **ops_p, grain_transport_t **t_p, int *my_pe_p,
+                                    int *n_pes_p)
+{
+    char list[256], failed[512] = "";
+    snprintf(list, sizeof list, "%s", names);
+    char *save = NULL, *name = strtok_r(list, ",", &save);
+    const char *first = name;
+    grain_status_t st = GRAIN_ERR_CONFIG; /* grain_config_check refused lists without a name */
+    while (name != NULL) {
+        char *next = strtok_r(NULL, ",", &save);
+        grain_log_quiet(next != NULL); /* a failure with a fallback is a warning, below */
+        st = select_one(name, ops_p);
+        if (st == GRAIN_OK)
+            st = (*ops_p)->open(t_p, config, my_pe_p, n_pes_p);
+        grain_log_quiet(0);
+        if (st == GRAIN_OK) {
+            if (name != first)
+                grain_warn("GRAIN_TRANSPORT=%s: %s did not open (%s); running over %s", names, first, failed, name);
+            return GRAIN_OK;
+        }
+        if (name == first)
+            snprintf(failed, sizeof failed, "%s", grain_error_message(NULL));
+        name = next;
+    }
+    return st;
 }

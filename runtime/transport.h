@@ -74,8 +74,15 @@ extern const grain_transport_ops_t grain_transport_self;
 #ifdef GRAIN_HAVE_MPI
 extern const grain_transport_ops_t grain_transport_mpi;
 #endif
+#ifdef GRAIN_HAVE_VERBS_TRANSPORT
+extern const grain_transport_ops_t grain_transport_verbs;
+#endif
 
-/* Picks the transport `name` (auto, mpi, self). */
-grain_status_t grain_transport_select(const char *name, const grain_transport_ops_t **ops_p);
+/* Opens the first transport of `names` (GRAIN_TRANSPORT: auto, mpi, self,
+ * verbs, or a comma-separated list of them) that opens; falling back to a
+ * later one is warned about, naming why the first failed. */
+grain_status_t grain_transport_open(const char *names, const grain_config_t *config,
+                                    const grain_transport_ops_t **ops_p, grain_transport_t **t_p, int *my_pe_p,
+                                    int *n_pes_p);
 
 #endif
