@@ -322,6 +322,8 @@ static grain_status_t try_send(grain_transport_t *t, uint32_t peer, const void *
     grain_verbs_credits_take(&p->credits, &slot);
     memcpy(buf, data, len);
     grain_status_t st = post_write(t, p, peer, buf, len, slot);
+    if (st != GRAIN_OK) /* the queue pair is broken: the credit goes with it, the buffer comes back */
+        grain_verbs_pool_give(&t->pool, buf);
     *sent_p = st == GRAIN_OK; /* copied: the caller's buffer is free, which the caller says, unlocked */
     return st;
 }
