@@ -108,14 +108,16 @@ grain_status_t grain_region_lane_wait(grain_region_t *r, unsigned lane)
     return g->bops->copy_wait != NULL ? g->bops->copy_wait(g->backend, lane % GRAIN_COPY_LANES) : GRAIN_OK;
 }
 
-/* Sends a staged piece to every rank of dests; a send that fails, and those
- * after it, hand the buffer back at once. */
+/* Sends a staged piece to every rank of dests (none: it goes back to the
+ * pool); a send that fails, and those after it, hand it back at once. */
 static grain_status_t send_staged(grain_region_t *r, grain_piece_buf_t *b, const int *dests, unsigned n_dests)
 {
     grain_t *g = r->grain;
     grain_piece_hdr_t h;
     memcpy(&h, b->data, sizeof h);
-    atomic_store_explicit(&b->sends, n_dests, memory_order_relaxed);
+    atomic_store_explicit(&b->sends, n_dests ? n_dests : 1u, memory_order_relaxed);
+    if (n_dests == 0)
+        piece_sent(&b->token);
     grain_status_t st = GRAIN_OK;
     for (unsigned d = 0; d < n_dests; d++) {
         if (st == GRAIN_OK) {
@@ -158,8 +160,10 @@ static grain_status_t send_pieces(grain_region_t *r, unsigned lane, const int *d
         }
         if (st == GRAIN_OK)
             st = grain_region_lane_wait(r, lane);
-        for (unsigned i = 0; i < k; i++)
-            st = st == GRAIN_OK ? send_staged(r, batch[i], dests, n_dests) : send_staged(r, batch[i], dests, 0);
+        for (unsigned i = 0; i < k; i++) {
+            grain_status_t sst = send_staged(r, batch[i], dests, st == GRAIN_OK ? n_dests : 0);
+            st = st != GRAIN_OK ? st : sst;
+        }
     }
     return st;
 }
