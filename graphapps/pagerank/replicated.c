@@ -115,13 +115,6 @@ static double gather(grain_t *g, const app_graph_t *graph, const pr_slice_t *s, 
     return checksum;
 }
 
-static void set_args(grain_kernel_t *k, unsigned first, unsigned count, const void *const *values,
-                     const size_t *sizes)
-{
-    for (unsigned i = 0; i < count; i++)
-        app_check(grain_kernel_set_arg(k, first + i, sizes[i], values[i]), "setting kernel arguments");
-}
-
 pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_options_t *o, double *x)
 {
     uint64_t n = graph->part.n;
@@ -159,8 +152,11 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
     app_check(grain_kernel_create(prog, "pr_pull", &k), "creating the pull kernel");
     app_kernel_ptrs(k, 3, 5, (void *const[]){dev_x, in_offsets, in_src, degree, sums});
     double base = (1 - o->damping) / (double)n;
-    set_args(k, 8, 4, (const void *const[]){&s.lo, &count, &base, &o->damping},
-             (const size_t[]){8, 8, sizeof base, sizeof o->damping});
+    uint64_t slice_args[2] = {s.lo, count};
+    for (unsigned i = 0; i < 2; i++)
+        app_check(grain_kernel_set_arg(k, 8 + i, sizeof slice_args[i], &slice_args[i]), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 10, sizeof base, &base), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(k, 11, sizeof o->damping, &o->damping), "setting kernel arguments");
 
     pr_result_t r = {0};
     unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
