@@ -191,12 +191,15 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("APPLY", c->apply, applies);
     if (st == GRAIN_OK)
         st = check_choice("AGGREGATION", c->aggregation, grain_aggregation_names);
-    /* A list: each of its names one of the transports. */
+    /* A list: each of its names one of the transports, and at least one. */
     char list[GRAIN_CONFIG_STR_MAX], *save = NULL;
+    unsigned names = 0;
     snprintf(list, sizeof list, "%s", c->transport);
-    for (char *name = strtok_r(list, ",", &save); st == GRAIN_OK && name != NULL; name = strtok_r(NULL, ",", &save))
+    for (char *name = strtok_r(list, ",", &save); st == GRAIN_OK && name != NULL; name = strtok_r(NULL, ",", &save)) {
         st = check_choice("TRANSPORT", name, transports);
-    if (st == GRAIN_OK && strspn(c->transport, ",") == strlen(c->transport))
+        names++;
+    }
+    if (st == GRAIN_OK && names == 0)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
