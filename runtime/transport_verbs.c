@@ -390,6 +390,13 @@ static grain_status_t verbs_send(grain_transport_t *t, uint32_t dest, const void
 
 /* ---- progress ---------------------------------------------------------------- */
 
+/* Whether a credit return is due (none may be in flight: its source word
+ * must not change under the write). */
+static int credits_due(const verbs_peer_t *p, int idle)
+{
+    return !p->credit_in_flight && grain_verbs_ring_should_return(&p->ring, idle);
+}
+
 /* Writes this rank's count of the peer's consumed slots into its credit word. */
 static grain_status_t return_credits(grain_transport_t *t, uint32_t peer)
 {
@@ -435,8 +442,7 @@ static grain_status_t completed(grain_transport_t *t, const struct ibv_wc *wc)
         grain_verbs_ring_consume(&p->ring);
         if (post_recv(p, peer) != 0)
             return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot repost a receive for rank %u", peer);
-        return !p->credit_in_flight && grain_verbs_ring_should_return(&p->ring, 0) ? return_credits(t, peer)
-                                                                                    : GRAIN_OK;
+        return credits_due(p, 0) ? return_credits(t, peer) : GRAIN_OK;
     }
     /* A failed completion's opcode means nothing: its wr_id says what it
      * was (a receive's is its peer, a write's its buffer) and its QP whom. */
@@ -476,7 +482,7 @@ static int exchange_credits(grain_transport_t *t, int idle)
                 st = flush_pending(t, (uint32_t)q);
             worked = 1;
         }
-        if (st == GRAIN_OK && idle && !p->credit_in_flight && grain_verbs_ring_should_return(&p->ring, 1)) {
+        if (st == GRAIN_OK && idle && credits_due(p, 1)) {
             st = return_credits(t, (uint32_t)q);
             worked = 1;
         }
