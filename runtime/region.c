@@ -58,11 +58,9 @@ static grain_status_t one_node(grain_t *g, int *one_p)
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (const char *p = host; *p; p++)
         h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    uint64_t lo[1] = {h}, hi[1] = {h};
-    grain_status_t st = grain_allreduce(g, lo, 1, GRAIN_UINT64, GRAIN_MIN);
-    if (st == GRAIN_OK)
-        st = grain_allreduce(g, hi, 1, GRAIN_UINT64, GRAIN_MAX);
-    *one_p = st == GRAIN_OK && lo[0] == hi[0];
+    uint64_t other;
+    grain_status_t st = grain_same_everywhere(g, h, &other);
+    *one_p = st == GRAIN_OK && other == h;
     return st;
 }
 
