@@ -30,6 +30,10 @@ typedef struct grain_backend_info {
     int cpu_device;          /* the device runs on the cores the host threads need */
     int prefers_device_apply; /* the device has memory of its own and can keep the heap there
                                  (GRAIN_APPLY=auto picks device) */
+    /* Empty where kernels launch kernels (the launch transfer agent, with
+     * GRAIN_DEVICE_LAUNCH defined in every program); else a sentence saying
+     * why they cannot here. */
+    char no_device_launch[256];
 } grain_backend_info_t;
 
 typedef struct grain_backend_ops {
@@ -109,6 +113,9 @@ typedef struct grain_backend_ops {
      * is done, so the device must run both at once). */
     grain_status_t (*launch_agent)(grain_bkernel_t *kernel, size_t global, size_t local);
     grain_status_t (*agent_synchronize)(grain_backend_t *backend);
+    /* Device-side launch: room for at least `pending` launches from kernels
+     * not yet finished.  Only where info.no_device_launch is empty. */
+    grain_status_t (*reserve_launches)(grain_backend_t *backend, size_t pending);
 } grain_backend_ops_t;
 
 #define GRAIN_PEER_HANDLE_BYTES 128u

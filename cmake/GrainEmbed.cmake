@@ -27,12 +27,18 @@ function(grain_device_check abs symbol)
   get_filename_component(dir "${abs}" DIRECTORY)
   set(flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
       -DGRAIN_APPLY_IN_PLACE=1)
+  # As the CUDA backend builds where it links the device runtime: with
+  # kernels that launch kernels.
+  set(cuda_flags)
+  if(GRAIN_NVJITLINK AND GRAIN_CUDADEVRT)
+    set(cuda_flags -rdc=true -DGRAIN_DEVICE_LAUNCH=1)
+  endif()
   set(stamps)
   foreach(mode 0 1 2)
     if(GRAIN_HAVE_CUDA)
       set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.cuda${mode}.o")
       add_custom_command(OUTPUT "${o}"
-        COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -x cu -arch=${GRAIN_CUDA_CHECK_ARCH} ${flags}
+        COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -x cu -arch=${GRAIN_CUDA_CHECK_ARCH} ${flags} ${cuda_flags}
                 -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
         DEPENDS "${abs}" ${grain_device_headers}
         COMMENT "Checking ${symbol} as CUDA for ${GRAIN_CUDA_CHECK_ARCH} (reserve ${mode})")

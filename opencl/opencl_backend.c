@@ -81,6 +81,25 @@ static void device_string(cl_device_id dev, cl_device_info param, char *buf, siz
         snprintf(buf, size, "?");
 }
 
+/* Why the launch agent cannot run: grain's kernels never enqueue kernels
+ * (OpenCL C 2.0's enqueue_kernel takes blocks and a device queue), and
+ * PoCL and NVIDIA's OpenCL have no device-side enqueue to offer anyway.
+ * The sentence says which holds for `dev`. */
+static void device_launch_note(cl_device_id dev, const char *name, char *out, size_t size)
+{
+    cl_device_device_enqueue_capabilities caps = 0;
+    cl_uint queues = 0;
+    /* OpenCL 3.0 asks the first; a 2.x device answers only the second. */
+    int has = (clGetDeviceInfo(dev, CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES, sizeof caps, &caps, NULL) == CL_SUCCESS
+                   ? (caps & CL_DEVICE_QUEUE_SUPPORTED) != 0
+                   : clGetDeviceInfo(dev, CL_DEVICE_MAX_ON_DEVICE_QUEUES, sizeof queues, &queues, NULL) == CL_SUCCESS &&
+                         queues > 0);
+    snprintf(out, size,
+             has ? "opencl: \"%s\" has device-side enqueue, but grain's OpenCL kernels do not use it"
+                 : "opencl: \"%s\" has no device-side enqueue (CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES)",
+             name);
+}
+
 /* Why `dev` cannot run grain, or NULL when it can; fills the -cl-std value. */
 static const char *device_shortfall(cl_device_id dev, char *cl_std, size_t cl_std_size)
 {
@@ -278,6 +297,7 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
                         &multiple, NULL) == CL_SUCCESS &&
         multiple > 0)
         b->info.subgroup_width = (unsigned)multiple;
+    device_launch_note(b->device, b->info.device_name, b->info.no_device_launch, sizeof b->info.no_device_launch);
     grain_info("opencl: using \"%s\" (%s)", b->info.device_name, b->cl_std);
     *backend_p = b;
     return GRAIN_OK;

@@ -53,17 +53,20 @@
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
       "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
     X(transfer_agent, TRANSFER_AGENT, STR, "auto", 0, 0,                                          \
-      "who moves the chunks of a region that does not say: bulk, host, device, inline, ideal, or " \
-      "auto (the transfer profile's for this device and app, else host)")                       \
+      "who moves the chunks of a region that does not say: bulk, host, device, launch, inline, "  \
+      "ideal, or auto (the transfer profile's for this device and app, else host)")             \
     X(chunk_size, CHUNK_SIZE, SIZE, "0", 0, 1ull << 40,                                           \
       "bytes of a chunk of counter-triggered transfers, where a region does not say; 0: the "   \
       "transfer profile's, else 256K")                                                           \
     X(transfer_threads, TRANSFER_THREADS, UINT, "0", 0, 1024,                                     \
-      "host threads (host agent) or work-groups (device agent) that move chunks; 0: the "       \
-      "transfer profile's, else 1 host thread, 16 work-groups")                                  \
+      "host threads (host agent) or work-groups (device agent, each launched copy) that move "  \
+      "chunks; 0: the transfer profile's, else 1 host thread, 16 work-groups")                 \
     X(peer_memory, PEER_MEMORY, BOOL, "1", 0, 1,                                                  \
       "regions in memory the ranks of one node map (CUDA/HIP IPC), chunks moving device to "     \
       "device; 0: in the symmetric heap, chunks through the transport as between nodes")          \
+    X(device_launch, DEVICE_LAUNCH, BOOL, "1", 0, 1,                                              \
+      "CUDA: build programs so that kernels launch kernels (relocatable code linked with the "   \
+      "device runtime), which the launch agent needs; 0: plain builds")                          \
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
       "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
       "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \

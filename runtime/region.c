@@ -162,6 +162,30 @@ static int goes_to(const grain_region_t *r, unsigned s, int pe)
     return pe != r->grain->my_pe && (dest == GRAIN_DEST_PEERS || dest == pe);
 }
 
+/*
+ * The launch agent where kernels launch kernels, with room for every chunk's
+ * launch at once; else the device agent, its nearest kin, where the backend
+ * polls from the device (HIP); else a refusal saying why.
+ */
+static grain_status_t settle_launch(grain_region_t *r)
+{
+    grain_t *g = r->grain;
+    const char *why = g->binfo.no_device_launch;
+    if (r->agent != GRAIN_AGENT_LAUNCH)
+        return GRAIN_OK;
+    if (why[0] == '\0')
+        return g->bops->reserve_launches(g->backend, r->plan.n_chunks);
+    if (g->bops->launch_agent == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          "region: the launch agent needs kernels that launch kernels (CUDA's dynamic "
+                          "parallelism), and %s: use the host agent",
+                          why);
+    if (g->my_pe == 0)
+        grain_warn("region: %s, so the launch agent falls back to the device agent (a polling kernel)", why);
+    r->agent = GRAIN_AGENT_DEVICE;
+    return GRAIN_OK;
+}
+
 /* Whether the agent reaches every destination of this rank's segments. */
 static grain_status_t check_reach(const grain_region_t *r)
 {
@@ -171,17 +195,17 @@ static grain_status_t check_reach(const grain_region_t *r)
                           "region: the device agent needs a backend that runs a polling kernel beside the "
                           "producer (CUDA, HIP); %s has none: use the host agent",
                           g->bops->name);
-    if (r->agent != GRAIN_AGENT_DEVICE)
+    if (r->agent != GRAIN_AGENT_DEVICE && r->agent != GRAIN_AGENT_LAUNCH)
         return GRAIN_OK;
     for (unsigned s = 0; s < r->plan.n_segments; s++) {
         for (int pe = 0; pe < g->n_pes; pe++) {
             if (!goes_to(r, s, pe) || r->peer_maps[pe] != NULL)
                 continue;
             return grain_fail(GRAIN_ERR_UNSUPPORTED,
-                              "region: the device agent stores chunks into their destination, but rank %d "
+                              "region: the %s agent stores chunks into their destination, but rank %d "
                               "cannot map rank %d's copy (ranks on several nodes, or no peer access "
                               "between their devices): use the host agent",
-                              g->my_pe, pe);
+                              grain_agent_name(r->agent), g->my_pe, pe);
         }
     }
     return GRAIN_OK;
@@ -232,11 +256,13 @@ static grain_status_t build_local(grain_region_t *r)
     grain_t *g = r->grain;
     const grain_chunk_plan_t *p = &r->plan;
     size_t ready_bytes = ((size_t)p->n_chunks + 1) * sizeof(uint32_t); /* never an empty allocation */
-    int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE;
+    int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE || r->agent == GRAIN_AGENT_LAUNCH;
     for (int pe = 0; pe < g->n_pes; pe++)
         if (pe != g->my_pe && r->peer_maps[pe] == NULL)
             r->unmapped[r->n_unmapped++] = pe;
-    grain_status_t st = check_reach(r);
+    grain_status_t st = settle_launch(r);
+    if (st == GRAIN_OK)
+        st = check_reach(r);
     if (st == GRAIN_OK && has_host_dest(r))
         st = g->bops->alloc_shared(g->backend, r->size, &r->host_copy);
     if (st == GRAIN_OK)
@@ -248,12 +274,13 @@ static grain_status_t build_local(grain_region_t *r)
     if (st == GRAIN_OK)
         st = upload(g, &r->group_chunks, p->group_chunks, p->group_first[p->n_groups] * sizeof *p->group_chunks);
     /* The host agent polls the ready words from the host, the device agent
-     * from the device: they live where their reader is. */
+     * from the device: they live where their reader is (the launch agent
+     * reads none). */
     if (st == GRAIN_OK)
         st = r->agent == GRAIN_AGENT_HOST ? g->bops->alloc_shared(g->backend, ready_bytes, &r->ready)
                                           : g->bops->alloc_device(g->backend, ready_bytes, &r->ready);
     if (st == GRAIN_OK)
-        st = g->bops->alloc_device(g->backend, sizeof(uint64_t), &r->completed);
+        st = g->bops->alloc_device(g->backend, 2 * sizeof(uint64_t), &r->completed);
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, sizeof(uint32_t), &r->abort);
     if (st == GRAIN_OK)
@@ -278,6 +305,7 @@ static grain_status_t build_local(grain_region_t *r)
         .ready = r->ready,
         .completed = r->completed,
         .abort = r->abort,
+        .moved = r->moved,
         .group_first = r->group_first,
         .group_chunks = r->group_chunks,
         .n_groups = p->n_groups,
@@ -291,6 +319,7 @@ static grain_status_t build_local(grain_region_t *r)
         .n_chunks = p->n_chunks,
         .my_pe = (grain_u32)g->my_pe,
         .n_pes = (grain_u32)g->n_pes,
+        .launch_groups = r->agent == GRAIN_AGENT_LAUNCH ? r->threads : 0,
     };
     memcpy(r->dev_host.segments, p->segments, sizeof p->segments);
     if ((st = upload(g, (void **)&r->dev, &r->dev_host, sizeof r->dev_host)) != GRAIN_OK)
@@ -436,6 +465,8 @@ void grain_region_destroy(grain_region_t *r)
         *(volatile uint32_t *)r->abort = 1;
         g->bops->agent_synchronize(g->backend);
     }
+    if (r->iteration_open && r->agent == GRAIN_AGENT_LAUNCH)
+        (void)grain_wait(g); /* its copies still store into the peers' copies */
     grain_host_agent_stop(r);
     barrier(g); /* every piece for this region has arrived: ends were collective */
     atomic_store_explicit(&g->regions[r->id], NULL, memory_order_release);
@@ -472,9 +503,7 @@ grain_status_t grain_region_begin(grain_region_t *r)
         uint32_t generation = (uint32_t)(r->iterations + 1);
         st = grain_kernel_set_arg_ptr(g->agent_kernel, 1, r->dev);
         if (st == GRAIN_OK)
-            st = grain_kernel_set_arg_ptr(g->agent_kernel, 2, r->moved);
-        if (st == GRAIN_OK)
-            st = grain_kernel_set_arg(g->agent_kernel, 3, sizeof generation, &generation);
+            st = grain_kernel_set_arg(g->agent_kernel, 2, sizeof generation, &generation);
         if (st == GRAIN_OK)
             st = grain_kernel_launch_agent(g->agent_kernel, r->threads * wg, wg);
     }
@@ -483,12 +512,15 @@ grain_status_t grain_region_begin(grain_region_t *r)
     return st;
 }
 
-/* After the producer: whether it completed every chunk. */
-static grain_status_t check_completed(grain_region_t *r, int *incomplete_p)
+/* After the producer: whether it completed every chunk, and how many
+ * copies the launch agent could not launch, ever. */
+static grain_status_t check_completed(grain_region_t *r, int *incomplete_p, uint64_t *unlaunched_p)
 {
     grain_t *g = r->grain;
-    uint64_t completed = 0, want = (r->iterations + 1) * r->plan.n_chunks;
-    grain_status_t st = g->bops->copy(g->backend, &completed, r->completed, sizeof completed);
+    uint64_t words[2] = {0, 0}, want = (r->iterations + 1) * r->plan.n_chunks;
+    grain_status_t st = g->bops->copy(g->backend, words, r->completed, sizeof words);
+    uint64_t completed = words[0];
+    *unlaunched_p = words[1];
     *incomplete_p = st != GRAIN_OK || completed != want;
     if (st == GRAIN_OK && completed != want)
         st = grain_fail(GRAIN_ERR_STATE,
@@ -511,6 +543,40 @@ static grain_status_t move_bulk(grain_region_t *r)
     return st != GRAIN_OK ? st : wst;
 }
 
+/*
+ * The copies a producer could not launch (the device's room for pending
+ * launches was full): the host moves those chunks, whose moved words still
+ * name the last iteration, so that nothing is lost.
+ */
+static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
+{
+    grain_t *g = r->grain;
+    uint32_t generation = (uint32_t)(r->iterations + 1), n = r->plan.n_chunks;
+    uint32_t *moved = malloc(n * sizeof *moved + 1);
+    if (moved == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+    grain_status_t st = g->bops->copy(g->backend, moved, r->moved, n * sizeof *moved);
+    for (uint32_t c = 0; st == GRAIN_OK && c < n; c++) {
+        uint64_t start, len;
+        if (moved[c] == generation)
+            continue;
+        unsigned seg = grain_chunk_span(&r->plan, c, &start, &len);
+        st = grain_region_move(r, seg, start, len, 0);
+        moved[c] = generation;
+    }
+    grain_status_t wst = grain_region_lane_wait(r, 0);
+    st = st != GRAIN_OK ? st : wst;
+    if (st == GRAIN_OK)
+        st = g->bops->copy(g->backend, r->moved, moved, n * sizeof *moved);
+    free(moved);
+    if (r->unlaunched == 0) /* once a region: it may happen every iteration */
+        grain_warn("region %u on rank %d: the device could not launch %llu of the copies (no room for more "
+                   "pending launches); the host moves such chunks",
+                   r->id, g->my_pe, (unsigned long long)unlaunched);
+    r->unlaunched = unlaunched;
+    return st;
+}
+
 grain_status_t grain_region_end(grain_region_t *r)
 {
     if (r == NULL)
@@ -518,10 +584,12 @@ grain_status_t grain_region_end(grain_region_t *r)
     if (!r->iteration_open)
         return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_end without grain_region_begin", r->id);
     grain_t *g = r->grain;
+    /* The producer's grid completes after every copy it launched. */
     grain_status_t st = grain_wait(g), ast = GRAIN_OK;
     int incomplete = 0;
+    uint64_t unlaunched = r->unlaunched;
     if (st == GRAIN_OK && r->dev_host.count_chunks)
-        st = check_completed(r, &incomplete);
+        st = check_completed(r, &incomplete, &unlaunched);
     else if (st != GRAIN_OK)
         incomplete = 1;
     switch (r->agent) {
@@ -532,6 +600,10 @@ grain_status_t grain_region_end(grain_region_t *r)
         if (incomplete)
             *(volatile uint32_t *)r->abort = 1;
         ast = g->bops->agent_synchronize(g->backend);
+        break;
+    case GRAIN_AGENT_LAUNCH:
+        if (st == GRAIN_OK && unlaunched != r->unlaunched)
+            ast = move_unlaunched(r, unlaunched);
         break;
     case GRAIN_AGENT_BULK:
         if (st == GRAIN_OK)
@@ -555,7 +627,7 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
     grain_t *g = r->grain;
     uint32_t *moved = r->moves;
     uint32_t *device = NULL;
-    if (r->agent == GRAIN_AGENT_DEVICE) {
+    if (r->agent == GRAIN_AGENT_DEVICE || r->agent == GRAIN_AGENT_LAUNCH) {
         device = malloc(r->plan.n_chunks * sizeof *device + 1);
         if (device == NULL)
             return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");

@@ -72,7 +72,7 @@ struct grain_region {
     struct grain *grain;
     uint32_t id;
     grain_agent_t agent;
-    unsigned threads; /* host threads or device work-groups */
+    unsigned threads; /* host threads, or work-groups of the device agent or of each launched copy */
     int profiled;
     grain_chunk_plan_t plan;
     size_t size;
@@ -96,6 +96,7 @@ struct grain_region {
     struct grain_host_agent *host;
 
     uint64_t iterations;
+    uint64_t unlaunched;             /* the launch agent: copies the device refused, the host made */
     uint32_t *moves;                 /* per chunk (the host agent's and bulk copies) */
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
@@ -105,7 +106,7 @@ struct grain_region {
 typedef struct grain_region_settings {
     grain_agent_t agent;
     uint64_t chunk_bytes;
-    unsigned threads; /* host threads or device work-groups */
+    unsigned threads; /* host threads, or work-groups of the device agent or of each launched copy */
     int profiled;     /* the transfer profile chose some of it */
 } grain_region_settings_t;
 grain_status_t grain_region_settings(struct grain *g, const grain_region_desc_t *desc, grain_region_settings_t *s);

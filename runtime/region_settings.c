@@ -26,8 +26,8 @@
 #define DEFAULT_DEVICE_GROUPS 16u
 
 /* Indexed by grain_agent_t; GRAIN_TRANSFER_AGENT takes these words. */
-const char *const grain_agent_names[GRAIN_AGENT_COUNT + 1] = {"auto", "bulk", "host", "device", "inline", "ideal",
-                                                              NULL};
+const char *const grain_agent_names[GRAIN_AGENT_COUNT + 1] = {"auto",   "bulk",   "host", "device",
+                                                              "launch", "inline", "ideal", NULL};
 
 const char *grain_agent_name(grain_agent_t agent)
 {
@@ -48,7 +48,7 @@ grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p)
     grain_agent_t a = agent_of(name);
     if (a == GRAIN_AGENT_COUNT)
         return grain_fail(GRAIN_ERR_INVALID,
-                          "unknown transfer agent \"%s\": expected auto, bulk, host, device, inline or ideal",
+                          "unknown transfer agent \"%s\": expected auto, bulk, host, device, launch, inline or ideal",
                           name ? name : "(null)");
     *agent_p = a;
     return GRAIN_OK;
@@ -131,7 +131,7 @@ static grain_status_t profile_lookup(grain_t *g, const char *name, profile_entry
         if (split_tabs(line, fields, 6) < 5 || !parse_entry(fields, &entry))
             st = grain_fail(GRAIN_ERR_CONFIG,
                             "transfer profile %s, line %u: expected device, app, agent (bulk, host, device, "
-                            "inline, ideal), chunk bytes (at least 8) and threads (1 to 1024), separated by "
+                            "launch, inline, ideal), chunk bytes (at least 8) and threads (1 to 1024), separated by "
                             "tabs (GRAIN_TRANSFER_PROFILE=none ignores the file)",
                             path, number);
         else if (strcmp(fields[0], device) == 0 && strcmp(fields[1], name) == 0)
@@ -176,7 +176,8 @@ grain_status_t grain_region_settings(grain_t *g, const grain_region_desc_t *d, g
     if (s->chunk_bytes == 0)
         s->chunk_bytes = DEFAULT_CHUNK_BYTES;
     if (s->threads == 0)
-        s->threads = s->agent == GRAIN_AGENT_DEVICE ? DEFAULT_DEVICE_GROUPS : DEFAULT_HOST_THREADS;
+        s->threads = s->agent == GRAIN_AGENT_DEVICE || s->agent == GRAIN_AGENT_LAUNCH ? DEFAULT_DEVICE_GROUPS
+                                                                                      : DEFAULT_HOST_THREADS;
     if (s->chunk_bytes < 8)
         return grain_fail(GRAIN_ERR_INVALID, "region: chunks of %llu bytes; at least 8",
                           (unsigned long long)s->chunk_bytes);

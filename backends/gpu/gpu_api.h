@@ -16,6 +16,8 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
+#include "backends/gpu/cuda_devrt.h"
+
 #define GPU_NAME "cuda"
 #define GPU_VENDOR "CUDA"
 
@@ -120,6 +122,26 @@ static inline void gpuArchOption(const gpu_props_t *p, char *out, size_t n)
     snprintf(out, n, "--gpu-architecture=sm_%d%d", p->major, p->minor);
 }
 
+/* Kernels launching kernels: dynamic parallelism, through the device
+ * runtime that every program is then linked with (cuda_devrt.h). */
+static inline void gpuDeviceLaunchCheck(char *why, size_t n) { grain_cuda_devrt_check(why, n); }
+
+#define GPU_DEVICE_LAUNCH_OPTIONS "-rdc=true -DGRAIN_DEVICE_LAUNCH=1"
+
+static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const void *code, size_t size,
+                                                  void **linked_p)
+{
+    return grain_cuda_devrt_link((unsigned)(p->major * 10 + p->minor), code, size, linked_p);
+}
+
+/* Room for `n` launches from kernels not yet started or finished. */
+static inline gpu_err_t gpuReserveDeviceLaunches(size_t n)
+{
+    size_t now = 0;
+    gpu_err_t err = cudaDeviceGetLimit(&now, cudaLimitDevRuntimePendingLaunchCount);
+    return err != cudaSuccess || now >= n ? err : cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, n);
+}
+
 typedef nvrtcProgram rtc_program_t;
 typedef nvrtcResult rtc_result_t;
 #define RTC_SUCCESS NVRTC_SUCCESS
@@ -139,6 +161,8 @@ typedef nvrtcResult rtc_result_t;
 #endif
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
+
+#include "runtime/log.h"
 
 #define GPU_NAME "hip"
 #define GPU_VENDOR "HIP"
@@ -234,6 +258,26 @@ static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], cons
 static inline void gpuArchOption(const gpu_props_t *p, char *out, size_t n)
 {
     snprintf(out, n, "--offload-arch=%s", p->gcnArchName);
+}
+
+static inline void gpuDeviceLaunchCheck(char *why, size_t n)
+{
+    snprintf(why, n, "hip: HIP has no device-side kernel launch (CUDA's dynamic parallelism)");
+}
+
+#define GPU_DEVICE_LAUNCH_OPTIONS ""
+
+static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const void *code, size_t size,
+                                                  void **linked_p)
+{
+    (void)p, (void)code, (void)size, (void)linked_p;
+    return grain_fail(GRAIN_ERR_UNSUPPORTED, "hip: HIP has no device-side kernel launch");
+}
+
+static inline gpu_err_t gpuReserveDeviceLaunches(size_t n)
+{
+    (void)n;
+    return hipErrorNotSupported;
 }
 
 typedef hiprtcProgram rtc_program_t;

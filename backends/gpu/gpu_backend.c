@@ -184,7 +184,13 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     b->info.cpu_device = 0;
     b->info.prefers_device_apply = b->props.concurrentManagedAccess != 0;
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
-    grain_info(GPU_NAME ": using device %d, \"%s\" (%s)", b->device, b->props.name, b->arch);
+    if (config->device_launch)
+        gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);
+    else
+        snprintf(b->info.no_device_launch, sizeof b->info.no_device_launch,
+                 "GRAIN_DEVICE_LAUNCH=0 builds programs without the device runtime");
+    grain_info(GPU_NAME ": using device %d, \"%s\" (%s, %s)", b->device, b->props.name, b->arch,
+               b->info.no_device_launch[0] == '\0' ? "kernels launch kernels" : b->info.no_device_launch);
     *backend_p = b;
     return GRAIN_OK;
 }
@@ -292,8 +298,12 @@ static int split_options(char *options, const char **argv, int max)
 static grain_status_t gpu_program_build(grain_backend_t *b, const char *source, const char *options,
                                         grain_bprogram_t **program_p)
 {
+    /* Where kernels may launch kernels, every program can: the launch agent's
+     * producer is the application's kernel, built before any region. */
+    int device_launch = b->info.no_device_launch[0] == '\0';
     char opts[2048];
-    snprintf(opts, sizeof opts, "%s -std=c++17 %s", b->arch, options ? options : "");
+    snprintf(opts, sizeof opts, "%s -std=c++17 %s %s", b->arch, device_launch ? GPU_DEVICE_LAUNCH_OPTIONS : "",
+             options ? options : "");
     char split[2048];
     memcpy(split, opts, sizeof split);
     const char *argv[64];
@@ -329,6 +339,14 @@ static grain_status_t gpu_program_build(grain_backend_t *b, const char *source, 
         return grain_fail(GRAIN_ERR_BUILD, GPU_NAME ": could not read the compiled code");
     }
     rtcDestroyProgram(&rtc);
+    if (device_launch) {
+        void *linked = NULL;
+        grain_status_t st = gpuLinkDeviceRuntime(&b->props, code, size, &linked);
+        free(code);
+        if (st != GRAIN_OK)
+            return st;
+        code = linked;
+    }
 
     grain_bprogram_t *prog = calloc(1, sizeof *prog);
     gpu_err_t err = on_device(b);
@@ -578,6 +596,14 @@ static grain_status_t gpu_agent_synchronize(grain_backend_t *b)
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for the transfer agent");
 }
 
+static grain_status_t gpu_reserve_launches(grain_backend_t *b, size_t pending)
+{
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS)
+        err = gpuReserveDeviceLaunches(pending);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "reserving room for launches from kernels");
+}
+
 #if defined(GRAIN_GPU_CUDA)
 const grain_backend_ops_t grain_cuda_ops = {
 #else
@@ -616,4 +642,5 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_wait = gpu_copy_wait,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,
+    .reserve_launches = gpu_reserve_launches,
 };

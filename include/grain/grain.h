@@ -179,12 +179,14 @@ typedef enum grain_agent {
     GRAIN_AGENT_BULK,   /* nobody while the kernel runs: one copy per segment after it (the baseline) */
     GRAIN_AGENT_HOST,   /* host threads polling the chunks' ready words */
     GRAIN_AGENT_DEVICE, /* a polling kernel beside the producer (CUDA, HIP) */
+    GRAIN_AGENT_LAUNCH, /* a copy grid launched from the device by the work-group that completes a chunk
+                           (CUDA dynamic parallelism; HIP falls back to device, OpenCL refuses) */
     GRAIN_AGENT_INLINE, /* the producer's own stores (grain_region_store64) reach the destinations */
     GRAIN_AGENT_IDEAL,  /* nothing moves: the time with free transfers, for comparison only */
     GRAIN_AGENT_COUNT
 } grain_agent_t;
 const char *grain_agent_name(grain_agent_t agent);
-/* "auto", "bulk", "host", "device", "inline", "ideal"; GRAIN_ERR_INVALID naming them otherwise. */
+/* "auto", "bulk", "host", "device", "launch", "inline", "ideal"; GRAIN_ERR_INVALID naming them otherwise. */
 grain_status_t grain_agent_parse(const char *name, grain_agent_t *agent_p);
 
 /* Which bytes of the region each work-group of the producer launch writes. */
@@ -228,7 +230,8 @@ typedef struct grain_segment {
  * GRAIN_TRANSFER_THREADS), else, for a region with a name, the transfer
  * profile's line for this device and that name (bench/transfer_profile.py
  * writes it; its chunk size and threads only where its agent is the one
- * chosen), else host, 256 KiB and 1 thread (16 work-groups for device).
+ * chosen), else host, 256 KiB and 1 thread (16 work-groups for device and
+ * launch).
  */
 typedef struct grain_region_desc {
     size_t size;        /* bytes, the same on every rank */
@@ -237,7 +240,8 @@ typedef struct grain_region_desc {
     const grain_segment_t *segments; /* this rank's; up to 8 (none: it only receives) */
     unsigned n_segments;
     grain_agent_t agent;
-    unsigned transfer_threads; /* host threads or device work-groups; 0: see above */
+    unsigned transfer_threads; /* host threads, or work-groups of the device agent or of each
+                                  launched copy; 0: see above */
     const char *name;          /* the transfer profile's key: the app, e.g. "jacobi"; NULL: none */
 } grain_region_desc_t;
 
@@ -263,7 +267,7 @@ typedef struct grain_region_stats {
     uint64_t iterations;
     uint64_t chunks;         /* of the region */
     uint64_t chunk_bytes;
-    uint64_t transfer_threads; /* host threads or device work-groups of the agent */
+    uint64_t transfer_threads; /* host threads, or work-groups of the device agent or of each launched copy */
     uint64_t moves;          /* chunk moves to a destination, all iterations */
     uint64_t min_moves, max_moves; /* over the chunks: each moved once an iteration makes both iterations */
     uint64_t bytes_sent;     /* through the transport */

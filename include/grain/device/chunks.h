@@ -33,6 +33,7 @@
 #include "grain/device/port.h"
 
 #define GRAIN_REGION_MAX_SEGMENTS 8u
+#define GRAIN_LAUNCH_WG 256u /* work-items of a launched copy's work-group */
 /* Segment destinations besides a PE number. */
 #define GRAIN_DEST_PEERS (-1) /* every other rank, at the same offset */
 #define GRAIN_DEST_HOST (-2)  /* this rank's host copy (grain_region_host) */
@@ -56,9 +57,12 @@ typedef struct grain_region_dev {
     GRAIN_DPTR(grain_u32) counters; /* per chunk: work-groups still to finish it */
     GRAIN_DPTR(grain_u32) expected; /* per chunk: what its counter starts from */
     GRAIN_DPTR(grain_u32) ready;    /* per chunk: the times it became ready */
-    GRAIN_DPTR(grain_u64) completed; /* chunks whose last writer finished, ever: the host
-                                        checks that a launch completed every chunk */
+    /* [0]: chunks whose last writer finished, ever: the host checks that a
+     * launch completed every chunk; [1]: copies the launch agent could not
+     * launch, which the host then makes (nothing is lost). */
+    GRAIN_DPTR(grain_u64) completed;
     GRAIN_DPTR(grain_u32) abort;    /* set by the host: the device agent stops waiting */
+    GRAIN_DPTR(grain_u32) moved;    /* per chunk, device and launch agents: the iterations that moved it */
     /* Chunks of work-group g: group_chunks[group_first[g] .. group_first[g + 1]) */
     GRAIN_DPTR(grain_u64) group_first;
     GRAIN_DPTR(grain_u32) group_chunks;
@@ -74,7 +78,7 @@ typedef struct grain_region_dev {
     grain_u32 n_segments;
     grain_u32 n_chunks;
     grain_u32 my_pe, n_pes;
-    grain_u32 pad_;
+    grain_u32 launch_groups;        /* the launch agent: work-groups of each copy (0: another agent) */
     grain_segment_dev_t segments[GRAIN_REGION_MAX_SEGMENTS];
 } grain_region_dev_t;
 
@@ -116,6 +120,80 @@ GRAIN_INLINE grain_u64 grain_chunk_length(GRAIN_GLOBAL const grain_segment_dev_t
 
 #if !defined(GRAIN_DIALECT_HOST)
 
+/* Copies `len` bytes with the work-items numbered `first` of `step`: a
+ * work-group's (the device agent) or a grid's (a launched copy). */
+GRAIN_INLINE void grain_chunk_copy_(GRAIN_GLOBAL char *dst, GRAIN_GLOBAL const char *src, grain_u64 len,
+                                    grain_u64 first, grain_u64 step)
+{
+    if (((grain_u64)dst | (grain_u64)src | len) % 8u == 0) {
+        GRAIN_GLOBAL grain_u64 *d = (GRAIN_GLOBAL grain_u64 *)dst;
+        GRAIN_GLOBAL const grain_u64 *s = (GRAIN_GLOBAL const grain_u64 *)src;
+        for (grain_u64 i = first; i < len / 8u; i += step)
+            d[i] = s[i];
+    } else {
+        for (grain_u64 i = first; i < len; i += step)
+            dst[i] = src[i];
+    }
+}
+
+/* Moves chunk c to every destination of its segment that this rank maps
+ * (the device and launch agents). */
+GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, grain_u32 c, grain_u64 first,
+                                    grain_u64 step)
+{
+    GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[grain_chunk_segment(r->segments, r->n_segments, c)];
+    grain_u64 start = grain_chunk_start(seg, r->chunk_bytes, c);
+    grain_u64 len = grain_chunk_length(seg, r->chunk_bytes, c);
+    GRAIN_GLOBAL const char *src = r->data + seg->offset + start;
+    grain_u64 at = seg->dest_offset + start;
+    if (seg->dest == GRAIN_DEST_HOST) {
+        grain_chunk_copy_(r->host_copy + at, src, len, first, step);
+        return;
+    }
+    grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
+    grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
+    for (grain_u32 pe = lo; pe < hi; pe++)
+        if (pe != r->my_pe && r->peers[pe] != 0)
+            grain_chunk_copy_((GRAIN_GLOBAL char *)r->peers[pe] + at, src, len, first, step);
+}
+
+#if defined(GRAIN_DEVICE_LAUNCH)
+/*
+ * The launch agent (seed 000's CDP): the work-group that completes chunk c
+ * launches this grid to move it, so nothing polls and no work-group waits.
+ * The CUDA backend defines GRAIN_DEVICE_LAUNCH when it builds with
+ * relocatable code and links the device runtime.  A child grid sees what
+ * its parent's work-item saw before the launch (which acquired the other
+ * writers' stores), and the parent grid completes only after its children,
+ * so the host's wait for the producer waits for every copy.
+ */
+GRAIN_KERNEL void grain_chunk_launched(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
+{
+    grain_chunk_move_(r, c, grain_global_linear_id(), grain_global_linear_size());
+    if (grain_global_linear_id() == 0)
+        r->moved[c] = generation;
+}
+#endif
+
+/* The launch agent's move of chunk c, ready for the `generation`th time:
+ * as many work-groups as have 8-byte words to copy, up to launch_groups.
+ * A launch the device refuses (its pending launches are full) is counted
+ * for the host to make. */
+GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
+{
+#if defined(GRAIN_DEVICE_LAUNCH)
+    GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[grain_chunk_segment(r->segments, r->n_segments, c)];
+    grain_u64 words = (grain_chunk_length(seg, r->chunk_bytes, c) + 7u) / 8u;
+    grain_u64 groups = (words + GRAIN_LAUNCH_WG - 1u) / GRAIN_LAUNCH_WG;
+    groups = groups < r->launch_groups ? groups : r->launch_groups;
+    grain_chunk_launched<<<(unsigned)groups, GRAIN_LAUNCH_WG, 0, cudaStreamFireAndForget>>>(r, c, generation);
+    if (cudaGetLastError() != cudaSuccess)
+        grain_atomic_fetch_add_u64(r->completed + 1, 1u);
+#else
+    (void)r, (void)c, (void)generation;
+#endif
+}
+
 /*
  * Called by every work-item of a work-group after its writes to the region
  * (it holds a barrier).  The first work-item decrements the counters of
@@ -136,9 +214,12 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
         grain_u32 c = r->group_chunks[i];
         if (grain_atomic_fetch_sub_acq_rel_dev_u32(&r->counters[c], 1u) == 1u) {
             /* The last writer: nobody else touches the counter this launch. */
+            grain_u32 generation = grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u;
             grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);
-            grain_atomic_store_release_u32(&r->ready[c], grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u);
+            grain_atomic_store_release_u32(&r->ready[c], generation);
             grain_atomic_fetch_add_u64(r->completed, 1u);
+            if (r->launch_groups != 0)
+                grain_chunk_launch_(r, c, generation);
         }
     }
 }
@@ -182,40 +263,6 @@ GRAIN_INLINE void grain_region_store64(const grain_wg_t *wg, GRAIN_GLOBAL grain_
                 grain_send_(wg, GRAIN_CMD_PUT64, 0, (grain_i32)pe, r->heap_offset + at, value, mine);
         }
     }
-}
-
-/* Copies `len` bytes with the work-items of a work-group. */
-GRAIN_INLINE void grain_chunk_copy_(GRAIN_GLOBAL char *dst, GRAIN_GLOBAL const char *src, grain_u64 len)
-{
-    grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
-    if (((grain_u64)dst | (grain_u64)src | len) % 8u == 0) {
-        GRAIN_GLOBAL grain_u64 *d = (GRAIN_GLOBAL grain_u64 *)dst;
-        GRAIN_GLOBAL const grain_u64 *s = (GRAIN_GLOBAL const grain_u64 *)src;
-        for (grain_u64 i = lid; i < len / 8u; i += n)
-            d[i] = s[i];
-    } else {
-        for (grain_u64 i = lid; i < len; i += n)
-            dst[i] = src[i];
-    }
-}
-
-/* Moves chunk c to every destination of its segment (the device agent). */
-GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, grain_u32 c)
-{
-    GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[grain_chunk_segment(r->segments, r->n_segments, c)];
-    grain_u64 start = grain_chunk_start(seg, r->chunk_bytes, c);
-    grain_u64 len = grain_chunk_length(seg, r->chunk_bytes, c);
-    GRAIN_GLOBAL const char *src = r->data + seg->offset + start;
-    grain_u64 at = seg->dest_offset + start;
-    if (seg->dest == GRAIN_DEST_HOST) {
-        grain_chunk_copy_(r->host_copy + at, src, len);
-        return;
-    }
-    grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
-    grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
-    for (grain_u32 pe = lo; pe < hi; pe++)
-        if (pe != r->my_pe && r->peers[pe] != 0)
-            grain_chunk_copy_((GRAIN_GLOBAL char *)r->peers[pe] + at, src, len);
 }
 
 #endif /* !GRAIN_DIALECT_HOST */

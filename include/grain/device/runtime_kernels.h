@@ -53,18 +53,19 @@ GRAIN_KERNEL void grain_am_census(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u32 *bits
  * The device agent: launched beside a producer, work-group w of `groups`
  * owns the chunks w, w + groups, ... and moves each once its ready word
  * reads `generation` (grain/device/chunks.h), returning when it has moved
- * all of them.  moved[c] counts chunk c's moves, so it reads `generation`
- * once c has moved in this iteration.  The first work-item looks for work,
- * from the first chunk not yet moved; the whole work-group copies.
+ * all of them.  r->moved[c] counts chunk c's moves, so it reads
+ * `generation` once c has moved in this iteration.  The first work-item
+ * looks for work, from the first chunk not yet moved; the whole work-group
+ * copies.
  */
 #define GRAIN_AGENT_NONE_ 0xfffffffeu /* nothing ready yet */
 #define GRAIN_AGENT_DONE_ 0xffffffffu /* every chunk moved, or the host gave up */
 
-GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *r,
-                                    GRAIN_GLOBAL grain_u32 *moved, grain_u32 generation)
+GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 generation)
 {
     GRAIN_LOCAL_DECL grain_u32 claimed[1];
     (void)grain_ctx_;
+    GRAIN_GLOBAL grain_u32 *moved = r->moved;
     grain_u32 stride = (grain_u32)grain_group_linear_count();
     grain_u32 cursor = (grain_u32)grain_group_linear_id(); /* the first work-item's */
     for (;;) {
@@ -85,7 +86,7 @@ GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_
         if (c == GRAIN_AGENT_DONE_)
             break;
         if (c != GRAIN_AGENT_NONE_) {
-            grain_chunk_move_(r, c);
+            grain_chunk_move_(r, c, grain_local_linear_id(), grain_local_linear_size());
             if (grain_local_linear_id() == 0)
                 moved[c] = generation;
         }
