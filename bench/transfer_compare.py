@@ -11,7 +11,7 @@ and <out>/transfers.png (time per agent at its best chunk size, and time
 against chunk size).
 
   bench/transfer_compare.py [--bin build/bin] [--ranks 2] [--apps jacobi,pagerank]
-                            [--agents bulk,host,device,inline,ideal] [--chunks 64K,1M]
+                            [--agents bulk,host,device,launch,inline,ideal] [--chunks 64K,1M]
                             [--threads 0] [--device-groups 0] [--n 4096] [--scale 20[,16]] [--iterations 100] [--repeat 3]
                             [--verify one-rank|host|none]
                             [--out bench-results/transfers] [--mpirun "mpirun ..."]
@@ -24,7 +24,8 @@ Every run is checked against a one-rank run of the same app and size
 measured first (--verify one-rank, the default: its checksum, to 1e-9), or by
 the app's own host replay (--verify host: exact, but the host takes minutes
 on large grids).  The ideal's result is not a solution and is not checked.
-An agent the backend lacks (device on OpenCL) gives error rows, not a stop."""
+An agent the backend lacks (device and launch on OpenCL) gives error rows,
+not a stop."""
 import argparse
 import csv
 import json
@@ -68,9 +69,13 @@ def app_command(args, app, ranks, agent, chunk, threads):
     return cmd + args.extra
 
 
+# The agents that move chunks one by one, for which chunk size and threads matter.
+CHUNKED = ("host", "device", "launch")
+
+
 def agent_threads(args, agent):
-    """Host threads, or the device agent's work-groups."""
-    return args.device_groups if agent == "device" else args.threads
+    """Host threads, or the work-groups of the device agent or of each launched copy."""
+    return args.device_groups if agent in ("device", "launch") else args.threads
 
 
 def one_rank_checksums(args):
@@ -89,11 +94,10 @@ def one_rank_checksums(args):
 
 def run_matrix(args):
     os.makedirs(args.out, exist_ok=True)
-    # Chunks and threads matter to the agents that move chunks one by one.
     points = [(app, r, agent, chunk, threads, rep)
               for app in args.apps for r in args.ranks for agent in args.agents
-              for chunk in (args.chunks if agent in ("host", "device") else args.chunks[:1])
-              for threads in (agent_threads(args, agent) if agent in ("host", "device") else args.threads[:1])
+              for chunk in (args.chunks if agent in CHUNKED else args.chunks[:1])
+              for threads in (agent_threads(args, agent) if agent in CHUNKED else args.threads[:1])
               for rep in range(args.repeat)]
     reference = one_rank_checksums(args)
     rows = []
@@ -189,7 +193,7 @@ def plot(rows, summary, out_dir):
                 bars.text(x, s["seconds"], f"{s['speedup_over_bulk']:.2f}x", ha="center", va="bottom", fontsize=8)
         bars.set_ylabel("seconds (median, best chunk)")
         bars.set_title(f"{app}, {ranks} ranks")
-        for agent in ("host", "device"):
+        for agent in CHUNKED:
             pts = sorted({r["chunk"] for r in rows if r["app"] == app and r["agent"] == agent and not r["error"]})
             ys = [min((m["seconds"] for t in {r["threads"] for r in rows}
                        if (m := median(rows, app=app, ranks=ranks, agent=agent, chunk=c, threads=t))), default=None)
@@ -232,7 +236,7 @@ def main():
     p.add_argument("--bin", default="build/bin")
     p.add_argument("--ranks", default="2")
     p.add_argument("--apps", default="jacobi")
-    p.add_argument("--agents", default="bulk,host,device,inline,ideal")
+    p.add_argument("--agents", default="bulk,host,device,launch,inline,ideal")
     p.add_argument("--chunks", default="64K")
     p.add_argument("--threads", default="0")
     p.add_argument("--device-groups", default="0")

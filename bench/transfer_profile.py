@@ -7,7 +7,7 @@ then runs the app with nothing set and reports how close that run comes to
 the best point of the sweep.
 
   bench/transfer_profile.py --app jacobi|pagerank [--ranks 2]
-                            [--agents bulk,host,device,inline]
+                            [--agents bulk,host,device,launch,inline]
                             [--chunks 4K,16K,64K,256K,1M,4M,16M] [--threads 1,2,4]
                             [--device-groups 4,16,64] [--n 4096] [--scale 20]
                             [--iterations 100] [--repeat 3] [--profile FILE]
@@ -105,7 +105,7 @@ def main():
     p.add_argument("--app", required=True, choices=("jacobi", "pagerank"))
     p.add_argument("--bin", default="build/bin")
     p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--agents", default="bulk,host,device,inline")
+    p.add_argument("--agents", default="bulk,host,device,launch,inline")
     p.add_argument("--chunks", default="4K,16K,64K,256K,1M,4M,16M")
     p.add_argument("--threads", default="1,2,4")
     p.add_argument("--device-groups", default="4,16,64")
