@@ -33,6 +33,22 @@ grain_status_t grain_dev_upload(grain_t *g)
     return g->bops->copy(g->backend, g->dev, &g->dev_host, sizeof g->dev_host);
 }
 
+/* The transport's receive buffers on a device with memory of its own:
+ * pinned, so that pieces and staged records go to the device by DMA rather
+ * than through the driver's bounce buffer. */
+static void *pinned_alloc(void *arg, size_t size)
+{
+    grain_t *g = arg;
+    void *p = NULL;
+    return g->bops->alloc_shared(g->backend, size, &p) == GRAIN_OK ? p : NULL;
+}
+
+static void pinned_free(void *arg, void *ptr)
+{
+    grain_t *g = arg;
+    g->bops->free_shared(g->backend, ptr);
+}
+
 static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
@@ -170,7 +186,11 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     st = alloc_device_state(g);
     if (st != GRAIN_OK)
         goto err;
-    grain_transport_handlers_t handlers = {grain_transport_received, grain_transport_sent, g};
+    grain_transport_handlers_t handlers = {.received = grain_transport_received,
+                                           .sent = grain_transport_sent,
+                                           .arg = g,
+                                           .alloc_recv = g->binfo.cpu_device ? NULL : pinned_alloc,
+                                           .free_recv = g->binfo.cpu_device ? NULL : pinned_free};
     st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
         st = check_symmetric_config(g);

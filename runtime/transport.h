@@ -28,6 +28,11 @@ typedef struct grain_transport_handlers {
     /* The buffer passed to send() with `token` may be reused. */
     void (*sent)(void *arg, void *token);
     void *arg;
+    /* Memory for receive buffers, whose contents the runtime may copy into
+     * device memory; NULL: the transport's own.  The runtime gives pinned
+     * memory where the device has its own, so that those copies are DMA. */
+    void *(*alloc_recv)(void *arg, size_t size);
+    void (*free_recv)(void *arg, void *ptr);
 } grain_transport_handlers_t;
 
 typedef enum grain_coll_kind {

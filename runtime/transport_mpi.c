@@ -354,7 +354,9 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->handlers = *handlers;
     t->recv_size = recv_size;
     t->n_recv = recv_buffers;
-    t->recv_memory = malloc((size_t)recv_buffers * recv_size);
+    size_t recv_bytes = (size_t)recv_buffers * recv_size;
+    t->recv_memory = handlers->alloc_recv != NULL ? handlers->alloc_recv(handlers->arg, recv_bytes)
+                                                  : malloc(recv_bytes);
     t->recv_reqs = calloc(recv_buffers, sizeof *t->recv_reqs);
     t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
     t->statuses = calloc(recv_buffers, sizeof *t->statuses);
@@ -426,7 +428,10 @@ static void mpi_close(grain_transport_t *t)
     MPI_Comm_free(&t->comm);
     if (t->initialized_mpi)
         MPI_Finalize();
-    free(t->recv_memory);
+    if (t->recv_memory != NULL && t->handlers.free_recv != NULL)
+        t->handlers.free_recv(t->handlers.arg, t->recv_memory);
+    else
+        free(t->recv_memory);
     free(t->recv_reqs);
     while (t->held != NULL) {
         held_buffer_t *b = t->held;
