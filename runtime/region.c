@@ -543,6 +543,23 @@ static grain_status_t move_bulk(grain_region_t *r)
     return st != GRAIN_OK ? st : wst;
 }
 
+/* The device's moved word of every chunk (device and launch agents), in a
+ * host array for the caller to free. */
+static grain_status_t read_moved(grain_region_t *r, uint32_t **moved_p)
+{
+    grain_t *g = r->grain;
+    uint32_t *moved = malloc(r->plan.n_chunks * sizeof *moved + 1);
+    if (moved == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
+    grain_status_t st = g->bops->copy(g->backend, moved, r->moved, r->plan.n_chunks * sizeof *moved);
+    if (st != GRAIN_OK) {
+        free(moved);
+        return st;
+    }
+    *moved_p = moved;
+    return GRAIN_OK;
+}
+
 /*
  * The copies a producer could not launch (the device's room for pending
  * launches was full): the host moves those chunks, whose moved words still
@@ -552,10 +569,10 @@ static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
 {
     grain_t *g = r->grain;
     uint32_t generation = (uint32_t)(r->iterations + 1), n = r->plan.n_chunks;
-    uint32_t *moved = malloc(n * sizeof *moved + 1);
-    if (moved == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
-    grain_status_t st = g->bops->copy(g->backend, moved, r->moved, n * sizeof *moved);
+    uint32_t *moved;
+    grain_status_t st = read_moved(r, &moved);
+    if (st != GRAIN_OK)
+        return st;
     for (uint32_t c = 0; st == GRAIN_OK && c < n; c++) {
         uint64_t start, len;
         if (moved[c] == generation)
@@ -624,18 +641,12 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
 {
     if (r == NULL || s == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_region_stats needs a region and somewhere to write");
-    grain_t *g = r->grain;
     uint32_t *moved = r->moves;
     uint32_t *device = NULL;
     if (r->agent == GRAIN_AGENT_DEVICE || r->agent == GRAIN_AGENT_LAUNCH) {
-        device = malloc(r->plan.n_chunks * sizeof *device + 1);
-        if (device == NULL)
-            return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
-        grain_status_t st = g->bops->copy(g->backend, device, r->moved, r->plan.n_chunks * sizeof *device);
-        if (st != GRAIN_OK) {
-            free(device);
+        grain_status_t st = read_moved(r, &device);
+        if (st != GRAIN_OK)
             return st;
-        }
         moved = device;
     }
     *s = (grain_region_stats_t){.iterations = r->iterations,
