@@ -16,8 +16,9 @@
       "opens, with a warning")                                                                   \
     X(ib_device, IB_DEVICE, STR, "", 0, 0, "RDMA device of the verbs transport (default: the first)") \
     X(ib_port, IB_PORT, UINT, "1", 1, 255, "port of that device")                                  \
-    X(ib_gid_index, IB_GID_INDEX, UINT, "0", 0, 255,                                              \
-      "GID table entry the verbs transport routes by on RoCE")                                   \
+    X(ib_gid_index, IB_GID_INDEX, STR, "auto", 0, 0,                                              \
+      "GID table entry the verbs transport routes by on RoCE: a number, or auto (RoCE v2 with "    \
+      "an IPv4 address first, as ibv_devinfo -v lists them)")                                    \
     X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
       "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
       "paper (seed 001's one queue of system-scope tickets, the baseline)")                      \

@@ -97,6 +97,42 @@ static grain_status_t first_error(grain_transport_t *t)
 
 /* ---- the device ------------------------------------------------------------ */
 
+/* GRAIN_IB_GID_INDEX: a number, or auto: 0 on InfiniBand, where LIDs route,
+ * and on RoCE the entry grain_verbs_gid_pick prefers. */
+static grain_status_t choose_gid(grain_transport_t *t, const char *setting, const char *dev)
+{
+    static const uint8_t zero[16];
+    if (strcmp(setting, "auto") != 0) {
+        char *end;
+        unsigned long i = strtoul(setting, &end, 10);
+        if (end == setting || *end != '\0' || i >= (unsigned long)t->port_attr.gid_tbl_len || i > UINT8_MAX)
+            return grain_fail(GRAIN_ERR_CONFIG,
+                              "GRAIN_IB_GID_INDEX=%s: neither auto nor an entry of the %d-entry GID table of %s "
+                              "port %u", setting, t->port_attr.gid_tbl_len, dev, t->port);
+        t->gid_index = (uint8_t)i;
+    } else if (t->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET) {
+        struct ibv_device_attr attr;
+        if (ibv_query_device(t->ctx, &attr) != 0)
+            return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot query device %s", dev);
+        size_t max = (size_t)attr.phys_port_cnt * (size_t)t->port_attr.gid_tbl_len;
+        struct ibv_gid_entry *entries = calloc(max ? max : 1, sizeof *entries);
+        if (entries == NULL)
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs: no memory for the GID table of %s", dev);
+        ssize_t n = ibv_query_gid_table(t->ctx, entries, max, 0);
+        int pick = n > 0 ? grain_verbs_gid_pick(entries, (size_t)n, t->port) : -1;
+        free(entries);
+        if (pick < 0 || pick > UINT8_MAX)
+            return grain_fail(GRAIN_ERR_TRANSPORT,
+                              "verbs: port %u of %s has no GID to route by (does its netdev have an IP "
+                              "address?); GRAIN_IB_GID_INDEX names one", t->port, dev);
+        t->gid_index = (uint8_t)pick;
+    }
+    if (ibv_query_gid(t->ctx, t->port, t->gid_index, &t->gid) != 0 || memcmp(t->gid.raw, zero, sizeof zero) == 0)
+        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_IB_GID_INDEX=%s: entry %u of %s port %u has no GID", setting,
+                          t->gid_index, dev, t->port);
+    return GRAIN_OK;
+}
+
 /* Opens GRAIN_IB_DEVICE (or the first device) and checks GRAIN_IB_PORT,
  * naming what is missing. */
 static grain_status_t open_device(grain_transport_t *t, const grain_config_t *config)
@@ -140,12 +176,14 @@ static grain_status_t open_device(grain_transport_t *t, const grain_config_t *co
                           "verbs: port %u of %s is not active (state %s): is the link up, and a subnet manager "
                           "running on InfiniBand?",
                           t->port, opened, ibv_port_state_str(t->port_attr.state));
-    t->gid_index = (uint8_t)config->ib_gid_index;
-    if (ibv_query_gid(t->ctx, t->port, t->gid_index, &t->gid) != 0)
-        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_IB_GID_INDEX=%u: port %u of %s has no such GID", t->gid_index,
-                          t->port, opened);
-    grain_info("verbs: device %s, port %u, %s, lid %u", opened, t->port,
-               t->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", t->port_attr.lid);
+    grain_status_t st = choose_gid(t, config->ib_gid_index, opened);
+    if (st != GRAIN_OK)
+        return st;
+    char gid[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, t->gid.raw, gid, sizeof gid);
+    grain_info("verbs: device %s, port %u, %s, lid %u, GID %u (%s)", opened, t->port,
+               t->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", t->port_attr.lid,
+               t->gid_index, gid);
     return GRAIN_OK;
 }
 
@@ -172,8 +210,9 @@ static grain_status_t create_qp(grain_transport_t *t, verbs_peer_t *p)
         return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot create a queue pair (%u writes in flight)", t->slots);
     struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = t->port,
                                .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
-    if (ibv_modify_qp(p->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0)
-        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot move a queue pair to INIT");
+    int err = ibv_modify_qp(p->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (err != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot move a queue pair to INIT: %s", strerror(err));
     return GRAIN_OK;
 }
 
@@ -203,16 +242,22 @@ static grain_status_t connect_qp(grain_transport_t *t, verbs_peer_t *p, uint32_t
         rtr.ah_attr.grh.hop_limit = 64;
         rtr.ah_attr.grh.sgid_index = t->gid_index;
     }
-    if (ibv_modify_qp(p->qp, &rtr,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot connect the queue pair to rank %u (RTR)", peer);
+    int err = ibv_modify_qp(p->qp, &rtr,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (err != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT,
+                          "verbs: cannot connect the queue pair to rank %u (RTR: %s; on RoCE, is GID %u one the "
+                          "ranks reach each other by? GRAIN_IB_GID_INDEX)",
+                          peer, strerror(err), t->gid_index);
     struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
                               .sq_psn = psn, .max_rd_atomic = 1};
-    if (ibv_modify_qp(p->qp, &rts,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC) != 0)
-        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot connect the queue pair to rank %u (RTS)", peer);
+    err = ibv_modify_qp(p->qp, &rts,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                            IBV_QP_MAX_QP_RD_ATOMIC);
+    if (err != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot connect the queue pair to rank %u (RTS: %s)", peer,
+                          strerror(err));
     return GRAIN_OK;
 }
 

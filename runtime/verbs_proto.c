@@ -258,3 +258,29 @@ grain_status_t grain_verbs_wc_error(int wc_status, uint32_t peer, const char *wh
     return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: %s to rank %u failed with %s (status %d)%s", what, peer,
                       ibv_wc_status_str((enum ibv_wc_status)wc_status), wc_status, hint);
 }
+
+static int gid_rank(const struct ibv_gid_entry *e)
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const uint8_t *raw = e->gid.raw;
+    int ipv4 = memcmp(raw, v4_mapped, sizeof v4_mapped) == 0;
+    int link_local = raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+    return (e->gid_type == IBV_GID_TYPE_ROCE_V2) * 4 + ipv4 * 2 + !link_local;
+}
+
+int grain_verbs_gid_pick(const struct ibv_gid_entry *entries, size_t n, uint32_t port)
+{
+    static const uint8_t zero[16];
+    int best = -1, best_rank = -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct ibv_gid_entry *e = &entries[i];
+        if (e->port_num != port || memcmp(e->gid.raw, zero, sizeof zero) == 0)
+            continue;
+        int rank = gid_rank(e);
+        if (rank > best_rank || (rank == best_rank && (int)e->gid_index < best)) {
+            best = (int)e->gid_index;
+            best_rank = rank;
+        }
+    }
+    return best;
+}

@@ -105,6 +105,14 @@ void grain_verbs_info_pack(const grain_verbs_peer_info_t *info, uint8_t out[GRAI
  * short, of another protocol or version, or out of range. */
 grain_status_t grain_verbs_info_unpack(const uint8_t *in, size_t len, uint32_t from, grain_verbs_peer_info_t *info);
 
+/* The GID to route by on RoCE, from a port's table (ibv_query_gid_table):
+ * RoCE v2 before v1, since it crosses IP routers; an IPv4-mapped address
+ * before an IPv6 one, and a global one before a link-local one, which the
+ * netdev may not even have (Soft-RoCE on lo); the lowest index among equals.
+ * -1 when no entry of `port` has an address. */
+struct ibv_gid_entry;
+int grain_verbs_gid_pick(const struct ibv_gid_entry *entries, size_t n, uint32_t port);
+
 /* A failed work completion (an enum ibv_wc_status): the status and a
  * sentence naming the peer, what failed and the status's name. */
 grain_status_t grain_verbs_wc_error(int wc_status, uint32_t peer, const char *what);

@@ -1,6 +1,6 @@
 /* The verbs transport's protocol without a device: credits, ring slots and
- * their wraparound, the send pool, the bootstrap record and completion
- * errors, each misuse refused with a sentence. */
+ * their wraparound, the send pool, the bootstrap record, the RoCE GID
+ * choice and completion errors, each misuse refused with a sentence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,6 +197,42 @@ static void info_refuses_bad_records(void **state)
     }
 }
 
+static struct ibv_gid_entry gid_entry(uint32_t index, uint32_t port, uint32_t type, const char *hex)
+{
+    struct ibv_gid_entry e = {.gid_index = index, .port_num = port, .gid_type = type};
+    for (int i = 0; i < 16; i++)
+        sscanf(hex + 2 * i, "%2hhx", &e.gid.raw[i]);
+    return e;
+}
+
+/* Soft-RoCE on lo: a link-local GID the netdev does not have comes first. */
+static void gid_pick_prefers_routable_roce_v2(void **state)
+{
+    (void)state;
+    const char *link_local = "fe8000000000000002000000fe000000", *v4 = "00000000000000000000ffff7f000001",
+               *v6 = "20010db8000000000000000000000001", *none = "00000000000000000000000000000000";
+    struct ibv_gid_entry lo[] = {gid_entry(0, 1, IBV_GID_TYPE_ROCE_V2, link_local),
+                                 gid_entry(1, 1, IBV_GID_TYPE_ROCE_V2, v4),
+                                 gid_entry(2, 1, IBV_GID_TYPE_ROCE_V2, v6)};
+    assert_int_equal(grain_verbs_gid_pick(lo, 3, 1), 1);
+    /* A ConnectX's usual table: v1 and v2 of each address; v2 of IPv4 wins. */
+    struct ibv_gid_entry cx[] = {gid_entry(0, 1, IBV_GID_TYPE_ROCE_V1, link_local),
+                                 gid_entry(1, 1, IBV_GID_TYPE_ROCE_V2, link_local),
+                                 gid_entry(2, 1, IBV_GID_TYPE_ROCE_V1, v4),
+                                 gid_entry(3, 1, IBV_GID_TYPE_ROCE_V2, v4)};
+    assert_int_equal(grain_verbs_gid_pick(cx, 4, 1), 3);
+    /* Another port's entries, and empty ones, are not candidates. */
+    struct ibv_gid_entry mixed[] = {gid_entry(0, 2, IBV_GID_TYPE_ROCE_V2, v4),
+                                    gid_entry(1, 1, IBV_GID_TYPE_ROCE_V2, none),
+                                    gid_entry(2, 1, IBV_GID_TYPE_ROCE_V1, link_local)};
+    assert_int_equal(grain_verbs_gid_pick(mixed, 3, 1), 2);
+    assert_int_equal(grain_verbs_gid_pick(mixed, 2, 1), -1);
+    /* Equals: the lowest index, wherever it is listed. */
+    struct ibv_gid_entry twins[] = {gid_entry(5, 1, IBV_GID_TYPE_ROCE_V2, v6),
+                                    gid_entry(4, 1, IBV_GID_TYPE_ROCE_V2, v6)};
+    assert_int_equal(grain_verbs_gid_pick(twins, 2, 1), 4);
+}
+
 static void completion_errors_name_peer_and_status(void **state)
 {
     (void)state;
@@ -225,6 +261,7 @@ int main(void)
         cmocka_unit_test(pool_takes_and_gives),
         cmocka_unit_test(info_round_trips_little_endian),
         cmocka_unit_test(info_refuses_bad_records),
+        cmocka_unit_test(gid_pick_prefers_routable_roce_v2),
         cmocka_unit_test(completion_errors_name_peer_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
