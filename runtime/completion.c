@@ -201,7 +201,10 @@ grain_status_t grain_quiet(grain_t *g)
     drained = drained < kernels_done ? kernels_done : drained > flushed ? flushed : drained;
     g->phase_ns[GRAIN_PHASE_QUEUE] += drained - kernels_done;
     g->phase_ns[GRAIN_PHASE_AGGREGATION] += flushed - drained;
+    /* Puts land unannounced: their writer waits for them before the counts. */
+    grain_status_t pst = g->heap_puts ? g->tops->put_wait(g->transport) : GRAIN_OK;
     grain_status_t cst = g->n_pes > 1 ? wait_for_senders(g) : GRAIN_OK;
+    cst = pst != GRAIN_OK ? pst : cst;
     /* One rank too: its own active messages may have gone to apply kernels. */
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (cst == GRAIN_OK && applier != NULL)

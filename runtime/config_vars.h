@@ -19,6 +19,9 @@
     X(ib_gid_index, IB_GID_INDEX, STR, "auto", 0, 0,                                              \
       "GID table entry the verbs transport routes by on RoCE: a number, or auto (RoCE v2 with "    \
       "an IPv4 address first, as ibv_devinfo -v lists them)")                                    \
+    X(ib_put, IB_PUT, BOOL, "1", 0, 1,                                                            \
+      "the verbs transport RDMA-writes chunks of counter-triggered transfers from the symmetric "  \
+      "heap straight into the destinations' (0: as pieces through the receive rings)")          \
     X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
       "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
       "paper (seed 001's one queue of system-scope tickets, the baseline)")                      \

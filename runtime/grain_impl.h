@@ -70,6 +70,7 @@ struct grain {
     grain_dev_err_t *dev_err; /* in shared memory */
     grain_queue_mem_t queue;
     int apply_on_device;         /* GRAIN_APPLY resolved: the heap is in device memory */
+    int heap_puts;               /* the transport writes into every rank's heap (transport.h put) */
     atomic_uint_fast64_t app_launches; /* kernels the application has launched */
     /* Apply kernels: made at init with apply_on_device, else by the first
      * grain_am_register_program while the receive path runs. */

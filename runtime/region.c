@@ -20,8 +20,6 @@
 
 extern const char grain_apply_kernel_source[];
 
-enum { PLACE_HEAP, PLACE_PEER };
-
 #define AGENT_WG 256u
 
 static grain_status_t collective(grain_t *g, grain_coll_t *c)
@@ -656,6 +654,7 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
                                 .min_moves = UINT64_MAX,
                                 .bytes_sent = atomic_load(&r->bytes_sent),
                                 .bytes_received = atomic_load(&r->bytes_received),
+                                .bytes_written = atomic_load(&r->bytes_written),
                                 .mapped_peers = r->mapped_peers,
                                 .agent = r->agent,
                                 .profiled = r->profiled};

@@ -15,6 +15,8 @@
 
 #define GRAIN_MAX_REGIONS 64u
 
+enum { PLACE_HEAP, PLACE_PEER };
+
 /* A piece of a chunk on the wire: the header, then `bytes` - header bytes
  * for offset `offset` of region `region` at the destination.  The magic
  * sits where a packed buffer has its own, so the transport tells them
@@ -78,7 +80,7 @@ struct grain_region {
     size_t size;
 
     char *data;         /* this rank's copy */
-    int placement;      /* where data lives (region.c) */
+    int placement;      /* where data lives: PLACE_HEAP or PLACE_PEER (region.c) */
     void *host_copy;    /* shared memory, or NULL */
     void **peer_maps;   /* per PE: this rank's mapping of its copy, or NULL */
     unsigned mapped_peers;
@@ -100,6 +102,7 @@ struct grain_region {
     uint32_t *moves;                 /* per chunk (the host agent's and bulk copies) */
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
+    _Atomic uint64_t bytes_written; /* put straight into peers' heaps */
 };
 
 /* What a region was given or chose (region_settings.c). */

@@ -1,8 +1,10 @@
 /*
  * Moving a region's bytes to a destination, whichever agent decided to:
  * a copy where this rank reaches the destination's memory (its host copy,
- * a peer GPU mapped here), else pieces through the transport, which the
- * destination's network thread checks and copies into its own copy.
+ * a peer GPU mapped here); a put from heap to heap where the transport
+ * writes into the destinations' heaps (RDMA); else pieces through the
+ * transport, which the destination's network thread checks and copies into
+ * its own copy.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +170,23 @@ static grain_status_t send_pieces(grain_region_t *r, unsigned lane, const int *d
     return st;
 }
 
+/* The same bytes from this rank's heap into each destination's copy, which
+ * lies at the same heap offset: no staging, and nothing for the
+ * destination to do (quiet waits for the writes). */
+static grain_status_t put_to(grain_region_t *r, const int *dests, unsigned n_dests, uint64_t start, uint64_t at,
+                             uint64_t len)
+{
+    grain_t *g = r->grain;
+    uint64_t base = (uint64_t)(r->data - g->heap);
+    grain_status_t st = GRAIN_OK;
+    for (unsigned d = 0; st == GRAIN_OK && d < n_dests; d++) {
+        st = g->tops->put(g->transport, (uint32_t)dests[d], base + start, base + at, (size_t)len);
+        if (st == GRAIN_OK)
+            atomic_fetch_add_explicit(&r->bytes_written, len, memory_order_relaxed);
+    }
+    return st;
+}
+
 grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t start, uint64_t len, unsigned lane)
 {
     const grain_segment_dev_t *seg = &r->plan.segments[seg_index];
@@ -186,7 +205,8 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
     const int *remote = seg->dest == GRAIN_DEST_PEERS ? r->unmapped : &one;
     unsigned n_remote = seg->dest == GRAIN_DEST_PEERS ? r->n_unmapped : r->peer_maps[seg->dest] == NULL;
     if (st == GRAIN_OK && n_remote > 0)
-        st = send_pieces(r, lane, remote, n_remote, src, at, len);
+        st = r->placement == PLACE_HEAP && r->grain->heap_puts ? put_to(r, remote, n_remote, start, at, len)
+                                                              : send_pieces(r, lane, remote, n_remote, src, at, len);
     return st;
 }
 

@@ -194,6 +194,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
         st = check_symmetric_config(g);
+    if (st == GRAIN_OK && g->n_pes > 1 && g->tops->register_heap != NULL)
+        st = g->tops->register_heap(g->transport, g->heap, g->config.heap_size, &g->heap_puts);
     if (st == GRAIN_OK)
         st = grain_aggregators_start(g);
     if (st != GRAIN_OK)

@@ -73,6 +73,19 @@ typedef struct grain_transport_ops {
     void (*close)(grain_transport_t *t);
     /* Whether progress needs a thread of its own (for core accounting). */
     int uses_thread;
+
+    /* One-sided writes between symmetric heaps, for the chunks of
+     * counter-triggered transfers; NULL where the transport has none. */
+    /* Collective: makes this rank's heap [base, base + size) a source and a
+     * target of put(); *ready_p is 1 only when every rank's is (a rank that
+     * could not says why in the log), and put() may be used only then. */
+    grain_status_t (*register_heap)(grain_transport_t *t, void *base, size_t size, int *ready_p);
+    /* Writes `len` bytes at heap offset `from` here to heap offset `to` of
+     * `dest` (never this rank); any thread; waits while the destination's
+     * writes in flight fill the send queue. */
+    grain_status_t (*put)(grain_transport_t *t, uint32_t dest, uint64_t from, uint64_t to, size_t len);
+    /* Waits until every put so far has landed; returns the first error. */
+    grain_status_t (*put_wait)(grain_transport_t *t);
 } grain_transport_ops_t;
 
 extern const grain_transport_ops_t grain_transport_self;

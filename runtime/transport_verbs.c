@@ -13,8 +13,14 @@
  * straight away when it can; either way the caller's buffer is free once
  * copied.  Nothing is dropped: a failed completion names the peer and the
  * status and is returned by the next send() or collective.
+ *
+ * Chunks of counter-triggered transfers whose region lives in the
+ * symmetric heap skip the rings: put() RDMA-writes them from this rank's
+ * heap into the destination's, where nothing needs to handle them, and
+ * quiet waits for those writes (put_wait) before the ranks compare counts.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,8 +33,14 @@
 #include "runtime/transport.h"
 #include "runtime/verbs_proto.h"
 
-#define CREDIT_WR UINT64_MAX /* wr_id of a credit return: every other send's is its buffer */
+/* wr_ids: a buffer's write has its buffer's address, a receive its peer. */
+#define CREDIT_WR UINT64_MAX       /* a credit return */
+#define PUT_WR (UINT64_C(1) << 63) /* a put, or'ed with its peer: no user-space address has this bit */
 #define POLL_BATCH 32
+/* Puts in flight to one peer: the send queue's room beside the ring's writes.
+ * Each is as long as the chunk (up to the port's largest message), so a
+ * few keep the link busy. */
+#define PUT_DEPTH 16u
 
 typedef struct pending_send {
     struct pending_send *next;
@@ -46,6 +58,9 @@ typedef struct verbs_peer {
     grain_verbs_peer_info_t remote;
     pending_send_t *pending_head, *pending_tail;
     _Atomic int credit_in_flight; /* a return is being written from credit_out */
+    _Atomic unsigned puts;        /* in flight, at most PUT_DEPTH */
+    uint64_t heap_addr;           /* its heap, where puts land */
+    uint32_t heap_rkey;
 } verbs_peer_t;
 
 struct grain_transport {
@@ -70,6 +85,11 @@ struct grain_transport {
     int running;
     _Atomic int stop;
     _Atomic unsigned pending; /* sends waiting for a credit or a buffer */
+    int put_allowed;          /* GRAIN_IB_PUT */
+    uint8_t *heap;            /* registered on every rank: puts go */
+    size_t heap_size, max_put;
+    struct ibv_mr *heap_mr;
+    _Atomic uint64_t puts_out; /* puts in flight to all peers */
     pthread_mutex_t error_lock;
     grain_status_t error;
     char error_message[512];
@@ -202,7 +222,8 @@ static grain_status_t create_qp(grain_transport_t *t, verbs_peer_t *p)
     struct ibv_qp_init_attr attr = {
         .send_cq = t->cq,
         .recv_cq = t->cq,
-        .cap = {.max_send_wr = t->slots + 2, .max_recv_wr = t->slots, .max_send_sge = 1, .max_recv_sge = 1},
+        .cap = {.max_send_wr = t->slots + 2 + PUT_DEPTH, .max_recv_wr = t->slots, .max_send_sge = 1,
+                .max_recv_sge = 1},
         .qp_type = IBV_QPT_RC,
     };
     p->qp = ibv_create_qp(t->pd, &attr);
@@ -492,11 +513,19 @@ static grain_status_t completed(grain_transport_t *t, const struct ibv_wc *wc)
     /* A failed completion's opcode means nothing: its wr_id says what it
      * was (a receive's is its peer, a write's its buffer) and its QP whom. */
     uint32_t peer = peer_of_qp(t, wc->qp_num);
+    int put = wc->wr_id != CREDIT_WR && (wc->wr_id & PUT_WR);
+    if (put) { /* landed, or never will: either way no longer in flight */
+        atomic_fetch_sub_explicit(&t->peers[peer].puts, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&t->puts_out, 1, memory_order_release);
+    }
     if (wc->status != IBV_WC_SUCCESS)
         return grain_verbs_wc_error(wc->status, peer,
-                                    wc->wr_id == CREDIT_WR                ? "a credit return"
-                                    : wc->wr_id < (uint64_t)t->n_pes      ? "a receive"
-                                                                          : "a buffer's write");
+                                    wc->wr_id == CREDIT_WR           ? "a credit return"
+                                    : put                            ? "a chunk's write into its heap"
+                                    : wc->wr_id < (uint64_t)t->n_pes ? "a receive"
+                                                                     : "a buffer's write");
+    if (put)
+        return GRAIN_OK;
     if (wc->wr_id == CREDIT_WR) {
         t->peers[peer].credit_in_flight = 0;
         return GRAIN_OK;
@@ -580,6 +609,9 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
         free(t);
         return st;
     }
+    t->put_allowed = config->ib_put;
+    /* One write of a chunk, up to the port's largest message. */
+    t->max_put = t->port_attr.max_msg_sz < (UINT32_C(1) << 30) ? t->port_attr.max_msg_sz : UINT32_C(1) << 30;
     *t_p = t;
     *my_pe_p = t->my_pe;
     *n_pes_p = t->n_pes;
@@ -611,7 +643,7 @@ static grain_status_t verbs_start(grain_transport_t *t, const grain_transport_ha
         t->credit_out[p] = 0;
     }
     t->pd = ibv_alloc_pd(t->ctx);
-    t->cq = t->pd ? ibv_create_cq(t->ctx, (int)(n * (2 * t->slots + 2)), NULL, NULL, 0) : NULL;
+    t->cq = t->pd ? ibv_create_cq(t->ctx, (int)(n * (2 * t->slots + 2 + PUT_DEPTH)), NULL, NULL, 0) : NULL;
     if (t->cq == NULL)
         return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot create a protection domain and a completion queue");
     int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
@@ -662,6 +694,111 @@ static grain_status_t verbs_collective(grain_transport_t *t, const grain_coll_t 
     return st != GRAIN_OK ? st : grain_transport_mpi.collective(t->mpi, c);
 }
 
+/* ---- puts: chunks straight into the peers' heaps ------------------------------- */
+
+static grain_status_t verbs_register_heap(grain_transport_t *t, void *base, size_t size, int *ready_p)
+{
+    *ready_p = 0;
+    size_t n = (size_t)t->n_pes;
+    uint64_t *words = calloc(4 * n, sizeof *words);
+    if (words == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs: no memory to exchange heap keys");
+    uint64_t *in = words + 2 * n;
+    if (t->put_allowed) {
+        /* Device memory registers only through GPUDirect RDMA (nvidia-peermem,
+         * amdgpu's peer memory): without it, chunks take the rings. */
+        t->heap_mr = ibv_reg_mr(t->pd, base, size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        if (t->heap_mr == NULL)
+            grain_info("verbs: cannot register the %zu-byte symmetric heap (%s; a heap in GPU memory needs "
+                       "GPUDirect RDMA); chunks go through the receive rings",
+                       size, strerror(errno));
+    }
+    for (size_t p = 0; p < n; p++)
+        grain_verbs_heap_words((uint64_t)(uintptr_t)base, t->heap_mr ? t->heap_mr->rkey : 0, t->heap_mr != NULL,
+                               words + 2 * p);
+    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = words, .recv = in, .count = 2};
+    grain_status_t st = verbs_collective(t, &c);
+    int all = t->heap_mr != NULL;
+    for (size_t p = 0; st == GRAIN_OK && p < n; p++) {
+        int registered;
+        st = grain_verbs_heap_unwords(in + 2 * p, (uint32_t)p, &t->peers[p].heap_addr, &t->peers[p].heap_rkey,
+                                      &registered);
+        if (st == GRAIN_OK && !registered && all)
+            grain_info("verbs: rank %zu did not register its heap; chunks go through the receive rings", p);
+        all = all && registered;
+    }
+    free(words);
+    if (st == GRAIN_OK && all) {
+        t->heap = base;
+        t->heap_size = size;
+        *ready_p = 1;
+    } else if (t->heap_mr != NULL) { /* nobody writes into it */
+        ibv_dereg_mr(t->heap_mr);
+        t->heap_mr = NULL;
+    }
+    return st;
+}
+
+static grain_status_t verbs_put(grain_transport_t *t, uint32_t dest, uint64_t from, uint64_t to, size_t len)
+{
+    grain_status_t st = first_error(t);
+    if (st != GRAIN_OK)
+        return st;
+    if (t->heap == NULL || from > t->heap_size || len > t->heap_size - from || to > t->heap_size ||
+        len > t->heap_size - to)
+        return grain_fail(GRAIN_ERR_BAD_OFFSET,
+                          "verbs: a put of %zu bytes from heap offset %llu to offset %llu of rank %u, outside the "
+                          "%zu-byte registered heap",
+                          len, (unsigned long long)from, (unsigned long long)to, dest, t->heap_size);
+    verbs_peer_t *p = &t->peers[dest];
+    grain_backoff_t full = {0};
+    for (size_t done = 0; st == GRAIN_OK && done < len;) {
+        size_t n = len - done < t->max_put ? len - done : t->max_put;
+        struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)(t->heap + from + done), .length = (uint32_t)n,
+                              .lkey = t->heap_mr->lkey};
+        struct ibv_send_wr wr = {
+            .wr_id = PUT_WR | dest,
+            .sg_list = &sge,
+            .num_sge = 1,
+            .opcode = IBV_WR_RDMA_WRITE,
+            .send_flags = IBV_SEND_SIGNALED,
+            .wr = {.rdma = {.remote_addr = p->heap_addr + to + done, .rkey = p->heap_rkey}},
+        }, *bad;
+        pthread_mutex_lock(&p->lock);
+        int room = atomic_load_explicit(&p->puts, memory_order_relaxed) < PUT_DEPTH, err = 0;
+        if (room) {
+            atomic_fetch_add_explicit(&p->puts, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->puts_out, 1, memory_order_relaxed);
+            err = ibv_post_send(p->qp, &wr, &bad);
+            if (err != 0) {
+                atomic_fetch_sub_explicit(&p->puts, 1, memory_order_relaxed);
+                atomic_fetch_sub_explicit(&t->puts_out, 1, memory_order_relaxed);
+            }
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (err != 0) {
+            st = grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot post a %zu-byte chunk write to rank %u: %s", n, dest,
+                            strerror(err));
+        } else if (room) {
+            done += n;
+            grain_backoff_reset(&full);
+        } else { /* the progress thread frees room as writes complete */
+            grain_backoff_idle(&full);
+            st = first_error(t);
+        }
+    }
+    return st;
+}
+
+static grain_status_t verbs_put_wait(grain_transport_t *t)
+{
+    grain_backoff_t idle = {0};
+    grain_status_t st;
+    while ((st = first_error(t)) == GRAIN_OK && atomic_load_explicit(&t->puts_out, memory_order_acquire) != 0)
+        grain_backoff_idle(&idle);
+    return st;
+}
+
 static void verbs_close(grain_transport_t *t)
 {
     if (t->running) {
@@ -670,7 +807,7 @@ static void verbs_close(grain_transport_t *t)
         grain_backoff_t idle = {0};
         for (int busy = 1; busy && first_error(t) == GRAIN_OK;) {
             pthread_mutex_lock(&t->pool.lock);
-            busy = t->pool.n_free != t->pool.n || atomic_load(&t->pending) != 0;
+            busy = t->pool.n_free != t->pool.n || atomic_load(&t->pending) != 0 || atomic_load(&t->puts_out) != 0;
             pthread_mutex_unlock(&t->pool.lock);
             for (int p = 0; !busy && p < t->n_pes; p++)
                 busy = p != t->my_pe && atomic_load_explicit(&t->peers[p].credit_in_flight, memory_order_acquire);
@@ -692,7 +829,7 @@ static void verbs_close(grain_transport_t *t)
         }
         pthread_mutex_destroy(&t->peers[p].lock);
     }
-    struct ibv_mr *mrs[] = {t->rings_mr, t->credit_in_mr, t->credit_out_mr, t->send_mr};
+    struct ibv_mr *mrs[] = {t->rings_mr, t->credit_in_mr, t->credit_out_mr, t->send_mr, t->heap_mr};
     for (size_t i = 0; i < sizeof mrs / sizeof mrs[0]; i++)
         if (mrs[i] != NULL)
             ibv_dereg_mr(mrs[i]);
@@ -723,4 +860,7 @@ const grain_transport_ops_t grain_transport_verbs = {
     .collective = verbs_collective,
     .close = verbs_close,
     .uses_thread = 1,
+    .register_heap = verbs_register_heap,
+    .put = verbs_put,
+    .put_wait = verbs_put_wait,
 };

@@ -259,6 +259,38 @@ grain_status_t grain_verbs_wc_error(int wc_status, uint32_t peer, const char *wh
                       ibv_wc_status_str((enum ibv_wc_status)wc_status), wc_status, hint);
 }
 
+/* ---- the heap record ------------------------------------------------------- */
+
+#define HEAP_TAG 0x4748u /* "GH", then the version */
+#define HEAP_VERSION 1u
+
+void grain_verbs_heap_words(uint64_t addr, uint32_t rkey, int registered, uint64_t words[2])
+{
+    words[0] = registered ? addr : 0;
+    words[1] = (registered ? rkey : 0) | (uint64_t)(registered != 0) << 32 | (uint64_t)HEAP_VERSION << 40 |
+               (uint64_t)HEAP_TAG << 48;
+}
+
+grain_status_t grain_verbs_heap_unwords(const uint64_t words[2], uint32_t from, uint64_t *addr_p, uint32_t *rkey_p,
+                                        int *registered_p)
+{
+    uint64_t w = words[1];
+    if (w >> 48 != HEAP_TAG || (w >> 40 & 0xff) != HEAP_VERSION || (w >> 33 & 0x7f) != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT,
+                          "verbs: rank %u described its heap as 0x%016llx, not a grain heap record of version %u "
+                          "(is every rank the same grain?)",
+                          from, (unsigned long long)w, HEAP_VERSION);
+    *registered_p = (int)(w >> 32 & 1);
+    if (!*registered_p && (words[0] != 0 || (uint32_t)w != 0))
+        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: rank %u says its heap is not registered, yet gives its key",
+                          from);
+    *addr_p = words[0];
+    *rkey_p = (uint32_t)w;
+    return GRAIN_OK;
+}
+
+/* ---- the RoCE GID -------------------------------------------------------- */
+
 static int gid_rank(const struct ibv_gid_entry *e)
 {
     static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

@@ -105,6 +105,15 @@ void grain_verbs_info_pack(const grain_verbs_peer_info_t *info, uint8_t out[GRAI
  * short, of another protocol or version, or out of range. */
 grain_status_t grain_verbs_info_unpack(const uint8_t *in, size_t len, uint32_t from, grain_verbs_peer_info_t *info);
 
+/* Where a rank's symmetric heap takes RDMA writes of chunks, as the two
+ * words of an all-to-all sent to every peer: its address, then its rkey,
+ * whether it registered at all, and a tag that catches a peer of another
+ * protocol. */
+void grain_verbs_heap_words(uint64_t addr, uint32_t rkey, int registered, uint64_t words[2]);
+/* GRAIN_ERR_TRANSPORT, naming `from`, for words that are not such a record. */
+grain_status_t grain_verbs_heap_unwords(const uint64_t words[2], uint32_t from, uint64_t *addr_p, uint32_t *rkey_p,
+                                        int *registered_p);
+
 /* The GID to route by on RoCE, from a port's table (ibv_query_gid_table):
  * RoCE v2 before v1, since it crosses IP routers; an IPv4-mapped address
  * before an IPv6 one, and a global one before a link-local one, which the

@@ -215,9 +215,9 @@ int main(int argc, char **argv)
     int verifiable = stats[0].agent != GRAIN_AGENT_IDEAL || npes == 1;
     double err = o.common.verify && verifiable ? max_error(g, host, first, rows, &o) : 0;
     int verified = o.common.verify && verifiable ? err <= 1e-12 : -1;
-    uint64_t moves = stats[0].moves + stats[1].moves, sent = stats[0].bytes_sent + stats[1].bytes_sent;
-    app_check(grain_allreduce(g, &moves, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
-    app_check(grain_allreduce(g, &sent, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
+    uint64_t totals[3] = {stats[0].moves + stats[1].moves, stats[0].bytes_sent + stats[1].bytes_sent,
+                          stats[0].bytes_written + stats[1].bytes_written};
+    app_check(grain_allreduce(g, totals, 3, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
 
     if (me == 0 && !o.common.json) {
         printf("jacobi: %d ranks, %llu x %llu grid, %llu sweeps in %.4f s (%.1f us a sweep), %s agent, chunks of "
@@ -239,10 +239,11 @@ int main(int argc, char **argv)
         fprintf(jout,
                 ",\"n\":%llu,\"iterations\":%llu,\"agent\":\"%s\",\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
                 "\"tile_rows\":%llu,\"checksum\":%.17g,\"max_error\":%.6g,\"chunk_moves\":%llu,\"bytes_sent\":%llu,"
-                "\"mapped_peers\":%llu,\"profiled\":%s",
+                "\"bytes_written\":%llu,\"mapped_peers\":%llu,\"profiled\":%s",
                 (unsigned long long)n, o.iterations, grain_agent_name(stats[0].agent),
                 (unsigned long long)stats[0].chunk_bytes, (unsigned long long)stats[0].transfer_threads,
-                o.tile_rows, sum, err, (unsigned long long)moves, (unsigned long long)sent,
+                o.tile_rows, sum, err, (unsigned long long)totals[0], (unsigned long long)totals[1],
+                (unsigned long long)totals[2],
                 (unsigned long long)stats[0].mapped_peers, stats[0].profiled ? "true" : "false");
     }
     app_json_end(g, jout);

@@ -310,10 +310,12 @@ int main(int argc, char **argv)
         if (o.replicated)
             fprintf(out,
                     ",\"agent\":\"%s\",\"checksum\":%.17g,\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
-                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"mapped_peers\":%llu,\"profiled\":%s",
+                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"bytes_written\":%llu,\"mapped_peers\":%llu,"
+                    "\"profiled\":%s",
                     grain_agent_name(r.transfers.agent), r.checksum, (unsigned long long)r.transfers.chunk_bytes,
                     (unsigned long long)r.transfers.transfer_threads, (unsigned long long)r.transfers.moves,
-                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.mapped_peers,
+                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.bytes_written,
+                    (unsigned long long)r.transfers.mapped_peers,
                     r.transfers.profiled ? "true" : "false");
     }
     if (coproc != NULL) {

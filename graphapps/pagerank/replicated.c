@@ -193,9 +193,13 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
         r.transfers.profiled = st.profiled;
         r.transfers.moves += st.moves;
         r.transfers.bytes_sent += st.bytes_sent;
+        r.transfers.bytes_written += st.bytes_written;
     }
-    app_check(grain_allreduce(g, &r.transfers.moves, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
-    app_check(grain_allreduce(g, &r.transfers.bytes_sent, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
+    uint64_t totals[3] = {r.transfers.moves, r.transfers.bytes_sent, r.transfers.bytes_written};
+    app_check(grain_allreduce(g, totals, 3, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
+    r.transfers.moves = totals[0];
+    r.transfers.bytes_sent = totals[1];
+    r.transfers.bytes_written = totals[2];
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);

@@ -272,6 +272,7 @@ typedef struct grain_region_stats {
     uint64_t min_moves, max_moves; /* over the chunks: each moved once an iteration makes both iterations */
     uint64_t bytes_sent;     /* through the transport */
     uint64_t bytes_received; /* through the transport, into this rank's copy */
+    uint64_t bytes_written;  /* RDMA-written into peers' copies (the verbs transport's puts) */
     uint64_t mapped_peers;   /* peers whose copy this rank stores to directly */
     grain_agent_t agent;     /* the one chosen */
     int profiled;            /* the transfer profile chose something */

@@ -1,6 +1,6 @@
 /* The verbs transport's protocol without a device: credits, ring slots and
- * their wraparound, the send pool, the bootstrap record, the RoCE GID
- * choice and completion errors, each misuse refused with a sentence. */
+ * their wraparound, the send pool, the bootstrap and heap records, the
+ * RoCE GID choice and completion errors, each misuse refused with a sentence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,6 +197,31 @@ static void info_refuses_bad_records(void **state)
     }
 }
 
+static void heap_record_round_trips_and_refuses_strangers(void **state)
+{
+    (void)state;
+    uint64_t w[2], addr;
+    uint32_t rkey;
+    int registered;
+    grain_verbs_heap_words(0x7f0012345000ull, 0xdeadbeefu, 1, w);
+    assert_int_equal(grain_verbs_heap_unwords(w, 3, &addr, &rkey, &registered), GRAIN_OK);
+    assert_true(addr == 0x7f0012345000ull && rkey == 0xdeadbeefu && registered == 1);
+    /* Unregistered: nothing to write into, whatever was passed. */
+    grain_verbs_heap_words(0x7f0012345000ull, 0xdeadbeefu, 0, w);
+    assert_int_equal(grain_verbs_heap_unwords(w, 3, &addr, &rkey, &registered), GRAIN_OK);
+    assert_true(addr == 0 && rkey == 0 && registered == 0);
+    /* Words that are no heap record: garbage, another version, a key
+     * without a registration. */
+    uint64_t garbage[2] = {1, 2};
+    assert_int_equal(grain_verbs_heap_unwords(garbage, 5, &addr, &rkey, &registered), GRAIN_ERR_TRANSPORT);
+    assert_non_null(strstr(grain_error_message(NULL), "rank 5"));
+    grain_verbs_heap_words(0x1000, 7, 1, w);
+    uint64_t later[2] = {w[0], w[1] + (1ull << 40)};
+    assert_int_equal(grain_verbs_heap_unwords(later, 5, &addr, &rkey, &registered), GRAIN_ERR_TRANSPORT);
+    uint64_t keyed[2] = {w[0], w[1] & ~(1ull << 32)};
+    assert_int_equal(grain_verbs_heap_unwords(keyed, 5, &addr, &rkey, &registered), GRAIN_ERR_TRANSPORT);
+}
+
 static struct ibv_gid_entry gid_entry(uint32_t index, uint32_t port, uint32_t type, const char *hex)
 {
     struct ibv_gid_entry e = {.gid_index = index, .port_num = port, .gid_type = type};
@@ -261,6 +286,7 @@ int main(void)
         cmocka_unit_test(pool_takes_and_gives),
         cmocka_unit_test(info_round_trips_little_endian),
         cmocka_unit_test(info_refuses_bad_records),
+        cmocka_unit_test(heap_record_round_trips_and_refuses_strangers),
         cmocka_unit_test(gid_pick_prefers_routable_roce_v2),
         cmocka_unit_test(completion_errors_name_peer_and_status),
     };
