@@ -2,24 +2,59 @@
 # The verbs transport on this machine:
 #   verbs_check.sh gups COMMAND...      GUPS over verbs (tiny rings: credits run out), verified,
 #                                       where an RDMA device exists; skipped (77) with the reason elsewhere
+#   verbs_check.sh chunks COMMAND...    counter-triggered transfers over verbs, verified: jacobi's halos and
+#                                       the chunks test's slices RDMA-written into the peers' heaps
+#                                       (bytes_written), and with GRAIN_IB_PUT=0 sent as pieces instead
 #   verbs_check.sh no-device COMMAND... without a device: the error that names what is missing, and
 #                                       GRAIN_TRANSPORT=verbs,mpi running over MPI with a warning
-# COMMAND is the mpirun line of build/bin/gups.
+# COMMAND is an mpirun line; $GUPS, $JACOBI and $CHUNKS are the programs.
 mode=$1
 shift
 have_device() { [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; }
-case $mode in
-gups)
+need_device() {
     if ! have_device; then
         echo "skipped: no RDMA device (/sys/class/infiniband is empty; Soft-RoCE adds one where the kernel has" \
              "rdma_rxe: rdma link add rxe0 type rxe netdev eth0)"
         exit 77
     fi
+}
+# field JSON NAME: the first value NAME has in an app's --json line (the statistics after it reuse names)
+field() { echo "$1" | tr ',' '\n' | sed -n "s/.*\"$2\":\([^}]*\).*/\1/p" | head -n 1; }
+# transfers WHAT PUT VERIFIED WRITTEN SENT: the run verified, and moved its chunks by puts (PUT=1) or pieces
+transfers() {
+    [ "$3" = true ] || { echo "FAILED: $1, GRAIN_IB_PUT=$2: not verified: $out"; exit 1; }
+    if [ "$2" = 1 ]; then
+        [ "$4" -gt 0 ] && [ "$5" -eq 0 ] || { echo "FAILED: $1 did not put its chunks: $out"; exit 1; }
+    else
+        [ "$4" -eq 0 ] && [ "$5" -gt 0 ] || { echo "FAILED: $1 did not send pieces: $out"; exit 1; }
+    fi
+    echo "$1, GRAIN_IB_PUT=$2: verified, $4 bytes written, $5 sent as pieces"
+}
+case $mode in
+gups)
+    need_device
     out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_BUFFER_SIZE=512 -x GRAIN_RECV_BUFFERS=2 \
           "$GUPS" --log2-table 14 --verify --json) || { echo "FAILED: $out"; exit 1; }
     echo "$out"
     echo "$out" | grep -q '"transport":"verbs"' || { echo "FAILED: not over verbs"; exit 1; }
     echo "$out" | grep -q '"verified":true' || { echo "FAILED: not verified"; exit 1; }
+    ;;
+chunks)
+    need_device
+    for put in 1 0; do
+        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_IB_PUT=$put "$JACOBI" --n 130 --iterations 20 --agent host \
+              --chunk-size 1000 --verify --json) || { echo "FAILED: $out"; exit 1; }
+        [ "$(field "$out" transport)" = '"verbs"' ] || { echo "FAILED: not over verbs: $out"; exit 1; }
+        transfers "jacobi, host agent" $put "$(field "$out" verified)" "$(field "$out" bytes_written)" \
+            "$(field "$out" bytes_sent)"
+        # Rank 0's slices to every peer, to one peer and to the host copy, checked word by word.
+        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_IB_PUT=$put "$CHUNKS" bulk 4096 3000) ||
+            { echo "FAILED: $out"; exit 1; }
+        verified=false
+        case $out in *": ok") verified=true ;; esac
+        transfers "chunks, bulk agent" $put $verified "$(echo "$out" | sed -n 's/.* \([0-9]*\) written.*/\1/p')" \
+            "$(echo "$out" | sed -n 's/.* \([0-9]*\) bytes sent.*/\1/p')"
+    done
     ;;
 no-device)
     if have_device; then
@@ -35,7 +70,7 @@ no-device)
     echo "no device: the error names it, and verbs,mpi ran over MPI with a warning"
     ;;
 *)
-    echo "usage: verbs_check.sh gups|no-device MPIRUN..." >&2
+    echo "usage: verbs_check.sh gups|chunks|no-device MPIRUN..." >&2
     exit 2
     ;;
 esac

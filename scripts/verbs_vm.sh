@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs a command inside a Debian 12 virtual machine that has an RDMA device:
+# Soft-RoCE (rdma_rxe) on its loopback, for machines whose own kernel has no
+# rdma_rxe (containers, most CI).  The checkout is shared with the VM at the
+# same path, so a build made here runs there if it links only what the VM
+# has (OpenCL, Open MPI, libibverbs: no CUDA or HIP).
+#   scripts/verbs_vm.sh                the verbs tests, built here into build-vm/ without the GPU backends
+#   scripts/verbs_vm.sh COMMAND...     any command, from the top of the checkout
+# Exits with the command's status; 77 (skipped) when the VM cannot be made or
+# booted here, saying why.  The VM's disk is kept in $GRAIN_VM_DIR (default
+# /var/tmp/grain-verbs-vm) and made once (debootstrap, a few minutes).
+# GRAIN_VM_ACCEL=kvm uses KVM (default tcg: emulation, slower, but it works
+# wherever qemu does, nested virtualization or not).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+dir=${GRAIN_VM_DIR:-/var/tmp/grain-verbs-vm}
+accel=${GRAIN_VM_ACCEL:-tcg}
+timeout_s=${GRAIN_VM_TIMEOUT:-1200}
+if [ $# -eq 0 ]; then
+    cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF >/dev/null
+    cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks test_verbs_proto >/dev/null
+    set -- ctest --test-dir "$repo/build-vm" -R verbs --output-on-failure --timeout 600
+fi
+
+skip() { echo "verbs VM skipped: $*"; exit 77; }
+
+# What the tests need at run time: the libraries the build links, the ranks'
+# launcher, the OpenCL device, and the RDMA user space.
+packages=kmod,iproute2,rdma-core,ibverbs-providers,ibverbs-utils,libibverbs1,openmpi-bin,libopenmpi3,
+packages+=ocl-icd-libopencl1,pocl-opencl-icd,libcmocka0,cmake,procps,linux-image-amd64
+
+if ! command -v qemu-system-x86_64 >/dev/null || ! command -v debootstrap >/dev/null ||
+    ! command -v mkfs.ext4 >/dev/null; then
+    [ "$(id -u)" = 0 ] || skip "needs qemu-system-x86, debootstrap and e2fsprogs (apt-get install them as root)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 debootstrap e2fsprogs >/dev/null || skip "cannot install qemu and debootstrap"
+fi
+
+if [ ! -f "$dir/root.img" ]; then
+    [ "$(id -u)" = 0 ] || skip "making the VM's disk needs root (debootstrap)"
+    mkdir -p "$dir"
+    rm -rf "$dir/root"
+    echo "verbs VM: making its disk in $dir (debootstrap bookworm)"
+    debootstrap --variant=minbase --include="$packages" bookworm "$dir/root" http://deb.debian.org/debian \
+        >"$dir/debootstrap.log" 2>&1 || skip "debootstrap failed (see $dir/debootstrap.log)"
+    # PID 1: mounts, the checkout and the job's folder over 9p, Soft-RoCE on lo,
+    # the job, power off.
+    cat >"$dir/root/grain-init" <<'EOF'
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm; mount -t tmpfs tmpfs /tmp
+modprobe 9pnet_virtio; modprobe 9p
+mkdir -p /job /cache && mount -t 9p -o trans=virtio,version=9p2000.L job /job
+mount -t 9p -o trans=virtio,version=9p2000.L cache /cache
+repo=$(cat /job/repo)
+mkdir -p "$repo" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 repo "$repo"
+ip link set lo up
+hostname grain-vm
+modprobe rdma_rxe && rdma link add rxe0 type rxe netdev lo
+cd "$repo" && sh /job/job.sh >/job/out 2>&1
+echo $? >/job/rc
+sync
+echo o >/proc/sysrq-trigger
+sleep 60
+EOF
+    chmod +x "$dir/root/grain-init"
+    cp "$dir"/root/boot/vmlinuz-* "$dir/vmlinuz"
+    cp "$dir"/root/boot/initrd.img-* "$dir/initrd"
+    mkfs.ext4 -q -F -d "$dir/root" "$dir/root.img.new" 3G >/dev/null || skip "mkfs.ext4 -d failed"
+    mv "$dir/root.img.new" "$dir/root.img"
+    rm -rf "$dir/root"
+fi
+
+mkdir -p "$dir/cache"
+job=$(mktemp -d)
+trap 'rm -rf "$job"' EXIT
+echo "$repo" >"$job/repo"
+{
+    # Emulated, PoCL takes minutes to compile a kernel: its cache outlives the VM.
+    echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 POCL_CACHE_DIR=/cache/pocl"
+    echo "echo \"verbs VM: \$(uname -r), RDMA devices: \$(ls /sys/class/infiniband)\""
+    printf '%q ' "$@"
+    echo
+} >"$job/job.sh"
+cpu=max
+[ "$accel" = kvm ] && cpu=host,-arch-capabilities # the MSR nested KVM refuses
+timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp "$(nproc)" -m 6G -nographic -no-reboot \
+    -kernel "$dir/vmlinuz" -initrd "$dir/initrd" -drive "file=$dir/root.img,format=raw,if=virtio,snapshot=on" \
+    -virtfs "local,path=$repo,mount_tag=repo,security_model=passthrough,id=repo" \
+    -virtfs "local,path=$job,mount_tag=job,security_model=passthrough,id=job" \
+    -virtfs "local,path=$dir/cache,mount_tag=cache,security_model=passthrough,id=cache" \
+    -append "root=/dev/vda rw console=ttyS0 init=/grain-init quiet panic=-1" >"$dir/console.log" 2>&1 || true
+[ -f "$job/rc" ] || skip "the VM did not run the command (console: $dir/console.log)"
+cat "$job/out"
+exit "$(cat "$job/rc")"
