@@ -19,6 +19,9 @@
     X(ib_gid_index, IB_GID_INDEX, STR, "auto", 0, 0,                                              \
       "GID table entry the verbs transport routes by on RoCE: a number, or auto (RoCE v2 with "    \
       "an IPv4 address first, as ibv_devinfo -v lists them)")                                    \
+    X(ib_opcode, IB_OPCODE, STR, "write_imm", 0, 0,                                               \
+      "how the verbs transport moves buffers into a peer's ring: write_imm (RDMA write with the "  \
+      "length as immediate data) or send (send/receive into the posted slots)")                 \
     X(ib_put, IB_PUT, BOOL, "1", 0, 1,                                                            \
       "the verbs transport RDMA-writes chunks of counter-triggered transfers from the symmetric "  \
       "heap straight into the destinations' (0: as pieces through the receive rings)")          \

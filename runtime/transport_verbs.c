@@ -85,6 +85,7 @@ struct grain_transport {
     int running;
     _Atomic int stop;
     _Atomic unsigned pending; /* sends waiting for a credit or a buffer */
+    int sends;                /* GRAIN_IB_OPCODE=send: buffers as sends, not writes with immediate */
     int put_allowed;          /* GRAIN_IB_PUT */
     uint8_t *heap;            /* registered on every rank: puts go */
     size_t heap_size, max_put;
@@ -237,10 +238,16 @@ static grain_status_t create_qp(grain_transport_t *t, verbs_peer_t *p)
     return GRAIN_OK;
 }
 
-/* A receive for each slot: a write with immediate data takes one. */
-static int post_recv(verbs_peer_t *p, uint32_t peer)
+/* A receive for each slot: a write with immediate data takes one and
+ * ignores it; a send lands in it.  Receives complete in the order they
+ * were posted, so reposting each slot as it is consumed keeps the k-th
+ * receive on slot k mod slots, the slot the ring expects. */
+static int post_recv(const grain_transport_t *t, verbs_peer_t *p, uint32_t peer, uint32_t slot)
 {
-    struct ibv_recv_wr wr = {.wr_id = peer}, *bad;
+    struct ibv_sge sge = {.addr = (uint64_t)(uintptr_t)(t->rings + ((size_t)peer * t->slots + slot) * t->slot_bytes),
+                          .length = t->slot_bytes,
+                          .lkey = t->rings_mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = peer, .sg_list = &sge, .num_sge = t->sends}, *bad;
     return ibv_post_recv(p->qp, &wr, &bad);
 }
 
@@ -360,7 +367,7 @@ static grain_status_t post_write(grain_transport_t *t, verbs_peer_t *p, uint32_t
         .wr_id = (uint64_t)(uintptr_t)buf,
         .sg_list = &sge,
         .num_sge = 1,
-        .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+        .opcode = t->sends ? IBV_WR_SEND : IBV_WR_RDMA_WRITE_WITH_IMM,
         .send_flags = IBV_SEND_SIGNALED,
         .imm_data = htonl((uint32_t)len),
         .wr = {.rdma = {.remote_addr = p->remote.ring_addr + (uint64_t)slot * t->slot_bytes,
@@ -497,16 +504,17 @@ static uint32_t peer_of_qp(const grain_transport_t *t, uint32_t qp_num)
 
 static grain_status_t completed(grain_transport_t *t, const struct ibv_wc *wc)
 {
-    if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+    if (wc->status == IBV_WC_SUCCESS && (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM || wc->opcode == IBV_WC_RECV)) {
         uint32_t peer = (uint32_t)wc->wr_id, slot;
+        uint32_t len = wc->opcode == IBV_WC_RECV ? wc->byte_len : ntohl(wc->imm_data);
         verbs_peer_t *p = &t->peers[peer];
-        grain_status_t st = grain_verbs_ring_arrive(&p->ring, ntohl(wc->imm_data), peer, &slot);
+        grain_status_t st = grain_verbs_ring_arrive(&p->ring, len, peer, &slot);
         if (st != GRAIN_OK)
             return st;
         uint8_t *data = t->rings + ((size_t)peer * t->slots + slot) * t->slot_bytes;
-        t->handlers.received(t->handlers.arg, peer, data, ntohl(wc->imm_data));
+        t->handlers.received(t->handlers.arg, peer, data, len);
         grain_verbs_ring_consume(&p->ring);
-        if (post_recv(p, peer) != 0)
+        if (post_recv(t, p, peer, slot) != 0)
             return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot repost a receive for rank %u", peer);
         return credits_due(p, 0) ? return_credits(t, peer) : GRAIN_OK;
     }
@@ -599,7 +607,10 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
         return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs transport: no memory");
     pthread_mutex_init(&t->error_lock, NULL);
     /* The device first: without one, MPI is left untouched for a fallback. */
-    grain_status_t st = open_device(t, config);
+    grain_status_t st = strcmp(config->ib_opcode, "write_imm") == 0 || strcmp(config->ib_opcode, "send") == 0
+                            ? open_device(t, config)
+                            : grain_fail(GRAIN_ERR_CONFIG, "GRAIN_IB_OPCODE=%s: expected write_imm or send",
+                                         config->ib_opcode);
     if (st == GRAIN_OK)
         st = grain_transport_mpi.open(&t->mpi, config, &t->my_pe, &t->n_pes);
     if (st != GRAIN_OK) {
@@ -610,6 +621,7 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
         return st;
     }
     t->put_allowed = config->ib_put;
+    t->sends = strcmp(config->ib_opcode, "send") == 0;
     /* One write of a chunk, up to the port's largest message. */
     t->max_put = t->port_attr.max_msg_sz < (UINT32_C(1) << 30) ? t->port_attr.max_msg_sz : UINT32_C(1) << 30;
     *t_p = t;
@@ -668,17 +680,20 @@ static grain_status_t verbs_start(grain_transport_t *t, const grain_transport_ha
         grain_verbs_ring_init(&peer->ring, t->slots, t->slot_bytes);
         st = create_qp(t, peer);
         for (uint32_t s = 0; st == GRAIN_OK && s < t->slots; s++)
-            if (post_recv(peer, (uint32_t)p) != 0)
+            if (post_recv(t, peer, (uint32_t)p, s) != 0)
                 st = grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot post the receives for rank %zu", p);
     }
     /* Collective from here: a rank that failed alone must not leave the
-     * others waiting in the exchange. */
-    int64_t ok = st == GRAIN_OK;
-    grain_coll_t agree = {.kind = GRAIN_COLL_ALLREDUCE, .buf = &ok, .count = 1, .dtype = GRAIN_INT64,
+     * others waiting in the exchange.  A send into a ring posted for
+     * writes would fail: every rank must move buffers the same way. */
+    int64_t ok[3] = {st == GRAIN_OK, t->sends, -t->sends};
+    grain_coll_t agree = {.kind = GRAIN_COLL_ALLREDUCE, .buf = ok, .count = 3, .dtype = GRAIN_INT64,
                           .op = GRAIN_MIN};
     grain_status_t ast = grain_transport_mpi.collective(t->mpi, &agree);
-    if (st == GRAIN_OK && ast == GRAIN_OK && !ok)
+    if (st == GRAIN_OK && ast == GRAIN_OK && !ok[0])
         st = grain_fail(GRAIN_ERR_TRANSPORT, "verbs: another rank could not set up its queue pairs");
+    if (st == GRAIN_OK && ast == GRAIN_OK && ok[1] != -ok[2])
+        st = grain_fail(GRAIN_ERR_CONFIG, "verbs: ranks differ in GRAIN_IB_OPCODE: give every rank the same");
     st = st != GRAIN_OK ? st : ast;
     if (st == GRAIN_OK)
         st = bootstrap(t);

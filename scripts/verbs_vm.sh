@@ -26,9 +26,9 @@ fi
 skip() { echo "verbs VM skipped: $*"; exit 77; }
 
 # What the tests need at run time: the libraries the build links, the ranks'
-# launcher, the OpenCL device, and the RDMA user space.
+# launcher, the OpenCL device, the RDMA user space, python3 for the benchmarks.
 packages=kmod,iproute2,rdma-core,ibverbs-providers,ibverbs-utils,libibverbs1,openmpi-bin,libopenmpi3,
-packages+=ocl-icd-libopencl1,pocl-opencl-icd,libcmocka0,cmake,procps,linux-image-amd64
+packages+=ocl-icd-libopencl1,pocl-opencl-icd,libcmocka0,cmake,procps,python3,linux-image-amd64
 
 if ! command -v qemu-system-x86_64 >/dev/null || ! command -v debootstrap >/dev/null ||
     ! command -v mkfs.ext4 >/dev/null; then
