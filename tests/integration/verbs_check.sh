@@ -55,6 +55,17 @@ chunks)
         transfers "chunks, bulk agent" $put $verified "$(echo "$out" | sed -n 's/.* \([0-9]*\) written.*/\1/p')" \
             "$(echo "$out" | sed -n 's/.* \([0-9]*\) bytes sent.*/\1/p')"
     done
+    # A rank whose heap is not registered (here: GRAIN_IB_PUT=0 on rank 1 alone, as a GPU heap without
+    # GPUDirect RDMA would be) makes every rank send pieces, and says so.
+    out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_LOG_LEVEL=info sh -c \
+          '[ "$OMPI_COMM_WORLD_RANK" != 1 ] || export GRAIN_IB_PUT=0; exec "$0" "$@"' \
+          "$JACOBI" --n 130 --iterations 20 --agent host --chunk-size 1000 --verify --json 2>&1) ||
+        { echo "FAILED: $out"; exit 1; }
+    echo "$out" | grep -q "rank 1 did not register its heap; chunks go through the receive rings" ||
+        { echo "FAILED: no word of rank 1's heap: $out"; exit 1; }
+    out=$(echo "$out" | grep '^{')
+    transfers "jacobi, rank 1 without puts" 0 "$(field "$out" verified)" "$(field "$out" bytes_written)" \
+        "$(field "$out" bytes_sent)"
     ;;
 no-device)
     if have_device; then
