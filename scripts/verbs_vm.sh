@@ -41,8 +41,8 @@ if [ ! -f "$dir/root.img" ]; then
     mkdir -p "$dir"
     rm -rf "$dir/root"
     echo "verbs VM: making its disk in $dir (debootstrap bookworm)"
-    debootstrap --variant=minbase --include="$packages" bookworm "$dir/root" http://deb.debian.org/debian \
-        >"$dir/debootstrap.log" 2>&1 || skip "debootstrap failed (see $dir/debootstrap.log)"
+    timeout 600 debootstrap --variant=minbase --include="$packages" bookworm "$dir/root" http://deb.debian.org/debian \
+        >"$dir/debootstrap.log" 2>&1 || skip "debootstrap failed or took over 10 minutes (see $dir/debootstrap.log)"
     # PID 1: mounts, the checkout and the job's folder over 9p, Soft-RoCE on lo,
     # the job, power off.
     cat >"$dir/root/grain-init" <<'EOF'
