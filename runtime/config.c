@@ -184,6 +184,7 @@ grain_status_t grain_config_check(const grain_config_t *c)
     static const char *const transports[] = {"auto", "mpi", "self", "verbs", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
     static const char *const applies[] = {"auto", "host", "device", NULL};
+    static const char *const ib_opcodes[] = {"write_imm", "send", NULL};
     grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
     if (st == GRAIN_OK)
         st = check_choice("QUEUE", c->queue, grain_queue_protocol_names);
@@ -203,6 +204,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
+    if (st == GRAIN_OK)
+        st = check_choice("IB_OPCODE", c->ib_opcode, ib_opcodes);
     if (st == GRAIN_OK)
         st = check_choice("LOG_LEVEL", c->log_level, grain_log_level_names);
     if (st == GRAIN_OK)

@@ -607,10 +607,7 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
         return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs transport: no memory");
     pthread_mutex_init(&t->error_lock, NULL);
     /* The device first: without one, MPI is left untouched for a fallback. */
-    grain_status_t st = strcmp(config->ib_opcode, "write_imm") == 0 || strcmp(config->ib_opcode, "send") == 0
-                            ? open_device(t, config)
-                            : grain_fail(GRAIN_ERR_CONFIG, "GRAIN_IB_OPCODE=%s: expected write_imm or send",
-                                         config->ib_opcode);
+    grain_status_t st = open_device(t, config);
     if (st == GRAIN_OK)
         st = grain_transport_mpi.open(&t->mpi, config, &t->my_pe, &t->n_pes);
     if (st != GRAIN_OK) {
