@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/region.h"
@@ -599,8 +600,10 @@ grain_status_t grain_region_end(grain_region_t *r)
     if (!r->iteration_open)
         return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_end without grain_region_begin", r->id);
     grain_t *g = r->grain;
+    uint64_t t0 = grain_now_ns();
     /* The producer's grid completes after every copy it launched. */
     grain_status_t st = grain_wait(g), ast = GRAIN_OK;
+    uint64_t t1 = grain_now_ns();
     int incomplete = 0;
     uint64_t unlaunched = r->unlaunched;
     if (st == GRAIN_OK && r->dev_host.count_chunks)
@@ -630,8 +633,12 @@ grain_status_t grain_region_end(grain_region_t *r)
     r->iteration_open = 0;
     if (st == GRAIN_OK && ast == GRAIN_OK)
         r->iterations++;
+    uint64_t t2 = grain_now_ns();
     /* Always: the other ranks wait for this rank's pieces and barrier. */
     grain_status_t qst = grain_quiet(g);
+    r->producer_wait_ns += t1 - t0;
+    r->drain_ns += t2 - t1;
+    r->others_ns += grain_now_ns() - t2;
     return st != GRAIN_OK ? st : ast != GRAIN_OK ? ast : qst;
 }
 
@@ -656,6 +663,9 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
                                 .bytes_received = atomic_load(&r->bytes_received),
                                 .bytes_written = atomic_load(&r->bytes_written),
                                 .mapped_peers = r->mapped_peers,
+                                .producer_wait_ns = r->producer_wait_ns,
+                                .drain_ns = r->drain_ns,
+                                .others_ns = r->others_ns,
                                 .agent = r->agent,
                                 .profiled = r->profiled};
     for (uint32_t c = 0; c < r->plan.n_chunks; c++) {

@@ -103,6 +103,7 @@ struct grain_region {
     _Atomic uint64_t bytes_sent;
     _Atomic uint64_t bytes_received;
     _Atomic uint64_t bytes_written; /* put straight into peers' heaps */
+    uint64_t producer_wait_ns, drain_ns, others_ns; /* grain_region_stats_t's */
 };
 
 /* What a region was given or chose (region_settings.c). */

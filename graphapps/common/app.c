@@ -144,6 +144,48 @@ void app_timing_json(FILE *out, const app_timing_t *t)
             t->seconds, t->compute_s, t->queue_s, t->aggregation_s, t->network_s, t->host_s);
 }
 
+void app_region_totals(grain_t *g, grain_region_t *const *regions, unsigned n, grain_region_stats_t *out)
+{
+    grain_region_stats_t sum = {0};
+    for (unsigned i = 0; i < n; i++) {
+        grain_region_stats_t s;
+        app_check(grain_region_stats(regions[i], &s), "reading the transfer statistics");
+        if (i == 0)
+            sum = s;
+        else {
+            sum.moves += s.moves;
+            sum.bytes_sent += s.bytes_sent;
+            sum.bytes_written += s.bytes_written;
+            sum.producer_wait_ns += s.producer_wait_ns;
+            sum.drain_ns += s.drain_ns;
+            sum.others_ns += s.others_ns;
+        }
+    }
+    uint64_t totals[6] = {sum.moves,       sum.bytes_sent, sum.bytes_written, sum.producer_wait_ns,
+                          sum.drain_ns, sum.others_ns};
+    app_check(grain_allreduce(g, totals, 6, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
+    uint64_t ranks = (uint64_t)grain_n_pes(g);
+    sum.moves = totals[0];
+    sum.bytes_sent = totals[1];
+    sum.bytes_written = totals[2];
+    sum.producer_wait_ns = totals[3] / ranks;
+    sum.drain_ns = totals[4] / ranks;
+    sum.others_ns = totals[5] / ranks;
+    *out = sum;
+}
+
+void app_region_json(FILE *out, const grain_region_stats_t *s)
+{
+    fprintf(out,
+            "\"agent\":\"%s\",\"chunk_bytes\":%llu,\"transfer_threads\":%llu,\"chunk_moves\":%llu,"
+            "\"bytes_sent\":%llu,\"bytes_written\":%llu,\"mapped_peers\":%llu,\"profiled\":%s,"
+            "\"end_split\":{\"producer_wait_s\":%.6f,\"drain_s\":%.6f,\"others_s\":%.6f}",
+            grain_agent_name(s->agent), (unsigned long long)s->chunk_bytes, (unsigned long long)s->transfer_threads,
+            (unsigned long long)s->moves, (unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_written,
+            (unsigned long long)s->mapped_peers, s->profiled ? "true" : "false", 1e-9 * (double)s->producer_wait_ns,
+            1e-9 * (double)s->drain_ns, 1e-9 * (double)s->others_ns);
+}
+
 void app_timing_print(FILE *out, const app_timing_t *t)
 {
     fprintf(out,

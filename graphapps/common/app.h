@@ -128,4 +128,11 @@ void app_timing_json(FILE *out, const app_timing_t *t);
 /* Prints the split as one line of the app's text report. */
 void app_timing_print(FILE *out, const app_timing_t *t);
 
+/* Collective: the statistics of an app's `n` regions, summed over them and
+ * over the ranks (moves, bytes), with grain_region_end's times as the mean
+ * over ranks; the choices (agent, chunks) are the first region's. */
+void app_region_totals(grain_t *g, grain_region_t *const *regions, unsigned n, grain_region_stats_t *out);
+/* Prints the transfer fields of an app's JSON object, from "agent" on. */
+void app_region_json(FILE *out, const grain_region_stats_t *s);
+
 #endif

@@ -209,22 +209,18 @@ int main(int argc, char **argv)
         for (uint64_t c = 0; c < n; c++)
             sum += host[r * n + c];
     app_check(grain_allreduce(g, &sum, 1, GRAIN_DOUBLE, GRAIN_SUM), "reducing the checksum");
-    grain_region_stats_t stats[2];
-    for (int i = 0; i < 2; i++)
-        app_check(grain_region_stats(region[i], &stats[i]), "reading the transfer statistics");
-    int verifiable = stats[0].agent != GRAIN_AGENT_IDEAL || npes == 1;
+    grain_region_stats_t stats;
+    app_region_totals(g, region, 2, &stats);
+    int verifiable = stats.agent != GRAIN_AGENT_IDEAL || npes == 1;
     double err = o.common.verify && verifiable ? max_error(g, host, first, rows, &o) : 0;
     int verified = o.common.verify && verifiable ? err <= 1e-12 : -1;
-    uint64_t totals[3] = {stats[0].moves + stats[1].moves, stats[0].bytes_sent + stats[1].bytes_sent,
-                          stats[0].bytes_written + stats[1].bytes_written};
-    app_check(grain_allreduce(g, totals, 3, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
 
     if (me == 0 && !o.common.json) {
         printf("jacobi: %d ranks, %llu x %llu grid, %llu sweeps in %.4f s (%.1f us a sweep), %s agent, chunks of "
                "%llu bytes (%s on %s, %s); checksum %.12g\n",
                npes, (unsigned long long)n, (unsigned long long)n, o.iterations, timing.seconds,
-               1e6 * timing.seconds / (double)(o.iterations ? o.iterations : 1), grain_agent_name(stats[0].agent),
-               (unsigned long long)stats[0].chunk_bytes, grain_backend_name(g), grain_device_name(g),
+               1e6 * timing.seconds / (double)(o.iterations ? o.iterations : 1), grain_agent_name(stats.agent),
+               (unsigned long long)stats.chunk_bytes, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g), sum);
         if (verified >= 0)
             printf("verification: %s (largest difference from one rank's grid %.3g)\n",
@@ -236,15 +232,9 @@ int main(int argc, char **argv)
     if (jout != NULL) {
         fprintf(jout, ",\"verified\":%s,", verified < 0 ? "null" : verified ? "true" : "false");
         app_timing_json(jout, &timing);
-        fprintf(jout,
-                ",\"n\":%llu,\"iterations\":%llu,\"agent\":\"%s\",\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
-                "\"tile_rows\":%llu,\"checksum\":%.17g,\"max_error\":%.6g,\"chunk_moves\":%llu,\"bytes_sent\":%llu,"
-                "\"bytes_written\":%llu,\"mapped_peers\":%llu,\"profiled\":%s",
-                (unsigned long long)n, o.iterations, grain_agent_name(stats[0].agent),
-                (unsigned long long)stats[0].chunk_bytes, (unsigned long long)stats[0].transfer_threads,
-                o.tile_rows, sum, err, (unsigned long long)totals[0], (unsigned long long)totals[1],
-                (unsigned long long)totals[2],
-                (unsigned long long)stats[0].mapped_peers, stats[0].profiled ? "true" : "false");
+        fprintf(jout, ",\"n\":%llu,\"iterations\":%llu,\"tile_rows\":%llu,\"checksum\":%.17g,\"max_error\":%.6g,",
+                (unsigned long long)n, o.iterations, o.tile_rows, sum, err);
+        app_region_json(jout, &stats);
     }
     app_json_end(g, jout);
     grain_kernel_destroy(k);

@@ -307,16 +307,10 @@ int main(int argc, char **argv)
                 r.converged ? "true" : "false", r.last_error, tl, (double)m * (double)r.iterations / r.timing.seconds);
         app_timing_json(out, &r.timing);
         fprintf(out, ",\"model\":\"%s\"", app_model_names[o.model.model]);
-        if (o.replicated)
-            fprintf(out,
-                    ",\"agent\":\"%s\",\"checksum\":%.17g,\"chunk_bytes\":%llu,\"transfer_threads\":%llu,"
-                    "\"chunk_moves\":%llu,\"bytes_sent\":%llu,\"bytes_written\":%llu,\"mapped_peers\":%llu,"
-                    "\"profiled\":%s",
-                    grain_agent_name(r.transfers.agent), r.checksum, (unsigned long long)r.transfers.chunk_bytes,
-                    (unsigned long long)r.transfers.transfer_threads, (unsigned long long)r.transfers.moves,
-                    (unsigned long long)r.transfers.bytes_sent, (unsigned long long)r.transfers.bytes_written,
-                    (unsigned long long)r.transfers.mapped_peers,
-                    r.transfers.profiled ? "true" : "false");
+        if (o.replicated) {
+            fprintf(out, ",\"checksum\":%.17g,", r.checksum);
+            app_region_json(out, &r.transfers);
+        }
     }
     if (coproc != NULL) {
         app_coprocessor_json(g, out, coproc);

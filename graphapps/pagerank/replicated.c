@@ -183,23 +183,7 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
 
     app_check(grain_memcpy(g, mine, dev_x, count * sizeof *mine), "reading the ranks");
     r.checksum = gather(g, graph, &s, mine, x);
-    for (int i = 0; i < 2; i++) {
-        grain_region_stats_t st;
-        app_check(grain_region_stats(region[i], &st), "reading the transfer statistics");
-        r.transfers.chunk_bytes = st.chunk_bytes;
-        r.transfers.transfer_threads = st.transfer_threads;
-        r.transfers.mapped_peers = st.mapped_peers;
-        r.transfers.agent = st.agent;
-        r.transfers.profiled = st.profiled;
-        r.transfers.moves += st.moves;
-        r.transfers.bytes_sent += st.bytes_sent;
-        r.transfers.bytes_written += st.bytes_written;
-    }
-    uint64_t totals[3] = {r.transfers.moves, r.transfers.bytes_sent, r.transfers.bytes_written};
-    app_check(grain_allreduce(g, totals, 3, GRAIN_UINT64, GRAIN_SUM), "reducing the statistics");
-    r.transfers.moves = totals[0];
-    r.transfers.bytes_sent = totals[1];
-    r.transfers.bytes_written = totals[2];
+    app_region_totals(g, region, 2, &r.transfers);
 
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
