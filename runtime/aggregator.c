@@ -111,6 +111,7 @@ static void *aggregator_thread(void *arg)
     uint64_t now = grain_now_ns(), busy_since = 0;
     unsigned since_clock = 0;
     while (!atomic_load_explicit(&g->stop, memory_order_acquire)) {
+        uint64_t seen = grain_bell_seen(&g->agg_bell);
         /* Idle polls read the clock: a streak then counts its first slot. */
         uint64_t poll_start = busy_since == 0 ? grain_now_ns() : 0;
         int took = consume_slot(a, &now);
@@ -142,7 +143,7 @@ static void *aggregator_thread(void *arg)
             }
             atomic_store_explicit(&a->flush_ack, epoch, memory_order_release);
         }
-        grain_backoff_idle(&backoff);
+        grain_backoff_idle_bell(&backoff, &g->agg_bell, seen);
     }
     return NULL;
 }
@@ -154,6 +155,7 @@ grain_status_t grain_aggregators_start(grain_t *g)
     if (g->aggs == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %u aggregators", g->n_aggs);
     memset(g->aggs, 0, g->n_aggs * sizeof *g->aggs);
+    grain_bell_init(&g->agg_bell);
     for (unsigned i = 0; i < g->n_aggs; i++) {
         grain_aggregator_t *a = &g->aggs[i];
         a->grain = g;
@@ -187,6 +189,7 @@ grain_status_t grain_aggregators_start(grain_t *g)
 void grain_aggregators_stop(grain_t *g)
 {
     atomic_store_explicit(&g->stop, 1, memory_order_release);
+    grain_bell_ring(&g->agg_bell);
     for (unsigned i = 0; i < g->n_aggs; i++) {
         pthread_join(g->aggs[i].thread, NULL);
         grain_packer_destroy(&g->aggs[i].packer);
@@ -195,12 +198,14 @@ void grain_aggregators_stop(grain_t *g)
     free(g->aggs);
     g->aggs = NULL;
     g->n_aggs = 0;
+    grain_bell_destroy(&g->agg_bell);
 }
 
 uint64_t grain_aggregators_drain(grain_t *g)
 {
     unsigned spins = 0;
     uint64_t epoch = atomic_fetch_add_explicit(&g->flush_epoch, 1, memory_order_acq_rel) + 1, drained = 0;
+    grain_bell_ring(&g->agg_bell);
     for (unsigned i = 0; i < g->n_aggs; i++) {
         while (atomic_load_explicit(&g->aggs[i].flush_ack, memory_order_acquire) < epoch)
             grain_wait_a_little(&spins);

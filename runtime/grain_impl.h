@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "grain/device/ctx.h"
 #include "grain/grain.h"
+#include "runtime/bell.h"
 #include "runtime/config.h"
 #include "runtime/heap.h"
 #include "runtime/packer.h"
@@ -86,6 +87,7 @@ struct grain {
     unsigned n_aggs;
     atomic_int stop;
     atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators flush */
+    grain_bell_t agg_bell;            /* rung with it, and at stop */
 
     /* Completion counting (cumulative, never reset). */
     _Atomic uint64_t *applied_from; /* messages from each rank applied here */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backoff.h"
+#include "runtime/bell.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/transport.h"
@@ -60,6 +60,7 @@ struct grain_transport {
     pthread_t thread;
     int running;
     atomic_int stop;
+    grain_bell_t bell; /* rung for the network thread: a send queued, a collective asked for, stop */
 
     /* Receives, always all posted, and the early buffers set aside. */
     unsigned n_recv;
@@ -85,6 +86,7 @@ struct grain_transport {
     pthread_cond_t coll_done;
     const grain_coll_t *coll;
     coll_state_t coll_state;
+    int coll_in_flight; /* the network thread's own view: started, not yet done */
     int coll_error;
     MPI_Request coll_req;
 };
@@ -137,6 +139,7 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     pthread_mutex_init(&t->lock, NULL);
     pthread_mutex_init(&t->coll_lock, NULL);
     pthread_cond_init(&t->coll_done, NULL);
+    grain_bell_init(&t->bell);
     *t_p = t;
     *my_pe_p = t->my_pe;
     *n_pes_p = t->n_pes;
@@ -325,15 +328,21 @@ static int progress_collective(grain_transport_t *t)
     }
     if (t->coll_state == COLL_DONE)
         pthread_cond_broadcast(&t->coll_done);
+    t->coll_in_flight = t->coll_state == COLL_STARTED;
     pthread_mutex_unlock(&t->coll_lock);
     return worked;
 }
+
+/* How long the network thread yields rather than naps while MPI holds a
+ * collective or sends of its own in flight: they usually finish within it. */
+#define PATIENCE_NS 2000000u
 
 static void *network_thread(void *arg)
 {
     grain_transport_t *t = arg;
     grain_backoff_t backoff = {0};
     for (;;) {
+        uint64_t seen = grain_bell_seen(&t->bell);
         int worked = start_sends(t);
         worked |= progress_recvs(t);
         worked |= complete_sends(t);
@@ -342,8 +351,10 @@ static void *network_thread(void *arg)
             break;
         if (worked)
             grain_backoff_reset(&backoff);
+        else if (t->coll_in_flight || t->n_inflight > 0) /* MPI progresses them only while polled */
+            grain_backoff_idle_patient(&backoff, PATIENCE_NS);
         else
-            grain_backoff_idle(&backoff);
+            grain_backoff_idle_bell(&backoff, &t->bell, seen);
     }
     return NULL;
 }
@@ -395,6 +406,7 @@ static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *
     t->pending_tail = node;
     atomic_fetch_add_explicit(&t->n_pending, 1, memory_order_release);
     pthread_mutex_unlock(&t->lock);
+    grain_bell_ring(&t->bell);
     return GRAIN_OK;
 }
 
@@ -403,6 +415,7 @@ static grain_status_t mpi_collective(grain_transport_t *t, const grain_coll_t *c
     pthread_mutex_lock(&t->coll_lock);
     t->coll = c;
     t->coll_state = COLL_REQUESTED;
+    grain_bell_ring(&t->bell);
     while (t->coll_state != COLL_DONE)
         pthread_cond_wait(&t->coll_done, &t->coll_lock);
     t->coll_state = COLL_NONE;
@@ -417,6 +430,7 @@ static void mpi_close(grain_transport_t *t)
 {
     if (t->running) {
         atomic_store(&t->stop, 1);
+        grain_bell_ring(&t->bell);
         pthread_join(t->thread, NULL);
         for (unsigned i = 0; i < t->n_recv; i++) {
             if (t->recv_reqs[i] != MPI_REQUEST_NULL) {
@@ -447,6 +461,7 @@ static void mpi_close(grain_transport_t *t)
     pthread_mutex_destroy(&t->lock);
     pthread_mutex_destroy(&t->coll_lock);
     pthread_cond_destroy(&t->coll_done);
+    grain_bell_destroy(&t->bell);
     free(t);
 }
 
