@@ -228,6 +228,27 @@ static int needs_pieces(const grain_region_t *r)
     return 0;
 }
 
+/* Whether host threads move chunks as they complete: the host agent's
+ * every chunk, and the inline agent's where its stores cannot reach some
+ * destination (a rank on another node). */
+static int host_moves(const grain_region_t *r)
+{
+    return r->agent == GRAIN_AGENT_HOST || (r->agent == GRAIN_AGENT_INLINE && needs_pieces(r));
+}
+
+/* [first, end) of the work-groups that write some chunk. */
+static void counting_groups(const grain_chunk_plan_t *p, grain_u64 range[2])
+{
+    range[0] = range[1] = 0;
+    for (uint64_t g = 0; g < p->n_groups; g++) {
+        if (p->group_first[g] == p->group_first[g + 1])
+            continue;
+        if (range[1] == 0)
+            range[0] = g;
+        range[1] = g + 1;
+    }
+}
+
 static int has_host_dest(const grain_region_t *r)
 {
     for (unsigned s = 0; s < r->plan.n_segments; s++)
@@ -255,7 +276,7 @@ static grain_status_t build_local(grain_region_t *r)
     grain_t *g = r->grain;
     const grain_chunk_plan_t *p = &r->plan;
     size_t ready_bytes = ((size_t)p->n_chunks + 1) * sizeof(uint32_t); /* never an empty allocation */
-    int decoupled = r->agent == GRAIN_AGENT_HOST || r->agent == GRAIN_AGENT_DEVICE || r->agent == GRAIN_AGENT_LAUNCH;
+    int counting = host_moves(r) || r->agent == GRAIN_AGENT_DEVICE || r->agent == GRAIN_AGENT_LAUNCH;
     for (int pe = 0; pe < g->n_pes; pe++)
         if (pe != g->my_pe && r->peer_maps[pe] == NULL)
             r->unmapped[r->n_unmapped++] = pe;
@@ -276,7 +297,7 @@ static grain_status_t build_local(grain_region_t *r)
      * from the device: they live where their reader is (the launch agent
      * reads none). */
     if (st == GRAIN_OK)
-        st = r->agent == GRAIN_AGENT_HOST ? g->bops->alloc_shared(g->backend, ready_bytes, &r->ready)
+        st = host_moves(r) ? g->bops->alloc_shared(g->backend, ready_bytes, &r->ready)
                                           : g->bops->alloc_device(g->backend, ready_bytes, &r->ready);
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, 2 * sizeof(uint64_t), &r->completed);
@@ -294,7 +315,6 @@ static grain_status_t build_local(grain_region_t *r)
     free(addr);
     if (st != GRAIN_OK)
         return st;
-    uint64_t heap_offset = r->placement == PLACE_HEAP ? (uint64_t)(r->data - g->heap) : 0;
     r->dev_host = (grain_region_dev_t){
         .data = r->data,
         .size = r->size,
@@ -310,9 +330,7 @@ static grain_status_t build_local(grain_region_t *r)
         .n_groups = p->n_groups,
         .peers = r->peers,
         .host_copy = r->host_copy,
-        .heap_offset = heap_offset,
-        .in_heap = r->placement == PLACE_HEAP,
-        .count_chunks = (grain_u32)decoupled,
+        .count_chunks = (grain_u32)counting,
         .store_inline = r->agent == GRAIN_AGENT_INLINE,
         .n_segments = p->n_segments,
         .n_chunks = p->n_chunks,
@@ -321,14 +339,15 @@ static grain_status_t build_local(grain_region_t *r)
         .launch_groups = r->agent == GRAIN_AGENT_LAUNCH ? r->threads : 0,
     };
     memcpy(r->dev_host.segments, p->segments, sizeof p->segments);
+    counting_groups(p, r->dev_host.counting_groups);
     if ((st = upload(g, (void **)&r->dev, &r->dev_host, sizeof r->dev_host)) != GRAIN_OK)
         return st;
     r->moves = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *r->moves);
     if (r->moves == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
-    if (needs_pieces(r) && r->agent != GRAIN_AGENT_INLINE && r->agent != GRAIN_AGENT_IDEAL)
+    if (needs_pieces(r) && r->agent != GRAIN_AGENT_IDEAL)
         st = grain_piece_pool_init(&r->pieces, g, 4 * r->threads, (size_t)g->config.buffer_size);
-    if (st == GRAIN_OK && r->agent == GRAIN_AGENT_HOST)
+    if (st == GRAIN_OK && host_moves(r))
         st = grain_host_agent_start(r);
     if (st == GRAIN_OK && r->agent == GRAIN_AGENT_DEVICE)
         st = agent_kernel(g);
@@ -346,7 +365,7 @@ static void free_local(grain_region_t *r)
         if (device[i] != NULL)
             g->bops->free_device(g->backend, device[i]);
     if (r->ready != NULL) {
-        if (r->agent == GRAIN_AGENT_HOST)
+        if (host_moves(r))
             g->bops->free_shared(g->backend, r->ready);
         else
             g->bops->free_device(g->backend, r->ready);
@@ -492,7 +511,7 @@ grain_status_t grain_region_begin(grain_region_t *r)
         return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_begin twice without grain_region_end", r->id);
     grain_t *g = r->grain;
     grain_status_t st = GRAIN_OK;
-    if (r->agent == GRAIN_AGENT_HOST) {
+    if (r->host != NULL) {
         grain_host_agent_arm(r);
     } else if (r->agent == GRAIN_AGENT_DEVICE) {
         /* Launched before the producer, so that its work-groups are resident
@@ -512,21 +531,32 @@ grain_status_t grain_region_begin(grain_region_t *r)
 }
 
 /* After the producer: whether it completed every chunk, and how many
- * copies the launch agent could not launch, ever. */
+ * copies the launch agent could not launch, ever.  Where host threads move
+ * the chunks their ready words are in host memory, and reading them costs
+ * less than the device-to-host copy of the count (which took as long as
+ * jacobi's bulk copy of its halos on an H200). */
 static grain_status_t check_completed(grain_region_t *r, int *incomplete_p, uint64_t *unlaunched_p)
 {
     grain_t *g = r->grain;
-    uint64_t words[2] = {0, 0}, want = (r->iterations + 1) * r->plan.n_chunks;
-    grain_status_t st = g->bops->copy(g->backend, words, r->completed, sizeof words);
-    uint64_t completed = words[0];
+    uint64_t completed = 0, words[2] = {0, 0};
+    grain_status_t st = GRAIN_OK;
+    if (r->host != NULL) {
+        const _Atomic uint32_t *ready = r->ready;
+        uint32_t generation = (uint32_t)(r->iterations + 1);
+        for (uint32_t c = 0; c < r->plan.n_chunks; c++)
+            completed += atomic_load_explicit(&ready[c], memory_order_relaxed) == generation;
+    } else {
+        st = g->bops->copy(g->backend, words, r->completed, sizeof words);
+        completed = words[0] - r->iterations * r->plan.n_chunks;
+    }
     *unlaunched_p = words[1];
-    *incomplete_p = st != GRAIN_OK || completed != want;
-    if (st == GRAIN_OK && completed != want)
+    *incomplete_p = st != GRAIN_OK || completed != r->plan.n_chunks;
+    if (st == GRAIN_OK && completed != r->plan.n_chunks)
         st = grain_fail(GRAIN_ERR_STATE,
                         "region %u on rank %d: the producer completed %lld of the region's %u chunks: every "
                         "work-group the mapping names (%llu) must call grain_chunk_done once per iteration; "
                         "the region's counters are now inconsistent",
-                        r->id, g->my_pe, (long long)(completed - r->iterations * r->plan.n_chunks), r->plan.n_chunks,
+                        r->id, g->my_pe, (long long)completed, r->plan.n_chunks,
                         (unsigned long long)r->plan.n_groups);
     return st;
 }
@@ -612,7 +642,9 @@ grain_status_t grain_region_end(grain_region_t *r)
         incomplete = 1;
     switch (r->agent) {
     case GRAIN_AGENT_HOST:
-        ast = grain_host_agent_finish(r, incomplete);
+    case GRAIN_AGENT_INLINE:
+        if (r->host != NULL)
+            ast = grain_host_agent_finish(r, incomplete);
         break;
     case GRAIN_AGENT_DEVICE:
         if (incomplete)

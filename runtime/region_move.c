@@ -192,12 +192,14 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
     const grain_segment_dev_t *seg = &r->plan.segments[seg_index];
     const char *src = r->data + start;
     uint64_t at = seg->dest_offset + (start - seg->offset);
+    /* The inline agent's own stores reached whatever this rank maps. */
+    int mapped_done = r->agent == GRAIN_AGENT_INLINE;
     if (seg->dest == GRAIN_DEST_HOST)
-        return copy_on_lane(r, lane, (char *)r->host_copy + at, src, len);
+        return mapped_done ? GRAIN_OK : copy_on_lane(r, lane, (char *)r->host_copy + at, src, len);
     int lo = seg->dest == GRAIN_DEST_PEERS ? 0 : seg->dest;
     int hi = seg->dest == GRAIN_DEST_PEERS ? r->grain->n_pes : lo + 1;
     grain_status_t st = GRAIN_OK;
-    for (int pe = lo; st == GRAIN_OK && pe < hi; pe++)
+    for (int pe = lo; st == GRAIN_OK && !mapped_done && pe < hi; pe++)
         if (pe != r->grain->my_pe && r->peer_maps[pe] != NULL)
             st = copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len);
     /* The others get the same pieces, staged once. */

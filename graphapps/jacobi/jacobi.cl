@@ -16,17 +16,14 @@ GRAIN_KERNEL void jacobi_sweep(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t
     grain_u64 tile = grain_stencil_tile_row(grain_group_id(1), (rows + tile_rows - 1) / tile_rows);
     grain_u64 col = grain_group_id(0) * grain_local_size(0) + grain_local_id(0);
     GRAIN_GLOBAL const double *a = (GRAIN_GLOBAL const double *)in->data;
-    /* Every work-item takes the same number of turns: the stores may send. */
     for (grain_u64 base = 0; base < tile_rows; base += grain_local_size(1)) {
         grain_u64 r = base + grain_local_id(1);
         grain_u64 row = 1 + tile * tile_rows + r; /* local row 0 is the ghost row above */
-        int active = r < tile_rows && row <= rows && col >= 1 && col + 1 < n;
-        double v = 0;
-        if (active) {
+        if (r < tile_rows && row <= rows && col >= 1 && col + 1 < n) {
             grain_u64 at = row * n + col;
-            v = 0.25 * (((a[at - n] + a[at + n]) + a[at - 1]) + a[at + 1]);
+            double v = 0.25 * (((a[at - n] + a[at + n]) + a[at - 1]) + a[at + 1]);
+            grain_region_store64(out, at, (grain_u64)grain_f64_bits(v));
         }
-        grain_region_store64(&wg, out, row * n + col, (grain_u64)grain_f64_bits(v), active);
     }
     grain_chunk_done(&wg, out);
 }

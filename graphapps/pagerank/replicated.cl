@@ -49,17 +49,17 @@ GRAIN_KERNEL void pr_pull(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *in,
             sum = part;
     }
 
-    grain_i64 change = 0, dangling = 0, next_share = 0;
+    grain_i64 change = 0, dangling = 0;
     if (mine) {
         double old = x[v];
         double next = base + damping * ((double)sum / PR_FIXED_ONE + dangling_each);
         x[v] = next;
         change = (grain_i64)floor(fabs(next - old) * PR_FIXED_ONE + 0.5);
         grain_u64 degree = out_degree[v];
-        next_share = degree == 0 ? 0 : (grain_i64)floor(next / (double)degree * PR_FIXED_ONE + 0.5);
+        grain_i64 next_share = degree == 0 ? 0 : (grain_i64)floor(next / (double)degree * PR_FIXED_ONE + 0.5);
         dangling = degree == 0 ? (grain_i64)floor(next * PR_FIXED_ONE + 0.5) : 0;
+        grain_region_store64(out, first + v, (grain_u64)next_share);
     }
-    grain_region_store64(&wg, out, first + v, (grain_u64)next_share, mine);
     grain_chunk_done(&wg, out);
     change = grain_wg_reduce_add(&wg, change, mine);
     dangling = grain_wg_reduce_add(&wg, dangling, mine);

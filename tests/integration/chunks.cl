@@ -10,7 +10,8 @@ GRAIN_KERNEL void produce(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *r, 
 {
     GRAIN_WG_BEGIN(wg);
     grain_u64 i = grain_global_linear_id();
-    grain_region_store64(&wg, r, first + i, chunk_word(iteration, grain_ctx_->my_pe, i), i < count);
+    if (i < count)
+        grain_region_store64(r, first + i, chunk_word(iteration, grain_ctx_->my_pe, i));
     if ((grain_i64)grain_group_linear_id() == skip)
         return;
     grain_chunk_done(&wg, r);

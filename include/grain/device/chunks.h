@@ -10,7 +10,9 @@
  * the work-group that takes a chunk to zero sets it back for the next launch
  * (no host round trip) and marks it ready for the transfer agent.  With the
  * inline agent the producer writes through grain_region_store64(), which
- * also stores straight into each destination.
+ * also stores straight into each destination this rank maps; chunks for
+ * the ranks it cannot map (other nodes) are then counted as above and moved
+ * by host threads as they complete.
  *
  * Ready is a word per chunk, the number of times the chunk became ready,
  * that only the device writes and the agent only reads: the agent of
@@ -23,7 +25,8 @@
  *   GRAIN_KERNEL void step(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *out, ...)
  *   {
  *       GRAIN_WG_BEGIN(wg);
- *       grain_region_store64(&wg, out, i, grain_f64_bits(v), i < n);
+ *       if (i < n)
+ *           grain_region_store64(out, i, grain_f64_bits(v));
  *       grain_chunk_done(&wg, out);
  *   }
  */
@@ -67,18 +70,18 @@ typedef struct grain_region_dev {
     GRAIN_DPTR(grain_u64) group_first;
     GRAIN_DPTR(grain_u32) group_chunks;
     grain_u64 n_groups;
+    grain_u64 counting_groups[2];   /* [first, end): the work-groups that write some chunk */
     /* Per PE: the address of its copy where this rank's kernels can store
      * to it (peer GPU memory), else 0. */
     GRAIN_DPTR(grain_u64) peers;
     GRAIN_DPTR(char) host_copy;     /* GRAIN_DEST_HOST's target, or 0 */
-    grain_u64 heap_offset;          /* where `data` lies in the symmetric heap, when it does */
-    grain_u32 in_heap;
     grain_u32 count_chunks;         /* decoupled agents: keep counters and ready words */
     grain_u32 store_inline;         /* the inline agent: stores go to the destinations too */
     grain_u32 n_segments;
     grain_u32 n_chunks;
     grain_u32 my_pe, n_pes;
     grain_u32 launch_groups;        /* the launch agent: work-groups of each copy (0: another agent) */
+    grain_u32 pad_;
     grain_segment_dev_t segments[GRAIN_REGION_MAX_SEGMENTS];
 } grain_region_dev_t;
 
@@ -198,18 +201,21 @@ GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_
  * Called by every work-item of a work-group after its writes to the region
  * (it holds a barrier).  The first work-item decrements the counters of
  * the chunks the mapping says this work-group writes; the barrier orders
- * the other work-items' writes before its release.
+ * the other work-items' writes before its release.  Work-groups that write
+ * no chunk (a stencil's inner rows) skip the barrier: theirs slowed a
+ * Jacobi sweep by a fifth.
  */
 GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r)
 {
     (void)wg;
-    if (!r->count_chunks)
+    grain_u64 g = grain_group_linear_id();
+    /* Uniform across the work-group, so the barrier below is too. */
+    if (!r->count_chunks || g < r->counting_groups[0] || g >= r->counting_groups[1])
         return;
     grain_wg_barrier();
-    grain_u64 g = grain_group_linear_id();
-    /* No early return: PoCL 3.1 ran the rest of the function in every
-     * work-item after one, and each decremented the counters. */
-    grain_u64 end = grain_local_linear_id() == 0 && g < r->n_groups ? r->group_first[g + 1] : 0;
+    /* No early return from here: PoCL 3.1 ran the rest of the function in
+     * every work-item after one, and each decremented the counters. */
+    grain_u64 end = grain_local_linear_id() == 0 ? r->group_first[g + 1] : 0;
     for (grain_u64 i = end != 0 ? r->group_first[g] : 0; i < end; i++) {
         grain_u32 c = r->group_chunks[i];
         if (grain_atomic_fetch_sub_acq_rel_dev_u32(&r->counters[c], 1u) == 1u) {
@@ -225,43 +231,38 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
 }
 
 /*
- * Stores the 8-byte word `index` of the region (a work-group collective
- * like the sends: every work-item calls, `active` says whether it stores).
- * With the inline agent the word also goes to every destination of its
- * segment: a plain store where the destination is mapped here (a peer GPU,
- * the host copy), else a PUT through the queue (the region is then in the
- * symmetric heap, at the same offset on every rank).
+ * Stores the 8-byte word `index` of the region.  With the inline agent the
+ * word also goes to each destination of its segment that this rank maps (a
+ * peer GPU, the host copy).  A plain store, not a work-group collective:
+ * sending through the queue from here kept the queue's registers live
+ * through every producer's loop (the jacobi sweep needed 64 against 38),
+ * which slowed every agent's producer, not only the inline one's.  Nothing
+ * writes the description while kernels run (`restrict`), so the compiler
+ * need not reload the segments after every store.
  */
-GRAIN_INLINE void grain_region_store64(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r, grain_u64 index,
-                                       grain_u64 value, int active)
+GRAIN_INLINE void grain_region_store64(GRAIN_GLOBAL const grain_region_dev_t *GRAIN_RESTRICT r, grain_u64 index,
+                                       grain_u64 value)
 {
     grain_u64 off = index * 8u;
-    active = active && off + 8u <= r->size;
-    if (active)
-        ((GRAIN_GLOBAL grain_u64 *)r->data)[index] = value;
+    if (off + 8u > r->size)
+        return;
+    ((GRAIN_GLOBAL grain_u64 *)r->data)[index] = value;
     if (!r->store_inline)
         return;
     for (grain_u32 s = 0; s < r->n_segments; s++) {
         GRAIN_GLOBAL const grain_segment_dev_t *seg = &r->segments[s];
-        int mine = active && off >= seg->offset && off + 8u <= seg->offset + seg->size;
-        grain_u64 at = seg->dest_offset + (off - seg->offset);
+        if (off < seg->offset || off + 8u > seg->offset + seg->size)
+            continue;
+        grain_u64 at = (seg->dest_offset + (off - seg->offset)) / 8u;
         if (seg->dest == GRAIN_DEST_HOST) {
-            if (mine)
-                ((GRAIN_GLOBAL grain_u64 *)r->host_copy)[at / 8u] = value;
+            ((GRAIN_GLOBAL grain_u64 *)r->host_copy)[at] = value;
             continue;
         }
         grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
         grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
-        for (grain_u32 pe = lo; pe < hi; pe++) {
-            if (pe == r->my_pe)
-                continue;
-            grain_u64 mapped = r->peers[pe];
-            if (mine && mapped != 0)
-                ((GRAIN_GLOBAL grain_u64 *)mapped)[at / 8u] = value;
-            /* Uniform across the work-group: every lane sees the same region. */
-            if (mapped == 0 && r->in_heap)
-                grain_send_(wg, GRAIN_CMD_PUT64, 0, (grain_i32)pe, r->heap_offset + at, value, mine);
-        }
+        for (grain_u32 pe = lo; pe < hi; pe++)
+            if (pe != r->my_pe && r->peers[pe] != 0)
+                ((GRAIN_GLOBAL grain_u64 *)r->peers[pe])[at] = value;
     }
 }
 

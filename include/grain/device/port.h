@@ -43,6 +43,7 @@ typedef int grain_i32;
 #define GRAIN_KERNEL __kernel
 #define GRAIN_INLINE static inline
 #define GRAIN_DPTR(T) __global T *
+#define GRAIN_RESTRICT restrict
 
 /*
  * The host reads the queue concurrently with the kernel, so queue atomics need
@@ -206,6 +207,7 @@ typedef int grain_i32;
 #define GRAIN_KERNEL extern "C" __global__
 #define GRAIN_INLINE static __device__ inline
 #define GRAIN_DPTR(T) T *
+#define GRAIN_RESTRICT __restrict__
 
 /*
  * The queue lives in pinned host memory that the host's threads read while
@@ -449,6 +451,7 @@ typedef int32_t grain_i32;
 #define GRAIN_LOCAL_DECL
 #define GRAIN_INLINE static inline
 #define GRAIN_DPTR(T) T *
+#define GRAIN_RESTRICT restrict
 
 /* Plain words reinterpreted as atomics: lock-free 4- and 8-byte atomics have
  * the representation of the plain type on every platform grain supports. */
