@@ -8,7 +8,9 @@
  * A region lives in peer memory when every rank shares one node and the
  * backend can map each rank's copy into the others' (CUDA/HIP IPC): copies
  * then go device to device and kernels may store to peers.  Otherwise it
- * lives in the symmetric heap and moves through the transport.
+ * moves through the transport: from the symmetric heap where the transport
+ * writes into the peers' heaps (RDMA puts), else from device memory, in
+ * pieces.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -146,12 +148,16 @@ static grain_status_t place(grain_region_t *r)
         r->placement = PLACE_PEER;
         return GRAIN_OK;
     }
+    /* Pieces need no heap address, and on GPUs that apply messages on the
+     * device the heap is managed memory, which the pieces' copies and the
+     * kernels then share page by page. */
     void *data;
-    if ((st = grain_malloc(g, r->size, &data)) != GRAIN_OK)
-        return st;
-    r->data = data;
-    r->placement = PLACE_HEAP;
-    return GRAIN_OK;
+    r->placement = g->heap_puts ? PLACE_HEAP : PLACE_DEVICE;
+    st = r->placement == PLACE_HEAP ? grain_malloc(g, r->size, &data)
+                                    : g->bops->alloc_device(g->backend, r->size ? r->size : 8, &data);
+    if (st == GRAIN_OK)
+        r->data = data;
+    return st;
 }
 
 /* Whether segment s goes to rank pe (not the host copy, never this rank). */
@@ -389,6 +395,8 @@ static void free_data(grain_region_t *r)
     barrier(g);
     if (r->data != NULL && r->placement == PLACE_PEER)
         g->bops->free_peer(g->backend, r->data);
+    else if (r->data != NULL && r->placement == PLACE_DEVICE)
+        g->bops->free_device(g->backend, r->data);
     else if (r->data != NULL)
         grain_free(g, r->data);
     r->data = NULL;
@@ -469,7 +477,9 @@ grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, gra
     }
     grain_info("region %u: %zu bytes, %u chunks of %llu bytes, %s agent, %s", r->id, r->size, r->plan.n_chunks,
                (unsigned long long)set.chunk_bytes, grain_agent_name(r->agent),
-               r->placement == PLACE_PEER ? "in peer memory" : "in the symmetric heap");
+               r->placement == PLACE_PEER   ? "in peer memory"
+               : r->placement == PLACE_HEAP ? "in the symmetric heap"
+                                            : "in device memory");
     *r_p = r;
     return GRAIN_OK;
 }

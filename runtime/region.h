@@ -15,7 +15,7 @@
 
 #define GRAIN_MAX_REGIONS 64u
 
-enum { PLACE_HEAP, PLACE_PEER };
+enum { PLACE_HEAP, PLACE_PEER, PLACE_DEVICE };
 
 /* A piece of a chunk on the wire: the header, then `bytes` - header bytes
  * for offset `offset` of region `region` at the destination.  The magic
@@ -80,7 +80,7 @@ struct grain_region {
     size_t size;
 
     char *data;         /* this rank's copy */
-    int placement;      /* where data lives: PLACE_HEAP or PLACE_PEER (region.c) */
+    int placement;      /* where data lives: PLACE_* (region.c) */
     void *host_copy;    /* shared memory, or NULL */
     void **peer_maps;   /* per PE: this rank's mapping of its copy, or NULL */
     unsigned mapped_peers;
