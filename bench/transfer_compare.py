@@ -36,7 +36,10 @@ import sys
 from driver import Progress, median, pyplot, run_app
 
 FIELDS = ("app", "ranks", "agent", "chunk", "threads", "repeat", "verified", "seconds", "checksum", "chunk_moves",
-          "bytes_sent", "mapped_peers", "backend", "device", "error")
+          "bytes_sent", "mapped_peers", "producer_wait_s", "drain_s", "others_s", "backend", "device", "error")
+# grain_region_end's split (mean over ranks): the producer, the transfers it left (what the agent did not
+# hide), the other ranks'.
+END_SPLIT = ("producer_wait_s", "drain_s", "others_s")
 
 
 def size_bytes(text):
@@ -119,6 +122,7 @@ def run_matrix(args):
             if report is not None:
                 row.update({k: report.get(k, "") for k in ("verified", "seconds", "checksum", "chunk_moves",
                                                            "bytes_sent", "mapped_peers", "backend", "device")})
+                row.update({k: report.get("end_split", {}).get(k, "") for k in END_SPLIT})
                 # What "0" (the runtime's default) turned out to be.
                 row["threads"] = report.get("transfer_threads", threads)
                 if agent != "ideal" and report.get("verified") is False:
@@ -155,6 +159,7 @@ def summarize(rows):
                 continue
             s = {"app": app, "ranks": ranks, "agent": agent, "chunk": best["chunk"], "threads": best["threads"],
                  "seconds": best["seconds"]}
+            s.update({k: best[k] for k in END_SPLIT if isinstance(best.get(k), float)})
             if bulk is not None:
                 s["speedup_over_bulk"] = bulk["seconds"] / best["seconds"]
                 if ideal is not None and bulk["seconds"] > ideal["seconds"]:
@@ -171,6 +176,8 @@ def report(rows, out_dir):
             extra = f"  {s['speedup_over_bulk']:.3f}x bulk"
         if "ideal_captured" in s:
             extra += f", {100 * s['ideal_captured']:.0f}% of the ideal's gain"
+        if "drain_s" in s:
+            extra += f"; left after the producer {s['drain_s']:.4f} s, waiting for the others {s['others_s']:.4f} s"
         print(f"{s['app']:8} {s['ranks']} ranks  {s['agent']:7} chunk {s['chunk']:>9} threads {s['threads']:>2}  "
               f"{s['seconds']:.4f} s{extra}")
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
@@ -224,8 +231,8 @@ def load_rows(out_dir):
         for r in csv.DictReader(f):
             for k in ("ranks", "chunk", "threads", "repeat", "chunk_moves", "bytes_sent", "mapped_peers"):
                 r[k] = int(r[k]) if r[k] else r[k]
-            for k in ("seconds", "checksum"):
-                r[k] = float(r[k]) if r[k] else r[k]
+            for k in ("seconds", "checksum") + END_SPLIT:
+                r[k] = float(r[k]) if r.get(k) else r.get(k, "")
             r["verified"] = {"True": True, "False": False}.get(r["verified"])
             rows.append(r)
     return rows
