@@ -202,8 +202,8 @@ GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_
  * (it holds a barrier).  The first work-item decrements the counters of
  * the chunks the mapping says this work-group writes; the barrier orders
  * the other work-items' writes before its release.  Work-groups that write
- * no chunk (a stencil's inner rows) skip the barrier: theirs slowed a
- * Jacobi sweep by a fifth.
+ * no chunk (a stencil's inner rows, most of them) leave at once, without
+ * the barrier.
  */
 GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r)
 {
@@ -235,7 +235,7 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
  * word also goes to each destination of its segment that this rank maps (a
  * peer GPU, the host copy).  A plain store, not a work-group collective:
  * sending through the queue from here kept the queue's registers live
- * through every producer's loop (the jacobi sweep needed 64 against 38),
+ * through every producer's loop (jacobi's sweep: 64 registers against 40),
  * which slowed every agent's producer, not only the inline one's.  Nothing
  * writes the description while kernels run (`restrict`), so the compiler
  * need not reload the segments after every store.
