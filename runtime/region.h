@@ -15,6 +15,9 @@
 
 #define GRAIN_MAX_REGIONS 64u
 
+/* Where a region's copy lives: the symmetric heap only where the transport
+ * puts into the peers' heaps (grain_t.heap_puts), peer memory where every
+ * rank maps every other's, else device memory (region.c). */
 enum { PLACE_HEAP, PLACE_PEER, PLACE_DEVICE };
 
 /* A piece of a chunk on the wire: the header, then `bytes` - header bytes

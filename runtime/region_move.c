@@ -207,8 +207,8 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
     const int *remote = seg->dest == GRAIN_DEST_PEERS ? r->unmapped : &one;
     unsigned n_remote = seg->dest == GRAIN_DEST_PEERS ? r->n_unmapped : r->peer_maps[seg->dest] == NULL;
     if (st == GRAIN_OK && n_remote > 0)
-        st = r->placement == PLACE_HEAP && r->grain->heap_puts ? put_to(r, remote, n_remote, start, at, len)
-                                                              : send_pieces(r, lane, remote, n_remote, src, at, len);
+        st = r->placement == PLACE_HEAP ? put_to(r, remote, n_remote, start, at, len)
+                                        : send_pieces(r, lane, remote, n_remote, src, at, len);
     return st;
 }
 
