@@ -275,8 +275,8 @@ static grain_status_t agent_kernel(grain_t *g)
     return st;
 }
 
-/* What only this rank allocates: the plan and ready words on the device, the
- * host copy, the transfer buffers, the agent. */
+/* What only this rank allocates: the plan and ready words, the host copy,
+ * the transfer buffers, the agent. */
 static grain_status_t build_local(grain_region_t *r)
 {
     grain_t *g = r->grain;
@@ -299,14 +299,12 @@ static grain_status_t build_local(grain_region_t *r)
         st = upload(g, &r->group_first, p->group_first, (p->n_groups + 1) * sizeof *p->group_first);
     if (st == GRAIN_OK)
         st = upload(g, &r->group_chunks, p->group_chunks, p->group_first[p->n_groups] * sizeof *p->group_chunks);
-    /* The host agent polls the ready words from the host, the device agent
-     * from the device: they live where their reader is (the launch agent
-     * reads none). */
     if (st == GRAIN_OK)
-        st = host_moves(r) ? g->bops->alloc_shared(g->backend, ready_bytes, &r->ready)
-                           : g->bops->alloc_device(g->backend, ready_bytes, &r->ready);
+        st = g->bops->alloc_device(g->backend, ready_bytes, &r->ready);
     if (st == GRAIN_OK)
-        st = g->bops->alloc_device(g->backend, 2 * sizeof(uint64_t), &r->completed);
+        st = g->bops->alloc_shared(g->backend, ready_bytes, &r->ready_host);
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_shared(g->backend, sizeof(uint32_t), &r->refused);
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, sizeof(uint32_t), &r->abort);
     if (st == GRAIN_OK)
@@ -328,7 +326,8 @@ static grain_status_t build_local(grain_region_t *r)
         .counters = r->counters,
         .expected = r->expected,
         .ready = r->ready,
-        .completed = r->completed,
+        .ready_host = r->ready_host,
+        .refused = r->refused,
         .abort = r->abort,
         .moved = r->moved,
         .group_first = r->group_first,
@@ -365,25 +364,19 @@ static void free_local(grain_region_t *r)
     grain_t *g = r->grain;
     grain_host_agent_stop(r);
     grain_piece_pool_destroy(&r->pieces, g);
-    void *device[] = {r->counters, r->expected, r->group_first, r->group_chunks, r->completed, r->moved,
+    void *device[] = {r->counters, r->expected, r->ready, r->group_first, r->group_chunks, r->moved,
                       r->peers, r->dev};
     for (size_t i = 0; i < sizeof device / sizeof device[0]; i++)
         if (device[i] != NULL)
             g->bops->free_device(g->backend, device[i]);
-    if (r->ready != NULL) {
-        if (host_moves(r))
-            g->bops->free_shared(g->backend, r->ready);
-        else
-            g->bops->free_device(g->backend, r->ready);
-    }
-    if (r->abort != NULL)
-        g->bops->free_shared(g->backend, r->abort);
-    if (r->host_copy != NULL)
-        g->bops->free_shared(g->backend, r->host_copy);
+    void *shared[] = {r->ready_host, r->refused, r->abort, r->host_copy};
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
+        if (shared[i] != NULL)
+            g->bops->free_shared(g->backend, shared[i]);
     free(r->moves);
-    r->counters = r->expected = r->group_first = r->group_chunks = r->completed = r->moved = r->peers = NULL;
+    r->counters = r->expected = r->ready = r->group_first = r->group_chunks = r->moved = r->peers = NULL;
     r->dev = NULL;
-    r->ready = r->abort = r->host_copy = NULL;
+    r->ready_host = r->refused = r->abort = r->host_copy = NULL;
     r->moves = NULL;
 }
 
@@ -540,35 +533,25 @@ grain_status_t grain_region_begin(grain_region_t *r)
     return st;
 }
 
-/* After the producer: whether it completed every chunk, and how many
- * copies the launch agent could not launch, ever.  Where host threads move
- * the chunks their ready words are in host memory, and reading them costs
- * less than the device-to-host copy of the count (which took as long as
- * jacobi's bulk copy of its halos on an H200). */
-static grain_status_t check_completed(grain_region_t *r, int *incomplete_p, uint64_t *unlaunched_p)
+/* After the producer: whether it completed every chunk.  The ready words'
+ * host copy says, and reading it costs less than copying a count from the
+ * device (which took as long as jacobi's bulk copy of its halos on an
+ * H200). */
+static grain_status_t check_completed(grain_region_t *r, int *incomplete_p)
 {
     grain_t *g = r->grain;
-    uint64_t completed = 0, words[2] = {0, 0};
-    grain_status_t st = GRAIN_OK;
-    if (r->host != NULL) {
-        const _Atomic uint32_t *ready = r->ready;
-        uint32_t generation = (uint32_t)(r->iterations + 1);
-        for (uint32_t c = 0; c < r->plan.n_chunks; c++)
-            completed += atomic_load_explicit(&ready[c], memory_order_relaxed) == generation;
-    } else {
-        st = g->bops->copy(g->backend, words, r->completed, sizeof words);
-        completed = words[0] - r->iterations * r->plan.n_chunks;
-    }
-    *unlaunched_p = words[1];
-    *incomplete_p = st != GRAIN_OK || completed != r->plan.n_chunks;
-    if (st == GRAIN_OK && completed != r->plan.n_chunks)
-        st = grain_fail(GRAIN_ERR_STATE,
-                        "region %u on rank %d: the producer completed %lld of the region's %u chunks: every "
-                        "work-group the mapping names (%llu) must call grain_chunk_done once per iteration; "
-                        "the region's counters are now inconsistent",
-                        r->id, g->my_pe, (long long)completed, r->plan.n_chunks,
-                        (unsigned long long)r->plan.n_groups);
-    return st;
+    const _Atomic uint32_t *ready = r->ready_host;
+    uint32_t generation = (uint32_t)(r->iterations + 1), completed = 0;
+    for (uint32_t c = 0; c < r->plan.n_chunks; c++)
+        completed += atomic_load_explicit(&ready[c], memory_order_relaxed) == generation;
+    *incomplete_p = completed != r->plan.n_chunks;
+    if (!*incomplete_p)
+        return GRAIN_OK;
+    return grain_fail(GRAIN_ERR_STATE,
+                      "region %u on rank %d: the producer completed %u of the region's %u chunks: every "
+                      "work-group the mapping names (%llu) must call grain_chunk_done once per iteration; "
+                      "the region's counters are now inconsistent",
+                      r->id, g->my_pe, completed, r->plan.n_chunks, (unsigned long long)r->plan.n_groups);
 }
 
 static grain_status_t move_bulk(grain_region_t *r)
@@ -604,7 +587,7 @@ static grain_status_t read_moved(grain_region_t *r, uint32_t **moved_p)
  * launches was full): the host moves those chunks, whose moved words still
  * name the last iteration, so that nothing is lost.
  */
-static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
+static grain_status_t move_unlaunched(grain_region_t *r)
 {
     grain_t *g = r->grain;
     uint32_t generation = (uint32_t)(r->iterations + 1), n = r->plan.n_chunks;
@@ -612,6 +595,8 @@ static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
     grain_status_t st = read_moved(r, &moved);
     if (st != GRAIN_OK)
         return st;
+    *(volatile uint32_t *)r->refused = 0; /* the producer, which sets it, has ended */
+    uint64_t refused = 0;
     for (uint32_t c = 0; st == GRAIN_OK && c < n; c++) {
         uint64_t start, len;
         if (moved[c] == generation)
@@ -619,6 +604,7 @@ static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
         unsigned seg = grain_chunk_span(&r->plan, c, &start, &len);
         st = grain_region_move(r, seg, start, len, 0);
         moved[c] = generation;
+        refused++;
     }
     grain_status_t wst = grain_region_lane_wait(r, 0);
     st = st != GRAIN_OK ? st : wst;
@@ -626,10 +612,10 @@ static grain_status_t move_unlaunched(grain_region_t *r, uint64_t unlaunched)
         st = g->bops->copy(g->backend, r->moved, moved, n * sizeof *moved);
     free(moved);
     if (r->unlaunched == 0) /* once a region: it may happen every iteration */
-        grain_warn("region %u on rank %d: the device could not launch %llu of the copies (no room for more "
+        grain_warn("region %u on rank %d: the device could not launch %llu of the %u copies (no room for more "
                    "pending launches); the host moves such chunks",
-                   r->id, g->my_pe, (unsigned long long)unlaunched);
-    r->unlaunched = unlaunched;
+                   r->id, g->my_pe, (unsigned long long)refused, n);
+    r->unlaunched += refused;
     return st;
 }
 
@@ -644,12 +630,9 @@ grain_status_t grain_region_end(grain_region_t *r)
     /* The producer's grid completes after every copy it launched. */
     grain_status_t st = grain_wait(g), ast = GRAIN_OK;
     uint64_t t1 = grain_now_ns();
-    int incomplete = 0;
-    uint64_t unlaunched = r->unlaunched;
+    int incomplete = st != GRAIN_OK;
     if (st == GRAIN_OK && r->dev_host.count_chunks)
-        st = check_completed(r, &incomplete, &unlaunched);
-    else if (st != GRAIN_OK)
-        incomplete = 1;
+        st = check_completed(r, &incomplete);
     switch (r->agent) {
     case GRAIN_AGENT_HOST:
     case GRAIN_AGENT_INLINE:
@@ -662,8 +645,8 @@ grain_status_t grain_region_end(grain_region_t *r)
         ast = g->bops->agent_synchronize(g->backend);
         break;
     case GRAIN_AGENT_LAUNCH:
-        if (st == GRAIN_OK && unlaunched != r->unlaunched)
-            ast = move_unlaunched(r, unlaunched);
+        if (st == GRAIN_OK && *(volatile uint32_t *)r->refused != 0)
+            ast = move_unlaunched(r);
         break;
     case GRAIN_AGENT_BULK:
         if (st == GRAIN_OK)

@@ -58,7 +58,7 @@ static void record_error(struct grain_host_agent *a, grain_status_t st)
 static uint64_t move_run(agent_thread_t *t, uint64_t w, uint32_t generation)
 {
     grain_region_t *r = t->agent->region;
-    _Atomic uint32_t *ready = r->ready;
+    _Atomic uint32_t *ready = r->ready_host;
     uint32_t end = (uint32_t)(w * RUN + RUN < r->plan.n_chunks ? w * RUN + RUN : r->plan.n_chunks);
     uint64_t n = 0;
     for (uint32_t c = (uint32_t)(w * RUN); c < end; c++) {

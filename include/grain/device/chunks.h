@@ -20,7 +20,11 @@
  * device sets and the host clears lost chunks on an H200: without atomics
  * over PCIe, the GPU's atomic OR and the host's exchange on one word of
  * pinned memory are each a read and a write, and the host's could undo a
- * bit set between its two halves.
+ * bit set between its two halves.  The ready words live in device memory,
+ * where the last writer reads them and the device agent polls them, and
+ * again in host memory, where the host agent polls them and the host
+ * counts them after the producer (a copy from the device took as long as
+ * jacobi's halo copy on an H200).
  *
  *   GRAIN_KERNEL void step(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_dev_t *out, ...)
  *   {
@@ -59,11 +63,11 @@ typedef struct grain_region_dev {
     grain_u64 chunk_bytes;
     GRAIN_DPTR(grain_u32) counters; /* per chunk: work-groups still to finish it */
     GRAIN_DPTR(grain_u32) expected; /* per chunk: what its counter starts from */
-    GRAIN_DPTR(grain_u32) ready;    /* per chunk: the times it became ready */
-    /* [0]: chunks whose last writer finished, ever: the host checks that a
-     * launch completed every chunk; [1]: copies the launch agent could not
-     * launch, which the host then makes (nothing is lost). */
-    GRAIN_DPTR(grain_u64) completed;
+    GRAIN_DPTR(grain_u32) ready;    /* per chunk: the times it became ready (device memory) */
+    GRAIN_DPTR(grain_u32) ready_host; /* the same words in host memory */
+    /* Host memory, set by the launch agent when the device refused a copy:
+     * the host makes the copies not made (nothing is lost). */
+    GRAIN_DPTR(grain_u32) refused;
     GRAIN_DPTR(grain_u32) abort;    /* set by the host: the device agent stops waiting */
     GRAIN_DPTR(grain_u32) moved;    /* per chunk, device and launch agents: the iterations that moved it */
     /* Chunks of work-group g: group_chunks[group_first[g] .. group_first[g + 1]) */
@@ -180,7 +184,7 @@ GRAIN_KERNEL void grain_chunk_launched(GRAIN_GLOBAL grain_region_dev_t *r, grain
 
 /* The launch agent's move of chunk c, ready for the `generation`th time:
  * as many work-groups as have 8-byte words to copy, up to launch_groups.
- * A launch the device refuses (its pending launches are full) is counted
+ * A launch the device refuses (its pending launches are full) is flagged
  * for the host to make. */
 GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
 {
@@ -191,7 +195,7 @@ GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_
     groups = groups < r->launch_groups ? groups : r->launch_groups;
     grain_chunk_launched<<<(unsigned)groups, GRAIN_LAUNCH_WG, 0, cudaStreamFireAndForget>>>(r, c, generation);
     if (cudaGetLastError() != cudaSuccess)
-        grain_atomic_fetch_add_u64(r->completed + 1, 1u);
+        grain_atomic_store_relaxed_u32(r->refused, 1u);
 #else
     (void)r, (void)c, (void)generation;
 #endif
@@ -223,7 +227,7 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
             grain_u32 generation = grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u;
             grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);
             grain_atomic_store_release_u32(&r->ready[c], generation);
-            grain_atomic_fetch_add_u64(r->completed, 1u);
+            grain_atomic_store_release_u32(&r->ready_host[c], generation);
             if (r->launch_groups != 0)
                 grain_chunk_launch_(r, c, generation);
         }
