@@ -186,6 +186,7 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
 
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define grain_spin_pause() ((void)0)
+#define grain_poll_nap() ((void)0)
 #define grain_fence_release() \
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_SCOPE_SYSTEM)
 
@@ -430,6 +431,16 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
 }
 #define grain_wg_barrier() __syncthreads()
 #define grain_spin_pause() ((void)0)
+/* Between polls of a work-item that waits for the producer beside it (the
+ * device agent): a spinning work-item takes issue slots from the producer's
+ * work-groups on its compute unit. */
+#if defined(__HIPCC__) || defined(__HIPCC_RTC__)
+#define grain_poll_nap() __builtin_amdgcn_s_sleep(4)
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define grain_poll_nap() __nanosleep(256)
+#else
+#define grain_poll_nap() ((void)0)
+#endif
 /* The publishing release store is cumulative here: no separate fence. */
 #define grain_fence_release() ((void)0)
 
@@ -541,6 +552,7 @@ GRAIN_INLINE double grain_bits_f64(grain_i64 b)
 /* Host threads play producers in tests and CPU baselines, often more of them
  * than cores: a waiting one lets the thread it waits for run. */
 #define grain_spin_pause() sched_yield()
+#define grain_poll_nap() sched_yield()
 
 #endif /* dialect */
 

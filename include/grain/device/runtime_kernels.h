@@ -78,6 +78,8 @@ GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_
                     found = c;
             if (found == GRAIN_AGENT_NONE_ && grain_atomic_load_relaxed_u32(r->abort) != 0)
                 found = GRAIN_AGENT_DONE_; /* the producer ended without completing every chunk */
+            if (found == GRAIN_AGENT_NONE_)
+                grain_poll_nap();
             claimed[0] = found;
         }
         grain_wg_barrier();
