@@ -235,7 +235,7 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
     grain_u64 end = grain_local_linear_id() == 0 ? r->group_first[g + 1] : 0;
     for (grain_u64 i = end != 0 ? r->group_first[g] : 0; i < end; i++) {
         grain_u32 c = r->group_chunks[i];
-        if (grain_atomic_fetch_sub_acq_rel_dev_u32(&r->counters[c], 1u) == 1u) {
+        if (grain_atomic_count_down_dev_u32(&r->counters[c]) == 1u) {
             /* The last writer: nobody else touches the counter this launch. */
             grain_u32 generation = grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u;
             grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);

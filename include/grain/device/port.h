@@ -86,11 +86,19 @@ typedef int grain_i32;
 
 /*
  * Chunk readiness (grain/device/chunks.h): a work-group's decrement of a
- * chunk counter releases its writes and the last one acquires the others';
- * the ready word it then stores releases them all to the transfer agent.
+ * chunk counter releases its writes, and the one that takes it to zero
+ * acquires the others' (the decrements form one release sequence); the
+ * ready word it then stores releases them all to the transfer agent.  Only
+ * that last one pays for the acquire: every work-group of a producer
+ * counts down, one in hundreds finishes a chunk.
  */
-#define grain_atomic_fetch_sub_acq_rel_dev_u32(p, v) \
-    atomic_fetch_sub_explicit(GRAIN_A32(p), (uint)(v), memory_order_acq_rel, memory_scope_device)
+GRAIN_INLINE uint grain_atomic_count_down_dev_u32(__global void *p)
+{
+    uint old = atomic_fetch_sub_explicit(GRAIN_A32(p), 1u, memory_order_release, memory_scope_device);
+    if (old == 1u)
+        atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_device);
+    return old;
+}
 
 /*
  * Device scope: words only kernels touch while they run (the rings' producer
@@ -291,14 +299,16 @@ GRAIN_INLINE int grain_atomic_cas_u32(GRAIN_GLOBAL void *p, grain_u32 *expected,
 #define grain_atomic_fetch_min_i64(p, v) atomicMin_system((long long *)(p), (long long)(v))
 #define grain_atomic_fetch_max_i64(p, v) atomicMax_system((long long *)(p), (long long)(v))
 
-/* Chunk readiness (see the OpenCL dialect): a device-scope atomic between
- * fences, so that the last writer acquires the other work-groups' writes
- * before its release store to the ready word (cumulative in PTX). */
-GRAIN_INLINE grain_u32 grain_atomic_fetch_sub_acq_rel_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
+/* Chunk readiness (see the OpenCL dialect): a device-scope atomic after a
+ * fence, and a second fence for the last writer only, so that it acquires
+ * the other work-groups' writes before its release store to the ready word
+ * (cumulative in PTX). */
+GRAIN_INLINE grain_u32 grain_atomic_count_down_dev_u32(GRAIN_GLOBAL void *p)
 {
     __threadfence();
-    grain_u32 old = atomicSub((unsigned int *)p, v);
-    __threadfence();
+    grain_u32 old = atomicSub((unsigned int *)p, 1u);
+    if (old == 1u)
+        __threadfence();
     return old;
 }
 
@@ -485,8 +495,13 @@ typedef int32_t grain_i32;
 #define grain_atomic_load_acquire_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_acquire)
 #define grain_atomic_fetch_add_dev_u64 grain_atomic_fetch_add_u64
 #define grain_atomic_load_acquire_dev_u64 grain_atomic_load_acquire_u64
-#define grain_atomic_fetch_sub_acq_rel_dev_u32(p, v) \
-    atomic_fetch_sub_explicit(GRAIN_A32(p), (v), memory_order_acq_rel)
+GRAIN_INLINE grain_u32 grain_atomic_count_down_dev_u32(void *p)
+{
+    grain_u32 old = atomic_fetch_sub_explicit(GRAIN_A32(p), 1u, memory_order_release);
+    if (old == 1u)
+        atomic_thread_fence(memory_order_acquire);
+    return old;
+}
 
 GRAIN_INLINE void grain_atomic_max_release_dev_u64(grain_u64 *p, grain_u64 v)
 {
