@@ -95,19 +95,27 @@ def one_rank_checksums(args):
     return sums
 
 
-def run_matrix(args):
+def run_matrix(args, points=None, reference=None):
+    """Runs `points`, (app, ranks, agent, chunk, threads, repeat) each, by
+    default the matrix args give, checked against `reference` (by default
+    the one-rank runs); writes transfers.csv as it goes, appending to it
+    when `points` are given."""
     os.makedirs(args.out, exist_ok=True)
-    points = [(app, r, agent, chunk, threads, rep)
-              for app in args.apps for r in args.ranks for agent in args.agents
-              for chunk in (args.chunks if agent in CHUNKED else args.chunks[:1])
-              for threads in (agent_threads(args, agent) if agent in CHUNKED else args.threads[:1])
-              for rep in range(args.repeat)]
-    reference = one_rank_checksums(args)
+    more = points is not None
+    if not more:
+        points = [(app, r, agent, chunk, threads, rep)
+                  for app in args.apps for r in args.ranks for agent in args.agents
+                  for chunk in (args.chunks if agent in CHUNKED else args.chunks[:1])
+                  for threads in (agent_threads(args, agent) if agent in CHUNKED else args.threads[:1])
+                  for rep in range(args.repeat)]
+    if reference is None:
+        reference = one_rank_checksums(args)
     rows = []
     progress = Progress(len(points))
-    with open(os.path.join(args.out, "transfers.csv"), "w", newline="") as f:
+    with open(os.path.join(args.out, "transfers.csv"), "a" if more else "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
-        w.writeheader()
+        if not more:
+            w.writeheader()
         refused = {}  # (app, ranks, agent): why the backend refused the agent
         for app, ranks, agent, chunk, threads, rep in points:
             progress.start(f"{app} {ranks} ranks, {agent}, chunks {chunk}, {threads} threads")
@@ -137,8 +145,6 @@ def run_matrix(args):
             w.writerow(row)
             f.flush()
             progress.finish(row["error"] or f"{row['seconds']:.4f} s")
-    with open(os.path.join(args.out, "transfers.json"), "w") as f:
-        json.dump(rows, f, indent=1)
     return rows
 
 
@@ -169,6 +175,8 @@ def summarize(rows):
 
 
 def report(rows, out_dir):
+    with open(os.path.join(out_dir, "transfers.json"), "w") as f:
+        json.dump(rows, f, indent=1)
     summary = summarize(rows)
     for s in summary:
         extra = ""
