@@ -46,6 +46,11 @@ static inline uint64_t grain_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* How long a thread waiting for work in flight (a GPU producer's chunks,
+ * an MPI collective, RDMA writes) yields before it naps: longer than such
+ * work usually takes, short against an iteration on a CPU device. */
+#define GRAIN_BACKOFF_PATIENCE_NS 2000000u
+
 /* For a wait that usually ends within `patience_ns`: it yields rather than
  * naps until then.  A nap lasts the timer slack at least (50 us on Linux),
  * which added 67 us to every 150 us iteration of the host agent on an H200

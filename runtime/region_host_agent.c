@@ -49,10 +49,6 @@ static void record_error(struct grain_host_agent *a, grain_status_t st)
 }
 
 #define RUN 64u /* chunks a thread owns in a row */
-/* How long a thread waits for chunks, or the application for the threads,
- * before it naps (grain_backoff_idle_patient): longer than an iteration of
- * a GPU producer, short against a CPU device's. */
-#define PATIENCE_NS 2000000u
 
 /* Moves the ready chunks of run w not yet moved in this iteration. */
 static uint64_t move_run(agent_thread_t *t, uint64_t w, uint32_t generation)
@@ -89,7 +85,7 @@ static void run_iteration(agent_thread_t *t, uint32_t generation)
         if (moved != 0)
             grain_backoff_reset(&idle);
         else
-            grain_backoff_idle_patient(&idle, PATIENCE_NS);
+            grain_backoff_idle_patient(&idle, GRAIN_BACKOFF_PATIENCE_NS);
     }
     grain_status_t st = grain_region_lane_wait(r, t->index);
     if (st != GRAIN_OK)
@@ -105,7 +101,7 @@ static void *agent_main(void *arg)
     while (!atomic_load_explicit(&a->stop, memory_order_relaxed)) {
         uint64_t armed = atomic_load_explicit(&a->armed, memory_order_acquire);
         if (armed == served) {
-            grain_backoff_idle_patient(&idle, PATIENCE_NS);
+            grain_backoff_idle_patient(&idle, GRAIN_BACKOFF_PATIENCE_NS);
             continue;
         }
         grain_backoff_reset(&idle);
@@ -161,7 +157,7 @@ grain_status_t grain_host_agent_finish(grain_region_t *r, int incomplete)
         atomic_store_explicit(&a->give_up, 1, memory_order_relaxed);
     grain_backoff_t idle = {0};
     while (atomic_load_explicit(&a->busy, memory_order_acquire) > 0)
-        grain_backoff_idle_patient(&idle, PATIENCE_NS);
+        grain_backoff_idle_patient(&idle, GRAIN_BACKOFF_PATIENCE_NS);
     pthread_mutex_lock(&a->lock);
     grain_status_t st = a->status;
     if (st != GRAIN_OK)

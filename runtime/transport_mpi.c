@@ -333,10 +333,6 @@ static int progress_collective(grain_transport_t *t)
     return worked;
 }
 
-/* How long the network thread yields rather than naps while MPI holds a
- * collective or sends of its own in flight: they usually finish within it. */
-#define PATIENCE_NS 2000000u
-
 static void *network_thread(void *arg)
 {
     grain_transport_t *t = arg;
@@ -352,7 +348,7 @@ static void *network_thread(void *arg)
         if (worked)
             grain_backoff_reset(&backoff);
         else if (t->coll_in_flight || t->n_inflight > 0) /* MPI progresses them only while polled */
-            grain_backoff_idle_patient(&backoff, PATIENCE_NS);
+            grain_backoff_idle_patient(&backoff, GRAIN_BACKOFF_PATIENCE_NS);
         else
             grain_backoff_idle_bell(&backoff, &t->bell, seen);
     }
