@@ -589,8 +589,13 @@ static void *progress_thread(void *arg)
                 record_error(t, st);
         }
         int worked = exchange_credits(t, n <= 0) || n > 0;
+        /* While writes of this rank are in flight their completions are due
+         * soon, and grain_quiet may be waiting for them: no nap then. */
         if (worked)
             grain_backoff_reset(&backoff);
+        else if (atomic_load_explicit(&t->puts_out, memory_order_relaxed) != 0 ||
+                 atomic_load_explicit(&t->pending, memory_order_relaxed) != 0)
+            grain_backoff_idle_patient(&backoff, GRAIN_BACKOFF_PATIENCE_NS);
         else
             grain_backoff_idle(&backoff);
     }
@@ -795,19 +800,21 @@ static grain_status_t verbs_put(grain_transport_t *t, uint32_t dest, uint64_t fr
             done += n;
             grain_backoff_reset(&full);
         } else { /* the progress thread frees room as writes complete */
-            grain_backoff_idle(&full);
+            grain_backoff_idle_patient(&full, GRAIN_BACKOFF_PATIENCE_NS);
             st = first_error(t);
         }
     }
     return st;
 }
 
+/* Writes complete within microseconds: a nap here (the timer slack, 50 us
+ * at least) would be most of grain_quiet's wait. */
 static grain_status_t verbs_put_wait(grain_transport_t *t)
 {
     grain_backoff_t idle = {0};
     grain_status_t st;
     while ((st = first_error(t)) == GRAIN_OK && atomic_load_explicit(&t->puts_out, memory_order_acquire) != 0)
-        grain_backoff_idle(&idle);
+        grain_backoff_idle_patient(&idle, GRAIN_BACKOFF_PATIENCE_NS);
     return st;
 }
 
