@@ -589,8 +589,9 @@ static void *progress_thread(void *arg)
                 record_error(t, st);
         }
         int worked = exchange_credits(t, n <= 0) || n > 0;
-        /* While writes of this rank are in flight their completions are due
-         * soon, and grain_quiet may be waiting for them: no nap then. */
+        /* While this rank's writes are in flight, or its sends wait for
+         * credits, what they wait for comes soon, and grain_quiet may be
+         * waiting on them: no nap then. */
         if (worked)
             grain_backoff_reset(&backoff);
         else if (atomic_load_explicit(&t->puts_out, memory_order_relaxed) != 0 ||
