@@ -239,7 +239,9 @@ GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_regi
             /* The last writer: nobody else touches the counter this launch. */
             grain_u32 generation = grain_atomic_load_relaxed_u32(&r->ready[c]) + 1u;
             grain_atomic_store_relaxed_u32(&r->counters[c], r->expected[c]);
-            grain_atomic_store_release_u32(&r->ready[c], generation);
+            /* Only this device reads `ready`: device scope.  The host
+             * copies the chunk once it reads `ready_host`: system scope. */
+            grain_atomic_store_release_dev_u32(&r->ready[c], generation);
             grain_atomic_store_release_u32(&r->ready_host[c], generation);
             if (r->launch_groups != 0)
                 grain_chunk_launch_(r, c, generation);

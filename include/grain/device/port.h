@@ -111,6 +111,12 @@ GRAIN_INLINE uint grain_atomic_count_down_dev_u32(__global void *p)
     atomic_load_explicit(GRAIN_A64(p), memory_order_acquire, memory_scope_device)
 #define grain_atomic_max_release_dev_u64(p, v) \
     atomic_fetch_max_explicit(GRAIN_A64(p), (ulong)(v), memory_order_release, memory_scope_device)
+/* Chunks' ready words in device memory, which only this device's kernels
+ * read (a chunk's last writer, the device agent). */
+#define grain_atomic_load_acquire_dev_u32(p) \
+    atomic_load_explicit(GRAIN_A32(p), memory_order_acquire, memory_scope_device)
+#define grain_atomic_store_release_dev_u32(p, v) \
+    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_release, memory_scope_device)
 
 /* The symmetric heap where kernels apply messages to it: relaxed, device
  * scope (grain/device/apply.h says why). */
@@ -253,6 +259,16 @@ GRAIN_INLINE void grain_atomic_store_release_u32(GRAIN_GLOBAL void *p, grain_u32
 {
     GRAIN_HIP_STORE((grain_u32 *)p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
+
+GRAIN_INLINE grain_u32 grain_atomic_load_acquire_dev_u32(GRAIN_GLOBAL void *p)
+{
+    return GRAIN_HIP_LOAD((grain_u32 *)p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+
+GRAIN_INLINE void grain_atomic_store_release_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
+{
+    GRAIN_HIP_STORE((grain_u32 *)p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
 #else
 GRAIN_INLINE grain_u32 grain_atomic_load_acquire_u32(GRAIN_GLOBAL void *p)
 {
@@ -278,6 +294,18 @@ GRAIN_INLINE grain_u64 grain_atomic_load_acquire_dev_u64(GRAIN_GLOBAL void *p)
 GRAIN_INLINE void grain_atomic_store_release_u32(GRAIN_GLOBAL void *p, grain_u32 v)
 {
     asm volatile("st.release.sys.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+
+GRAIN_INLINE grain_u32 grain_atomic_load_acquire_dev_u32(GRAIN_GLOBAL void *p)
+{
+    grain_u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+GRAIN_INLINE void grain_atomic_store_release_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
+{
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
 }
 #endif
 
@@ -495,6 +523,8 @@ typedef int32_t grain_i32;
 #define grain_atomic_load_acquire_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_acquire)
 #define grain_atomic_fetch_add_dev_u64 grain_atomic_fetch_add_u64
 #define grain_atomic_load_acquire_dev_u64 grain_atomic_load_acquire_u64
+#define grain_atomic_load_acquire_dev_u32 grain_atomic_load_acquire_u32
+#define grain_atomic_store_release_dev_u32 grain_atomic_store_release_u32
 GRAIN_INLINE grain_u32 grain_atomic_count_down_dev_u32(void *p)
 {
     grain_u32 old = atomic_fetch_sub_explicit(GRAIN_A32(p), 1u, memory_order_release);
