@@ -114,7 +114,8 @@ typedef struct grain_backend_ops {
     grain_status_t (*launch_agent)(grain_bkernel_t *kernel, size_t global, size_t local);
     grain_status_t (*agent_synchronize)(grain_backend_t *backend);
     /* Device-side launch: room for at least `pending` launches from kernels
-     * not yet finished.  Only where info.no_device_launch is empty. */
+     * not yet finished, unless the configuration fixes the room
+     * (GRAIN_LAUNCH_PENDING).  Only where info.no_device_launch is empty. */
     grain_status_t (*reserve_launches)(grain_backend_t *backend, size_t pending);
 } grain_backend_ops_t;
 

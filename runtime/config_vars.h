@@ -74,6 +74,10 @@
     X(device_launch, DEVICE_LAUNCH, BOOL, "1", 0, 1,                                              \
       "CUDA: build programs so that kernels launch kernels (relocatable code linked with the "   \
       "device runtime), which the launch agent needs; 0: plain builds")                          \
+    X(launch_pending, LAUNCH_PENDING, UINT, "0", 0, 1u << 24,                                     \
+      "CUDA: launches from kernels the device keeps room for (the launch agent's copies not yet " \
+      "done); 0: as many as the largest region has chunks; fewer save device memory, and the "   \
+      "host makes the copies the device had no room for")                                        \
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
       "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
       "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \

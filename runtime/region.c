@@ -688,6 +688,7 @@ grain_status_t grain_region_stats(grain_region_t *r, grain_region_stats_t *s)
                                 .bytes_received = atomic_load(&r->bytes_received),
                                 .bytes_written = atomic_load(&r->bytes_written),
                                 .mapped_peers = r->mapped_peers,
+                                .unlaunched = r->unlaunched,
                                 .producer_wait_ns = r->producer_wait_ns,
                                 .drain_ns = r->drain_ns,
                                 .others_ns = r->others_ns,

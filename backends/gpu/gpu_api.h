@@ -135,11 +135,14 @@ static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const vo
 }
 
 /* Room for `n` launches from kernels not yet started or finished. */
-static inline gpu_err_t gpuReserveDeviceLaunches(size_t n)
+/* Room for n pending launches from kernels: at least n, or exactly n. */
+static inline gpu_err_t gpuReserveDeviceLaunches(size_t n, int exactly)
 {
     size_t now = 0;
     gpu_err_t err = cudaDeviceGetLimit(&now, cudaLimitDevRuntimePendingLaunchCount);
-    return err != cudaSuccess || now >= n ? err : cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, n);
+    if (err != cudaSuccess || now == n || (now > n && !exactly))
+        return err;
+    return cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, n);
 }
 
 typedef nvrtcProgram rtc_program_t;
@@ -274,9 +277,9 @@ static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const vo
     return grain_fail(GRAIN_ERR_UNSUPPORTED, "hip: HIP has no device-side kernel launch");
 }
 
-static inline gpu_err_t gpuReserveDeviceLaunches(size_t n)
+static inline gpu_err_t gpuReserveDeviceLaunches(size_t n, int exactly)
 {
-    (void)n;
+    (void)n, (void)exactly;
     return hipErrorNotSupported;
 }
 

@@ -44,6 +44,7 @@ struct grain_backend {
     gpu_event_t side_events[SIDE_EVENTS];
     unsigned n_side_events;
     uint64_t side_launched;
+    unsigned launch_pending; /* GRAIN_LAUNCH_PENDING: fixed room for launches from kernels, or 0 */
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
 };
@@ -184,6 +185,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     b->info.cpu_device = 0;
     b->info.prefers_device_apply = b->props.concurrentManagedAccess != 0;
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
+    b->launch_pending = config->launch_pending;
     if (config->device_launch)
         gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);
     else
@@ -596,11 +598,13 @@ static grain_status_t gpu_agent_synchronize(grain_backend_t *b)
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for the transfer agent");
 }
 
+/* GRAIN_LAUNCH_PENDING fixes the room; else it grows to the most any
+ * region asked for (the device's limit is one for all its regions). */
 static grain_status_t gpu_reserve_launches(grain_backend_t *b, size_t pending)
 {
     gpu_err_t err = on_device(b);
     if (err == GPU_SUCCESS)
-        err = gpuReserveDeviceLaunches(pending);
+        err = gpuReserveDeviceLaunches(b->launch_pending ? b->launch_pending : pending, b->launch_pending != 0);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "reserving room for launches from kernels");
 }
 

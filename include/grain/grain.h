@@ -274,6 +274,7 @@ typedef struct grain_region_stats {
     uint64_t bytes_received; /* through the transport, into this rank's copy */
     uint64_t bytes_written;  /* RDMA-written into peers' copies (the verbs transport's puts) */
     uint64_t mapped_peers;   /* peers whose copy this rank stores to directly */
+    uint64_t unlaunched;     /* the launch agent: copies the device had no room for, made by the host */
     /* Where grain_region_end's time went, all iterations: waiting for the
      * producer, then for this rank's chunks still on their way after it
      * (the transfer time the agent did not hide), then for the other ranks

@@ -158,10 +158,10 @@ static int transfers(run_t *t, grain_agent_t agent, size_t chunk, uint64_t itera
     }
     if (t->me == 0)
         printf("%s agent, %llu chunks of %zu bytes, %d ranks, %llu iterations: %llu moves, %llu bytes sent, "
-               "%llu written, %llu peers mapped: %s\n",
+               "%llu written, %llu peers mapped, %llu copies made by the host for want of launch room: %s\n",
                grain_agent_name(agent), (unsigned long long)s.chunks, chunk, t->n, (unsigned long long)iterations,
                (unsigned long long)s.moves, (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_written,
-               (unsigned long long)s.mapped_peers, bad ? "FAILED" : "ok");
+               (unsigned long long)s.mapped_peers, (unsigned long long)s.unlaunched, bad ? "FAILED" : "ok");
     free(copy);
     grain_region_destroy(r);
     return bad;
