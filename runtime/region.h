@@ -92,8 +92,8 @@ struct grain_region {
 
     grain_region_dev_t dev_host; /* what kernels get, as the host builds it */
     grain_region_dev_t *dev;     /* its copy in device memory */
-    void *counters, *expected, *ready, *group_first, *group_chunks, *peers, *moved; /* device memory */
-    void *ready_host, *refused, *abort;                                              /* host memory */
+    void *counters, *expected, *ready, *group_first, *group_chunks, *peers, *moved, *abort; /* device memory */
+    void *ready_host, *refused;                                                             /* host memory */
 
     grain_piece_pool_t pieces;
     int iteration_open;

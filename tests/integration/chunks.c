@@ -223,19 +223,25 @@ static int errors(run_t *t)
         }
     }
 
-    /* A producer work-group that never calls grain_chunk_done. */
-    d = layout(t, GRAIN_AGENT_HOST, 1000, 1, seg);
-    OK(grain_region_create(t->g, &d, &r));
-    EXPECT(grain_region_end(r), GRAIN_ERR_STATE);
-    OK(grain_region_begin(r));
-    EXPECT(grain_region_begin(r), GRAIN_ERR_STATE);
-    OK(produce(t, r, 0, 0));
-    EXPECT(grain_region_end(r), GRAIN_ERR_STATE);
-    if (bad == 0 && strstr(grain_error_message(t->g), "grain_chunk_done") == NULL) {
-        fprintf(stderr, "rank %d: the error does not name grain_chunk_done: %s\n", me, grain_error_message(t->g));
-        bad++;
+    /* A producer work-group that never calls grain_chunk_done: the device
+     * agent, waiting for its chunk, is stopped too. */
+    int on_gpu = strcmp(grain_backend_name(t->g), "opencl") != 0;
+    grain_agent_t waiting[] = {GRAIN_AGENT_HOST, GRAIN_AGENT_DEVICE, GRAIN_AGENT_LAUNCH};
+    for (int i = 0; i < (on_gpu ? 3 : 1); i++) {
+        d = layout(t, waiting[i], 1000, 1, seg);
+        OK(grain_region_create(t->g, &d, &r));
+        EXPECT(grain_region_end(r), GRAIN_ERR_STATE);
+        OK(grain_region_begin(r));
+        EXPECT(grain_region_begin(r), GRAIN_ERR_STATE);
+        OK(produce(t, r, 0, 0));
+        EXPECT(grain_region_end(r), GRAIN_ERR_STATE);
+        if (bad == 0 && strstr(grain_error_message(t->g), "grain_chunk_done") == NULL) {
+            fprintf(stderr, "rank %d: the %s agent's error does not name grain_chunk_done: %s\n", me,
+                    grain_agent_name(waiting[i]), grain_error_message(t->g));
+            bad++;
+        }
+        grain_region_destroy(r);
     }
-    grain_region_destroy(r);
     if (me == 0)
         printf("errors: %s\n", bad ? "FAILED" : "ok");
     return bad;

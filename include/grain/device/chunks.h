@@ -68,7 +68,7 @@ typedef struct grain_region_dev {
     /* Host memory, set by the launch agent when the device refused a copy:
      * the host makes the copies not made (nothing is lost). */
     GRAIN_DPTR(grain_u32) refused;
-    GRAIN_DPTR(grain_u32) abort;    /* set by the host: the device agent stops waiting */
+    GRAIN_DPTR(grain_u32) abort;    /* device memory: the iteration whose device agent stops waiting */
     GRAIN_DPTR(grain_u32) moved;    /* per chunk, device and launch agents: the iterations that moved it */
     /* Chunks of work-group g: group_chunks[group_first[g] .. group_first[g + 1]) */
     GRAIN_DPTR(grain_u64) group_first;

@@ -76,7 +76,7 @@ GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_
             for (grain_u32 c = cursor; found == GRAIN_AGENT_NONE_ && c < r->n_chunks; c += stride)
                 if (moved[c] != generation && grain_atomic_load_acquire_dev_u32(&r->ready[c]) == generation)
                     found = c;
-            if (found == GRAIN_AGENT_NONE_ && grain_atomic_load_relaxed_u32(r->abort) != 0)
+            if (found == GRAIN_AGENT_NONE_ && grain_atomic_load_relaxed_u32(r->abort) == generation)
                 found = GRAIN_AGENT_DONE_; /* the producer ended without completing every chunk */
             if (found == GRAIN_AGENT_NONE_)
                 grain_poll_nap();
