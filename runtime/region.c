@@ -335,7 +335,6 @@ static grain_status_t build_local(grain_region_t *r)
         .n_groups = p->n_groups,
         .peers = r->peers,
         .host_copy = r->host_copy,
-        .count_chunks = (grain_u32)counting,
         .store_inline = r->agent == GRAIN_AGENT_INLINE,
         .n_segments = p->n_segments,
         .n_chunks = p->n_chunks,
@@ -344,7 +343,9 @@ static grain_status_t build_local(grain_region_t *r)
         .launch_groups = r->agent == GRAIN_AGENT_LAUNCH ? r->threads : 0,
     };
     memcpy(r->dev_host.segments, p->segments, sizeof p->segments);
-    counting_groups(p, r->dev_host.counting_groups);
+    if (counting)
+        counting_groups(p, r->dev_host.counting_groups);
+    r->counting = counting;
     if ((st = upload(g, (void **)&r->dev, &r->dev_host, sizeof r->dev_host)) != GRAIN_OK)
         return st;
     r->moves = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *r->moves);
@@ -643,7 +644,7 @@ grain_status_t grain_region_end(grain_region_t *r)
     grain_status_t st = grain_wait(g), ast = GRAIN_OK;
     uint64_t t1 = grain_now_ns();
     int incomplete = st != GRAIN_OK;
-    if (st == GRAIN_OK && r->dev_host.count_chunks)
+    if (st == GRAIN_OK && r->counting)
         st = check_completed(r, &incomplete);
     switch (r->agent) {
     case GRAIN_AGENT_HOST:

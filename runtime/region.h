@@ -96,6 +96,7 @@ struct grain_region {
     void *ready_host, *refused;                                                             /* host memory */
 
     grain_piece_pool_t pieces;
+    int counting;       /* producers count down chunks and mark them ready (decoupled agents) */
     int iteration_open;
 
     /* Host agent: threads that own the runs of 64 chunks t, t + threads, ... */

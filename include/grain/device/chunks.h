@@ -74,18 +74,18 @@ typedef struct grain_region_dev {
     GRAIN_DPTR(grain_u64) group_first;
     GRAIN_DPTR(grain_u32) group_chunks;
     grain_u64 n_groups;
-    grain_u64 counting_groups[2];   /* [first, end): the work-groups that write some chunk */
+    /* [first, end): the work-groups that count down chunks, those that
+     * write some; empty where nobody counts (bulk, inline, ideal agents). */
+    grain_u64 counting_groups[2];
     /* Per PE: the address of its copy where this rank's kernels can store
      * to it (peer GPU memory), else 0. */
     GRAIN_DPTR(grain_u64) peers;
     GRAIN_DPTR(char) host_copy;     /* GRAIN_DEST_HOST's target, or 0 */
-    grain_u32 count_chunks;         /* decoupled agents: keep counters and ready words */
     grain_u32 store_inline;         /* the inline agent: stores go to the destinations too */
     grain_u32 n_segments;
     grain_u32 n_chunks;
     grain_u32 my_pe, n_pes;
     grain_u32 launch_groups;        /* the launch agent: work-groups of each copy (0: another agent) */
-    grain_u32 pad_;
     grain_segment_dev_t segments[GRAIN_REGION_MAX_SEGMENTS];
 } grain_region_dev_t;
 
@@ -225,9 +225,13 @@ GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_
 GRAIN_INLINE void grain_chunk_done(const grain_wg_t *wg, GRAIN_GLOBAL grain_region_dev_t *r)
 {
     (void)wg;
-    grain_u64 g = grain_group_linear_id();
-    /* Uniform across the work-group, so the barrier below is too. */
-    if (!r->count_chunks || g < r->counting_groups[0] || g >= r->counting_groups[1])
+    /* Every work-group of a producer ends here, after its stores, which
+     * evicted the description from L1: each load of it waits out the L2's
+     * latency, and loads chained by || (a flag, then each bound) cost jacobi
+     * 7 us a sweep on an H200.  One comparison needs both bounds at once.
+     * Uniform across the work-group, so the barrier below is too. */
+    grain_u64 g = grain_group_linear_id(), first = r->counting_groups[0];
+    if (g - first >= r->counting_groups[1] - first)
         return;
     grain_wg_barrier();
     /* No early return from here: PoCL 3.1 ran the rest of the function in
