@@ -236,78 +236,47 @@ typedef int grain_i32;
 #define GRAIN_A32(p) ((volatile unsigned int *)(p))
 #define GRAIN_A64(p) ((volatile unsigned long long *)(p))
 
+/* Acquire loads and release stores of `bits`-bit words at a scope: sys
+ * (the host too) or dev (this device's kernels). */
 #if defined(__HIPCC__) || defined(__HIPCC_RTC__)
-#define GRAIN_HIP_LOAD(p, order, scope) __hip_atomic_load((p), (order), (scope))
-#define GRAIN_HIP_STORE(p, v, order, scope) __hip_atomic_store((p), (v), (order), (scope))
-
-GRAIN_INLINE grain_u32 grain_atomic_load_acquire_u32(GRAIN_GLOBAL void *p)
-{
-    return GRAIN_HIP_LOAD((grain_u32 *)p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_load_acquire_u64(GRAIN_GLOBAL void *p)
-{
-    return GRAIN_HIP_LOAD((grain_u64 *)p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_load_acquire_dev_u64(GRAIN_GLOBAL void *p)
-{
-    return GRAIN_HIP_LOAD((grain_u64 *)p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
-}
-
-GRAIN_INLINE void grain_atomic_store_release_u32(GRAIN_GLOBAL void *p, grain_u32 v)
-{
-    GRAIN_HIP_STORE((grain_u32 *)p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
-}
-
-GRAIN_INLINE grain_u32 grain_atomic_load_acquire_dev_u32(GRAIN_GLOBAL void *p)
-{
-    return GRAIN_HIP_LOAD((grain_u32 *)p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
-}
-
-GRAIN_INLINE void grain_atomic_store_release_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
-{
-    GRAIN_HIP_STORE((grain_u32 *)p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
-}
+#define GRAIN_HIP_SCOPE_sys __HIP_MEMORY_SCOPE_SYSTEM
+#define GRAIN_HIP_SCOPE_dev __HIP_MEMORY_SCOPE_AGENT
+#define GRAIN_LOAD_ACQUIRE_(name, type, bits, scope)                                       \
+    GRAIN_INLINE type name(GRAIN_GLOBAL void *p)                                            \
+    {                                                                                       \
+        return __hip_atomic_load((type *)p, __ATOMIC_ACQUIRE, GRAIN_HIP_SCOPE_##scope);     \
+    }
+#define GRAIN_STORE_RELEASE_(name, type, bits, scope)                                      \
+    GRAIN_INLINE void name(GRAIN_GLOBAL void *p, type v)                                    \
+    {                                                                                       \
+        __hip_atomic_store((type *)p, v, __ATOMIC_RELEASE, GRAIN_HIP_SCOPE_##scope);        \
+    }
 #else
-GRAIN_INLINE grain_u32 grain_atomic_load_acquire_u32(GRAIN_GLOBAL void *p)
-{
-    grain_u32 v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_load_acquire_u64(GRAIN_GLOBAL void *p)
-{
-    grain_u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-GRAIN_INLINE grain_u64 grain_atomic_load_acquire_dev_u64(GRAIN_GLOBAL void *p)
-{
-    grain_u64 v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-GRAIN_INLINE void grain_atomic_store_release_u32(GRAIN_GLOBAL void *p, grain_u32 v)
-{
-    asm volatile("st.release.sys.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
-}
-
-GRAIN_INLINE grain_u32 grain_atomic_load_acquire_dev_u32(GRAIN_GLOBAL void *p)
-{
-    grain_u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-GRAIN_INLINE void grain_atomic_store_release_dev_u32(GRAIN_GLOBAL void *p, grain_u32 v)
-{
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
-}
+#define GRAIN_PTX_SCOPE_sys "sys"
+#define GRAIN_PTX_SCOPE_dev "gpu"
+#define GRAIN_PTX_REG_32 "r"
+#define GRAIN_PTX_REG_64 "l"
+#define GRAIN_LOAD_ACQUIRE_(name, type, bits, scope)                                       \
+    GRAIN_INLINE type name(GRAIN_GLOBAL void *p)                                            \
+    {                                                                                       \
+        type v;                                                                             \
+        asm volatile("ld.acquire." GRAIN_PTX_SCOPE_##scope ".global.u" #bits " %0, [%1];"   \
+                     : "=" GRAIN_PTX_REG_##bits(v) : "l"(p) : "memory");                    \
+        return v;                                                                           \
+    }
+#define GRAIN_STORE_RELEASE_(name, type, bits, scope)                                      \
+    GRAIN_INLINE void name(GRAIN_GLOBAL void *p, type v)                                    \
+    {                                                                                       \
+        asm volatile("st.release." GRAIN_PTX_SCOPE_##scope ".global.u" #bits " [%0], %1;"   \
+                     : : "l"(p), GRAIN_PTX_REG_##bits(v) : "memory");                       \
+    }
 #endif
+GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_u32, grain_u32, 32, sys)
+GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_u64, grain_u64, 64, sys)
+GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_dev_u32, grain_u32, 32, dev)
+GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_dev_u64, grain_u64, 64, dev)
+GRAIN_STORE_RELEASE_(grain_atomic_store_release_u32, grain_u32, 32, sys)
+GRAIN_STORE_RELEASE_(grain_atomic_store_release_dev_u32, grain_u32, 32, dev)
 
 GRAIN_INLINE grain_u32 grain_atomic_load_relaxed_u32(GRAIN_GLOBAL void *p) { return *GRAIN_A32(p); }
 
