@@ -166,10 +166,20 @@ static int transfers(run_t *t, grain_agent_t agent, size_t chunk, uint64_t itera
                 launches, (unsigned long long)s.chunks);
         bad++;
     }
+    /* Programs built without the device runtime (GRAIN_DEVICE_LAUNCH=0)
+     * launch no kernels: the launch agent falls back to the device agent,
+     * the path HIP takes. */
+    const char *plain = getenv("GRAIN_DEVICE_LAUNCH");
+    if (!bad && agent == GRAIN_AGENT_LAUNCH && plain != NULL && strcmp(plain, "0") == 0 &&
+        s.agent != GRAIN_AGENT_DEVICE) {
+        fprintf(stderr, "rank %d: without kernels that launch kernels the launch agent became the %s agent\n", t->me,
+                grain_agent_name(s.agent));
+        bad++;
+    }
     if (t->me == 0)
         printf("%s agent, %llu chunks of %zu bytes, %d ranks, %llu iterations: %llu moves, %llu bytes sent, "
                "%llu written, %llu peers mapped, %llu copies made by the host for want of launch room: %s\n",
-               grain_agent_name(agent), (unsigned long long)s.chunks, chunk, t->n, (unsigned long long)iterations,
+               grain_agent_name(s.agent), (unsigned long long)s.chunks, chunk, t->n, (unsigned long long)iterations,
                (unsigned long long)s.moves, (unsigned long long)s.bytes_sent, (unsigned long long)s.bytes_written,
                (unsigned long long)s.mapped_peers, (unsigned long long)s.unlaunched, bad ? "FAILED" : "ok");
     free(copy);
