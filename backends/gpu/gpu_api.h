@@ -134,8 +134,8 @@ static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const vo
     return grain_cuda_devrt_link((unsigned)(p->major * 10 + p->minor), code, size, linked_p);
 }
 
-/* Room for `n` launches from kernels not yet started or finished. */
-/* Room for n pending launches from kernels: at least n, or exactly n. */
+/* Room for `n` launches from kernels not yet started or finished: at least
+ * `n`, or exactly `n`. */
 static inline gpu_err_t gpuReserveDeviceLaunches(size_t n, int exactly)
 {
     size_t now = 0;
