@@ -375,8 +375,7 @@ static void free_local(grain_region_t *r)
         if (shared[i] != NULL)
             g->bops->free_shared(g->backend, shared[i]);
     free(r->moves);
-    r->counters = r->expected = r->ready = r->group_first = r->group_chunks = r->moved = r->peers = NULL;
-    r->abort = NULL;
+    r->counters = r->expected = r->ready = r->group_first = r->group_chunks = r->moved = r->peers = r->abort = NULL;
     r->dev = NULL;
     r->ready_host = r->refused = r->host_copy = NULL;
     r->moves = NULL;
