@@ -196,11 +196,10 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
     int mapped_done = r->agent == GRAIN_AGENT_INLINE;
     if (seg->dest == GRAIN_DEST_HOST)
         return mapped_done ? GRAIN_OK : copy_on_lane(r, lane, (char *)r->host_copy + at, src, len);
-    int lo = seg->dest == GRAIN_DEST_PEERS ? 0 : seg->dest;
-    int hi = seg->dest == GRAIN_DEST_PEERS ? r->grain->n_pes : lo + 1;
     grain_status_t st = GRAIN_OK;
-    for (int pe = lo; st == GRAIN_OK && !mapped_done && pe < hi; pe++)
-        if (pe != r->grain->my_pe && r->peer_maps[pe] != NULL)
+    uint32_t end = grain_segment_end_pe(seg, (uint32_t)r->grain->n_pes);
+    for (uint32_t pe = grain_segment_first_pe(seg); st == GRAIN_OK && !mapped_done && pe < end; pe++)
+        if (pe != (uint32_t)r->grain->my_pe && r->peer_maps[pe] != NULL)
             st = copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len);
     /* The others get the same pieces, staged once. */
     int one = seg->dest;

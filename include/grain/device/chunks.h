@@ -114,6 +114,19 @@ GRAIN_INLINE grain_u32 grain_chunk_segment(GRAIN_GLOBAL const grain_segment_dev_
     return s;
 }
 
+/* The ranks [first, end) a segment goes to: every rank for GRAIN_DEST_PEERS,
+ * else the one it names (GRAIN_DEST_HOST's callers never ask).  Callers
+ * skip their own rank. */
+GRAIN_INLINE grain_u32 grain_segment_first_pe(GRAIN_GLOBAL const grain_segment_dev_t *seg)
+{
+    return seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
+}
+
+GRAIN_INLINE grain_u32 grain_segment_end_pe(GRAIN_GLOBAL const grain_segment_dev_t *seg, grain_u32 n_pes)
+{
+    return seg->dest == GRAIN_DEST_PEERS ? n_pes : (grain_u32)seg->dest + 1u;
+}
+
 GRAIN_INLINE grain_u64 grain_chunk_start(GRAIN_GLOBAL const grain_segment_dev_t *seg, grain_u64 chunk_bytes, grain_u32 c)
 {
     return (grain_u64)(c - seg->first_chunk) * chunk_bytes;
@@ -170,9 +183,7 @@ GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, gr
         grain_chunk_copy_(r->host_copy + at, src, len, first, step);
         return;
     }
-    grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
-    grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
-    for (grain_u32 pe = lo; pe < hi; pe++)
+    for (grain_u32 pe = grain_segment_first_pe(seg), end = grain_segment_end_pe(seg, r->n_pes); pe < end; pe++)
         if (pe != r->my_pe && r->peers[pe] != 0)
             grain_chunk_copy_((GRAIN_GLOBAL char *)r->peers[pe] + at, src, len, first, step);
 }
@@ -281,9 +292,7 @@ GRAIN_INLINE void grain_region_store64(GRAIN_GLOBAL const grain_region_dev_t *GR
             ((GRAIN_GLOBAL grain_u64 *)r->host_copy)[at] = value;
             continue;
         }
-        grain_u32 lo = seg->dest == GRAIN_DEST_PEERS ? 0u : (grain_u32)seg->dest;
-        grain_u32 hi = seg->dest == GRAIN_DEST_PEERS ? r->n_pes : lo + 1u;
-        for (grain_u32 pe = lo; pe < hi; pe++)
+        for (grain_u32 pe = grain_segment_first_pe(seg), end = grain_segment_end_pe(seg, r->n_pes); pe < end; pe++)
             if (pe != r->my_pe && r->peers[pe] != 0)
                 ((GRAIN_GLOBAL grain_u64 *)r->peers[pe])[at] = value;
     }
