@@ -105,7 +105,8 @@ typedef struct grain_backend_ops {
     void (*unmap_peer)(grain_backend_t *backend, void *ptr);
     /* Transfer lanes: asynchronous copies, in order within a lane, beside
      * every kernel; copy_wait returns once a lane's copies are done.
-     * Without them the runtime copies synchronously. */
+     * Lanes [0, GRAIN_COPY_LANES) are the agents', GRAIN_RECV_LANE the
+     * receiving thread's.  Without them the runtime copies synchronously. */
     grain_status_t (*copy_async)(grain_backend_t *backend, unsigned lane, void *dst, const void *src, size_t size);
     grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
     /* The agent stream: one kernel beside the application's and the apply
@@ -121,6 +122,7 @@ typedef struct grain_backend_ops {
 
 #define GRAIN_PEER_HANDLE_BYTES 128u
 #define GRAIN_COPY_LANES 16u
+#define GRAIN_RECV_LANE GRAIN_COPY_LANES
 
 /* The backend named `name` ("auto": the first built-in one that opens). */
 grain_status_t grain_backend_open(const grain_config_t *config, unsigned host_threads,

@@ -136,6 +136,14 @@ void grain_transport_received(void *arg, uint32_t src, const void *data, size_t 
     g->recv_busy_ns += grain_now_ns() - t0;
 }
 
+void grain_transport_settle(void *arg)
+{
+    grain_t *g = arg;
+    uint64_t t0 = grain_now_ns();
+    grain_region_settle(g);
+    g->recv_busy_ns += grain_now_ns() - t0;
+}
+
 void grain_transport_sent(void *arg, void *token)
 {
     (void)arg;

@@ -26,6 +26,9 @@ enum { PLACE_HEAP, PLACE_PEER, PLACE_DEVICE };
  * apart; pieces need no order (chunks are disjoint, iterations are
  * separated by grain_region_end). */
 #define GRAIN_PIECE_MAGIC 0x48435247u /* "GRCH" */
+/* Pieces the network thread copies before it waits for them: a batch the
+ * transport hands over at once, up to this. */
+#define GRAIN_LANDING_MAX 64u
 typedef struct grain_piece_hdr {
     uint32_t magic;
     uint32_t src_pe;
@@ -128,8 +131,12 @@ grain_status_t grain_region_move(struct grain_region *r, unsigned seg, uint64_t 
 grain_status_t grain_region_lane_wait(struct grain_region *r, unsigned lane);
 grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, struct grain *g, unsigned n, size_t size);
 void grain_piece_pool_destroy(grain_piece_pool_t *pool, struct grain *g);
-/* Applies a piece that arrived from `src` (validated first) and counts it. */
+/* Applies a piece that arrived from `src` (validated first) and counts it;
+ * where the backend copies asynchronously, the copy may still read `data`
+ * and the piece is counted only once grain_region_settle has waited for
+ * it.  Both on the network thread. */
 void grain_region_receive(struct grain *g, uint32_t src, const void *data, size_t len);
+void grain_region_settle(struct grain *g);
 
 /* The host agent (region_host_agent.c). */
 grain_status_t grain_host_agent_start(struct grain_region *r);

@@ -243,23 +243,50 @@ static grain_status_t check_piece(grain_t *g, uint32_t src, const void *data, si
     return GRAIN_OK;
 }
 
+/* Counted even when rejected, so that quiet reports the error instead of
+ * waiting for a piece that will never apply; and only once its bytes are
+ * in place, for grain_region_end waits for the count. */
+static void landed(grain_t *g, grain_region_t *r, uint32_t src, uint64_t bytes, grain_status_t st, const char *why)
+{
+    if (st == GRAIN_OK)
+        atomic_fetch_add_explicit(&r->bytes_received, bytes, memory_order_relaxed);
+    else
+        grain_async_error(g, st, why);
+    atomic_fetch_add_explicit(&g->pieces_from[src], 1, memory_order_release);
+}
+
+void grain_region_settle(grain_t *g)
+{
+    if (g->n_landing == 0)
+        return;
+    grain_status_t st = g->bops->copy_wait(g->backend, GRAIN_RECV_LANE);
+    char why[256];
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "copying received chunk pieces into device memory: %s", grain_error_message(g));
+    for (unsigned i = 0; i < g->n_landing; i++)
+        landed(g, g->landing[i].region, g->landing[i].src, g->landing[i].bytes, st, why);
+    g->n_landing = 0;
+}
+
 void grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len)
 {
     grain_piece_hdr_t h;
     grain_region_t *r = NULL;
     char why[256];
     grain_status_t st = check_piece(g, src, data, len, &h, &r, why, sizeof why);
-    if (st == GRAIN_OK) {
-        size_t n = len - sizeof h;
+    size_t n = len - sizeof h;
+    if (st == GRAIN_OK && g->bops->copy_async != NULL) {
+        if (g->n_landing == GRAIN_LANDING_MAX)
+            grain_region_settle(g);
+        st = g->bops->copy_async(g->backend, GRAIN_RECV_LANE, r->data + h.offset, (const char *)data + sizeof h, n);
+        if (st == GRAIN_OK) {
+            g->landing[g->n_landing++] = (struct grain_landing){r, src, n};
+            return;
+        }
+    } else if (st == GRAIN_OK) {
         st = g->bops->copy(g->backend, r->data + h.offset, (const char *)data + sizeof h, n);
-        if (st == GRAIN_OK)
-            atomic_fetch_add_explicit(&r->bytes_received, n, memory_order_relaxed);
-        else
-            snprintf(why, sizeof why, "%s", grain_error_message(g));
     }
-    if (st != GRAIN_OK)
-        grain_async_error(g, st, why);
-    /* Counted even when rejected, so that quiet reports the error instead
-     * of waiting for a piece that will never apply. */
-    atomic_fetch_add_explicit(&g->pieces_from[src], 1, memory_order_release);
+    if (st != GRAIN_OK && r != NULL)
+        snprintf(why, sizeof why, "%s", grain_error_message(g));
+    landed(g, r, src, n, st, why);
 }

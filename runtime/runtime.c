@@ -187,6 +187,7 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     if (st != GRAIN_OK)
         goto err;
     grain_transport_handlers_t handlers = {.received = grain_transport_received,
+                                           .settle = grain_transport_settle,
                                            .sent = grain_transport_sent,
                                            .arg = g,
                                            .alloc_recv = g->binfo.cpu_device ? NULL : pinned_alloc,

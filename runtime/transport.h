@@ -22,9 +22,15 @@ typedef struct grain_send_token {
 } grain_send_token_t;
 
 typedef struct grain_transport_handlers {
-    /* A buffer arrived from `src`; it is the transport's again when this
-     * returns.  Called from the transport's thread. */
+    /* A buffer arrived from `src`.  Called from the transport's thread; the
+     * runtime may still be reading it (an asynchronous copy into device
+     * memory) until settle. */
     void (*received)(void *arg, uint32_t src, const void *data, size_t len);
+    /* The buffers given to received() since the last call are the
+     * transport's again once this returns.  Called before any of them is
+     * reused or freed: after a batch of them, so that one wait covers the
+     * batch's copies, or after each. */
+    void (*settle)(void *arg);
     /* The buffer passed to send() with `token` may be reused. */
     void (*sent)(void *arg, void *token);
     void *arg;

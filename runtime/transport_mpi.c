@@ -164,6 +164,7 @@ static void deliver_held(grain_transport_t *t, int src)
         *h = b->next;
         t->next_seq[src]++;
         t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len);
+        t->handlers.settle(t->handlers.arg);
         free(b);
         h = &t->held; /* a later one may now be next */
     }
@@ -199,8 +200,12 @@ static int progress_recvs(grain_transport_t *t)
             t->handlers.received(t->handlers.arg, (uint32_t)src, data, (size_t)len);
             deliver_held(t, src);
         }
-        post_recv(t, i);
     }
+    /* One settle for the batch: a synchronous copy per buffer cost the
+     * receiver 16 us a 64 KiB chunk piece on an H200. */
+    t->handlers.settle(t->handlers.arg);
+    for (int k = 0; k < n; k++)
+        post_recv(t, (unsigned)t->indices[k]);
     return 1;
 }
 

@@ -39,7 +39,7 @@ struct grain_backend {
     gpu_stream_t agent;  /* the device transfer agent */
     /* Transfer agents' copies, made on first use (under the lock: the
      * threads of several regions share lane numbers). */
-    gpu_stream_t lanes[GRAIN_COPY_LANES];
+    gpu_stream_t lanes[GRAIN_RECV_LANE + 1];
     pthread_mutex_t lanes_lock;
     gpu_event_t side_events[SIDE_EVENTS];
     unsigned n_side_events;
@@ -125,7 +125,7 @@ static void gpu_close(grain_backend_t *b)
     on_device(b);
     for (unsigned i = 0; i < b->n_side_events; i++)
         gpuEventDestroy(b->side_events[i]);
-    for (unsigned i = 0; i < GRAIN_COPY_LANES; i++)
+    for (unsigned i = 0; i <= GRAIN_RECV_LANE; i++)
         if (b->lanes[i] != NULL)
             gpuStreamDestroy(b->lanes[i]);
     if (b->agent != NULL)
