@@ -274,7 +274,7 @@ void grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len
     grain_region_t *r = NULL;
     char why[256];
     grain_status_t st = check_piece(g, src, data, len, &h, &r, why, sizeof why);
-    size_t n = len - sizeof h;
+    size_t n = st == GRAIN_OK ? len - sizeof h : 0;
     if (st == GRAIN_OK && g->bops->copy_async != NULL) {
         if (g->n_landing == GRAIN_LANDING_MAX)
             grain_region_settle(g);
