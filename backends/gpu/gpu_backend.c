@@ -37,8 +37,9 @@ struct grain_backend {
     gpu_stream_t stream; /* the application's kernels */
     gpu_stream_t side;   /* the runtime's apply kernels */
     gpu_stream_t agent;  /* the device transfer agent */
-    /* Transfer agents' copies, made on first use (under the lock: the
-     * threads of several regions share lane numbers). */
+    /* Transfer agents' copies and the receiving thread's (the last),
+     * made on first use (under the lock: the threads of several regions
+     * share lane numbers). */
     gpu_stream_t lanes[GRAIN_RECV_LANE + 1];
     pthread_mutex_t lanes_lock;
     gpu_event_t side_events[SIDE_EVENTS];
