@@ -525,12 +525,14 @@ grain_status_t grain_region_begin(grain_region_t *r)
         return grain_fail(GRAIN_ERR_INVALID, "grain_region_begin of a NULL region");
     if (r->iteration_open)
         return grain_fail(GRAIN_ERR_STATE, "region %u: grain_region_begin twice without grain_region_end", r->id);
-    /* Its counters would make chunks ready early or never, and the device
-     * agent would take the stop word of the failed iteration for its own. */
+    /* Its counters and ready words would make chunks ready early or never,
+     * and the device agent would take the stop word of the failed iteration
+     * for its own. */
     if (r->broken)
         return grain_fail(GRAIN_ERR_STATE,
-                          "region %u: an earlier iteration ended with chunks its producer never completed, so "
-                          "its counters are inconsistent: destroy the region and create it again",
+                          "region %u: an earlier iteration failed (its producer left chunks incomplete, or its "
+                          "transfers failed), so its counters and ready words no longer match the next "
+                          "iteration: destroy the region and create it again",
                           r->id);
     grain_t *g = r->grain;
     grain_status_t st = GRAIN_OK;
@@ -650,10 +652,8 @@ grain_status_t grain_region_end(grain_region_t *r)
     grain_status_t st = grain_wait(g), ast = GRAIN_OK;
     uint64_t t1 = grain_now_ns();
     int incomplete = st != GRAIN_OK;
-    if (st == GRAIN_OK && r->counting) {
+    if (st == GRAIN_OK && r->counting)
         st = check_completed(r, &incomplete);
-        r->broken = incomplete;
-    }
     switch (r->agent) {
     case GRAIN_AGENT_HOST:
     case GRAIN_AGENT_INLINE:
@@ -678,8 +678,13 @@ grain_status_t grain_region_end(grain_region_t *r)
         break;
     }
     r->iteration_open = 0;
+    /* The agents look for the ready words of generation iterations + 1.
+     * After a failed iteration they may already read it (the producer got
+     * there, the moves did not), or never will (its counters are off). */
     if (st == GRAIN_OK && ast == GRAIN_OK)
         r->iterations++;
+    else if (r->counting)
+        r->broken = 1;
     uint64_t t2 = grain_now_ns();
     /* Always: the other ranks wait for this rank's pieces and barrier. */
     grain_status_t qst = grain_quiet(g);

@@ -100,7 +100,7 @@ struct grain_region {
 
     grain_piece_pool_t pieces;
     int counting;       /* producers count down chunks and mark them ready (decoupled agents) */
-    int broken;         /* an iteration ended with chunks not completed: the counters are off */
+    int broken;         /* a counting region's iteration failed: counters or ready words are off */
     int iteration_open;
 
     /* Host agent: threads that own the runs of 64 chunks t, t + threads, ... */
