@@ -105,10 +105,16 @@ typedef struct grain_backend_ops {
     void (*unmap_peer)(grain_backend_t *backend, void *ptr);
     /* Transfer lanes: asynchronous copies, in order within a lane, beside
      * every kernel; copy_wait returns once a lane's copies are done.
-     * Lanes [0, GRAIN_COPY_LANES) are the agents', GRAIN_RECV_LANE the
-     * receiving thread's.  Without them the runtime copies synchronously. */
+     * copy_mark numbers the lane's copies so far (from 1); copy_done says
+     * without waiting whether those of mark `n` are done: 1 done, 0 not
+     * yet, -1 failed (copy_wait then says why).  Lanes [0,
+     * GRAIN_COPY_LANES) are the agents', GRAIN_RECV_LANE the receiving
+     * thread's.  All four or none: without them the runtime copies
+     * synchronously. */
     grain_status_t (*copy_async)(grain_backend_t *backend, unsigned lane, void *dst, const void *src, size_t size);
     grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
+    grain_status_t (*copy_mark)(grain_backend_t *backend, unsigned lane, uint64_t *n_p);
+    int (*copy_done)(grain_backend_t *backend, unsigned lane, uint64_t n);
     /* The agent stream: one kernel beside the application's and the apply
      * kernels (the device transfer agent, which polls until the producer
      * is done, so the device must run both at once). */

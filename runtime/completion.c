@@ -120,7 +120,7 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
         atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
 }
 
-void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
+int grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)
 {
     grain_t *g = arg;
     uint64_t t0 = grain_now_ns();
@@ -129,19 +129,24 @@ void grain_transport_received(void *arg, uint32_t src, const void *data, size_t 
     uint32_t magic = 0;
     if (len >= sizeof magic)
         memcpy(&magic, data, sizeof magic);
+    int held = 0;
     if (magic == GRAIN_PIECE_MAGIC)
-        grain_region_receive(g, src, data, len);
+        held = grain_region_receive(g, src, data, len);
     else
         grain_receive_buffer(g, src, data, len);
     g->recv_busy_ns += grain_now_ns() - t0;
+    return held;
 }
 
-void grain_transport_settle(void *arg)
+unsigned grain_transport_settle(void *arg, int wait)
 {
     grain_t *g = arg;
+    if (g->n_landing == 0 && g->landing_freed == 0)
+        return 0; /* polled often: not worth a clock read */
     uint64_t t0 = grain_now_ns();
-    grain_region_settle(g);
+    unsigned n = grain_region_settle(g, wait);
     g->recv_busy_ns += grain_now_ns() - t0;
+    return n;
 }
 
 void grain_transport_sent(void *arg, void *token)

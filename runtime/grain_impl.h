@@ -99,13 +99,16 @@ struct grain {
     _Atomic uint64_t *pieces_to;   /* sent to each rank */
     _Atomic uint64_t *pieces_from; /* received from each rank */
     /* Network thread only: pieces whose copy into device memory has
-     * started, counted once it is done (grain_region_settle). */
+     * started, oldest first, counted once it is done (grain_region_settle);
+     * and those counted while the list was full, whose buffers the
+     * transport has not yet been told are free. */
     struct grain_landing {
         struct grain_region *region;
         uint32_t src;
         uint64_t bytes;
+        uint64_t mark; /* the receiving lane's, after its copy */
     } landing[GRAIN_LANDING_MAX];
-    unsigned n_landing;
+    unsigned n_landing, landing_freed;
     /* Regions by id (the same on every rank: creation is collective), for
      * the pieces that arrive; and the device agent's kernel, built once. */
     struct grain_region *_Atomic regions[GRAIN_MAX_REGIONS];
@@ -171,8 +174,8 @@ void grain_aggregators_stop(struct grain *g);
  * when the last of them found the queue empty (grain_now_ns). */
 uint64_t grain_aggregators_drain(struct grain *g);
 
-void grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
-void grain_transport_settle(void *arg);
+int grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
+unsigned grain_transport_settle(void *arg, int wait);
 /* Validates and applies a buffer from `src` (the transport's, or one this
  * rank sent itself) and counts it for quiet; any thread. */
 void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len);

@@ -26,8 +26,8 @@ enum { PLACE_HEAP, PLACE_PEER, PLACE_DEVICE };
  * apart; pieces need no order (chunks are disjoint, iterations are
  * separated by grain_region_end). */
 #define GRAIN_PIECE_MAGIC 0x48435247u /* "GRCH" */
-/* Pieces the network thread copies before it waits for them: a batch the
- * transport hands over at once, up to this. */
+/* Pieces whose copies into device memory may run at once: more than the
+ * receive buffers a transport keeps (a rank's default is 3 a peer). */
 #define GRAIN_LANDING_MAX 64u
 typedef struct grain_piece_hdr {
     uint32_t magic;
@@ -131,12 +131,15 @@ grain_status_t grain_region_move(struct grain_region *r, unsigned seg, uint64_t 
 grain_status_t grain_region_lane_wait(struct grain_region *r, unsigned lane);
 grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, struct grain *g, unsigned n, size_t size);
 void grain_piece_pool_destroy(grain_piece_pool_t *pool, struct grain *g);
-/* Applies a piece that arrived from `src` (validated first) and counts it;
- * where the backend copies asynchronously, the copy may still read `data`
- * and the piece is counted only once grain_region_settle has waited for
- * it.  Both on the network thread. */
-void grain_region_receive(struct grain *g, uint32_t src, const void *data, size_t len);
-void grain_region_settle(struct grain *g);
+/* Applies a piece that arrived from `src` (validated first) and counts it.
+ * Returns 1 where the backend copies asynchronously and the copy may still
+ * read `data`: the piece is counted once grain_region_settle finds the
+ * copy done.  grain_region_settle counts the pieces whose copies are done,
+ * oldest first (with `wait`, all of them, once they are), and returns how
+ * many buffers that frees, oldest first, those freed meanwhile included.
+ * Both on the network thread. */
+int grain_region_receive(struct grain *g, uint32_t src, const void *data, size_t len);
+unsigned grain_region_settle(struct grain *g, int wait);
 
 /* The host agent (region_host_agent.c). */
 grain_status_t grain_host_agent_start(struct grain_region *r);

@@ -22,15 +22,16 @@ typedef struct grain_send_token {
 } grain_send_token_t;
 
 typedef struct grain_transport_handlers {
-    /* A buffer arrived from `src`.  Called from the transport's thread; the
-     * runtime may still be reading it (an asynchronous copy into device
-     * memory) until settle. */
-    void (*received)(void *arg, uint32_t src, const void *data, size_t len);
-    /* The buffers given to received() since the last call are the
-     * transport's again once this returns.  Called before any of them is
-     * reused or freed: after a batch of them, so that one wait covers the
-     * batch's copies, or after each. */
-    void (*settle)(void *arg);
+    /* A buffer arrived from `src`.  Called from the transport's thread;
+     * returns 1 where the runtime still reads it (an asynchronous copy into
+     * device memory): the buffer is held until settle frees it.  Held
+     * buffers are freed in the order received() took them. */
+    int (*received)(void *arg, uint32_t src, const void *data, size_t len);
+    /* Returns how many of the oldest held buffers are the transport's
+     * again; with `wait`, all of them, once they are.  Without, it never
+     * waits: a transport calls it as it polls, so that no buffer waits for
+     * a later one's copy. */
+    unsigned (*settle)(void *arg, int wait);
     /* The buffer passed to send() with `token` may be reused. */
     void (*sent)(void *arg, void *token);
     void *arg;

@@ -69,6 +69,10 @@ struct grain_transport {
     MPI_Request *recv_reqs;
     uint64_t *next_seq;   /* per source */
     held_buffer_t *held;
+    /* Receive buffers the runtime still reads, oldest first (a ring):
+     * reposted as settle frees them. */
+    unsigned *lent;
+    unsigned lent_first, n_lent;
     int *indices;
     MPI_Status *statuses;
 
@@ -152,6 +156,25 @@ static void post_recv(grain_transport_t *t, unsigned i)
               DATA_TAG, t->comm, &t->recv_reqs[i]);
 }
 
+/* Reposts the n oldest lent buffers, which settle freed; settle may count
+ * a set-aside buffer after them, which is not lent. */
+static void repost_lent(grain_transport_t *t, unsigned n)
+{
+    for (; n > 0 && t->n_lent > 0; n--, t->n_lent--) {
+        post_recv(t, t->lent[t->lent_first]);
+        t->lent_first = (t->lent_first + 1) % t->n_recv;
+    }
+}
+
+/* Hands receive buffer i to the runtime, then reposts it unless lent. */
+static void hand_over(grain_transport_t *t, unsigned i, int src, size_t len)
+{
+    if (t->handlers.received(t->handlers.arg, (uint32_t)src, t->recv_memory + (size_t)i * t->recv_size, len))
+        t->lent[(t->lent_first + t->n_lent++) % t->n_recv] = i;
+    else
+        post_recv(t, i);
+}
+
 /* Delivers the set-aside buffers of `src` while the next in sequence is there. */
 static void deliver_held(grain_transport_t *t, int src)
 {
@@ -163,8 +186,8 @@ static void deliver_held(grain_transport_t *t, int src)
         }
         *h = b->next;
         t->next_seq[src]++;
-        t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len);
-        t->handlers.settle(t->handlers.arg);
+        if (t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len))
+            repost_lent(t, t->handlers.settle(t->handlers.arg, 1)); /* frees b last */
         free(b);
         h = &t->held; /* a later one may now be next */
     }
@@ -193,20 +216,26 @@ static int progress_recvs(grain_transport_t *t)
             *b = (held_buffer_t){t->held, src, h.seq, (size_t)len};
             memcpy(b->data, data, (size_t)len);
             t->held = b;
+            post_recv(t, i);
         } else {
             /* In order, or malformed: the runtime rejects and reports the latter. */
             if (h.magic == GRAIN_WIRE_MAGIC)
                 t->next_seq[src]++;
-            t->handlers.received(t->handlers.arg, (uint32_t)src, data, (size_t)len);
+            hand_over(t, i, src, (size_t)len);
             deliver_held(t, src);
         }
     }
-    /* One settle for the batch: a synchronous copy per buffer cost the
-     * receiver 16 us a 64 KiB chunk piece on an H200. */
-    t->handlers.settle(t->handlers.arg);
-    for (int k = 0; k < n; k++)
-        post_recv(t, (unsigned)t->indices[k]);
     return 1;
+}
+
+/* Reposts the lent buffers whose copies are done, never waiting: a wait
+ * for each batch of pieces cost the receiver 16 us a 64 KiB chunk piece on
+ * an H200, and a buffer waits for no later one. */
+static int progress_lent(grain_transport_t *t)
+{
+    unsigned n = t->handlers.settle(t->handlers.arg, 0);
+    repost_lent(t, n);
+    return n > 0;
 }
 
 static grain_status_t post_send(grain_transport_t *t, send_node_t *node)
@@ -346,13 +375,16 @@ static void *network_thread(void *arg)
         uint64_t seen = grain_bell_seen(&t->bell);
         int worked = start_sends(t);
         worked |= progress_recvs(t);
+        worked |= progress_lent(t);
         worked |= complete_sends(t);
         worked |= progress_collective(t);
-        if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0)
+        if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0) {
+            t->handlers.settle(t->handlers.arg, 1); /* no copy may read freed buffers */
             break;
+        }
         if (worked)
             grain_backoff_reset(&backoff);
-        else if (t->coll_in_flight || t->n_inflight > 0) /* MPI progresses them only while polled */
+        else if (t->coll_in_flight || t->n_inflight > 0 || t->n_lent > 0) /* MPI and copies progress unrung */
             grain_backoff_idle_patient(&backoff, GRAIN_BACKOFF_PATIENCE_NS);
         else
             grain_backoff_idle_bell(&backoff, &t->bell, seen);
@@ -373,8 +405,8 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
     t->statuses = calloc(recv_buffers, sizeof *t->statuses);
     t->indices = calloc(recv_buffers, sizeof *t->indices);
-    if (!t->recv_memory || !t->recv_reqs || !t->next_seq ||
-        !t->statuses || !t->indices)
+    t->lent = calloc(recv_buffers, sizeof *t->lent);
+    if (!t->recv_memory || !t->recv_reqs || !t->next_seq || !t->statuses || !t->indices || !t->lent)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory for %u receive buffers of %zu bytes",
                           recv_buffers, recv_size);
     for (unsigned i = 0; i < recv_buffers; i++)
@@ -456,6 +488,7 @@ static void mpi_close(grain_transport_t *t)
     free(t->next_seq);
     free(t->statuses);
     free(t->indices);
+    free(t->lent);
     free(t->send_reqs);
     free(t->send_nodes);
     free(t->send_done);

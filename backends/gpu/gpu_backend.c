@@ -28,8 +28,17 @@
 
 #define MAX_ARGS 32
 #define MAX_ARG_BYTES 64
-/* Completion events of the side stream, reused round robin. */
-#define SIDE_EVENTS 64u
+#define MARK_EVENTS 64u
+
+/* Points of an in-order stream, numbered from 1, each recorded in the
+ * event n % MARK_EVENTS, reused round robin: that event then stands for
+ * the newest point recorded in it, n or later, and when that one is done,
+ * so is n. */
+typedef struct mark_ring {
+    gpu_event_t events[MARK_EVENTS];
+    unsigned n_events; /* created */
+    uint64_t marked;
+} mark_ring_t;
 
 struct grain_backend {
     int device;
@@ -41,10 +50,9 @@ struct grain_backend {
      * made on first use (under the lock: the threads of several regions
      * share lane numbers). */
     gpu_stream_t lanes[GRAIN_RECV_LANE + 1];
+    mark_ring_t lane_marks[GRAIN_RECV_LANE + 1];
     pthread_mutex_t lanes_lock;
-    gpu_event_t side_events[SIDE_EVENTS];
-    unsigned n_side_events;
-    uint64_t side_launched;
+    mark_ring_t side_marks; /* the apply kernels' completions */
     unsigned launch_pending; /* GRAIN_LAUNCH_PENDING: fixed room for launches from kernels, or 0 */
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
@@ -121,14 +129,50 @@ static grain_status_t pick_device(const grain_config_t *config, int *device_p)
     return GRAIN_OK;
 }
 
+static void ring_destroy(mark_ring_t *m)
+{
+    for (unsigned i = 0; i < m->n_events; i++)
+        gpuEventDestroy(m->events[i]);
+    m->n_events = 0;
+}
+
+static gpu_err_t ring_create(mark_ring_t *m)
+{
+    gpu_err_t err = GPU_SUCCESS;
+    for (; err == GPU_SUCCESS && m->n_events < MARK_EVENTS; m->n_events++)
+        err = gpuEventCreate(&m->events[m->n_events]);
+    if (err != GPU_SUCCESS) {
+        m->n_events--;
+        ring_destroy(m);
+    }
+    return err;
+}
+
+static gpu_err_t ring_mark(mark_ring_t *m, gpu_stream_t s, uint64_t *n_p)
+{
+    uint64_t n = m->marked + 1;
+    gpu_err_t err = gpuEventRecord(m->events[n % MARK_EVENTS], s);
+    if (err == GPU_SUCCESS)
+        *n_p = m->marked = n;
+    return err;
+}
+
+/* 1 done, 0 not yet, -1 failed. */
+static int ring_done(const mark_ring_t *m, uint64_t n)
+{
+    gpu_err_t err = gpuEventQuery(m->events[n % MARK_EVENTS]);
+    return err == GPU_SUCCESS ? 1 : err == GPU_NOT_READY ? 0 : -1;
+}
+
 static void gpu_close(grain_backend_t *b)
 {
     on_device(b);
-    for (unsigned i = 0; i < b->n_side_events; i++)
-        gpuEventDestroy(b->side_events[i]);
-    for (unsigned i = 0; i <= GRAIN_RECV_LANE; i++)
+    ring_destroy(&b->side_marks);
+    for (unsigned i = 0; i <= GRAIN_RECV_LANE; i++) {
+        ring_destroy(&b->lane_marks[i]);
         if (b->lanes[i] != NULL)
             gpuStreamDestroy(b->lanes[i]);
+    }
     if (b->agent != NULL)
         gpuStreamDestroy(b->agent);
     gpuStreamDestroy(b->side);
@@ -167,12 +211,10 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
         gpuStreamDestroy(b->stream);
         st = gpu_fail(err, "creating the agent stream");
     }
-    for (; st == GRAIN_OK && b->n_side_events < SIDE_EVENTS; b->n_side_events++) {
-        if ((err = gpuEventCreate(&b->side_events[b->n_side_events])) != GPU_SUCCESS) {
-            st = gpu_fail(err, "creating an event");
-            gpu_close(b);
-            return st;
-        }
+    if (st == GRAIN_OK && (err = ring_create(&b->side_marks)) != GPU_SUCCESS) {
+        st = gpu_fail(err, "creating events");
+        gpu_close(b);
+        return st;
     }
     if (st != GRAIN_OK) {
         pthread_mutex_destroy(&b->lanes_lock);
@@ -473,22 +515,15 @@ static grain_status_t gpu_launch_side(grain_bkernel_t *k, size_t global, size_t 
     grain_status_t st = launch_on(k, 1, &global, &local, b->side);
     if (st != GRAIN_OK)
         return st;
-    uint64_t n = b->side_launched + 1;
-    gpu_err_t err = gpuEventRecord(b->side_events[n % SIDE_EVENTS], b->side);
-    if (err != GPU_SUCCESS)
-        return gpu_fail(err, "recording an apply kernel's completion");
-    b->side_launched = n;
-    *n_p = n;
-    return GRAIN_OK;
+    gpu_err_t err = ring_mark(&b->side_marks, b->side, n_p);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "recording an apply kernel's completion");
 }
 
-/* The event of launch n now stands for the newest launch recorded in it, n
- * or later: when that one has finished, so has n.  (An error is left for
- * side_synchronize to report.) */
+/* A failed launch counts as finished; side_synchronize reports it. */
 static int gpu_side_done(grain_backend_t *b, uint64_t n)
 {
     on_device(b);
-    return gpuEventQuery(b->side_events[n % SIDE_EVENTS]) == GPU_SUCCESS;
+    return ring_done(&b->side_marks, n) != 0;
 }
 
 static grain_status_t gpu_side_synchronize(grain_backend_t *b)
@@ -566,13 +601,36 @@ static grain_status_t gpu_copy_async(grain_backend_t *b, unsigned lane, void *ds
 {
     gpu_err_t err = on_device(b);
     pthread_mutex_lock(&b->lanes_lock);
-    if (err == GPU_SUCCESS && b->lanes[lane] == NULL)
-        err = gpuStreamCreate(&b->lanes[lane], 0);
+    if (err == GPU_SUCCESS && b->lanes[lane] == NULL && (err = ring_create(&b->lane_marks[lane])) == GPU_SUCCESS &&
+        (err = gpuStreamCreate(&b->lanes[lane], 0)) != GPU_SUCCESS)
+        ring_destroy(&b->lane_marks[lane]);
     gpu_stream_t s = b->lanes[lane];
     pthread_mutex_unlock(&b->lanes_lock);
     if (err == GPU_SUCCESS)
         err = gpuMemcpyAnyAsync(dst, src, size, s);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "an asynchronous copy");
+}
+
+/* Under the lock: threads of several regions share lane numbers. */
+static grain_status_t gpu_copy_mark(grain_backend_t *b, unsigned lane, uint64_t *n_p)
+{
+    gpu_err_t err = on_device(b);
+    pthread_mutex_lock(&b->lanes_lock);
+    if (err == GPU_SUCCESS && b->lanes[lane] != NULL)
+        err = ring_mark(&b->lane_marks[lane], b->lanes[lane], n_p);
+    else if (err == GPU_SUCCESS)
+        *n_p = 0; /* no copy yet: nothing to wait for */
+    pthread_mutex_unlock(&b->lanes_lock);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "marking transfers");
+}
+
+/* The events never move once the lane exists, so no lock. */
+static int gpu_copy_done(grain_backend_t *b, unsigned lane, uint64_t n)
+{
+    if (n == 0)
+        return 1;
+    on_device(b);
+    return ring_done(&b->lane_marks[lane], n);
 }
 
 static grain_status_t gpu_copy_wait(grain_backend_t *b, unsigned lane)
@@ -645,6 +703,8 @@ const grain_backend_ops_t grain_hip_ops = {
     .unmap_peer = gpu_unmap_peer,
     .copy_async = gpu_copy_async,
     .copy_wait = gpu_copy_wait,
+    .copy_mark = gpu_copy_mark,
+    .copy_done = gpu_copy_done,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,
     .reserve_launches = gpu_reserve_launches,
