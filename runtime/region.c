@@ -352,7 +352,7 @@ static grain_status_t build_local(grain_region_t *r)
     if (r->moves == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory");
     if (needs_pieces(r) && r->agent != GRAIN_AGENT_IDEAL)
-        st = grain_piece_pool_init(&r->pieces, g, 4 * r->threads, (size_t)g->config.buffer_size);
+        st = grain_piece_pool_init(&r->pieces, g, GRAIN_STAGED_MAX * r->threads, (size_t)g->config.buffer_size);
     if (st == GRAIN_OK && host_moves(r))
         st = grain_host_agent_start(r);
     if (st == GRAIN_OK && r->agent == GRAIN_AGENT_DEVICE)

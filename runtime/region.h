@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "backends/backend.h" /* GRAIN_COPY_LANES */
 #include "grain/device/chunks.h"
 #include "grain/grain.h"
 #include "runtime/transport.h"
@@ -76,6 +77,19 @@ typedef struct grain_piece_pool {
     uint8_t *memory;
 } grain_piece_pool_t;
 
+/* Pieces a lane stages before it waits for their copies and sends them; a
+ * pool holds this many a thread, so that a thread waiting for a buffer,
+ * having sent its own, always leaves some to come back. */
+#define GRAIN_STAGED_MAX 4u
+
+/* A lane's staged pieces: copies into pinned memory started, not yet sent.
+ * A wait for each piece cost more than its 64 KiB copy. */
+typedef struct grain_staged {
+    grain_piece_buf_t *bufs[GRAIN_STAGED_MAX];
+    int to[GRAIN_STAGED_MAX]; /* a rank, or -1: every unmapped one */
+    unsigned n;
+} grain_staged_t;
+
 struct grain_region {
     struct grain *grain;
     uint32_t id;
@@ -99,6 +113,7 @@ struct grain_region {
     void *ready_host, *refused;                                                             /* host memory */
 
     grain_piece_pool_t pieces;
+    grain_staged_t staged[GRAIN_COPY_LANES]; /* each lane used by one thread at a time */
     int counting;       /* producers count down chunks and mark them ready (decoupled agents) */
     int broken;         /* a counting region's iteration failed: counters or ready words are off */
     int iteration_open;
@@ -126,9 +141,13 @@ grain_status_t grain_region_settings(struct grain *g, const grain_region_desc_t 
 
 /* Transfers, shared by the agents (region_move.c). */
 /* Moves [start, start + len) of segment `seg` to its destinations, copies on
- * lane `lane`; the caller waits for the lane. */
+ * lane `lane`, pieces for the transport staged there; the caller finishes
+ * with grain_region_lane_wait, which waits for the lane's copies and sends
+ * what it staged.  grain_region_lane_send sends what it staged, if any, so
+ * that a thread between chunks does not hold its pieces back. */
 grain_status_t grain_region_move(struct grain_region *r, unsigned seg, uint64_t start, uint64_t len, unsigned lane);
 grain_status_t grain_region_lane_wait(struct grain_region *r, unsigned lane);
+grain_status_t grain_region_lane_send(struct grain_region *r, unsigned lane);
 grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, struct grain *g, unsigned n, size_t size);
 void grain_piece_pool_destroy(grain_piece_pool_t *pool, struct grain *g);
 /* Applies a piece that arrived from `src` (validated first) and counts it.

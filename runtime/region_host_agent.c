@@ -82,9 +82,13 @@ static void run_iteration(agent_thread_t *t, uint32_t generation)
         for (uint64_t w = t->index; w < runs; w += a->n)
             moved += move_run(t, w, generation);
         left -= moved;
-        if (moved != 0)
+        if (moved != 0) {
+            /* Pieces go out once a sweep, their copies waited for together. */
+            grain_status_t st = grain_region_lane_send(r, t->index);
+            if (st != GRAIN_OK)
+                record_error(a, st);
             grain_backoff_reset(&idle);
-        else
+        } else
             grain_backoff_idle_patient(&idle, GRAIN_BACKOFF_PATIENCE_NS);
     }
     grain_status_t st = grain_region_lane_wait(r, t->index);

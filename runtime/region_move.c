@@ -14,11 +14,6 @@
 #include "runtime/log.h"
 #include "runtime/region.h"
 
-/* Pieces staged in a row on a lane before one wait: a wait per piece cost
- * more than the 64 KiB copy it waited for.  At most the pool's 4 a thread,
- * so that a thread waiting for a buffer always leaves one to come back. */
-#define STAGED 4u
-
 static void piece_sent(grain_send_token_t *token)
 {
     grain_piece_buf_t *b = (grain_piece_buf_t *)token; /* the token is its first member */
@@ -85,13 +80,15 @@ void grain_piece_pool_destroy(grain_piece_pool_t *pool, grain_t *g)
     pool->bufs = NULL;
 }
 
-static grain_piece_buf_t *piece_take(grain_piece_pool_t *pool)
+/* A free buffer; NULL, unless `wait`, when none is. */
+static grain_piece_buf_t *piece_take(grain_piece_pool_t *pool, int wait)
 {
     pthread_mutex_lock(&pool->lock);
-    while (pool->free == NULL)
+    while (wait && pool->free == NULL)
         pthread_cond_wait(&pool->returned, &pool->lock);
     grain_piece_buf_t *b = pool->free;
-    pool->free = b->next;
+    if (b != NULL)
+        pool->free = b->next;
     pthread_mutex_unlock(&pool->lock);
     return b;
 }
@@ -104,10 +101,11 @@ static grain_status_t copy_on_lane(grain_region_t *r, unsigned lane, void *dst, 
     return g->bops->copy(g->backend, dst, src, (size_t)len);
 }
 
-grain_status_t grain_region_lane_wait(grain_region_t *r, unsigned lane)
+/* The ranks a piece for `to` goes to: one, or (-1) every unmapped one. */
+static const int *dests_of(const grain_region_t *r, const int *to, unsigned *n_p)
 {
-    grain_t *g = r->grain;
-    return g->bops->copy_wait != NULL ? g->bops->copy_wait(g->backend, lane % GRAIN_COPY_LANES) : GRAIN_OK;
+    *n_p = *to < 0 ? r->n_unmapped : 1;
+    return *to < 0 ? r->unmapped : to;
 }
 
 /* Sends a staged piece to every rank of dests (none: it goes back to the
@@ -137,35 +135,56 @@ static grain_status_t send_staged(grain_region_t *r, grain_piece_buf_t *b, const
     return st;
 }
 
-/* [src, src + len) of this rank's copy to offset `at` of the copies of the
- * ranks in dests, in pieces as large as a receive buffer: each staged once
- * into pinned memory on `lane`, STAGED at a time, and sent to every one of
- * them (a piece's header names no destination). */
-static grain_status_t send_pieces(grain_region_t *r, unsigned lane, const int *dests, unsigned n_dests,
-                                  const char *src, uint64_t at, uint64_t len)
+grain_status_t grain_region_lane_wait(grain_region_t *r, unsigned lane)
 {
     grain_t *g = r->grain;
+    grain_staged_t *s = &r->staged[lane % GRAIN_COPY_LANES];
+    grain_status_t st = g->bops->copy_wait != NULL ? g->bops->copy_wait(g->backend, lane % GRAIN_COPY_LANES) : GRAIN_OK;
+    for (unsigned i = 0; i < s->n; i++) {
+        unsigned n_dests;
+        const int *dests = dests_of(r, &s->to[i], &n_dests);
+        grain_status_t sst = send_staged(r, s->bufs[i], dests, st == GRAIN_OK ? n_dests : 0);
+        st = st != GRAIN_OK ? st : sst;
+    }
+    s->n = 0;
+    return st;
+}
+
+grain_status_t grain_region_lane_send(grain_region_t *r, unsigned lane)
+{
+    return r->staged[lane % GRAIN_COPY_LANES].n > 0 ? grain_region_lane_wait(r, lane) : GRAIN_OK;
+}
+
+/* [src, src + len) of this rank's copy to offset `at` of the copies of the
+ * ranks `to` names, in pieces as large as a receive buffer: each staged
+ * once into pinned memory on `lane` (a piece's header names no
+ * destination) and sent with the lane's others.  When the lane has staged
+ * its share, or the pool is empty, it sends what it staged first. */
+static grain_status_t send_pieces(grain_region_t *r, unsigned lane, int to, const char *src, uint64_t at,
+                                  uint64_t len)
+{
+    grain_t *g = r->grain;
+    grain_staged_t *s = &r->staged[lane % GRAIN_COPY_LANES];
     size_t room = r->pieces.size - sizeof(grain_piece_hdr_t);
     grain_status_t st = GRAIN_OK;
     for (uint64_t done = 0; st == GRAIN_OK && done < len;) {
-        grain_piece_buf_t *batch[STAGED];
-        unsigned k = 0;
-        for (; k < STAGED && done < len; k++) {
-            size_t n = len - done < room ? (size_t)(len - done) : room;
-            grain_piece_buf_t *b = batch[k] = piece_take(&r->pieces);
-            grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n),
-                                   at + done};
-            memcpy(b->data, &h, sizeof h);
-            if (st == GRAIN_OK)
-                st = copy_on_lane(r, lane, b->data + sizeof h, src + done, n);
-            done += n;
+        grain_piece_buf_t *b = s->n < GRAIN_STAGED_MAX ? piece_take(&r->pieces, 0) : NULL;
+        if (b == NULL) {
+            if ((st = grain_region_lane_wait(r, lane)) != GRAIN_OK)
+                break;
+            b = piece_take(&r->pieces, 1);
         }
-        if (st == GRAIN_OK)
-            st = grain_region_lane_wait(r, lane);
-        for (unsigned i = 0; i < k; i++) {
-            grain_status_t sst = send_staged(r, batch[i], dests, st == GRAIN_OK ? n_dests : 0);
-            st = st != GRAIN_OK ? st : sst;
+        size_t n = len - done < room ? (size_t)(len - done) : room;
+        grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n), at + done};
+        memcpy(b->data, &h, sizeof h);
+        st = copy_on_lane(r, lane, b->data + sizeof h, src + done, n);
+        if (st != GRAIN_OK) {
+            send_staged(r, b, NULL, 0);
+            break;
         }
+        s->bufs[s->n] = b;
+        s->to[s->n++] = to;
+        done += n;
     }
     return st;
 }
@@ -202,12 +221,14 @@ grain_status_t grain_region_move(grain_region_t *r, unsigned seg_index, uint64_t
         if (pe != (uint32_t)r->grain->my_pe && r->peer_maps[pe] != NULL)
             st = copy_on_lane(r, lane, (char *)r->peer_maps[pe] + at, src, len);
     /* The others get the same pieces, staged once. */
-    int one = seg->dest;
-    const int *remote = seg->dest == GRAIN_DEST_PEERS ? r->unmapped : &one;
-    unsigned n_remote = seg->dest == GRAIN_DEST_PEERS ? r->n_unmapped : r->peer_maps[seg->dest] == NULL;
+    int to = seg->dest == GRAIN_DEST_PEERS ? -1 : seg->dest;
+    unsigned n_remote;
+    const int *remote = dests_of(r, &to, &n_remote);
+    if (to >= 0 && r->peer_maps[to] != NULL)
+        n_remote = 0;
     if (st == GRAIN_OK && n_remote > 0)
         st = r->placement == PLACE_HEAP ? put_to(r, remote, n_remote, start, at, len)
-                                        : send_pieces(r, lane, remote, n_remote, src, at, len);
+                                        : send_pieces(r, lane, to, src, at, len);
     return st;
 }
 
