@@ -177,15 +177,21 @@ static void limit_cpu_device_threads(const grain_config_t *config, unsigned host
     if (getenv("POCL_MAX_PTHREAD_COUNT") != NULL)
         return;
     long online = sysconf(_SC_NPROCESSORS_ONLN), cores = online;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < online)
-        cores = CPU_COUNT(&allowed); /* bound: this share is the rank's own */
-    else if (getenv("OMPI_COMM_WORLD_LOCAL_SIZE") != NULL && atol(getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) > 1)
-        cores = online / atol(getenv("OMPI_COMM_WORLD_LOCAL_SIZE"));
-    if (cores == 1 && online > 1)
+    int bound = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < online;
+    if (bound)
+        cores = CPU_COUNT(&allowed); /* this share is the rank's own */
+    else if (local != NULL && atol(local) > 1)
+        cores = online / atol(local);
+    if (cores == 1 && online > 1 && bound)
         grain_warn("this rank may run on 1 of the %ld cores, which the CPU device and grain's %u host threads "
                    "share; start it with mpirun --bind-to none (or bind it to more cores)",
                    online, host_threads);
+    else if (cores == 1 && online > 1)
+        grain_warn("this rank's share of the %ld cores is 1 (%s ranks on this node), which the CPU device and "
+                   "grain's %u host threads share: expect it to run slowly; start fewer ranks a node",
+                   online, local, host_threads);
     long threads = (long)config->cpu_device_threads;
     if (threads == 0)
         threads = cores - (long)host_threads;
