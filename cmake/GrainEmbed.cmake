@@ -16,6 +16,9 @@ endfunction()
 # Compiles a device source as CUDA (nvcc) and HIP (hipcc) for the check
 # architectures, in every reservation mode, so that a dialect error fails the
 # build on a machine without a GPU; with in-place apply, the larger send path.
+# Where clang is, also as OpenCL C 2.0 and 3.0 for SPIR with the launch
+# agent's device-side enqueue, which PoCL, the OpenCL the tests run on,
+# never compiles (it has no device-side enqueue).
 function(grain_device_check abs symbol)
   # Once per source, however many targets embed it.
   string(MD5 key "${abs}")
@@ -52,6 +55,17 @@ function(grain_device_check abs symbol)
         DEPENDS "${abs}" ${grain_device_headers}
         COMMENT "Checking ${symbol} as HIP for ${GRAIN_HIP_CHECK_ARCH} (reserve ${mode})")
       list(APPEND stamps "${o}")
+    endif()
+    if(GRAIN_HAVE_OPENCL AND GRAIN_CLANG)
+      foreach(std CL2.0 CL3.0)
+        set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.${std}.${mode}.bc")
+        add_custom_command(OUTPUT "${o}"
+          COMMAND ${GRAIN_CLANG} -x cl -cl-std=${std} -Xclang -finclude-default-header --target=spir64 ${flags}
+                  -DGRAIN_DEVICE_LAUNCH=1 -DGRAIN_RESERVE=${mode} -c -emit-llvm "${abs}" -o "${o}"
+          DEPENDS "${abs}" ${grain_device_headers}
+          COMMENT "Checking ${symbol} as OpenCL C ${std} with device-side enqueue (reserve ${mode})")
+        list(APPEND stamps "${o}")
+      endforeach()
     endif()
   endforeach()
   if(stamps)

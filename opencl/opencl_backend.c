@@ -29,6 +29,7 @@ struct grain_backend {
     cl_context context;
     cl_command_queue queue; /* the application's kernels */
     cl_command_queue side;  /* the runtime's apply kernels */
+    cl_command_queue on_device; /* the launch agent's default device queue, made when a region needs it */
     cl_event side_events[SIDE_EVENTS];
     uint64_t side_launched;
     grain_backend_info_t info;
@@ -81,11 +82,12 @@ static void device_string(cl_device_id dev, cl_device_info param, char *buf, siz
         snprintf(buf, size, "?");
 }
 
-/* Why the launch agent cannot run: grain's kernels never enqueue kernels
- * (OpenCL C 2.0's enqueue_kernel takes blocks and a device queue), and
- * PoCL and NVIDIA's OpenCL have no device-side enqueue to offer anyway.
- * The sentence says which holds for `dev`. */
-static void device_launch_note(cl_device_id dev, const char *name, char *out, size_t size)
+/* Whether kernels may launch kernels (the launch agent): where `dev` has
+ * device-side enqueue, programs are built with GRAIN_DEVICE_LAUNCH so that
+ * the work-group completing a chunk enqueues its copy (OpenCL C 2.0's
+ * enqueue_kernel).  Otherwise `out` says why not; PoCL and NVIDIA's OpenCL
+ * have no device-side enqueue. */
+static void device_launch_check(cl_device_id dev, const char *name, int wanted, char *out, size_t size)
 {
     cl_device_device_enqueue_capabilities caps = 0;
     cl_uint queues = 0;
@@ -94,10 +96,13 @@ static void device_launch_note(cl_device_id dev, const char *name, char *out, si
                    ? (caps & CL_DEVICE_QUEUE_SUPPORTED) != 0
                    : clGetDeviceInfo(dev, CL_DEVICE_MAX_ON_DEVICE_QUEUES, sizeof queues, &queues, NULL) == CL_SUCCESS &&
                          queues > 0);
-    snprintf(out, size,
-             has ? "opencl: \"%s\" has device-side enqueue, but grain's OpenCL kernels do not use it"
-                 : "opencl: \"%s\" has no device-side enqueue (CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES)",
-             name);
+    if (!has)
+        snprintf(out, size, "opencl: \"%.160s\" has no device-side enqueue (CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES)",
+                 name);
+    else if (!wanted)
+        snprintf(out, size, "GRAIN_DEVICE_LAUNCH=0 builds programs without device-side enqueue");
+    else
+        out[0] = '\0';
 }
 
 /* Why `dev` cannot run grain, or NULL when it can; fills the -cl-std value. */
@@ -303,8 +308,10 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
                         &multiple, NULL) == CL_SUCCESS &&
         multiple > 0)
         b->info.subgroup_width = (unsigned)multiple;
-    device_launch_note(b->device, b->info.device_name, b->info.no_device_launch, sizeof b->info.no_device_launch);
-    grain_info("opencl: using \"%s\" (%s)", b->info.device_name, b->cl_std);
+    device_launch_check(b->device, b->info.device_name, config->device_launch, b->info.no_device_launch,
+                        sizeof b->info.no_device_launch);
+    grain_info("opencl: using \"%s\" (%s, %s)", b->info.device_name, b->cl_std,
+               b->info.no_device_launch[0] == '\0' ? "kernels launch kernels" : b->info.no_device_launch);
     *backend_p = b;
     return GRAIN_OK;
 
@@ -326,6 +333,8 @@ static void ocl_close(grain_backend_t *b)
             clReleaseEvent(b->side_events[i]);
     if (b->last_launch != NULL)
         clReleaseEvent(b->last_launch);
+    if (b->on_device != NULL)
+        clReleaseCommandQueue(b->on_device);
     clReleaseCommandQueue(b->side);
     clReleaseCommandQueue(b->queue);
     clReleaseContext(b->context);
@@ -404,7 +413,8 @@ static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, 
         return CL_FAIL(err, "clCreateProgramWithSource");
     }
     char opts[2048];
-    snprintf(opts, sizeof opts, "-cl-std=%s %s", b->cl_std, options ? options : "");
+    snprintf(opts, sizeof opts, "-cl-std=%s%s %s", b->cl_std,
+             b->info.no_device_launch[0] == '\0' ? " -DGRAIN_DEVICE_LAUNCH=1" : "", options ? options : "");
     err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
         size_t n = 0;
@@ -570,6 +580,32 @@ static grain_status_t ocl_synchronize(grain_backend_t *b)
     return GRAIN_OK;
 }
 
+/*
+ * The default device queue, which the producers' enqueue_kernel takes.
+ * Its size is in bytes of the implementation's own records, not launches,
+ * so `pending` cannot size it: it gets the device's largest, and a copy
+ * that finds it full is refused on the device and made by the host.
+ */
+static grain_status_t ocl_reserve_launches(grain_backend_t *b, size_t pending)
+{
+    (void)pending;
+    if (b->on_device != NULL)
+        return GRAIN_OK;
+    cl_uint bytes = 0;
+    clGetDeviceInfo(b->device, CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE, sizeof bytes, &bytes, NULL);
+    cl_queue_properties props[] = {
+        CL_QUEUE_PROPERTIES,
+        CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE | CL_QUEUE_ON_DEVICE | CL_QUEUE_ON_DEVICE_DEFAULT,
+        bytes != 0 ? CL_QUEUE_SIZE : 0, bytes, 0};
+    cl_int err;
+    b->on_device = clCreateCommandQueueWithProperties(b->context, b->device, props, &err);
+    if (err != CL_SUCCESS) {
+        b->on_device = NULL;
+        return CL_FAIL(err, "clCreateCommandQueueWithProperties of the default device queue (the launch agent's)");
+    }
+    return GRAIN_OK;
+}
+
 const grain_backend_ops_t grain_opencl_ops = {
     .size = sizeof(grain_backend_ops_t),
     .name = "opencl",
@@ -598,4 +634,5 @@ const grain_backend_ops_t grain_opencl_ops = {
     .launch_side = ocl_launch_side,
     .side_done = ocl_side_done,
     .side_synchronize = ocl_side_synchronize,
+    .reserve_launches = ocl_reserve_launches,
 };

@@ -72,10 +72,11 @@
       "regions in memory the ranks of one node map (CUDA/HIP IPC), chunks moving device to "     \
       "device; 0: in the symmetric heap, chunks through the transport as between nodes")          \
     X(device_launch, DEVICE_LAUNCH, BOOL, "1", 0, 1,                                              \
-      "CUDA: build programs so that kernels launch kernels (relocatable code linked with the "   \
-      "device runtime), which the launch agent needs; 0: plain builds")                          \
+      "build programs so that kernels launch kernels, which the launch agent needs (CUDA: "      \
+      "relocatable code linked with the device runtime; OpenCL: enqueue_kernel, where the "       \
+      "device has device-side enqueue); 0: plain builds")                                         \
     X(launch_pending, LAUNCH_PENDING, UINT, "0", 0, 1u << 24,                                     \
-      "CUDA: launches from kernels the device keeps room for (the launch agent's copies not yet " \
+      "CUDA (OpenCL's device queue takes its largest size): launches from kernels the device keeps room for (the launch agent's copies not yet " \
       "done); 0: as many as the largest region has chunks; fewer save device memory, and the "   \
       "host makes the copies the device had no room for")                                        \
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \

@@ -183,7 +183,7 @@ static grain_status_t settle_launch(grain_region_t *r)
     if (g->bops->launch_agent == NULL)
         return grain_fail(GRAIN_ERR_UNSUPPORTED,
                           "region: the launch agent needs kernels that launch kernels (CUDA's dynamic "
-                          "parallelism), and %s: use the host agent",
+                          "parallelism, OpenCL's device-side enqueue), and %s: use the host agent",
                           why);
     if (g->my_pe == 0)
         grain_warn("region: %s, so the launch agent falls back to the device agent (a polling kernel)", why);

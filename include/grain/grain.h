@@ -180,7 +180,8 @@ typedef enum grain_agent {
     GRAIN_AGENT_HOST,   /* host threads polling the chunks' ready words */
     GRAIN_AGENT_DEVICE, /* a polling kernel beside the producer (CUDA, HIP) */
     GRAIN_AGENT_LAUNCH, /* a copy grid launched from the device by the work-group that completes a chunk
-                           (CUDA dynamic parallelism; HIP falls back to device, OpenCL refuses) */
+                           (CUDA dynamic parallelism, OpenCL device-side enqueue; HIP falls back
+                           to device; OpenCL refuses on devices without device-side enqueue) */
     GRAIN_AGENT_INLINE, /* the producer's own stores (grain_region_store64) reach the destinations */
     GRAIN_AGENT_IDEAL,  /* nothing moves: the time with free transfers, for comparison only */
     GRAIN_AGENT_COUNT

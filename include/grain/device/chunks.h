@@ -191,25 +191,43 @@ GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, gr
 #if defined(GRAIN_DEVICE_LAUNCH)
 /*
  * The launch agent (seed 000's CDP): the work-group that completes chunk c
- * launches this grid to move it, so nothing polls and no work-group waits.
- * The CUDA backend defines GRAIN_DEVICE_LAUNCH when it builds with
- * relocatable code and links the device runtime.  A child grid sees what
- * its parent's work-item saw before the launch (which acquired the other
- * writers' stores), and the parent grid completes only after its children,
- * so the host's wait for the producer waits for every copy.
+ * launches a grid to move it, so nothing polls and no work-group waits.
+ * The backend defines GRAIN_DEVICE_LAUNCH where kernels launch kernels:
+ * CUDA when it builds relocatable code linked with the device runtime,
+ * OpenCL where the device has device-side enqueue.  On both the parent
+ * grid completes only after its children, so the host's wait for the
+ * producer waits for every copy.
+ *
+ * What the child sees: CUDA guarantees a child grid what its parent's
+ * thread saw before the launch (which acquired the other writers' stores).
+ * OpenCL orders a parent and a child launched without waiting only through
+ * atomics, so each work-item first acquires the ready word that the parent
+ * released before it enqueued; it holds `generation` from then until the
+ * producer's next launch, which starts after this child ends.
  */
-GRAIN_KERNEL void grain_chunk_launched(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
+GRAIN_INLINE void grain_chunk_launched_(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
 {
+#if defined(GRAIN_DIALECT_OPENCL)
+    while (grain_atomic_load_acquire_dev_u32(&r->ready[c]) != generation)
+        ;
+#endif
     grain_chunk_move_(r, c, grain_global_linear_id(), grain_global_linear_size());
     if (grain_global_linear_id() == 0)
         r->moved[c] = generation;
 }
+
+#if defined(GRAIN_DIALECT_GPU)
+GRAIN_KERNEL void grain_chunk_launched(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
+{
+    grain_chunk_launched_(r, c, generation);
+}
+#endif
 #endif
 
 /* The launch agent's move of chunk c, ready for the `generation`th time:
  * as many work-groups as have 8-byte words to copy, up to launch_groups.
- * A launch the device refuses (its pending launches are full) is flagged
- * for the host to make. */
+ * A launch the device refuses (CUDA: its pending launches are full;
+ * OpenCL: its device queue is) is flagged for the host to make. */
 GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
 {
 #if defined(GRAIN_DEVICE_LAUNCH)
@@ -217,8 +235,16 @@ GRAIN_INLINE void grain_chunk_launch_(GRAIN_GLOBAL grain_region_dev_t *r, grain_
     grain_u64 words = (grain_chunk_length(seg, r->chunk_bytes, c) + 7u) / 8u;
     grain_u64 groups = (words + GRAIN_LAUNCH_WG - 1u) / GRAIN_LAUNCH_WG;
     groups = groups < r->launch_groups ? groups : r->launch_groups;
+#if defined(GRAIN_DIALECT_OPENCL)
+    /* The copy strides over the whole grid: the device picks the groups. */
+    ndrange_t range = ndrange_1D((size_t)groups * GRAIN_LAUNCH_WG);
+    int launched = enqueue_kernel(get_default_queue(), CLK_ENQUEUE_FLAGS_NO_WAIT, range,
+                                  ^{ grain_chunk_launched_(r, c, generation); }) == CLK_SUCCESS;
+#else
     grain_chunk_launched<<<(unsigned)groups, GRAIN_LAUNCH_WG, 0, cudaStreamFireAndForget>>>(r, c, generation);
-    if (cudaGetLastError() != cudaSuccess)
+    int launched = cudaGetLastError() == cudaSuccess;
+#endif
+    if (!launched)
         grain_atomic_store_relaxed_u32(r->refused, 1u);
 #else
     (void)r, (void)c, (void)generation;
