@@ -76,9 +76,10 @@
       "relocatable code linked with the device runtime; OpenCL: enqueue_kernel, where the "       \
       "device has device-side enqueue); 0: plain builds")                                         \
     X(launch_pending, LAUNCH_PENDING, UINT, "0", 0, 1u << 24,                                     \
-      "CUDA (OpenCL's device queue takes its largest size): launches from kernels the device keeps room for (the launch agent's copies not yet " \
+      "CUDA: launches from kernels the device keeps room for (the launch agent's copies not yet " \
       "done); 0: as many as the largest region has chunks; fewer save device memory, and the "   \
-      "host makes the copies the device had no room for")                                        \
+      "host makes the copies the device had no room for (OpenCL's device queue takes the "        \
+      "device's largest size)")                                                                   \
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
       "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
       "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \
