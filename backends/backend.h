@@ -30,6 +30,9 @@ typedef struct grain_backend_info {
     int cpu_device;          /* the device runs on the cores the host threads need */
     int prefers_device_apply; /* the device has memory of its own and can keep the heap there
                                  (GRAIN_APPLY=auto picks device) */
+    /* Peer memory (alloc_peer) is host memory: host threads address it as
+     * kernels do, so it may hold a heap that host threads apply to. */
+    int peer_host_access;
     /* Empty where kernels launch kernels (the launch transfer agent, with
      * GRAIN_DEVICE_LAUNCH defined in every program); else a sentence saying
      * why they cannot here. */
@@ -94,15 +97,23 @@ typedef struct grain_backend_ops {
     int (*side_done)(grain_backend_t *backend, uint64_t n);
     grain_status_t (*side_synchronize)(grain_backend_t *backend);
 
-    /* Optional (NULL where the API has none), for counter-triggered
-     * transfers.  Peer memory: device memory whose handle (at most
-     * GRAIN_PEER_HANDLE_BYTES) another process on this node maps into its
-     * device's address space, so that kernels and copies there reach it;
-     * map_peer fails where the devices cannot reach each other. */
+    /* Optional (NULL where the API has none), for the direct path and
+     * counter-triggered transfers.  Peer memory: zeroed memory whose handle
+     * (at most GRAIN_PEER_HANDLE_BYTES) another process on this node maps
+     * into its device's address space, so that kernels and copies there
+     * reach it; alloc_peer fails, saying why, where the device cannot
+     * export memory, and map_peer where this device cannot reach the
+     * exporter's.  map_peer sets *remote_p to 1 when the memory is another
+     * device's (atomics on it need system scope), 0 when it is this
+     * device's (another process on the same GPU, a CPU device).
+     * seal_peer (may be NULL) is called once every rank that maps `ptr`
+     * has done so: the backend may then drop what let other processes find
+     * it, so that nothing outlives a crash. */
     grain_status_t (*alloc_peer)(grain_backend_t *backend, size_t size, void **ptr_p, void *handle);
     void (*free_peer)(grain_backend_t *backend, void *ptr);
-    grain_status_t (*map_peer)(grain_backend_t *backend, const void *handle, void **ptr_p);
+    grain_status_t (*map_peer)(grain_backend_t *backend, const void *handle, void **ptr_p, int *remote_p);
     void (*unmap_peer)(grain_backend_t *backend, void *ptr);
+    void (*seal_peer)(grain_backend_t *backend, void *ptr);
     /* Transfer lanes: asynchronous copies, in order within a lane, beside
      * every kernel; copy_wait returns once a lane's copies are done.
      * copy_mark numbers the lane's copies so far (from 1); copy_done says

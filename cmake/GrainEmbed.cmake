@@ -15,7 +15,9 @@ endfunction()
 
 # Compiles a device source as CUDA (nvcc) and HIP (hipcc) for the check
 # architectures, in every reservation mode, so that a dialect error fails the
-# build on a machine without a GPU; with in-place apply, the larger send path.
+# build on a machine without a GPU; with in-place apply and the direct path,
+# the larger send path, and the heap's atomics at both scopes (device in
+# reservation mode 0, system in the others).
 # Where clang is, also as OpenCL C 2.0 and 3.0 for SPIR with the launch
 # agent's device-side enqueue, which PoCL, the OpenCL the tests run on,
 # never compiles (it has no device-side enqueue).
@@ -28,8 +30,8 @@ function(grain_device_check abs symbol)
   endif()
   set_property(GLOBAL PROPERTY GRAIN_DEVICE_CHECKED_${key} TRUE)
   get_filename_component(dir "${abs}" DIRECTORY)
-  set(flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
-      -DGRAIN_APPLY_IN_PLACE=1)
+  set(common_flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
+      -DGRAIN_APPLY_IN_PLACE=1 -DGRAIN_PEER_DIRECT=1)
   # As the CUDA backend builds where it links the device runtime: with
   # kernels that launch kernels.
   set(cuda_flags)
@@ -38,6 +40,11 @@ function(grain_device_check abs symbol)
   endif()
   set(stamps)
   foreach(mode 0 1 2)
+    if(mode EQUAL 0)
+      set(flags ${common_flags} -DGRAIN_HEAP_SCOPE_SYSTEM=0)
+    else()
+      set(flags ${common_flags} -DGRAIN_HEAP_SCOPE_SYSTEM=1)
+    endif()
     if(GRAIN_HAVE_CUDA)
       set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.cuda${mode}.o")
       add_custom_command(OUTPUT "${o}"

@@ -4,16 +4,26 @@
  * messages straight into the heap.  Runs on PoCL (CPU) and on any OpenCL 2.0+
  * device that has those capabilities; a device without them is refused with
  * the capability it lacks.
+ *
+ * Peer memory (the direct path's heaps, regions in peer memory) is POSIX
+ * shared memory that every process of the node maps.  A CPU device runs
+ * kernels in this process, on its addresses, so its kernels reach any
+ * mapping; other devices reach one only with fine-grained system SVM.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -22,6 +32,20 @@
 
 /* Completion events of the side queue, reused round robin. */
 #define SIDE_EVENTS 64u
+
+/* A shared-memory object as another process finds it. */
+typedef struct shm_handle {
+    char name[64];
+    uint64_t size;
+} shm_handle_t;
+_Static_assert(sizeof(shm_handle_t) <= GRAIN_PEER_HANDLE_BYTES, "peer handle too large");
+
+/* A mapping of one: exported here (its name, until sealed) or imported (""). */
+typedef struct shm_map {
+    void *ptr;
+    size_t size;
+    char name[64];
+} shm_map_t;
 
 struct grain_backend {
     cl_platform_id platform;
@@ -42,6 +66,11 @@ struct grain_backend {
     void **svm;
     size_t n_svm, cap_svm;
     cl_event last_launch; /* the application's newest kernel */
+    /* Peer memory, under the lock too; no_peer says why there is none. */
+    shm_map_t *maps;
+    size_t n_maps, cap_maps;
+    atomic_uint peer_names;
+    char no_peer[320];
 };
 
 struct grain_bprogram {
@@ -310,6 +339,14 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
         b->info.subgroup_width = (unsigned)multiple;
     device_launch_check(b->device, b->info.device_name, config->device_launch, b->info.no_device_launch,
                         sizeof b->info.no_device_launch);
+    cl_device_svm_capabilities svm = 0;
+    clGetDeviceInfo(b->device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
+    b->info.peer_host_access = 1;
+    if (!b->info.cpu_device && !(svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM))
+        snprintf(b->no_peer, sizeof b->no_peer,
+                 "opencl: \"%.160s\" cannot address memory another process maps (it is no CPU device and "
+                 "has no fine-grained system SVM)",
+                 b->info.device_name);
     grain_info("opencl: using \"%s\" (%s, %s)", b->info.device_name, b->cl_std,
                b->info.no_device_launch[0] == '\0' ? "kernels launch kernels" : b->info.no_device_launch);
     *backend_p = b;
@@ -328,6 +365,12 @@ static void ocl_close(grain_backend_t *b)
     for (size_t i = 0; i < b->n_svm; i++)
         clSVMFree(b->context, b->svm[i]);
     free(b->svm);
+    for (size_t i = 0; i < b->n_maps; i++) {
+        munmap(b->maps[i].ptr, b->maps[i].size);
+        if (b->maps[i].name[0] != '\0')
+            shm_unlink(b->maps[i].name);
+    }
+    free(b->maps);
     for (unsigned i = 0; i < SIDE_EVENTS; i++)
         if (b->side_events[i] != NULL)
             clReleaseEvent(b->side_events[i]);
@@ -383,6 +426,134 @@ static void ocl_free_shared(grain_backend_t *b, void *ptr)
     }
     pthread_mutex_unlock(&b->lock);
     clSVMFree(b->context, ptr);
+}
+
+static grain_status_t track_map(grain_backend_t *b, void *ptr, size_t size, const char *name)
+{
+    pthread_mutex_lock(&b->lock);
+    if (b->n_maps == b->cap_maps) {
+        size_t cap = b->cap_maps ? 2 * b->cap_maps : 16;
+        shm_map_t *maps = realloc(b->maps, cap * sizeof *maps);
+        if (maps == NULL) {
+            pthread_mutex_unlock(&b->lock);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory to track a shared mapping");
+        }
+        b->maps = maps;
+        b->cap_maps = cap;
+    }
+    shm_map_t *m = &b->maps[b->n_maps++];
+    m->ptr = ptr;
+    m->size = size;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    pthread_mutex_unlock(&b->lock);
+    return GRAIN_OK;
+}
+
+/* Removes `ptr`'s entry, unmapping it (`unmap`) and unlinking its name
+ * where it still has one; or only unlinks it (sealing). */
+static void forget_map(grain_backend_t *b, void *ptr, int unmap)
+{
+    pthread_mutex_lock(&b->lock);
+    for (size_t i = 0; i < b->n_maps; i++) {
+        shm_map_t *m = &b->maps[i];
+        if (m->ptr != ptr)
+            continue;
+        if (m->name[0] != '\0')
+            shm_unlink(m->name);
+        m->name[0] = '\0';
+        if (unmap) {
+            munmap(m->ptr, m->size);
+            *m = b->maps[--b->n_maps];
+        }
+        break;
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+static void *map_shared(int fd, size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static grain_status_t ocl_alloc_peer(grain_backend_t *b, size_t size, void **ptr_p, void *handle)
+{
+    if (b->no_peer[0] != '\0')
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "%s", b->no_peer);
+    shm_handle_t h;
+    memset(&h, 0, sizeof h);
+    int fd = -1;
+    for (unsigned tries = 0; fd < 0 && tries < 64; tries++) {
+        snprintf(h.name, sizeof h.name, "/grain-%ld-%u", (long)getpid(), atomic_fetch_add(&b->peer_names, 1));
+        fd = shm_open(h.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "opencl: shared memory %s could not be created: %s", h.name,
+                          strerror(errno));
+    /* Reserves the pages now: a full /dev/shm fails here, not with SIGBUS
+     * at a kernel's first store. */
+    int err = posix_fallocate(fd, 0, (off_t)size);
+    void *p = err == 0 ? map_shared(fd, size) : NULL;
+    int map_err = errno;
+    close(fd);
+    grain_status_t st = GRAIN_OK;
+    if (p == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: %zu bytes of shared memory (%s) could not be %s: %s", size,
+                        h.name, err != 0 ? "reserved in /dev/shm" : "mapped", strerror(err != 0 ? err : map_err));
+    else if ((st = track_map(b, p, size, h.name)) != GRAIN_OK)
+        munmap(p, size);
+    if (st != GRAIN_OK) {
+        shm_unlink(h.name);
+        return st;
+    }
+    h.size = size;
+    memcpy(handle, &h, sizeof h);
+    *ptr_p = p; /* a new object reads as zeros */
+    return GRAIN_OK;
+}
+
+static grain_status_t ocl_map_peer(grain_backend_t *b, const void *handle, void **ptr_p, int *remote_p)
+{
+    if (b->no_peer[0] != '\0')
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "%s", b->no_peer);
+    shm_handle_t h;
+    memcpy(&h, handle, sizeof h);
+    h.name[sizeof h.name - 1] = '\0';
+    int fd = shm_open(h.name, O_RDWR, 0);
+    if (fd < 0)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          "opencl: shared memory %s is not visible here (%s): another host, or another IPC "
+                          "namespace",
+                          h.name, strerror(errno));
+    struct stat stat_buf;
+    void *p = fstat(fd, &stat_buf) == 0 && (uint64_t)stat_buf.st_size >= h.size ? map_shared(fd, h.size) : NULL;
+    int map_err = errno;
+    close(fd);
+    if (p == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "opencl: shared memory %s (%llu bytes) could not be mapped: %s",
+                          h.name, (unsigned long long)h.size, strerror(map_err));
+    grain_status_t st = track_map(b, p, h.size, "");
+    if (st != GRAIN_OK) {
+        munmap(p, h.size);
+        return st;
+    }
+    *ptr_p = p;
+    /* Another device's kernels (fine-grained system SVM) work on it too;
+     * a CPU device's are this process's threads. */
+    *remote_p = !b->info.cpu_device;
+    return GRAIN_OK;
+}
+
+static void ocl_free_peer(grain_backend_t *b, void *ptr)
+{
+    forget_map(b, ptr, 1);
+}
+
+static void ocl_seal_peer(grain_backend_t *b, void *ptr)
+{
+    forget_map(b, ptr, 0);
 }
 
 static grain_status_t ocl_copy(grain_backend_t *b, void *dst, const void *src, size_t size)
@@ -634,5 +805,10 @@ const grain_backend_ops_t grain_opencl_ops = {
     .launch_side = ocl_launch_side,
     .side_done = ocl_side_done,
     .side_synchronize = ocl_side_synchronize,
+    .alloc_peer = ocl_alloc_peer,
+    .free_peer = ocl_free_peer,
+    .map_peer = ocl_map_peer,
+    .unmap_peer = ocl_free_peer,
+    .seal_peer = ocl_seal_peer,
     .reserve_launches = ocl_reserve_launches,
 };

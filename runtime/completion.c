@@ -41,11 +41,12 @@ void grain_async_error(grain_t *g, grain_status_t status, const char *message)
     pthread_mutex_unlock(&g->error_lock);
 }
 
+/* The command with its article: "a put64", "an add32". */
 static const char *cmd_name(uint32_t cmd)
 {
-    static const char *const names[GRAIN_CMD_COUNT] = {"?", "put32", "put64", "add32", "add64",
-                                                       "inc32", "inc64", "am"};
-    return cmd < GRAIN_CMD_COUNT ? names[cmd] : "?";
+    static const char *const names[GRAIN_CMD_COUNT] = {"a ?", "a put32", "a put64", "an add32", "an add64",
+                                                       "an inc32", "an inc64", "an am"};
+    return cmd < GRAIN_CMD_COUNT ? names[cmd] : "a ?";
 }
 
 static grain_status_t take_device_error(grain_t *g)
@@ -56,26 +57,27 @@ static grain_status_t take_device_error(grain_t *g)
         return GRAIN_OK;
     unsigned long long value = d->value, item = d->item;
     const char *cmd = cmd_name(d->cmd);
+    int pe = d->pe;
     grain_status_t st;
     switch (kind) {
     case GRAIN_DEV_ERR_BAD_PE:
         st = grain_fail(GRAIN_ERR_BAD_PE,
-                        "work-item %llu of a kernel on rank %d sent a %s message to PE %lld, but the "
+                        "work-item %llu of a kernel on rank %d sent %s message to PE %lld, but the "
                         "job has %d PEs (0 to %d); the message was not sent",
                         item, g->my_pe, cmd, (long long)value, g->n_pes, g->n_pes - 1);
         break;
     case GRAIN_DEV_ERR_BAD_OFFSET:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,
-                        "work-item %llu of a kernel on rank %d sent a %s message to heap offset %llu, "
-                        "outside the %llu-byte symmetric heap or misaligned (destinations must point "
-                        "into grain_malloc memory); the message was not sent",
-                        item, g->my_pe, cmd, value, (unsigned long long)g->config.heap_size);
+                        "work-item %llu of a kernel on rank %d sent %s message to PE %d at heap offset "
+                        "%llu, outside the %llu-byte symmetric heap or misaligned (destinations must point "
+                        "into grain_malloc memory); it was neither sent nor written",
+                        item, g->my_pe, cmd, pe, value, (unsigned long long)g->config.heap_size);
         break;
     default:
         st = grain_fail(GRAIN_ERR_BAD_HANDLER,
-                        "work-item %llu of a kernel on rank %d sent an active message to handler %llu, "
-                        "which is not registered (grain_am_register); the message was not sent",
-                        item, g->my_pe, value);
+                        "work-item %llu of a kernel on rank %d sent an active message to PE %d for handler "
+                        "%llu, which is not registered (grain_am_register); it was neither sent nor run",
+                        item, g->my_pe, pe, value);
         break;
     }
     d->kind = GRAIN_DEV_ERR_NONE;

@@ -185,11 +185,14 @@ grain_status_t grain_config_check(const grain_config_t *c)
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
     static const char *const applies[] = {"auto", "host", "device", NULL};
     static const char *const ib_opcodes[] = {"write_imm", "send", NULL};
+    static const char *const peers[] = {"auto", "off", NULL};
     grain_status_t st = check_choice("RESERVE", c->reserve, reserves);
     if (st == GRAIN_OK)
         st = check_choice("QUEUE", c->queue, grain_queue_protocol_names);
     if (st == GRAIN_OK)
         st = check_choice("APPLY", c->apply, applies);
+    if (st == GRAIN_OK)
+        st = check_choice("PEER", c->peer, peers);
     if (st == GRAIN_OK)
         st = check_choice("AGGREGATION", c->aggregation, grain_aggregation_names);
     /* A list: each of its names one of the transports, and at least one. */

@@ -52,8 +52,17 @@
     X(apply, APPLY, STR, "auto", 0, 0,                                                            \
       "who applies messages to the heap: device (the heap in device memory, received buffers "   \
       "applied by a kernel, the rank's own messages in place by their sender), host (the heap "  \
-      "in host memory, every message through the queue and applied by host threads), auto "      \
-      "(device on GPUs with memory of their own)")                                               \
+      "in host memory, the rank's own messages and received buffers applied by host threads), " \
+      "auto (device on GPUs with memory of their own)")                                          \
+    X(peer, PEER, STR, "auto", 0, 0,                                                              \
+      "the direct path: auto (the ranks of a node map each other's heaps and a work-item "       \
+      "applies a message to such a rank itself, never through the queue; on CUDA and HIP the "   \
+      "heap is then device memory that host threads reach only through grain_memcpy), off "     \
+      "(every message to another rank, and every region's chunks, through the transport)")      \
+    X(node_ranks, NODE_RANKS, UINT, "0", 0, 1u << 24,                                             \
+      "ranks that count as one node: 0, those on one host; N, also only ranks r and s with "     \
+      "r / N == s / N (emulated nodes, so that one host tests direct and transport paths "       \
+      "together)")                                                                               \
     X(mpi_threads, MPI_THREADS, STR, "auto", 0, 0,                                                \
       "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
@@ -69,8 +78,9 @@
       "host threads (host agent) or work-groups (device agent, each launched copy) that move "  \
       "chunks; 0: the transfer profile's, else 1 host thread, 16 work-groups")                 \
     X(peer_memory, PEER_MEMORY, BOOL, "1", 0, 1,                                                  \
-      "regions in memory the ranks of one node map (CUDA/HIP IPC), chunks moving device to "     \
-      "device; 0: in the symmetric heap, chunks through the transport as between nodes")          \
+      "regions in memory the ranks of one node map (CUDA/HIP IPC; shared memory on a CPU "       \
+      "OpenCL device), chunks moving device to device; 0, or GRAIN_PEER=off: in the symmetric "  \
+      "heap, chunks through the transport as between nodes")                                    \
     X(device_launch, DEVICE_LAUNCH, BOOL, "1", 0, 1,                                              \
       "build programs so that kernels launch kernels, which the launch agent needs (CUDA: "      \
       "relocatable code linked with the device runtime; OpenCL: enqueue_kernel, where the "       \

@@ -12,6 +12,7 @@
 #include "runtime/bell.h"
 #include "runtime/config.h"
 #include "runtime/heap.h"
+#include "runtime/node.h"
 #include "runtime/packer.h"
 #include "runtime/queue_consumer.h"
 #include "runtime/region.h"
@@ -71,6 +72,16 @@ struct grain {
     grain_dev_err_t *dev_err; /* in shared memory */
     grain_queue_mem_t queue;
     int apply_on_device;         /* GRAIN_APPLY resolved: the heap is in device memory */
+    /* The node (runtime/node.c) and the direct path: the heap in peer
+     * memory, the node's other heaps mapped here, and what kernels get of
+     * them (grain_dev_t.peers). */
+    int *node_of;
+    unsigned node_size;
+    int heap_peer;               /* the heap is peer memory (alloc_peer) */
+    int heap_host_access;        /* host threads address the heap (not a GPU's peer memory) */
+    int heap_scope_system;       /* some rank maps another device's heap: system-scope heap atomics */
+    grain_peer_maps_t heap_peers;
+    grain_peer_t *peers_dev;     /* device memory, n_pes entries */
     int heap_puts;               /* the transport writes into every rank's heap (transport.h put) */
     atomic_uint_fast64_t app_launches; /* kernels the application has launched */
     /* Apply kernels: made at init with apply_on_device, else by the first
@@ -138,9 +149,9 @@ struct grain {
 grain_queue_geom_t grain_queue_geom_of(const struct grain *g, uint32_t nslots, uint32_t width, uint32_t rows);
 grain_status_t grain_queue_create(struct grain *g, grain_queue_geom_t geom, grain_queue_mem_t *m);
 void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
-/* Summed over the rings: reservations that found their slot still in use,
- * and messages applied to the sender's own rank without the queue. */
-grain_status_t grain_queue_counters(struct grain *g, const grain_queue_mem_t *m, uint64_t *waits, uint64_t *in_place);
+/* The producer counters summed over the rings (full_waits, in_place and
+ * direct; the rest zero). */
+grain_status_t grain_queue_counters(struct grain *g, const grain_queue_mem_t *m, grain_ring_prod_t *sum);
 /* grain_init with the transport given instead of GRAIN_TRANSPORT's (NULL:
  * that one); for benchmarks that take the network out. */
 grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,

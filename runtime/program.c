@@ -35,9 +35,10 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
     char defines[1024];
     snprintf(defines, sizeof defines,
              "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u "
-             "-DGRAIN_APPLY_IN_PLACE=%d %s",
+             "-DGRAIN_APPLY_IN_PLACE=%d -DGRAIN_PEER_DIRECT=%d -DGRAIN_HEAP_SCOPE_SYSTEM=%d %s",
              (unsigned long long)g->config.queue_width, reserve_mode(g->config.reserve), sg,
-             grain_config_queue_protocol(&g->config), g->apply_on_device, options ? options : "");
+             grain_config_queue_protocol(&g->config), g->apply_on_device, g->heap_peers.mapped > 0,
+             g->heap_scope_system, options ? options : "");
     grain_program_t *prog = calloc(1, sizeof *prog);
     if (prog == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");

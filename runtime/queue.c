@@ -44,17 +44,18 @@ void grain_queue_destroy(grain_t *g, grain_queue_mem_t *m)
     *m = (grain_queue_mem_t){0};
 }
 
-grain_status_t grain_queue_counters(grain_t *g, const grain_queue_mem_t *m, uint64_t *waits, uint64_t *in_place)
+grain_status_t grain_queue_counters(grain_t *g, const grain_queue_mem_t *m, grain_ring_prod_t *sum)
 {
     uint32_t n = m->desc.geom.nrings;
     grain_ring_prod_t *prod = malloc(n * sizeof *prod);
     if (prod == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to read %u rings' producer counters", n);
     grain_status_t st = g->bops->copy(g->backend, prod, m->prod, n * sizeof *prod);
-    *waits = *in_place = 0;
+    *sum = (grain_ring_prod_t){0};
     for (uint32_t i = 0; st == GRAIN_OK && i < n; i++) {
-        *waits += prod[i].full_waits;
-        *in_place += prod[i].in_place;
+        sum->full_waits += prod[i].full_waits;
+        sum->in_place += prod[i].in_place;
+        sum->direct += prod[i].direct;
     }
     free(prod);
     return st;

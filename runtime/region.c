@@ -6,19 +6,19 @@
  * grain/device/chunks.h (inline stores); the transfers in region_move.c.
  *
  * A region lives in peer memory when every rank shares one node and the
- * backend can map each rank's copy into the others' (CUDA/HIP IPC): copies
- * then go device to device and kernels may store to peers.  Otherwise it
- * moves through the transport: from the symmetric heap where the transport
- * writes into the peers' heaps (RDMA puts), else from device memory, in
- * pieces.
+ * backend can map each rank's copy into the others' (CUDA/HIP IPC, shared
+ * memory on a CPU OpenCL device; runtime/node.c): copies then go device to
+ * device and kernels may store to peers.  Otherwise it moves through the
+ * transport: from the symmetric heap where the transport writes into the
+ * peers' heaps (RDMA puts), else from device memory, in pieces.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/node.h"
 #include "runtime/region.h"
 
 extern const char grain_apply_kernel_source[];
@@ -51,28 +51,10 @@ static grain_status_t agree(grain_t *g, grain_status_t st)
     return st;
 }
 
-/* Whether every rank runs on this rank's node (the same host name). */
-static grain_status_t one_node(grain_t *g, int *one_p)
-{
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = host; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    uint64_t other;
-    grain_status_t st = grain_same_everywhere(g, h, &other);
-    *one_p = st == GRAIN_OK && other == h;
-    return st;
-}
-
 static void unmap_peers(grain_region_t *r)
 {
-    grain_t *g = r->grain;
-    for (int pe = 0; r->peer_maps != NULL && pe < g->n_pes; pe++) {
-        if (r->peer_maps[pe] != NULL && pe != g->my_pe)
-            g->bops->unmap_peer(g->backend, r->peer_maps[pe]);
-        r->peer_maps[pe] = NULL;
-    }
+    grain_peer_maps_t m = {.maps = r->peer_maps};
+    grain_peer_unmap_all(r->grain, &m);
     r->mapped_peers = 0;
 }
 
@@ -81,53 +63,28 @@ static void unmap_peers(grain_region_t *r)
 static grain_status_t place_in_peer_memory(grain_region_t *r, int *placed_p)
 {
     grain_t *g = r->grain;
-    size_t n = (size_t)g->n_pes, hb = GRAIN_PEER_HANDLE_BYTES;
-    unsigned char *handles = calloc(2 * n, hb);
-    size_t *sizes = calloc(2 * n, sizeof *sizes);
-    if (handles == NULL || sizes == NULL) {
-        free(handles);
-        free(sizes);
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "region: no memory for peer handles");
-    }
+    unsigned char handle[GRAIN_PEER_HANDLE_BYTES] = {0};
     void *data = NULL;
     grain_log_quiet(1);
-    grain_status_t local = g->bops->alloc_peer(g->backend, r->size, &data, handles);
-    for (size_t p = 1; local == GRAIN_OK && p < n; p++)
-        memcpy(handles + p * hb, handles, hb);
-    for (size_t p = 0; p < n; p++)
-        sizes[p] = local == GRAIN_OK ? hb : 0;
-    grain_status_t st = grain_alltoallv(g, handles, sizes, hb, handles + n * hb, sizes + n);
-    for (size_t p = 0; st == GRAIN_OK && local == GRAIN_OK && p < n; p++) {
-        if ((int)p == g->my_pe)
-            continue;
-        if (sizes[n + p] != hb) {
-            local = grain_fail(GRAIN_ERR_UNSUPPORTED, "rank %zu has no peer memory", p);
-            break;
-        }
-        local = g->bops->map_peer(g->backend, handles + (n + p) * hb, &r->peer_maps[p]);
-        if (local == GRAIN_OK)
-            r->mapped_peers++;
-    }
+    grain_status_t local = g->bops->alloc_peer(g->backend, r->size, &data, handle);
     grain_log_quiet(0);
     char why[256];
-    snprintf(why, sizeof why, "%s", grain_error_message(g));
-    int64_t ok[1] = {local == GRAIN_OK};
-    if (st == GRAIN_OK)
-        st = grain_allreduce(g, ok, 1, GRAIN_INT64, GRAIN_MIN);
-    free(handles);
-    free(sizes);
-    if (st != GRAIN_OK || !ok[0]) {
-        unmap_peers(r);
+    snprintf(why, sizeof why, "%s", local != GRAIN_OK ? grain_error_message(g) : "");
+    grain_peer_maps_t m = {.maps = r->peer_maps};
+    grain_status_t st = grain_peer_map_all(g, local == GRAIN_OK ? handle : NULL, data, &m);
+    if (st != GRAIN_OK || !m.all_mapped) {
+        grain_peer_unmap_all(g, &m);
         /* Nobody may still hold this copy mapped when it is freed. */
         grain_status_t bst = barrier(g);
         if (data != NULL)
             g->bops->free_peer(g->backend, data);
-        if (st == GRAIN_OK && local != GRAIN_OK)
+        if (st == GRAIN_OK)
             grain_info("region %u: no peer memory on rank %d (%s); chunks move through the transport", r->id,
-                       g->my_pe, why);
+                       g->my_pe, why[0] ? why : m.why[0] ? m.why : "another rank could not map every copy");
         *placed_p = 0;
         return st != GRAIN_OK ? st : bst;
     }
+    r->mapped_peers = m.mapped;
     r->data = data;
     r->peer_maps[g->my_pe] = data;
     *placed_p = 1;
@@ -137,10 +94,11 @@ static grain_status_t place_in_peer_memory(grain_region_t *r, int *placed_p)
 static grain_status_t place(grain_region_t *r)
 {
     grain_t *g = r->grain;
-    int one = 0, placed = 0;
+    int placed = 0;
     grain_status_t st = GRAIN_OK;
-    if (g->n_pes > 1 && g->bops->alloc_peer != NULL && g->config.peer_memory &&
-        (st = one_node(g, &one)) == GRAIN_OK && one)
+    /* The node map is the same on every rank, so all or none take part. */
+    if (g->n_pes > 1 && g->bops->alloc_peer != NULL && g->config.peer_memory && strcmp(g->config.peer, "off") != 0 &&
+        g->node_size == (unsigned)g->n_pes)
         st = place_in_peer_memory(r, &placed);
     if (st != GRAIN_OK)
         return st;

@@ -49,12 +49,15 @@ static void pinned_free(void *arg, void *ptr)
     g->bops->free_shared(g->backend, ptr);
 }
 
+/* What kernels use beside the heap: the device context, the error record
+ * and the queue; before the transport starts, since its receive buffers are
+ * pinned memory, which CUDA allocates only with no kernel running. */
 static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
     grain_queue_geom_t geom = grain_queue_geom_of(g, (uint32_t)c->queue_slots, (uint32_t)c->queue_width,
                                                   GRAIN_MSG_ROWS);
-    void *dev, *err, *heap;
+    void *dev, *err;
     grain_status_t st = g->bops->alloc_device(g->backend, sizeof(grain_dev_t), &dev);
     if (st != GRAIN_OK)
         return st;
@@ -62,18 +65,112 @@ static grain_status_t alloc_device_state(grain_t *g)
     if ((st = g->bops->alloc_shared(g->backend, sizeof(grain_dev_err_t), &err)) != GRAIN_OK)
         return st;
     g->dev_err = err;
-    if ((st = grain_queue_create(g, geom, &g->queue)) != GRAIN_OK)
+    return grain_queue_create(g, geom, &g->queue);
+}
+
+/* Why the heap is not offered to the node's other ranks, or NULL when it
+ * may be. */
+static const char *no_peer_heap(const grain_t *g)
+{
+    if (strcmp(g->config.peer, "off") == 0)
+        return "GRAIN_PEER=off";
+    if (g->bops->alloc_peer == NULL)
+        return "the backend cannot map memory between processes";
+    if (!g->apply_on_device && !g->binfo.peer_host_access)
+        return "GRAIN_APPLY=host keeps the heap in pinned host memory, which other processes cannot map";
+    return NULL;
+}
+
+/* The info log's account of the direct path: which ranks this rank reaches
+ * directly, and why the node's others are not. */
+static void log_direct_path(grain_t *g, const char *why_not)
+{
+    size_t n = (size_t)g->n_pes;
+    unsigned char *set = calloc(3 * n, 1);
+    char direct[256], unmapped[256], other[256];
+    if (set == NULL)
+        return;
+    for (size_t p = 0; p < n; p++) {
+        set[p] = g->heap_peers.maps[p] != NULL;
+        set[n + p] = grain_node_peer(g, (int)p) && g->heap_peers.maps[p] == NULL;
+        set[2 * n + p] = g->node_of[p] != g->node_of[g->my_pe];
+    }
+    grain_rank_ranges(set, (int)n, direct, sizeof direct);
+    grain_rank_ranges(set + n, (int)n, unmapped, sizeof unmapped);
+    grain_rank_ranges(set + 2 * n, (int)n, other, sizeof other);
+    grain_info("rank %d: direct path to ranks %s (their heaps mapped here; %s-scope heap atomics)", g->my_pe,
+               direct, g->heap_scope_system ? "system" : "device");
+    if (strcmp(unmapped, "none") != 0)
+        grain_info("rank %d: ranks %s of this node through the transport: %s", g->my_pe, unmapped,
+                   why_not != NULL && why_not[0] != '\0' ? why_not : g->heap_peers.why);
+    if (strcmp(other, "none") != 0)
+        grain_info("rank %d: ranks %s on other nodes through the transport", g->my_pe, other);
+    free(set);
+}
+
+/*
+ * Collective: the heap, where the node's other ranks can map it (the
+ * direct path), and their heaps mapped here; then the device context that
+ * points at them, and the apply engine, whose kernels' atomics take the
+ * scope the mappings need.
+ */
+static grain_status_t place_heap(grain_t *g)
+{
+    const grain_config_t *c = &g->config;
+    size_t n = (size_t)g->n_pes;
+    grain_status_t st = grain_node_discover(g);
+    if (st != GRAIN_OK)
         return st;
-    st = g->apply_on_device ? g->bops->alloc_heap(g->backend, c->heap_size, &heap)
-                            : g->bops->alloc_shared(g->backend, c->heap_size, &heap);
+    const char *why_not = g->node_size > 1 ? no_peer_heap(g) : "";
+    unsigned char handle[GRAIN_PEER_HANDLE_BYTES] = {0};
+    char alloc_why[256] = "";
+    void *heap = NULL;
+    if (why_not == NULL) {
+        grain_log_quiet(1); /* a heap that cannot be shared is a reason, not an error */
+        if (g->bops->alloc_peer(g->backend, c->heap_size, &heap, handle) == GRAIN_OK)
+            g->heap_peer = 1;
+        else
+            snprintf(alloc_why, sizeof alloc_why, "%s", grain_error_message(g));
+        grain_log_quiet(0);
+        if (!g->heap_peer)
+            why_not = alloc_why;
+    }
+    if (!g->heap_peer)
+        st = g->apply_on_device ? g->bops->alloc_heap(g->backend, c->heap_size, &heap)
+                                : g->bops->alloc_shared(g->backend, c->heap_size, &heap);
     if (st != GRAIN_OK)
         return st;
     g->heap = heap;
+    g->heap_host_access = !g->heap_peer || g->binfo.peer_host_access;
+    g->heap_peers.maps = calloc(n, sizeof *g->heap_peers.maps);
+    grain_peer_t *table = calloc(n, sizeof *table);
+    if (g->heap_peers.maps == NULL || table == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu ranks' heaps", n);
+    /* Every rank takes part whatever it offers, so that the exchange is
+     * collective. */
+    if (st == GRAIN_OK && n > 1)
+        st = grain_peer_map_all(g, g->heap_peer ? handle : NULL, g->heap_peer ? heap : NULL, &g->heap_peers);
+    g->heap_scope_system = g->heap_peers.any_remote;
+    void *peers = NULL;
+    for (size_t p = 0; st == GRAIN_OK && p < n; p++)
+        table[p].heap = g->heap_peers.maps[p];
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_device(g->backend, n * sizeof *table, &peers);
+    if (st == GRAIN_OK) {
+        g->peers_dev = peers;
+        st = g->bops->copy(g->backend, peers, table, n * sizeof *table);
+    }
+    free(table);
+    if (st != GRAIN_OK)
+        return st;
+    if (n > 1)
+        log_direct_path(g, why_not);
     g->dev_host = (grain_dev_t){
         .heap = g->heap,
         .heap_size = c->heap_size,
         .queue = g->queue.desc,
         .err = g->dev_err,
+        .peers = g->peers_dev,
         .my_pe = (grain_u32)g->my_pe,
         .n_pes = (grain_u32)g->n_pes,
     };
@@ -101,7 +198,12 @@ static void release(grain_t *g)
         }
         grain_kernel_destroy(g->agent_kernel); /* the device transfer agent's, if a region built it */
         grain_program_destroy(g->agent_program);
-        if (g->heap != NULL && g->apply_on_device)
+        grain_peer_unmap_all(g, &g->heap_peers);
+        if (g->peers_dev != NULL)
+            g->bops->free_device(g->backend, g->peers_dev);
+        if (g->heap != NULL && g->heap_peer)
+            g->bops->free_peer(g->backend, g->heap);
+        else if (g->heap != NULL && g->apply_on_device)
             g->bops->free_heap(g->backend, g->heap);
         else if (g->heap != NULL)
             g->bops->free_shared(g->backend, g->heap);
@@ -113,6 +215,8 @@ static void release(grain_t *g)
         g->bops->close(g->backend);
     }
     grain_heap_destroy(&g->heap_alloc);
+    free(g->heap_peers.maps);
+    free(g->node_of);
     free((void *)g->applied_from);
     free(g->recv_buffers_from);
     free((void *)g->next_seq);
@@ -195,10 +299,18 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
         st = check_symmetric_config(g);
+    if (st == GRAIN_OK)
+        st = place_heap(g);
     if (st == GRAIN_OK && g->n_pes > 1 && g->tops->register_heap != NULL)
         st = g->tops->register_heap(g->transport, g->heap, g->config.heap_size, &g->heap_puts);
     if (st == GRAIN_OK)
         st = grain_aggregators_start(g);
+    /* No rank sends before every rank has a heap and an apply engine to
+     * take what arrives. */
+    if (st == GRAIN_OK && g->n_pes > 1) {
+        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
+        st = g->tops->collective(g->transport, &barrier);
+    }
     if (st != GRAIN_OK)
         goto err;
 
@@ -222,6 +334,13 @@ grain_status_t grain_finalize(grain_t *g)
     grain_status_t st = grain_quiet(g);
     if (g->config.stats)
         grain_stats_print(g, stderr);
+    /* No rank frees its heap while another still has it mapped. */
+    grain_peer_unmap_all(g, &g->heap_peers);
+    if (g->n_pes > 1) {
+        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
+        grain_status_t bst = g->tops->collective(g->transport, &barrier);
+        st = st != GRAIN_OK ? st : bst;
+    }
     release(g);
     return st;
 }

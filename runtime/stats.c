@@ -11,7 +11,7 @@
 #include "runtime/log.h"
 
 enum {
-    S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
+    S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
     S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
@@ -32,10 +32,12 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         return NULL;
     }
     uint64_t *r = rows + (size_t)g->my_pe * width;
-    uint64_t in_place = 0;
-    if (grain_queue_counters(g, &g->queue, &r[S_FULL_WAITS], &in_place) != GRAIN_OK)
+    grain_ring_prod_t prod = {0};
+    if (grain_queue_counters(g, &g->queue, &prod) != GRAIN_OK)
         grain_warn("could not read the queue's producer counters: %s", grain_error_message(g));
-    r[S_LOCAL] = in_place;
+    r[S_FULL_WAITS] = prod.full_waits;
+    r[S_LOCAL] = prod.in_place;
+    r[S_DIRECT] = prod.direct;
     for (unsigned a = 0; a < g->n_aggs; a++) {
         grain_aggregator_t *agg = &g->aggs[a];
         const grain_packer_stats_t *ps = &agg->packer.stats;
@@ -85,6 +87,12 @@ static double ratio(uint64_t a, uint64_t b)
     return b ? (double)a / (double)b : 0.0;
 }
 
+/* Messages to other ranks, through the transport or direct, of all. */
+static double remote_fraction(const uint64_t *r)
+{
+    return ratio(r[S_REMOTE] + r[S_DIRECT], r[S_LOCAL] + r[S_REMOTE] + r[S_DIRECT]);
+}
+
 /* `ranks` rows summed into r: times are printed as their mean. */
 static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size_t buf_size)
 {
@@ -93,15 +101,15 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
         fprintf(out, "%s\"%s\":%llu", c > 1 ? "," : "", cmd_names[c], (unsigned long long)r[S_CMD0 + c]);
     fprintf(out,
-            "},\"local_messages\":%llu,\"remote_messages\":%llu,\"remote_fraction\":%.6f,"
+            "},\"local_messages\":%llu,\"remote_messages\":%llu,\"direct_messages\":%llu,\"remote_fraction\":%.6f,"
             "\"buffers_sent\":%llu,\"bytes_sent\":%llu,\"mean_buffer_bytes\":%.1f,"
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu,\"scope\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
             "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"receive_busy_s\":%.6f,"
             "\"messages_to\":[",
-            (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
-            ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
+            (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE], (unsigned long long)r[S_DIRECT],
+            remote_fraction(r), (unsigned long long)r[S_BUFFERS],
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
             ratio(r[S_BYTES], r[S_BUFFERS] * buf_size), (unsigned long long)r[S_FLUSH_FULL],
             (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
@@ -135,8 +143,11 @@ void grain_stats_json(grain_t *g, FILE *out)
                 total[i] += rows[p * width + i];
         /* With apply "device", messages to the own rank are applied in place
          * by their senders, as are active messages to device handlers the
-         * sending program defines: they count in `local` only. */
-        fprintf(out, "{\"apply\":\"%s\",\"total\":", g->apply_on_device ? "device" : "host");
+         * sending program defines: they count in `local` only.  Messages
+         * the direct path applied count in `direct` only, not in the
+         * per-destination arrays, which the aggregators fill. */
+        fprintf(out, "{\"apply\":\"%s\",\"peer\":\"%s\",\"direct_peers\":%u,\"total\":",
+                g->apply_on_device ? "device" : "host", g->config.peer, g->heap_peers.mapped);
         if (total != NULL)
             json_rank(out, total, n, n, g->config.buffer_size);
         fprintf(out, ",\"per_rank\":[");
@@ -170,14 +181,15 @@ void grain_stats_print(grain_t *g, FILE *out)
     if (g->my_pe == 0 && out != NULL) {
         fprintf(out, "grain statistics (%d ranks, backend %s, transport %s, buffers of %llu bytes)\n",
                 g->n_pes, g->bops->name, g->tops->name, (unsigned long long)g->config.buffer_size);
-        fprintf(out, "%4s %10s %9s %12s %12s %7s %9s %10s %8s %8s %8s %8s %8s\n", "rank", "slots", "q-waits",
-                "local", "remote", "remote%", "buffers", "mean-B", "full", "timeout", "quiet", "scope", "b-waits");
+        fprintf(out, "%4s %10s %9s %12s %12s %12s %7s %9s %10s %8s %8s %8s %8s %8s\n", "rank", "slots", "q-waits",
+                "local", "remote", "direct", "remote%", "buffers", "mean-B", "full", "timeout", "quiet", "scope",
+                "b-waits");
         for (size_t p = 0; p < n; p++) {
             const uint64_t *r = rows + p * width;
-            fprintf(out, "%4zu %10llu %9llu %12llu %12llu %6.1f%% %9llu %10.0f %8llu %8llu %8llu %8llu %8llu\n", p,
-                    (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS],
-                    (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE],
-                    100.0 * ratio(r[S_REMOTE], r[S_LOCAL] + r[S_REMOTE]), (unsigned long long)r[S_BUFFERS],
+            fprintf(out, "%4zu %10llu %9llu %12llu %12llu %12llu %6.1f%% %9llu %10.0f %8llu %8llu %8llu %8llu %8llu\n",
+                    p, (unsigned long long)r[S_SLOTS], (unsigned long long)r[S_FULL_WAITS],
+                    (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE], (unsigned long long)r[S_DIRECT],
+                    100.0 * remote_fraction(r), (unsigned long long)r[S_BUFFERS],
                     ratio(r[S_BYTES], r[S_BUFFERS]), (unsigned long long)r[S_FLUSH_FULL],
                     (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
                     (unsigned long long)r[S_FLUSH_SCOPE], (unsigned long long)r[S_BUFFER_WAITS]);

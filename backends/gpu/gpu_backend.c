@@ -568,7 +568,7 @@ static grain_status_t gpu_alloc_peer(grain_backend_t *b, size_t size, void **ptr
     return GRAIN_OK;
 }
 
-static grain_status_t gpu_map_peer(grain_backend_t *b, const void *handle, void **ptr_p)
+static grain_status_t gpu_map_peer(grain_backend_t *b, const void *handle, void **ptr_p, int *remote_p)
 {
     peer_handle_t h;
     memcpy(&h, handle, sizeof h);
@@ -588,6 +588,7 @@ static grain_status_t gpu_map_peer(grain_backend_t *b, const void *handle, void 
         return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": mapping device %s's memory failed: %s", h.pci,
                           gpuGetErrorString(err));
     *ptr_p = p;
+    *remote_p = peer != b->device;
     return GRAIN_OK;
 }
 

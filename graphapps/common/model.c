@@ -45,7 +45,8 @@ int app_model_option(app_model_options_t *m, int argc, char **argv, int *i)
 void app_model_usage(FILE *out)
 {
     fprintf(out, "  --model M           networking model (seed 001 section 3): grain (default), msg-per-lane,\n"
-                 "                      coalesced, coalesced-aggregated, coprocessor, coprocessor-buffered\n"
+                 "                      coalesced, coalesced-aggregated, coprocessor, coprocessor-buffered;\n"
+                 "                      all but grain send to other ranks through the network (GRAIN_PEER=off)\n"
                  "  --pernode-bytes N   coprocessor models: bytes of each per-node queue (default\n"
                  "                      64K, grain's default buffer; 1M for coprocessor-buffered)\n");
 }
@@ -55,6 +56,12 @@ void app_model_configure(const char *app, app_model_options_t *m, grain_config_t
     const char *aggregation = m->model == APP_MSG_PER_LANE ? "none" : m->model == APP_COALESCED ? "wg" : NULL;
     if (aggregation != NULL && grain_config_set(config, "aggregation", aggregation) != GRAIN_OK) {
         fprintf(stderr, "%s: --model %s: cannot set GRAIN_AGGREGATION\n", app, app_model_names[m->model]);
+        exit(APP_EXIT_ERROR);
+    }
+    /* The prior models put every message to another rank on the network,
+     * ranks of one node too: what they differ in is what crosses it. */
+    if (m->model != APP_GRAIN && grain_config_set(config, "peer", "off") != GRAIN_OK) {
+        fprintf(stderr, "%s: --model %s: cannot set GRAIN_PEER\n", app, app_model_names[m->model]);
         exit(APP_EXIT_ERROR);
     }
     if (m->pernode_bytes == 0)

@@ -158,7 +158,11 @@ static int verified_everywhere(grain_t *g, const int64_t *table, const gups_opti
     /* The last blocks may be short (or empty) when the ranks do not divide the table. */
     uint64_t lo = local_entries * (uint64_t)me;
     uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
-    uint64_t total = verify(table, o->updates, size - 1, owned, local_entries, me);
+    /* The heap may be device memory that only grain_memcpy reads. */
+    int64_t *host = app_malloc(owned * sizeof *host);
+    app_check(grain_memcpy(g, host, table, owned * sizeof *host), "reading the table");
+    uint64_t total = verify(host, o->updates, size - 1, owned, local_entries, me);
+    free(host);
     app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
     if (me == 0 && !o->common.json)
         printf("verification: %s (%llu of %llu counters differ)\n", total == 0 ? "passed" : "FAILED",

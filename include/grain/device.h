@@ -18,8 +18,23 @@
  * queue protocol, with GRAIN_QUEUE (grain/device/queue.h).  With
  * GRAIN_APPLY_IN_PLACE (GRAIN_APPLY=device: the heap is in device memory) a
  * PUT, add or increment to the sender's own PE is applied by the sender
- * instead of crossing the queue.  The runtime defines all three from its
- * configuration when it builds a program.
+ * instead of crossing the queue.  With GRAIN_PEER_DIRECT (GRAIN_PEER=auto,
+ * and some other rank of the node has its heap mapped here) the sender
+ * applies them, and active messages to device handlers its program defines,
+ * to those ranks too: the direct path.  The runtime defines all four from
+ * its configuration when it builds a program.
+ *
+ * Completion and order (what NVSHMEM's quiet and fence give, where grain
+ * has them): every message is applied at its destination once grain_quiet
+ * or grain_barrier has returned on every rank.  The messages of one
+ * work-item to one word on the direct path and in place are applied in its
+ * program order; the queue and the transport keep a source's order to a
+ * destination with one aggregator.  Between the two paths, and between
+ * work-items, there is no order before quiet: a kernel cannot yet fence its
+ * messages (no device-side fence or quiet), and a handler must not assume
+ * that an earlier message to the same rank has been applied.  Applying is
+ * atomic and relaxed on every path, so concurrent messages to one word
+ * combine, never tear.
  */
 #ifndef GRAIN_DEVICE_H
 #define GRAIN_DEVICE_H
@@ -42,6 +57,9 @@
 #endif
 #ifndef GRAIN_APPLY_IN_PLACE
 #define GRAIN_APPLY_IN_PLACE 0
+#endif
+#ifndef GRAIN_PEER_DIRECT
+#define GRAIN_PEER_DIRECT 0
 #endif
 
 #if GRAIN_RESERVE == GRAIN_RESERVE_WG
@@ -100,24 +118,29 @@ GRAIN_INLINE int grain_am_dispatch_(grain_u32 id, GRAIN_GLOBAL char *heap, grain
 /* First parameter of every kernel that uses grain. */
 #define GRAIN_KERNEL_CTX GRAIN_GLOBAL grain_dev_t *grain_ctx_
 
+/* The per-segment counts of a work-group: columns claimed, messages in
+ * place and, with the direct path, messages direct. */
+#define GRAIN_WG_CLAIM_WORDS ((2 + GRAIN_PEER_DIRECT) * GRAIN_RESERVE_SEGMENTS)
+
 /* Declares `wg` and its local memory; must stand at kernel function scope,
- * reached by every work-item (it holds a barrier).  claims and in_place share
- * one array: with a second automatic local array, PoCL 3.1's work-item
+ * reached by every work-item (it holds a barrier).  The counts share one
+ * array: with a second automatic local array, PoCL 3.1's work-item
  * replication (its method for small work-groups) made kernels that crash. */
 #define GRAIN_WG_BEGIN(wg)                                              \
     GRAIN_LOCAL_DECL grain_i64 grain_scratch_[GRAIN_WG_SCRATCH_WORDS];  \
-    GRAIN_LOCAL_DECL grain_u32 grain_claims_[2 * GRAIN_RESERVE_SEGMENTS]; \
+    GRAIN_LOCAL_DECL grain_u32 grain_claims_[GRAIN_WG_CLAIM_WORDS];       \
     grain_wg_t wg;                                                        \
     wg.ctx = grain_ctx_;                                                  \
     wg.scratch = grain_scratch_;                                          \
     wg.claims = grain_claims_;                                            \
     wg.in_place = grain_claims_ + GRAIN_RESERVE_SEGMENTS;                 \
+    wg.direct = grain_claims_ + 2 * GRAIN_RESERVE_SEGMENTS;               \
     grain_wg_begin_(&wg)
 
 GRAIN_INLINE void grain_wg_begin_(const grain_wg_t *wg)
 {
-    for (grain_u32 i = grain_local_linear_id(); i < 2 * GRAIN_RESERVE_SEGMENTS; i += grain_local_linear_size())
-        wg->claims[i] = 0; /* and in_place, which follows */
+    for (grain_u32 i = grain_local_linear_id(); i < GRAIN_WG_CLAIM_WORDS; i += grain_local_linear_size())
+        wg->claims[i] = 0; /* and the counts that follow */
     grain_wg_barrier();
 }
 
@@ -125,28 +148,54 @@ GRAIN_INLINE int grain_dev_my_pe(const grain_wg_t *wg) { return (int)wg->ctx->my
 GRAIN_INLINE int grain_dev_n_pes(const grain_wg_t *wg) { return (int)wg->ctx->n_pes; }
 
 /* A message that would be rejected at its destination is refused here, so the
- * kernel's first bad call is reported with the work-item that made it. */
+ * kernel's first bad call is reported with the work-item that made it, and
+ * on the paths that apply here (in place, direct) nothing bad is written. */
 GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, grain_u32 handler,
                                   grain_i32 pe, grain_u64 offset)
 {
     grain_u64 item = grain_global_linear_id();
     if (pe < 0 || (grain_u32)pe >= ctx->n_pes) {
-        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_PE, cmd, (grain_u64)(grain_i64)pe, item);
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_PE, cmd, pe, (grain_u64)(grain_i64)pe, item);
         return 0;
     }
     if (cmd == GRAIN_CMD_AM) {
         if (!grain_handler_registered(ctx, handler)) {
-            grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_HANDLER, cmd, handler, item);
+            grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_HANDLER, cmd, pe, handler, item);
             return 0;
         }
         return 1;
     }
     grain_u32 width = grain_cmd_width(cmd);
     if (offset > ctx->heap_size - width || offset % width != 0) {
-        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_OFFSET, cmd, offset, item);
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_OFFSET, cmd, pe, offset, item);
         return 0;
     }
     return 1;
+}
+
+/* The heap a valid message is applied to by its sender: this rank's (in
+ * place: every device handler, and the rest with GRAIN_APPLY_IN_PLACE) or
+ * another rank's that is mapped here (direct); 0: through the queue. */
+GRAIN_INLINE GRAIN_GLOBAL char *grain_bypass_heap_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, grain_i32 pe)
+{
+    if ((grain_u32)pe == ctx->my_pe)
+        return cmd == GRAIN_CMD_AM || GRAIN_APPLY_IN_PLACE ? ctx->heap : 0;
+#if GRAIN_PEER_DIRECT
+    return ctx->peers[pe].heap;
+#else
+    return 0;
+#endif
+}
+
+/* Adds a segment's count of messages that bypassed the queue to the ring's
+ * counter, by its first lane, the count's only reader, who also clears it
+ * for the next send (the barrier of grain_wg_publish_ orders that). */
+GRAIN_INLINE void grain_count_bypass_(GRAIN_LOCAL grain_u32 *count, GRAIN_GLOBAL grain_u64 *counter, int first)
+{
+    if (first && *count != 0) {
+        grain_atomic_fetch_add_dev_u64(counter, *count);
+        *count = 0;
+    }
 }
 
 /*
@@ -166,7 +215,7 @@ typedef struct grain_slot {
 } grain_slot_t;
 
 GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_desc_t *d,
-                                            int active, int in_place)
+                                            int active, int in_place, int direct)
 {
     grain_slot_t s = {0, 0, 0, 0, 0};
     s.ring = grain_queue_ring_of(&d->geom, grain_group_linear_id());
@@ -174,6 +223,8 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     (void)wg;
     if (in_place)
         grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].in_place, 1);
+    if (direct)
+        grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].direct, 1);
     if (active) {
         s.ticket = grain_queue_reserve(d, s.ring);
         s.count = 1;
@@ -187,21 +238,25 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
      * the one queue atomic, and afterwards zeroes the claims for the next
      * send, which the barrier of grain_wg_publish_ orders before it.  Two
      * barriers and no loop replace the prefix sum of seed 001: PoCL compiles
-     * a kernel with many sends in minutes less.  The messages applied in
-     * place are counted the same way, and the first lane, their only reader,
-     * adds them to the ring's count with one device atomic.
+     * a kernel with many sends in minutes less.  The messages applied
+     * without the queue are counted the same way.
      */
     GRAIN_LOCAL grain_u64 *tickets = (GRAIN_LOCAL grain_u64 *)wg->scratch;
     grain_u32 seg = grain_local_linear_id() / GRAIN_RESERVE_SEGMENT;
     int first = grain_local_linear_id() % GRAIN_RESERVE_SEGMENT == 0;
     s.col = grain_local_claim_u32(&wg->claims[seg], active, GRAIN_RESERVE_SEGMENT);
     (void)grain_local_claim_u32(&wg->in_place[seg], in_place, GRAIN_RESERVE_SEGMENT);
+#if GRAIN_PEER_DIRECT
+    (void)grain_local_claim_u32(&wg->direct[seg], direct, GRAIN_RESERVE_SEGMENT);
+#else
+    (void)direct;
+#endif
     grain_wg_barrier();
     s.count = wg->claims[seg];
-    if (first && wg->in_place[seg] != 0) {
-        grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].in_place, wg->in_place[seg]);
-        wg->in_place[seg] = 0;
-    }
+    grain_count_bypass_(&wg->in_place[seg], &d->prod[s.ring].in_place, first);
+#if GRAIN_PEER_DIRECT
+    grain_count_bypass_(&wg->direct[seg], &d->prod[s.ring].direct, first);
+#endif
     s.publisher = first && s.count > 0;
     if (s.publisher)
         tickets[seg] = grain_queue_reserve(d, s.ring);
@@ -232,7 +287,8 @@ GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_sl
     }
 }
 
-/* The send path: validate, reserve, write the lane's column, publish. */
+/* The send path: validate, apply here where the destination's heap is in
+ * reach, else reserve, write the lane's column and publish. */
 GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
                               grain_u64 w1, grain_u64 w2, int active)
 {
@@ -240,20 +296,20 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
     GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
-    int in_place = 0;
-#if GRAIN_APPLY_IN_PLACE
-    if (active && (grain_u32)pe == ctx->my_pe && cmd != GRAIN_CMD_AM) {
-        grain_apply_msg(ctx->heap, cmd, w1, w2);
-        in_place = 1;
+    GRAIN_GLOBAL char *heap = active ? grain_bypass_heap_(ctx, cmd, pe) : 0;
+    int bypass = 0;
+    if (heap != 0 && cmd != GRAIN_CMD_AM) {
+        grain_apply_msg(heap, cmd, w1, w2);
+        bypass = 1;
+    } else if (heap != 0) {
+        /* A device handler runs here, on every backend: the host could only
+         * hand it to an apply kernel.  One this program lacks, or a host
+         * handler, goes through the queue. */
+        bypass = grain_handler_on_device(ctx, handler) && grain_am_dispatch_(handler, heap, ctx->my_pe, w1, w2);
     }
-#endif
-    /* A device handler for this rank runs here, on every backend: the host
-     * could only hand it to an apply kernel. */
-    if (active && cmd == GRAIN_CMD_AM && (grain_u32)pe == ctx->my_pe && grain_handler_on_device(ctx, handler) &&
-        grain_am_dispatch_(handler, ctx->heap, ctx->my_pe, w1, w2))
-        in_place = 1;
-    active = active && !in_place;
-    grain_slot_t s = grain_wg_reserve_(wg, d, active, in_place);
+    int in_place = bypass && (grain_u32)pe == ctx->my_pe;
+    active = active && !bypass;
+    grain_slot_t s = grain_wg_reserve_(wg, d, active, in_place, bypass && !in_place);
     if (active) {
         GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);
         grain_u32 width = d->geom.width;

@@ -185,7 +185,7 @@ static void test_bad_messages_from_kernels(void **state)
     expect_bad(0, GRAIN_ERR_BAD_PE, "to PE 5");
     expect_bad(1, GRAIN_ERR_BAD_OFFSET, "heap offset 1073741824");
     expect_bad(2, GRAIN_ERR_BAD_OFFSET, "outside the 1048576-byte symmetric heap");
-    expect_bad(3, GRAIN_ERR_BAD_OFFSET, "add32 message to heap offset 2");
+    expect_bad(3, GRAIN_ERR_BAD_OFFSET, "add32 message to PE 0 at heap offset 2");
     expect_bad(4, GRAIN_ERR_BAD_HANDLER, "handler 77");
 }
 

@@ -32,24 +32,38 @@ GRAIN_KERNEL void wg_prims(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_i64 *value
     out[5 * g + 4] = grain_wg_scan_exclusive_add(&wg, v, a);
 }
 
-/* One message per active lane; lane `bad_lane` sends the kind of bad message
- * `what` asks for (0: PE, 1: offset past the heap, 2: offset before it,
- * 3: misaligned, 4: unregistered handler). */
+/* One message per active lane to `dest`; lane `bad_lane` sends the kind of
+ * bad message `what` asks for (0: PE, 1: offset past the heap, 2: offset
+ * before it, 3: misaligned, 4: unregistered handler). */
+GRAIN_INLINE void send_bad_(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *target, grain_i32 what,
+                            grain_u32 bad_lane, grain_u32 handler, grain_i32 dest)
+{
+    int bad = grain_global_linear_id() == bad_lane;
+    if (what == 0)
+        grain_inc64(wg, target, bad ? grain_dev_n_pes(wg) + 4 : dest, 1);
+    else if (what == 1)
+        grain_inc64(wg, bad ? target + (1 << 27) : target, dest, 1);
+    else if (what == 2)
+        grain_inc64(wg, bad ? target - 1 : target, dest, 1);
+    else if (what == 3)
+        grain_add32(wg, bad ? (GRAIN_GLOBAL grain_i32 *)((GRAIN_GLOBAL char *)target + 2)
+                            : (GRAIN_GLOBAL grain_i32 *)target, 1, dest, 1);
+    else
+        grain_am(wg, bad ? 77 : handler, grain_offset(wg, target), 1, dest, 1);
+}
+
+/* To this rank. */
 GRAIN_KERNEL void send_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *target, grain_i32 what,
                            grain_u32 bad_lane, grain_u32 handler)
 {
     GRAIN_WG_BEGIN(wg);
-    int bad = grain_global_linear_id() == bad_lane;
-    int me = grain_dev_my_pe(&wg);
-    if (what == 0)
-        grain_inc64(&wg, target, bad ? grain_dev_n_pes(&wg) + 4 : me, 1);
-    else if (what == 1)
-        grain_inc64(&wg, bad ? target + (1 << 27) : target, me, 1);
-    else if (what == 2)
-        grain_inc64(&wg, bad ? target - 1 : target, me, 1);
-    else if (what == 3)
-        grain_add32(&wg, bad ? (GRAIN_GLOBAL grain_i32 *)((GRAIN_GLOBAL char *)target + 2)
-                             : (GRAIN_GLOBAL grain_i32 *)target, 1, me, 1);
-    else
-        grain_am(&wg, bad ? 77 : handler, grain_offset(&wg, target), 1, me, 1);
+    send_bad_(&wg, target, what, bad_lane, handler, grain_dev_my_pe(&wg));
+}
+
+/* To another rank (tests/integration/direct_errors.c). */
+GRAIN_KERNEL void send_bad_to(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *target, grain_i32 what,
+                              grain_u32 bad_lane, grain_u32 handler, grain_i32 dest)
+{
+    GRAIN_WG_BEGIN(wg);
+    send_bad_(&wg, target, what, bad_lane, handler, dest);
 }

@@ -7,9 +7,11 @@
 #                                       (bytes_written), and with GRAIN_IB_PUT=0 sent as pieces instead
 #   verbs_check.sh no-device COMMAND... without a device: the error that names what is missing, and
 #                                       GRAIN_TRANSPORT=verbs,mpi running over MPI with a warning
-# COMMAND is an mpirun line; $GUPS, $JACOBI and $CHUNKS are the programs.
+# COMMAND is an mpirun line; $GUPS, $JACOBI and $CHUNKS are the programs.  The ranks share this host, so
+# GRAIN_PEER=off keeps what they send each other on the transport (not the direct path, not peer memory).
 mode=$1
 shift
+set -- "$@" -x GRAIN_PEER=off
 have_device() { [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; }
 need_device() {
     if ! have_device; then

@@ -30,15 +30,18 @@ def main():
     for k in PARTS:
         if total[k] < split[k] - 1e-6:
             sys.exit(f"FAILED: {k} is {split[k]} in the run but {total[k]} since grain_init")
-    # Every message counts once, local or remote, wherever it was applied
-    # (kmer's active messages to the own rank run in the sender).
+    # Every message counts once, local, remote or direct, wherever it was
+    # applied (kmer's active messages to the own rank run in the sender,
+    # those to the node's other ranks on the direct path in the sender too).
     t = d["stats"]["total"]
     sent = {"gups": d.get("updates"), "kmer": d.get("kmers")}.get(d["app"])
     check_model(d, t)
     if "coprocessor" in d.get("model", ""):
         sent = None  # its messages never enter grain
-    if sent is not None and t["local_messages"] + t["remote_messages"] != sent:
-        sys.exit(f"FAILED: {t['local_messages']} local + {t['remote_messages']} remote messages, {sent} sent")
+    counted = t["local_messages"] + t["remote_messages"] + t["direct_messages"]
+    if sent is not None and counted != sent:
+        sys.exit(f"FAILED: {t['local_messages']} local + {t['remote_messages']} remote + "
+                 f"{t['direct_messages']} direct messages, {sent} sent")
     ranks = d["stats"]["per_rank"]
     if len(ranks) != d["ranks"] or any(set(PARTS) - set(r["time_split"]) for r in ranks):
         sys.exit("FAILED: a rank without its time split")
@@ -56,7 +59,7 @@ def check_model(d, t):
     if model in ("grain", "coalesced-aggregated") and flushes["scope"] != 0:
         sys.exit(f"FAILED: {model} aggregates across the device, yet {flushes['scope']} scope flushes")
     if model in ("coprocessor", "coprocessor-buffered"):
-        if t["local_messages"] + t["remote_messages"] != 0:
+        if t["local_messages"] + t["remote_messages"] + t["direct_messages"] != 0:
             sys.exit("FAILED: the coprocessor model sent grain messages")
         if d["ranks"] > 1 and d["coprocessor"]["sends"] == 0:
             sys.exit("FAILED: the coprocessor model shipped no per-node queue")

@@ -45,7 +45,14 @@ typedef struct grain_dev_err {
     grain_u32 cmd;
     grain_u64 value;   /* the bad PE, offset or handler id */
     grain_u64 item;    /* global linear id of the work-item */
+    grain_i32 pe;      /* the destination the message named */
+    grain_u32 pad;
 } grain_dev_err_t;
+
+/* Another rank's heap as this rank's kernels reach it (the direct path). */
+typedef struct grain_peer {
+    GRAIN_DPTR(char) heap; /* mapped here; 0: messages to that rank go through the queue */
+} grain_peer_t;
 
 /*
  * The device context: what every send reads, so it lives where kernels read
@@ -57,19 +64,21 @@ typedef struct grain_dev {
     grain_u64 heap_size;
     grain_queue_desc_t queue;        /* this rank's device-to-host queue */
     GRAIN_DPTR(grain_dev_err_t) err;
+    GRAIN_DPTR(grain_peer_t) peers;  /* n_pes entries: the ranks whose heaps are mapped here */
     grain_u32 my_pe;
     grain_u32 n_pes;
     grain_u32 handlers[GRAIN_MAX_HANDLERS / 32];        /* bit set: handler id registered */
     grain_u32 device_handlers[GRAIN_MAX_HANDLERS / 32]; /* bit set: it runs on the device */
 } grain_dev_t;
 
-GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind, grain_u32 cmd,
+GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind, grain_u32 cmd, grain_i32 pe,
                                   grain_u64 value, grain_u64 item)
 {
     GRAIN_GLOBAL grain_dev_err_t *e = ctx->err;
     grain_u32 none = GRAIN_DEV_ERR_NONE;
     if (grain_atomic_cas_u32(&e->kind, &none, kind)) {
         e->cmd = cmd;
+        e->pe = pe;
         e->value = value;
         e->item = item;
     }

@@ -17,6 +17,17 @@
 #ifndef GRAIN_DEVICE_PORT_H
 #define GRAIN_DEVICE_PORT_H
 
+/*
+ * Where other devices of the node map this rank's heap (the direct path),
+ * the runtime builds programs with GRAIN_HEAP_SCOPE_SYSTEM=1: a scoped
+ * atomic is atomic only against those whose scope includes it, so the
+ * heap's atomics then have system scope on every side, the owner's too.
+ * Ranks that share one device (or a CPU device) keep device scope.
+ */
+#ifndef GRAIN_HEAP_SCOPE_SYSTEM
+#define GRAIN_HEAP_SCOPE_SYSTEM 0
+#endif
+
 #if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
 #define GRAIN_DIALECT_OPENCL 1
 #elif defined(__CUDACC__) || defined(__CUDACC_RTC__) || defined(__HIPCC__) || defined(__HIPCC_RTC__)
@@ -118,26 +129,31 @@ GRAIN_INLINE uint grain_atomic_count_down_dev_u32(__global void *p)
 #define grain_atomic_store_release_dev_u32(p, v) \
     atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_release, memory_scope_device)
 
-/* The symmetric heap where kernels apply messages to it: relaxed, device
- * scope (grain/device/apply.h says why). */
+/* The symmetric heap where kernels apply messages to it: relaxed (see
+ * grain/device/apply.h), at the scope GRAIN_HEAP_SCOPE_SYSTEM says. */
+#if GRAIN_HEAP_SCOPE_SYSTEM
+#define GRAIN_HEAP_SCOPE GRAIN_SCOPE_SYSTEM
+#else
+#define GRAIN_HEAP_SCOPE memory_scope_device
+#endif
 #define grain_heap_store_u32(p, v) \
-    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, memory_scope_device)
+    atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
 #define grain_heap_store_u64(p, v) \
-    atomic_store_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+    atomic_store_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
 #define grain_heap_add_u32(p, v) \
-    atomic_fetch_add_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, memory_scope_device)
+    atomic_fetch_add_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
 #define grain_heap_add_u64(p, v) \
-    atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, memory_scope_device)
+    atomic_fetch_add_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
 /* For active-message handlers: min-updates (SSSP, connected components). */
 #define grain_heap_fetch_min_i64(p, v) \
     atomic_fetch_min_explicit((volatile __global atomic_long *)(p), (long)(v), memory_order_relaxed, \
-                              memory_scope_device)
+                              GRAIN_HEAP_SCOPE)
 /* Claims of hash-table slots: the value seen, `expected` when it swapped. */
 GRAIN_INLINE grain_u64 grain_heap_cas_u64(__global void *p, grain_u64 expected, grain_u64 desired)
 {
     ulong seen = expected;
     atomic_compare_exchange_strong_explicit(GRAIN_A64(p), &seen, desired, memory_order_relaxed,
-                                            memory_order_relaxed, memory_scope_device);
+                                            memory_order_relaxed, GRAIN_HEAP_SCOPE);
     return seen;
 }
 
@@ -319,26 +335,34 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u
     atomicMax((unsigned long long *)p, v);
 }
 
-/* The heap, where kernels apply messages: device memory, device scope. */
+/* The heap, where kernels apply messages: device memory, at the scope
+ * GRAIN_HEAP_SCOPE_SYSTEM says. */
+#if GRAIN_HEAP_SCOPE_SYSTEM
+#define GRAIN_HEAP_ATOMIC_(op) op##_system
+#else
+#define GRAIN_HEAP_ATOMIC_(op) op
+#endif
 #define grain_heap_store_u32(p, v) (*GRAIN_A32(p) = (unsigned int)(v))
 #define grain_heap_store_u64(p, v) (*GRAIN_A64(p) = (unsigned long long)(v))
-#define grain_heap_add_u32(p, v) atomicAdd((unsigned int *)(p), (unsigned int)(v))
-#define grain_heap_add_u64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
+#define grain_heap_add_u32(p, v) GRAIN_HEAP_ATOMIC_(atomicAdd)((unsigned int *)(p), (unsigned int)(v))
+#define grain_heap_add_u64(p, v) \
+    GRAIN_HEAP_ATOMIC_(atomicAdd)((unsigned long long *)(p), (unsigned long long)(v))
 #if defined(__HIPCC__) || defined(__HIPCC_RTC__)
 /* HIP 5.2 has no signed 64-bit atomicMin. */
 GRAIN_INLINE grain_i64 grain_heap_fetch_min_i64(GRAIN_GLOBAL void *p, grain_i64 v)
 {
     unsigned long long *a = (unsigned long long *)p;
     unsigned long long old = *(volatile unsigned long long *)a, seen;
-    while ((grain_i64)old > v && (seen = atomicCAS(a, old, (unsigned long long)v)) != old)
+    while ((grain_i64)old > v && (seen = GRAIN_HEAP_ATOMIC_(atomicCAS)(a, old, (unsigned long long)v)) != old)
         old = seen;
     return (grain_i64)old;
 }
 #else
-#define grain_heap_fetch_min_i64(p, v) atomicMin((long long *)(p), (long long)(v))
+#define grain_heap_fetch_min_i64(p, v) GRAIN_HEAP_ATOMIC_(atomicMin)((long long *)(p), (long long)(v))
 #endif
-#define grain_heap_cas_u64(p, expected, desired) \
-    ((grain_u64)atomicCAS((unsigned long long *)(p), (unsigned long long)(expected), (unsigned long long)(desired)))
+#define grain_heap_cas_u64(p, expected, desired)                                              \
+    ((grain_u64)GRAIN_HEAP_ATOMIC_(atomicCAS)((unsigned long long *)(p), (unsigned long long)(expected), \
+                                              (unsigned long long)(desired)))
 #define grain_f64_bits(x) ((grain_i64)__double_as_longlong((double)(x)))
 #define grain_bits_f64(b) __longlong_as_double((long long)(b))
 

@@ -76,15 +76,17 @@ typedef struct grain_ring_ctrl {
  * that found their slot still in use (both protocols; the paper's queue has
  * one ring).  It is a device-scope counter so that producers that wait do
  * not also contend for one host-memory word across the link.  in_place
- * counts the messages its work-groups applied to their own rank without the
- * queue, which the host counters never see.
+ * and direct count the messages its work-groups applied without the queue,
+ * to their own rank and to the node's other ranks (the direct path), which
+ * the host counters never see.
  */
 typedef struct grain_ring_prod {
     grain_u64 reserved;   /* tickets handed out (ring protocol) */
     grain_u64 credit;     /* the largest `consumed` a producer has read (ring protocol) */
     grain_u64 full_waits;
     grain_u64 in_place;
-    grain_u64 pad[4];
+    grain_u64 direct;
+    grain_u64 pad[3];
 } grain_ring_prod_t;
 
 /* What producers hold: where both parts are, and the shape. */

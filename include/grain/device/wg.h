@@ -51,7 +51,8 @@ typedef struct grain_wg {
     GRAIN_GLOBAL grain_dev_t *ctx;
     GRAIN_LOCAL grain_i64 *scratch; /* GRAIN_WG_SCRATCH_WORDS words */
     GRAIN_LOCAL grain_u32 *claims;  /* per reservation segment: columns claimed; 0 between sends */
-    GRAIN_LOCAL grain_u32 *in_place; /* per segment: messages applied without the queue; 0 between sends */
+    GRAIN_LOCAL grain_u32 *in_place; /* per segment: messages applied to this rank without the queue; 0 between sends */
+    GRAIN_LOCAL grain_u32 *direct;   /* per segment: messages applied to other ranks' mapped heaps (GRAIN_PEER_DIRECT) */
 } grain_wg_t;
 
 #if !defined(GRAIN_DIALECT_HOST)
