@@ -27,7 +27,7 @@ import random
 import shlex
 import sys
 
-from driver import Progress, median, pyplot, run_app
+from driver import Progress, add_app_options, median, pyplot, require_built, run_app, split_extra
 
 SPLIT = ("compute_s", "queue_s", "aggregation_s", "network_s", "host_s")
 FIELDS = ("app", "ranks", "repeat", "verified", "seconds") + SPLIT + (
@@ -79,7 +79,8 @@ def run_one(args, app, ranks, extra):
     t = d["stats"]["total"]
     row.update({k: d["time_split"][k] for k in SPLIT})
     row.update(verified=d.get("verified"), seconds=d["seconds"], remote_fraction=t["remote_fraction"],
-               mean_buffer_bytes=t["mean_buffer_bytes"], messages=t["local_messages"] + t["remote_messages"],
+               mean_buffer_bytes=t["mean_buffer_bytes"],
+               messages=t["local_messages"] + t["remote_messages"] + t["direct_messages"],
                buffers_sent=t["buffers_sent"], aggregator_busy_s=t["aggregator_busy_s"],
                queue_full_waits=t["queue_full_waits"], apply_kernels_overlapped=t["apply_kernels_overlapped"],
                backend=d["backend"], device=d["device"])
@@ -124,23 +125,11 @@ def plot(best, apps, ranks, path):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_extra(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default="build/bin")
-    ap.add_argument("--scale", type=int, default=20)
+    add_app_options(ap, "pagerank,sssp,color,kmeans,kmer", 1, "bench-results/app_scaling")
     ap.add_argument("--ranks", default="1,2,4")
-    ap.add_argument("--apps", default="pagerank,sssp,color,kmeans,kmer")
-    ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--out", default="bench-results/app_scaling")
-    ap.add_argument("--data", default=None)
-    ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
     ap.add_argument("--no-verify", dest="verify", action="store_false")
-    ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--replot", action="store_true")
     args = ap.parse_args(argv)
     ranks = [int(r) for r in args.ranks.split(",")]
     apps = args.apps.split(",")
@@ -151,9 +140,7 @@ def main():
         return report(args, apps, ranks, rows)
     if args.scale < 1 or args.scale > 40 or not ranks or min(ranks) < 1 or args.repeat < 1:
         sys.exit("app_scaling: --scale 1..40, --ranks of positive counts, --repeat >= 1")
-    for app in apps:
-        if not os.access(os.path.join(args.bin, app), os.X_OK):
-            sys.exit(f"app_scaling: {os.path.join(args.bin, app)} is not built (cmake --build build)")
+    require_built("app_scaling", args.bin, apps)
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data or args.out, exist_ok=True)
 

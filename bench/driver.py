@@ -38,6 +38,33 @@ def run_app(cmd, app, timeout):
         return None, f"exit {p.returncode} without a JSON report: " + app_error(p.stderr, app)
 
 
+def split_extra(argv):
+    """The driver's own arguments, and those after "--", which go to every app."""
+    if "--" not in argv:
+        return argv, []
+    return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+
+
+def add_app_options(ap, apps, repeat, out):
+    """The options of the drivers that run the graph apps on app_scaling's inputs."""
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--scale", type=int, default=20)
+    ap.add_argument("--apps", default=apps)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--replot", action="store_true")
+
+
+def require_built(tool, bin_dir, apps):
+    """Exits, naming the first app of `apps` that bin_dir lacks."""
+    for app in apps:
+        if not os.access(os.path.join(bin_dir, app), os.X_OK):
+            sys.exit(f"{tool}: {os.path.join(bin_dir, app)} is not built (cmake --build build)")
+
+
 def median(rows, **key):
     """The run of median time among the rows without an error that match
     every key=value; None when there is none."""

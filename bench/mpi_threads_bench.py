@@ -35,7 +35,8 @@ progress = Progress(len(ranks) * len(aggs) * len(modes) * args.reps, out=sys.std
 
 def gups(np_, agg, mode):
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_), args.gups,
-           "--log2-table", str(args.log2_table), "--verify", "--json", "--aggregators", str(agg), "--mpi-threads", mode]
+           "--log2-table", str(args.log2_table), "--verify", "--json", "--aggregators", str(agg), "--mpi-threads", mode,
+           "--peer", "off"]  # the ranks share this host: keep their messages on MPI
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("failed (%d): %s\n%s" % (out.returncode, " ".join(cmd), out.stderr))

@@ -32,10 +32,10 @@ import shlex
 import sys
 
 from app_scaling import app_command
-from driver import Progress, median, pyplot, run_app
+from driver import Progress, add_app_options, median, pyplot, require_built, run_app, split_extra
 
 SPLIT = ("compute_s", "queue_s", "aggregation_s", "network_s", "host_s")
-FIELDS = ("app", "config", "ranks", "peer", "repeat", "verified", "seconds", "gups", "plain_gups",
+FIELDS = ("app", "config", "ranks", "peer", "repeat", "verified", "seconds", "gups", "plain_gups", "rounds",
           "local_messages", "remote_messages", "direct_messages", "queue_full_waits", "direct_peers") + SPLIT + (
     "backend", "device", "error")
 TARGET = 0.8  # speed relative to one rank: gups's 0.8x, the apps' 1.25x time
@@ -66,7 +66,7 @@ def run_one(args, app, name, ranks, peer, extra):
     t = d["stats"]["total"]
     row.update({k: d["time_split"][k] for k in SPLIT})
     row.update({k: t[k] for k in ("local_messages", "remote_messages", "direct_messages", "queue_full_waits")})
-    row.update(verified=d.get("verified"), seconds=d["seconds"], gups=d.get("gups"),
+    row.update(verified=d.get("verified"), seconds=d["seconds"], gups=d.get("gups"), rounds=d.get("rounds"),
                plain_gups=d.get("baseline", {}).get("gups"), direct_peers=d["stats"].get("direct_peers"),
                backend=d["backend"], device=d["device"])
     if row["verified"] is False:
@@ -136,30 +136,18 @@ def plot(apps, names, speeds, best, path):
     ax.set_ylabel("speed relative to one rank")
     first = next(iter(b for b in best.values() if b))
     ax.set_title(f"direct path vs transport ({first['backend']}, {first['device']})", fontsize=9)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"peer_compare: wrote {path}")
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_extra(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default="build/bin")
+    add_app_options(ap, "gups,pagerank,sssp,kmeans,kmer,color", 3, "bench-results/peer")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--log2-table", type=int, default=26)
-    ap.add_argument("--scale", type=int, default=20)
-    ap.add_argument("--apps", default="gups,pagerank,sssp,kmeans,kmer,color")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="bench-results/peer")
-    ap.add_argument("--data", default=None)
-    ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
-    ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--replot", action="store_true")
     args = ap.parse_args(argv)
     apps = args.apps.split(",")
     if args.replot:
@@ -168,9 +156,7 @@ def main():
         return report(args, list(dict.fromkeys(r["app"] for r in rows)), saved["ranks"], rows)
     if args.ranks < 2 or args.repeat < 1 or not 1 <= args.log2_table <= 36 or not 1 <= args.scale <= 40:
         sys.exit("peer_compare: --ranks >= 2, --repeat >= 1, --log2-table 1..36, --scale 1..40")
-    for app in apps:
-        if not os.access(os.path.join(args.bin, app), os.X_OK):
-            sys.exit(f"peer_compare: {os.path.join(args.bin, app)} is not built (cmake --build build)")
+    require_built("peer_compare", args.bin, apps)
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data or args.out, exist_ok=True)
 

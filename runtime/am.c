@@ -30,13 +30,13 @@ grain_status_t grain_am_register(grain_t *g, unsigned id, grain_am_fn handler)
                           "handler non-NULL", id, GRAIN_MAX_HANDLERS);
     if (g->kernels_in_flight)
         return grain_fail(GRAIN_ERR_STATE, "grain_am_register while kernels run; register first");
-    if (!g->heap_host_access)
+    if (!g->host_handlers)
         return grain_fail(GRAIN_ERR_UNSUPPORTED,
-                          "grain_am_register: host handler %u could not run on rank %d, whose heap is device "
-                          "memory that the other ranks of its node map (GRAIN_PEER=auto), which host threads "
-                          "cannot address; register a device handler (GRAIN_AM_HANDLERS, "
-                          "grain_am_register_program) or set GRAIN_PEER=off",
-                          id, g->my_pe);
+                          "grain_am_register: host handler %u could not run everywhere: %s heap is device memory "
+                          "that the other ranks of its node map (GRAIN_PEER=auto), which host threads cannot "
+                          "address; register a device handler (GRAIN_AM_HANDLERS, grain_am_register_program) "
+                          "or set GRAIN_PEER=off",
+                          id, g->heap_host_access ? "another rank's" : "this rank's");
     g->am.host[id] = handler;
     return publish(g);
 }

@@ -79,6 +79,7 @@ struct grain {
     unsigned node_size;
     int heap_peer;               /* the heap is peer memory (alloc_peer) */
     int heap_host_access;        /* host threads address the heap (not a GPU's peer memory) */
+    int host_handlers;           /* every rank's heap is within its host threads' reach */
     int heap_scope_system;       /* some rank maps another device's heap: system-scope heap atomics */
     grain_peer_maps_t heap_peers;
     grain_peer_t *peers_dev;     /* device memory, n_pes entries */

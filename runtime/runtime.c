@@ -142,6 +142,12 @@ static grain_status_t place_heap(grain_t *g)
         return st;
     g->heap = heap;
     g->heap_host_access = !g->heap_peer || g->binfo.peer_host_access;
+    /* Host handlers are registered on every rank or on none: one rank's
+     * heap out of the host's reach rules them out everywhere. */
+    int64_t host_access = g->heap_host_access;
+    if (n > 1 && (st = grain_allreduce(g, &host_access, 1, GRAIN_INT64, GRAIN_MIN)) != GRAIN_OK)
+        return st;
+    g->host_handlers = host_access != 0;
     g->heap_peers.maps = calloc(n, sizeof *g->heap_peers.maps);
     grain_peer_t *table = calloc(n, sizeof *table);
     if (g->heap_peers.maps == NULL || table == NULL)

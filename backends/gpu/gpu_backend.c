@@ -323,10 +323,16 @@ static void gpu_free_device(grain_backend_t *b, void *ptr)
 
 static grain_status_t gpu_copy(grain_backend_t *b, void *dst, const void *src, size_t size)
 {
-    /* unified addressing: the driver knows where each pointer lives */
+    /* Unified addressing: the driver knows where each pointer lives.  From
+     * pageable host memory the copy returns once the bytes are staged, not
+     * landed; another rank may write the destination as soon as this one
+     * returns (the direct path), and a late landing would overwrite that:
+     * so wait for the default stream, which carries it. */
     gpu_err_t err = on_device(b);
     if (err == GPU_SUCCESS)
         err = gpuMemcpyAny(dst, src, size);
+    if (err == GPU_SUCCESS)
+        err = gpuStreamSynchronize(0);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "a copy");
 }
 

@@ -24,17 +24,9 @@
  * to those ranks too: the direct path.  The runtime defines all four from
  * its configuration when it builds a program.
  *
- * Completion and order (what NVSHMEM's quiet and fence give, where grain
- * has them): every message is applied at its destination once grain_quiet
- * or grain_barrier has returned on every rank.  The messages of one
- * work-item to one word on the direct path and in place are applied in its
- * program order; the queue and the transport keep a source's order to a
- * destination with one aggregator.  Between the two paths, and between
- * work-items, there is no order before quiet: a kernel cannot yet fence its
- * messages (no device-side fence or quiet), and a handler must not assume
- * that an earlier message to the same rank has been applied.  Applying is
- * atomic and relaxed on every path, so concurrent messages to one word
- * combine, never tear.
+ * What completes a message, and what orders messages before that, is the
+ * memory model in grain/grain.h (completion): grain_quiet on the host, no
+ * device-side fence yet.
  */
 #ifndef GRAIN_DEVICE_H
 #define GRAIN_DEVICE_H

@@ -74,7 +74,10 @@ const char *grain_error_message(const grain_t *grain);
 
 /* ---- memory --------------------------------------------------------------
  * The symmetric heap: collective, same size on every rank, same offset on
- * every rank.  Device code addresses remote copies by local pointer + PE. */
+ * every rank.  Device code addresses remote copies by local pointer + PE.
+ * Read and write it from the host with grain_memcpy: on CUDA and HIP,
+ * where the ranks of a node map each other's heaps (GRAIN_PEER=auto), it is
+ * device memory that host code cannot dereference. */
 grain_status_t grain_malloc(grain_t *grain, size_t size, void **ptr_p);
 grain_status_t grain_free(grain_t *grain, void *ptr);
 /* Where `ptr` lies in the symmetric heap, in bytes from its start: the same
@@ -123,7 +126,10 @@ grain_status_t grain_wait(grain_t *grain);
  * registers the same ids) and come before the kernels that send to them. */
 typedef void (*grain_am_fn)(char *heap, uint32_t src_pe, uint64_t a0, uint64_t a1);
 /* A host function: runs on a host thread of the destination (slow where the
- * heap is in device memory, GRAIN_APPLY=device). */
+ * heap is in device memory, GRAIN_APPLY=device).  GRAIN_ERR_UNSUPPORTED, on
+ * every rank, where some rank's heap is out of its host threads' reach
+ * (CUDA and HIP with the direct path: register a device handler, or set
+ * GRAIN_PEER=off). */
 grain_status_t grain_am_register(grain_t *grain, unsigned id, grain_am_fn handler);
 /* The device functions `program` lists in GRAIN_AM_HANDLERS (grain/device.h):
  * each runs on the destination's device, in the sending work-item for a
@@ -135,8 +141,23 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
 
 /* ---- completion ----------------------------------------------------------
  * Both collective: they return when every message issued before the call, by
- * every rank, has been applied at its destination.  grain_barrier() is the
- * name OpenSHMEM users reach for; in grain, quiet already synchronizes. */
+ * every rank, has been applied at its destination, and its effect is visible
+ * to the destination's host (grain_memcpy) and kernels.  grain_barrier() is
+ * the name OpenSHMEM users reach for; in grain, quiet already synchronizes.
+ *
+ * Messages travel one of three paths, and quiet completes all of them: in
+ * place (to the sender's own rank, applied by the sending work-item), direct
+ * (to another rank of the node whose heap this rank maps, GRAIN_PEER=auto:
+ * applied by the sending work-item into that heap; the quiet waits for the
+ * sending kernels, then a barrier) and the queue (everything else: host
+ * handlers, other nodes; counted out and in per rank).  Before quiet, only
+ * this holds: one work-item's messages to one word, in place or direct, are
+ * applied in its program order, and one source's queued messages to one
+ * destination keep their order with one aggregator thread.  Nothing orders
+ * a direct message after a queued one, or the messages of two work-items:
+ * a kernel that needs that order ends and quiets first (there is no
+ * device-side fence or quiet yet).  Every apply is an atomic, so concurrent
+ * messages to one word combine and never tear (grain/device.h). */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier(grain_t *grain);
 
