@@ -50,8 +50,7 @@ static void pinned_free(void *arg, void *ptr)
 }
 
 /* What kernels use beside the heap: the device context, the error record
- * and the queue; before the transport starts, since its receive buffers are
- * pinned memory, which CUDA allocates only with no kernel running. */
+ * and the queue. */
 static grain_status_t alloc_device_state(grain_t *g)
 {
     const grain_config_t *c = &g->config;
@@ -108,6 +107,50 @@ static void log_direct_path(grain_t *g, const char *why_not)
     free(set);
 }
 
+/* The heap: peer memory that the node's other ranks can map where it may
+ * be (its handle in `handle`), else what GRAIN_APPLY asks for.  *why_not
+ * says why it is not peer memory ("" without node peers). */
+static grain_status_t alloc_node_heap(grain_t *g, void *handle, const char **why_not, char *why, size_t why_size)
+{
+    size_t size = g->config.heap_size;
+    void *heap = NULL;
+    *why_not = g->node_size > 1 ? no_peer_heap(g) : "";
+    if (*why_not == NULL) {
+        grain_log_quiet(1); /* a heap that cannot be shared is a reason, not an error */
+        g->heap_peer = g->bops->alloc_peer(g->backend, size, &heap, handle) == GRAIN_OK;
+        snprintf(why, why_size, "%s", g->heap_peer ? "" : grain_error_message(g));
+        grain_log_quiet(0);
+        *why_not = g->heap_peer ? NULL : why;
+    }
+    grain_status_t st = GRAIN_OK;
+    if (!g->heap_peer)
+        st = g->apply_on_device ? g->bops->alloc_heap(g->backend, size, &heap)
+                                : g->bops->alloc_shared(g->backend, size, &heap);
+    if (st == GRAIN_OK)
+        g->heap = heap;
+    g->heap_host_access = !g->heap_peer || g->binfo.peer_host_access;
+    return st;
+}
+
+/* The heaps this rank maps, as kernels get them (grain_dev_t.peers). */
+static grain_status_t upload_peers(grain_t *g)
+{
+    size_t n = (size_t)g->n_pes;
+    grain_peer_t *table = calloc(n, sizeof *table);
+    void *peers = NULL;
+    if (table == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu ranks' heaps", n);
+    for (size_t p = 0; p < n; p++)
+        table[p].heap = g->heap_peers.maps[p];
+    grain_status_t st = g->bops->alloc_device(g->backend, n * sizeof *table, &peers);
+    if (st == GRAIN_OK) {
+        g->peers_dev = peers;
+        st = g->bops->copy(g->backend, peers, table, n * sizeof *table);
+    }
+    free(table);
+    return st;
+}
+
 /*
  * Collective: the heap, where the node's other ranks can map it (the
  * direct path), and their heaps mapped here; then the device context that
@@ -118,56 +161,28 @@ static grain_status_t place_heap(grain_t *g)
 {
     const grain_config_t *c = &g->config;
     size_t n = (size_t)g->n_pes;
-    grain_status_t st = grain_node_discover(g);
-    if (st != GRAIN_OK)
-        return st;
-    const char *why_not = g->node_size > 1 ? no_peer_heap(g) : "";
     unsigned char handle[GRAIN_PEER_HANDLE_BYTES] = {0};
-    char alloc_why[256] = "";
-    void *heap = NULL;
-    if (why_not == NULL) {
-        grain_log_quiet(1); /* a heap that cannot be shared is a reason, not an error */
-        if (g->bops->alloc_peer(g->backend, c->heap_size, &heap, handle) == GRAIN_OK)
-            g->heap_peer = 1;
-        else
-            snprintf(alloc_why, sizeof alloc_why, "%s", grain_error_message(g));
-        grain_log_quiet(0);
-        if (!g->heap_peer)
-            why_not = alloc_why;
-    }
-    if (!g->heap_peer)
-        st = g->apply_on_device ? g->bops->alloc_heap(g->backend, c->heap_size, &heap)
-                                : g->bops->alloc_shared(g->backend, c->heap_size, &heap);
+    char why[256];
+    const char *why_not;
+    grain_status_t st = grain_node_discover(g);
+    if (st == GRAIN_OK)
+        st = alloc_node_heap(g, handle, &why_not, why, sizeof why);
     if (st != GRAIN_OK)
         return st;
-    g->heap = heap;
-    g->heap_host_access = !g->heap_peer || g->binfo.peer_host_access;
     /* Host handlers are registered on every rank or on none: one rank's
      * heap out of the host's reach rules them out everywhere. */
     int64_t host_access = g->heap_host_access;
     if (n > 1 && (st = grain_allreduce(g, &host_access, 1, GRAIN_INT64, GRAIN_MIN)) != GRAIN_OK)
         return st;
     g->host_handlers = host_access != 0;
-    g->heap_peers.maps = calloc(n, sizeof *g->heap_peers.maps);
-    grain_peer_t *table = calloc(n, sizeof *table);
-    if (g->heap_peers.maps == NULL || table == NULL)
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu ranks' heaps", n);
-    /* Every rank takes part whatever it offers, so that the exchange is
-     * collective. */
-    if (st == GRAIN_OK && n > 1)
-        st = grain_peer_map_all(g, g->heap_peer ? handle : NULL, g->heap_peer ? heap : NULL, &g->heap_peers);
+    if ((g->heap_peers.maps = calloc(n, sizeof *g->heap_peers.maps)) == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu ranks' heaps", n);
+    /* Every rank takes part whatever it offers: the exchange is collective. */
+    if (n > 1 && (st = grain_peer_map_all(g, g->heap_peer ? handle : NULL, g->heap_peer ? g->heap : NULL,
+                                          &g->heap_peers)) != GRAIN_OK)
+        return st;
     g->heap_scope_system = g->heap_peers.any_remote;
-    void *peers = NULL;
-    for (size_t p = 0; st == GRAIN_OK && p < n; p++)
-        table[p].heap = g->heap_peers.maps[p];
-    if (st == GRAIN_OK)
-        st = g->bops->alloc_device(g->backend, n * sizeof *table, &peers);
-    if (st == GRAIN_OK) {
-        g->peers_dev = peers;
-        st = g->bops->copy(g->backend, peers, table, n * sizeof *table);
-    }
-    free(table);
-    if (st != GRAIN_OK)
+    if ((st = upload_peers(g)) != GRAIN_OK)
         return st;
     if (n > 1)
         log_direct_path(g, why_not);
