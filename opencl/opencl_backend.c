@@ -528,8 +528,9 @@ static grain_status_t ocl_map_peer(grain_backend_t *b, const void *handle, void 
                           "namespace",
                           h.name, strerror(errno));
     struct stat stat_buf;
-    void *p = fstat(fd, &stat_buf) == 0 && (uint64_t)stat_buf.st_size >= h.size ? map_shared(fd, h.size) : NULL;
-    int map_err = errno;
+    int whole = fstat(fd, &stat_buf) == 0 && (uint64_t)stat_buf.st_size >= h.size;
+    void *p = whole ? map_shared(fd, h.size) : NULL;
+    int map_err = whole ? errno : EINVAL; /* shorter than its handle says */
     close(fd);
     if (p == NULL)
         return grain_fail(GRAIN_ERR_UNSUPPORTED, "opencl: shared memory %s (%llu bytes) could not be mapped: %s",
