@@ -25,6 +25,18 @@ fi
 
 skip() { echo "verbs VM skipped: $*"; exit 77; }
 
+# debootstrap mounts proc and sys in its target while it configures packages,
+# and leaves them mounted when it is killed or fails: mkfs.ext4 -d would then
+# copy the host's /proc and rm -rf would walk into it.
+unmount_root() {
+    awk -v r="$dir/root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts |
+        sort -r | while read -r m; do umount -l "$m" || true; done
+}
+drop_root() {
+    unmount_root
+    rm -rf --one-file-system "$dir/root"
+}
+
 # What the tests need at run time: the libraries the build links, the ranks'
 # launcher, the OpenCL device, the RDMA user space, python3 for the benchmarks.
 packages=kmod,iproute2,rdma-core,ibverbs-providers,ibverbs-utils,libibverbs1,openmpi-bin,libopenmpi3,
@@ -39,10 +51,11 @@ fi
 if [ ! -f "$dir/root.img" ]; then
     [ "$(id -u)" = 0 ] || skip "making the VM's disk needs root (debootstrap)"
     mkdir -p "$dir"
-    rm -rf "$dir/root"
+    drop_root
     echo "verbs VM: making its disk in $dir (debootstrap bookworm)"
     timeout 600 debootstrap --variant=minbase --include="$packages" bookworm "$dir/root" http://deb.debian.org/debian \
-        >"$dir/debootstrap.log" 2>&1 || skip "debootstrap failed or took over 10 minutes (see $dir/debootstrap.log)"
+        >"$dir/debootstrap.log" 2>&1 || { drop_root; skip "debootstrap failed or took over 10 minutes (see $dir/debootstrap.log)"; }
+    unmount_root
     # PID 1: mounts, the checkout and the job's folder over 9p, Soft-RoCE on lo,
     # the job, power off.
     cat >"$dir/root/grain-init" <<'EOF'
@@ -67,9 +80,9 @@ EOF
     chmod +x "$dir/root/grain-init"
     cp "$dir"/root/boot/vmlinuz-* "$dir/vmlinuz"
     cp "$dir"/root/boot/initrd.img-* "$dir/initrd"
-    mkfs.ext4 -q -F -d "$dir/root" "$dir/root.img.new" 3G >/dev/null || skip "mkfs.ext4 -d failed"
+    mkfs.ext4 -q -F -d "$dir/root" "$dir/root.img.new" 3G >/dev/null || { drop_root; skip "mkfs.ext4 -d failed"; }
     mv "$dir/root.img.new" "$dir/root.img"
-    rm -rf "$dir/root"
+    drop_root
 fi
 
 mkdir -p "$dir/cache"
