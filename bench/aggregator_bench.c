@@ -111,9 +111,12 @@ static void *produce(void *arg)
 {
     producer_t *p = arg;
     grain_queue_desc_t *d = p->desc;
-    unsigned nrings = (d->geom.nrings - p->first + p->stride - 1) / p->stride;
+    /* With more producers than rings, producers share rings, as work-groups
+     * do: reservation is atomic. */
+    unsigned nrings = d->geom.nrings;
+    unsigned mine = p->first < nrings ? (nrings - p->first + p->stride - 1) / p->stride : 1;
     for (uint64_t s = 0; s < p->slots; s++) {
-        uint32_t ring = p->first + (uint32_t)(s % nrings) * p->stride;
+        uint32_t ring = (p->first + (uint32_t)(s % mine) * p->stride) % nrings;
         uint64_t ticket = grain_queue_reserve_ring(d, ring);
         grain_u64 *w = grain_queue_payload(d->shared, &d->geom, ring, ticket);
         for (uint32_t c = 0; c < WIDTH; c++) {
