@@ -240,11 +240,8 @@ static grain_status_t check_piece(grain_t *g, uint32_t src, const void *data, si
         return GRAIN_ERR_BAD_MESSAGE;
     }
     memcpy(h, data, sizeof *h);
-    if (h->src_pe != src || h->bytes != len) {
-        snprintf(why, why_size, "a chunk piece from rank %u says it is %u bytes from rank %u, but %zu bytes arrived",
-                 src, h->bytes, h->src_pe, len);
+    if (grain_wire_check_origin("chunk piece", src, len, h->src_pe, h->bytes, why, why_size) != 0)
         return GRAIN_ERR_BAD_MESSAGE;
-    }
     grain_region_t *r = h->region < GRAIN_MAX_REGIONS
                             ? atomic_load_explicit(&g->regions[h->region], memory_order_acquire)
                             : NULL;

@@ -5,6 +5,19 @@
 
 #include "grain/device/apply.h"
 
+int grain_wire_check_origin(const char *what, uint32_t src, size_t len, uint32_t said_src, uint32_t said_bytes,
+                            char *why, size_t why_size)
+{
+    if (said_src != src)
+        snprintf(why, why_size, "a %s that arrived from rank %u says it comes from rank %u", what, src, said_src);
+    else if (said_bytes != len)
+        snprintf(why, why_size, "a %s from rank %u says it is %u bytes, but %zu bytes arrived", what, src,
+                 said_bytes, len);
+    else
+        return 0;
+    return -1;
+}
+
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                                    const grain_wire_limits_t *limits, char *why, size_t why_size)
 {
@@ -18,12 +31,8 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         snprintf(why, why_size, "a buffer from rank %u has no grain header (magic 0x%08x)", src_pe, h.magic);
         return GRAIN_ERR_BAD_MESSAGE;
     }
-    if (h.src_pe != src_pe || h.bytes != len) {
-        snprintf(why, why_size,
-                 "a buffer from rank %u says it is %u bytes from rank %u, but %zu bytes arrived",
-                 src_pe, h.bytes, h.src_pe, len);
+    if (grain_wire_check_origin("buffer", src_pe, len, h.src_pe, h.bytes, why, why_size) != 0)
         return GRAIN_ERR_BAD_MESSAGE;
-    }
     const uint8_t *p = (const uint8_t *)buf + sizeof h;
     const uint8_t *end = (const uint8_t *)buf + len;
     for (uint32_t i = 0; i < h.count; i++) {

@@ -90,6 +90,12 @@ typedef struct grain_wire_limits {
     const grain_am_table_t *am;
 } grain_wire_limits_t;
 
+/* Whether a received `what` ("buffer", "chunk piece") of `len` bytes from
+ * rank `src` says so itself (`said_src`, `said_bytes`): 0, or -1 with a
+ * sentence in `why` naming the field that disagrees. */
+int grain_wire_check_origin(const char *what, uint32_t src, size_t len, uint32_t said_src, uint32_t said_bytes,
+                            char *why, size_t why_size);
+
 /*
  * Checks a whole received buffer before anything of it is applied: header,
  * sizes, every command, offset, alignment and handler.  On error returns

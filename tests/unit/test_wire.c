@@ -168,7 +168,7 @@ static void test_each_bad_field_is_rejected(void **state)
     memcpy(&h, buf, sizeof h);
     h.src_pe = 3;
     memcpy(buf, &h, sizeof h);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "from rank 3");
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "says it comes from rank 3");
     len = build(buf, good, 1);
 
     expect_rejected(buf, len - 1, GRAIN_ERR_BAD_MESSAGE, "bytes arrived");
