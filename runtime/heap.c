@@ -84,3 +84,12 @@ grain_status_t grain_heap_free(grain_heap_t *h, uint64_t offset)
     return grain_fail(GRAIN_ERR_INVALID, "grain_free: offset %llu is not an allocation of the symmetric heap",
                       (unsigned long long)offset);
 }
+
+uint64_t grain_heap_largest_free(const grain_heap_t *h)
+{
+    uint64_t most = 0;
+    for (size_t i = 0; i < h->n_blocks; i++)
+        if (!h->blocks[i].used && h->blocks[i].size > most)
+            most = h->blocks[i].size;
+    return most;
+}

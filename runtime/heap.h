@@ -27,5 +27,7 @@ grain_status_t grain_heap_init(grain_heap_t *h, uint64_t size);
 void grain_heap_destroy(grain_heap_t *h);
 grain_status_t grain_heap_alloc(grain_heap_t *h, uint64_t size, uint64_t *offset_p);
 grain_status_t grain_heap_free(grain_heap_t *h, uint64_t offset);
+/* The largest size grain_heap_alloc can give now. */
+uint64_t grain_heap_largest_free(const grain_heap_t *h);
 
 #endif

@@ -420,6 +420,16 @@ grain_status_t grain_free(grain_t *g, void *ptr)
     return st;
 }
 
+grain_status_t grain_heap_available(grain_t *g, uint64_t *bytes_p)
+{
+    if (g == NULL || bytes_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_heap_available needs a handle and somewhere to store the size");
+    pthread_mutex_lock(&g->heap_lock);
+    *bytes_p = grain_heap_largest_free(&g->heap_alloc);
+    pthread_mutex_unlock(&g->heap_lock);
+    return GRAIN_OK;
+}
+
 grain_status_t grain_heap_offset(grain_t *g, const void *ptr, uint64_t *offset_p)
 {
     if (g == NULL || offset_p == NULL || (const char *)ptr < g->heap ||

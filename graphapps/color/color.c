@@ -169,6 +169,7 @@ int main(int argc, char **argv)
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
+    o.input.heap_per_vertex = sizeof(int32_t); /* every vertex's color on every rank */
     double tl = app_load_graph(g, "color", &o.input, APP_LOAD_UNDIRECTED, &graph);
     int32_t *colors = app_malloc(graph.all.n * sizeof *colors);
     color_result_t r = run(g, &graph, o.input.seed, colors);

@@ -38,6 +38,19 @@ typedef struct app_error {
     char msg[512];
 } app_error_t;
 
+/* The most vertices a reader may return, and why.  An input over it is
+ * refused as soon as its size shows (a .mtx's size line, the first
+ * edge-list id beyond it, a Kronecker scale, a cache's header), before the
+ * rest is read or memory is taken for it.  NULL: grain's own limit, 2^40. */
+typedef struct app_limit {
+    uint64_t max_n;
+    char why[256]; /* completes "N vertices are too many: " */
+} app_limit_t;
+
+/* 0 when `n` vertices are within `limit`; else -1 with "NAME: N vertices are
+ * too many: WHY" in err. */
+int app_limit_check(const app_limit_t *limit, uint64_t n, const char *name, app_error_t *err);
+
 /* The whole file in malloc'd memory, its length in *len; NULL with a message. */
 char *app_read_file(const char *path, size_t *len, app_error_t *err);
 
@@ -60,18 +73,20 @@ void app_edges_free(app_edges_t *e);
 
 /* Parses `len` bytes of Matrix Market coordinate data (pattern, integer or
  * real; general or symmetric).  `name` appears in error messages. */
-int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e, app_error_t *err);
+int app_parse_mtx(const char *data, size_t len, const char *name, const app_limit_t *limit, app_edges_t *e,
+                  app_error_t *err);
 
 /* Parses a whitespace edge list: "u v" or "u v w" per line, ids from 0,
  * '#' and '%' start comments.  Every line has the same number of columns. */
-int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, app_edges_t *e,
-                        app_error_t *err);
+int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, const app_limit_t *limit,
+                        app_edges_t *e, app_error_t *err);
 
 /* A Graph500-style Kronecker graph: 2^scale vertices, edgefactor * 2^scale
  * undirected edges (listed both ways) drawn with R-MAT probabilities
  * (0.57, 0.19, 0.19, 0.05), vertex ids scrambled, integer weights 1..255.
  * The same seed gives the same graph on every machine and rank count. */
-int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_t *e, app_error_t *err);
+int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_limit_t *limit, app_edges_t *e,
+                  app_error_t *err);
 
 /*
  * Reads FILE: a .mtx by its suffix or its %%MatrixMarket banner, else an edge
@@ -79,9 +94,11 @@ int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_
  * symmetric).  With a `cache_dir`, inputs of 1 MiB and more go through a
  * binary cache there, used while it matches FILE's size, modification time
  * and `undirected`, and rewritten after a parse; a cache that cannot be
- * written is not an error.
+ * written is not an error.  A cache that fails its checks (graph_cache.h)
+ * is reported on stderr and replaced by a parse.
  */
-int app_read_graph(const char *path, int undirected, const char *cache_dir, app_edges_t *e, app_error_t *err);
+int app_read_graph(const char *path, int undirected, const char *cache_dir, const app_limit_t *limit,
+                   app_edges_t *e, app_error_t *err);
 
 /* Replaces the edges with the simple undirected graph under them: every
  * pair joined by an edge either way, listed both ways once, no self loops,

@@ -89,17 +89,17 @@ void app_input_check(const char *app, const app_input_t *in)
     }
 }
 
-int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
-                   app_error_t *err)
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, const app_limit_t *limit,
+                   app_graph_t *g, app_error_t *err)
 {
     memset(g, 0, sizeof *g);
     int rc;
     if (in->graph != NULL) {
         snprintf(g->name, sizeof g->name, "%s", in->graph);
-        rc = app_read_graph(in->graph, in->undirected, in->cache_dir, &g->all, err);
+        rc = app_read_graph(in->graph, in->undirected, in->cache_dir, limit, &g->all, err);
     } else {
         snprintf(g->name, sizeof g->name, "kronecker-%u-%u-%llu", in->kron_scale, in->kron_factor, in->seed);
-        rc = app_kronecker(in->kron_scale, in->kron_factor, in->seed, &g->all, err);
+        rc = app_kronecker(in->kron_scale, in->kron_factor, in->seed, limit, &g->all, err);
     }
     if (rc == 0 && (flags & APP_LOAD_UNDIRECTED))
         rc = app_edges_make_simple_undirected(&g->all, err);
@@ -114,11 +114,39 @@ int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int fla
     return rc;
 }
 
+/* The most vertices whose heap arrays fit what is left of the heap: n per
+ * vertex and n / ranks per vertex of a part (a lower bound of the need under
+ * any partition, so that nothing that fits is refused). */
+static void heap_limit(grain_t *grain, const char *app, const app_input_t *in, app_limit_t *limit)
+{
+    uint64_t avail;
+    app_check(grain_heap_available(grain, &avail), "asking for the heap left");
+    double ranks = grain_n_pes(grain);
+    double per_vertex = (double)in->heap_per_vertex + (double)in->heap_per_part_vertex / ranks;
+    double fit = (double)avail / per_vertex;
+    limit->max_n = fit >= 0x1p63 ? UINT64_MAX : (uint64_t)fit;
+    char cost[96] = "";
+    if (in->heap_per_vertex != 0)
+        snprintf(cost, sizeof cost, "%llu bytes a vertex", (unsigned long long)in->heap_per_vertex);
+    if (in->heap_per_part_vertex != 0)
+        snprintf(cost + strlen(cost), sizeof cost - strlen(cost), "%s%llu bytes a vertex of a rank's part",
+                 cost[0] ? " and " : "", (unsigned long long)in->heap_per_part_vertex);
+    snprintf(limit->why, sizeof limit->why,
+             "%s fits %llu (%s) in the %llu bytes left of each rank's symmetric heap on %d rank(s): raise "
+             "--heap-size or run more ranks",
+             app, (unsigned long long)limit->max_n, cost, (unsigned long long)avail, grain_n_pes(grain));
+}
+
 double app_load_graph(grain_t *grain, const char *app, const app_input_t *in, int flags, app_graph_t *g)
 {
     app_error_t err;
+    app_limit_t limit;
     double t0 = app_seconds();
-    if (app_graph_load(in, (unsigned)grain_n_pes(grain), (unsigned)grain_my_pe(grain), flags, g, &err) != 0)
+    int heap_bound = in->heap_per_vertex != 0 || in->heap_per_part_vertex != 0;
+    if (heap_bound)
+        heap_limit(grain, app, in, &limit);
+    if (app_graph_load(in, (unsigned)grain_n_pes(grain), (unsigned)grain_my_pe(grain), flags,
+                       heap_bound ? &limit : NULL, g, &err) != 0)
         app_fail(grain, app, err.msg);
     return app_seconds() - t0;
 }

@@ -21,6 +21,10 @@ typedef struct app_input {
     int undirected;        /* --undirected: read an edge list both ways */
     app_scheme_t scheme;   /* --partition */
     const char *cache_dir; /* --cache-dir; NULL after --no-cache */
+    /* Bytes of each rank's symmetric heap the app takes per vertex of the
+     * graph and per vertex of the rank's part: app_load_graph refuses a
+     * graph that cannot fit as soon as its size shows. */
+    uint64_t heap_per_vertex, heap_per_part_vertex;
 } app_input_t;
 
 /* The loaded graph as a rank holds it. */
@@ -44,12 +48,15 @@ void app_input_check(const char *app, const app_input_t *in);
 /* app_graph_load's flags. */
 #define APP_LOAD_UNDIRECTED 1 /* the underlying simple undirected graph: both ways, no self loops */
 
-/* Reads or generates the graph, refuses an empty one, and builds this
- * rank's part.  Every rank reads the same input, so all fail alike. */
-int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, app_graph_t *g,
-                   app_error_t *err);
+/* Reads or generates the graph, refuses an empty one or one over `limit`
+ * (NULL: none but grain's), and builds this rank's part.  Every rank reads
+ * the same input, so all fail alike. */
+int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int flags, const app_limit_t *limit,
+                   app_graph_t *g, app_error_t *err);
 void app_graph_free(app_graph_t *g);
-/* app_graph_load for this rank of `grain`, or app_fail; the seconds it took. */
+/* app_graph_load for this rank of `grain`, limited to the graphs whose heap
+ * needs (`in`'s heap_per_*) fit the heap left, or app_fail; the seconds it
+ * took. */
 double app_load_graph(grain_t *grain, const char *app, const app_input_t *in, int flags, app_graph_t *g);
 
 /* This rank's part of the graph in device memory, for kernels. */

@@ -21,6 +21,7 @@
 typedef struct scanner {
     app_lines_t in;
     app_error_t *err;
+    const app_limit_t *limit;
 } scanner_t;
 
 /* A line split into whitespace-separated tokens. */
@@ -55,6 +56,28 @@ static int fail(scanner_t *s, const char *fmt, ...)
     app_line_verror(&s->in, s->err, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+int app_limit_check(const app_limit_t *limit, uint64_t n, const char *name, app_error_t *err)
+{
+    if (n > MAX_VERTICES)
+        snprintf(err->msg, sizeof err->msg, "%s: %llu vertices are more than grain's limit of 2^40", name,
+                 (unsigned long long)n);
+    else if (limit != NULL && n > limit->max_n)
+        snprintf(err->msg, sizeof err->msg, "%s: %llu vertices are too many: %s", name, (unsigned long long)n,
+                 limit->why);
+    else
+        return 0;
+    return -1;
+}
+
+/* app_limit_check at the line being read; `what` leads the sentence. */
+static int within_limit(scanner_t *s, uint64_t n, const char *what)
+{
+    app_error_t why;
+    if (app_limit_check(s->limit, n, "", &why) == 0)
+        return 0;
+    return fail(s, "%s%s", what, why.msg + 2); /* without the empty name's ": " */
 }
 
 int app_next_line(app_lines_t *t, const char **line, size_t *len)
@@ -212,9 +235,10 @@ static int mtx_banner(scanner_t *s, mtx_header_t *h)
     return 0;
 }
 
-int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e, app_error_t *err)
+int app_parse_mtx(const char *data, size_t len, const char *name, const app_limit_t *limit, app_edges_t *e,
+                  app_error_t *err)
 {
-    scanner_t s = {{data, data + len, name, 0}, err};
+    scanner_t s = {{data, data + len, name, 0}, err, limit};
     *e = (app_edges_t){0};
     mtx_header_t h = {0, 0};
     if (mtx_banner(&s, &h) != 0)
@@ -242,10 +266,8 @@ int app_parse_mtx(const char *data, size_t len, const char *name, app_edges_t *e
                 fail(&s, "a graph's matrix is square; this one is %llu x %llu", rows, cols);
                 goto error;
             }
-            if (rows > MAX_VERTICES) {
-                fail(&s, "%llu vertices is more than grain's limit of 2^40", rows);
+            if (within_limit(&s, rows, "") != 0)
                 goto error;
-            }
             sized = 1;
             continue;
         }
@@ -293,10 +315,10 @@ error:
 
 /* ---- edge lists --------------------------------------------------------- */
 
-int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, app_edges_t *e,
-                        app_error_t *err)
+int app_parse_edge_list(const char *data, size_t len, const char *name, int undirected, const app_limit_t *limit,
+                        app_edges_t *e, app_error_t *err)
 {
-    scanner_t s = {{data, data + len, name, 0}, err};
+    scanner_t s = {{data, data + len, name, 0}, err, limit};
     *e = (app_edges_t){0};
     const char *line;
     size_t n;
@@ -322,10 +344,11 @@ int app_parse_edge_list(const char *data, size_t len, const char *name, int undi
         double w = 1;
         if (parse_u64(&s, &t, 0, "source vertex", &u) || parse_u64(&s, &t, 1, "target vertex", &v))
             goto error;
-        if (u >= MAX_VERTICES || v >= MAX_VERTICES) {
-            fail(&s, "vertex id %llu is beyond grain's limit of 2^40", u > v ? u : v);
+        unsigned long long most = u > v ? u : v;
+        char what[48];
+        snprintf(what, sizeof what, "vertex id %llu: ", most);
+        if (within_limit(&s, most < MAX_VERTICES ? most + 1 : MAX_VERTICES + 1, what) != 0)
             goto error;
-        }
         if (columns == 3 && parse_weight(&s, &t, 2, 0, &w) != 0)
             goto error;
         if (push(&s, e, u, v, w) != 0 || (undirected && u != v && push(&s, e, v, u, w) != 0))

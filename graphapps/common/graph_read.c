@@ -3,9 +3,9 @@
  * the cache is the edge array as it lies in memory, so a large input loads
  * at the speed of the disk on every later run.  Caches live in a directory
  * of their own, never beside the inputs (which may be read-only or shared),
- * named by the input's absolute path, and are trusted only while their
- * header matches the input's size and modification time and the options it
- * was parsed with.
+ * named by the input's absolute path, and used only while their header
+ * matches the input's size and modification time and the options it was
+ * parsed with, and their content passes app_cache_check.
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
@@ -16,15 +16,7 @@
 #include <unistd.h>
 
 #include "graph.h"
-
-#define CACHE_MAGIC 0x3143475f4e494152ull /* "RAIN_GC1" */
-
-typedef struct cache_header {
-    uint64_t magic;
-    uint64_t source_size, source_mtime_ns;
-    uint64_t undirected_option;
-    uint64_t n, base, weighted, undirected, count;
-} cache_header_t;
+#include "graph_cache.h"
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -79,38 +71,58 @@ done:
     return out;
 }
 
-static cache_header_t header_for(const struct stat *st, int undirected)
+static app_cache_header_t header_for(const struct stat *st, int undirected)
 {
-    return (cache_header_t){CACHE_MAGIC, (uint64_t)st->st_size,
-                            (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
-                            (uint64_t)undirected, 0, 0, 0, 0, 0};
+    return (app_cache_header_t){APP_CACHE_MAGIC,
+                                (uint64_t)st->st_size,
+                                (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+                                (uint64_t)undirected,
+                                0, 0, 0, 0, 0, 0};
 }
 
-/* 1 when the cache matched and was read; 0 when there is none to use. */
-static int cache_load(const char *cpath, cache_header_t want, app_edges_t *e)
+/* 1: the cache matched and was read.  0: there is none to use (none, one
+ * for another input or options, or one that fails its checks, said on
+ * stderr).  -1: it matches, and its graph is over `limit` (in err). */
+static int cache_load(const char *cpath, const char *path, app_cache_header_t want, const app_limit_t *limit,
+                      app_edges_t *e, app_error_t *err)
 {
     FILE *f = fopen(cpath, "rb");
     if (f == NULL)
         return 0;
-    cache_header_t h;
+    app_cache_header_t h;
     struct stat st;
     int ok = fread(&h, sizeof h, 1, f) == 1 && h.magic == want.magic && h.source_size == want.source_size &&
              h.source_mtime_ns == want.source_mtime_ns && h.undirected_option == want.undirected_option &&
-             fstat(fileno(f), &st) == 0 && h.count <= (uint64_t)st.st_size / sizeof(app_edge_t) &&
-             (uint64_t)st.st_size == sizeof h + h.count * sizeof(app_edge_t);
-    app_edge_t *edges = ok ? malloc(h.count ? h.count * sizeof *edges : 1) : NULL;
-    ok = edges != NULL && fread(edges, sizeof *edges, h.count, f) == h.count;
+             fstat(fileno(f), &st) == 0 && (uint64_t)st.st_size >= sizeof h;
+    if (ok && app_limit_check(limit, h.n, path, err) != 0) {
+        fclose(f);
+        return -1;
+    }
+    /* What the file holds decides the allocation, never its header. */
+    uint64_t count = ok ? ((uint64_t)st.st_size - sizeof h) / sizeof(app_edge_t) : 0;
+    app_edge_t *edges = ok ? malloc(count ? count * sizeof *edges : 1) : NULL;
+    ok = edges != NULL && fread(edges, sizeof *edges, count, f) == count;
     fclose(f);
+    app_error_t why = {{0}};
+    if (ok && (uint64_t)st.st_size != sizeof h + count * sizeof *edges)
+        snprintf(why.msg, sizeof why.msg, "its size is not a whole number of edges");
+    else if (ok)
+        app_cache_check(&h, edges, count, &why);
+    if (why.msg[0] != '\0') {
+        fprintf(stderr, "warning: the graph cache %s fails its checks (%s): reading %s again\n", cpath, why.msg,
+                path);
+        ok = 0;
+    }
     if (!ok) {
         free(edges);
         return 0;
     }
-    *e = (app_edges_t){h.n, h.base, (int)h.weighted, (int)h.undirected, edges, h.count, h.count};
+    *e = (app_edges_t){h.n, h.base, (int)h.weighted, (int)h.undirected, edges, count, count};
     return 1;
 }
 
 /* Best effort: a read-only directory or a full disk leaves no cache. */
-static void cache_store(const char *cpath, cache_header_t h, const app_edges_t *e)
+static void cache_store(const char *cpath, app_cache_header_t h, const app_edges_t *e)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", cpath, (long)getpid()) >= (int)sizeof tmp)
@@ -123,6 +135,7 @@ static void cache_store(const char *cpath, cache_header_t h, const app_edges_t *
     h.weighted = (uint64_t)e->weighted;
     h.undirected = (uint64_t)e->undirected;
     h.count = e->count;
+    h.checksum = app_cache_checksum(&h, e->edges, e->count);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(e->edges, sizeof *e->edges, e->count, f) == e->count;
     ok = fclose(f) == 0 && ok;
     /* Ranks that parse the same file at once each rename a whole file. */
@@ -159,7 +172,8 @@ char *app_read_file(const char *path, size_t *len, app_error_t *err)
     return data;
 }
 
-int app_read_graph(const char *path, int undirected, const char *cache_dir, app_edges_t *e, app_error_t *err)
+int app_read_graph(const char *path, int undirected, const char *cache_dir, const app_limit_t *limit,
+                   app_edges_t *e, app_error_t *err)
 {
     *e = (app_edges_t){0};
     struct stat st;
@@ -171,18 +185,19 @@ int app_read_graph(const char *path, int undirected, const char *cache_dir, app_
         snprintf(err->msg, sizeof err->msg, "%s: not a regular file", path);
         return -1;
     }
-    cache_header_t want = header_for(&st, undirected);
+    app_cache_header_t want = header_for(&st, undirected);
     char *cpath = cache_dir != NULL && st.st_size >= CACHE_MIN_BYTES ? cache_path(cache_dir, path) : NULL;
-    if (cpath != NULL && cache_load(cpath, want, e)) {
+    int cached = cpath != NULL ? cache_load(cpath, path, want, limit, e, err) : 0;
+    if (cached != 0) {
         free(cpath);
-        return 0;
+        return cached > 0 ? 0 : -1;
     }
     size_t len = 0;
     char *data = app_read_file(path, &len, err);
     int rc = -1;
     if (data != NULL)
-        rc = is_mtx(path, data, len) ? app_parse_mtx(data, len, path, e, err)
-                                     : app_parse_edge_list(data, len, path, undirected, e, err);
+        rc = is_mtx(path, data, len) ? app_parse_mtx(data, len, path, limit, e, err)
+                                     : app_parse_edge_list(data, len, path, undirected, limit, e, err);
     free(data);
     if (rc == 0 && cpath != NULL)
         cache_store(cpath, want, e);

@@ -28,20 +28,23 @@ static uint64_t scramble(uint64_t v, unsigned scale, uint64_t seed)
     return v;
 }
 
-int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, app_edges_t *e, app_error_t *err)
+int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_limit_t *limit, app_edges_t *e,
+                  app_error_t *err)
 {
     *e = (app_edges_t){0};
+    char name[64];
+    snprintf(name, sizeof name, "--kronecker %u,%u", scale, edgefactor);
     if (scale < 1 || scale > 36 || edgefactor < 1 || edgefactor > 1024) {
-        snprintf(err->msg, sizeof err->msg,
-                 "--kronecker %u,%u: the scale must be 1 to 36 and the edge factor 1 to 1024", scale, edgefactor);
+        snprintf(err->msg, sizeof err->msg, "%s: the scale must be 1 to 36 and the edge factor 1 to 1024", name);
         return -1;
     }
+    if (app_limit_check(limit, 1ull << scale, name, err) != 0)
+        return -1;
     uint64_t undirected = (uint64_t)edgefactor << scale;
     e->cap = 2 * undirected;
     e->edges = malloc(e->cap * sizeof *e->edges);
     if (e->edges == NULL) {
-        snprintf(err->msg, sizeof err->msg, "--kronecker %u,%u: no memory for %llu edges", scale, edgefactor,
-                 (unsigned long long)e->cap);
+        snprintf(err->msg, sizeof err->msg, "%s: no memory for %llu edges", name, (unsigned long long)e->cap);
         e->cap = 0;
         return -1;
     }

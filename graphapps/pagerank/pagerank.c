@@ -253,6 +253,7 @@ int main(int argc, char **argv)
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
+    o.input.heap_per_part_vertex = sizeof(int64_t); /* the accumulators */
     double tl = app_load_graph(g, "pagerank", &o.input, 0, &graph);
     double *x = app_malloc(graph.part.local_n * sizeof *x);
     app_model_check(g, "pagerank", &o.model);

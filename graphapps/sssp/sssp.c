@@ -258,6 +258,7 @@ int main(int argc, char **argv)
     app_graph_t graph;
     app_error_t err;
     uint64_t source = 0;
+    o.input.heap_per_part_vertex = 2 * sizeof(int64_t); /* distance and flag */
     double tl = app_load_graph(g, "sssp", &o.input, 0, &graph);
     if (check_input(&graph, &o, &source, &err) != 0) {
         app_graph_free(&graph);

@@ -84,6 +84,10 @@ grain_status_t grain_free(grain_t *grain, void *ptr);
  * on every rank, so an active message can carry it (as device code's
  * grain_offset does).  GRAIN_ERR_INVALID for a pointer outside the heap. */
 grain_status_t grain_heap_offset(grain_t *grain, const void *ptr, uint64_t *offset_p);
+/* The largest grain_malloc this rank's heap can serve now (the same on every
+ * rank while every rank allocates alike), so that a program can refuse an
+ * input that cannot fit before it reads all of it. */
+grain_status_t grain_heap_available(grain_t *grain, uint64_t *bytes_p);
 
 /* Private memory that kernels and the host can both use (not symmetric). */
 grain_status_t grain_mem_alloc(grain_t *grain, size_t size, void **ptr_p);

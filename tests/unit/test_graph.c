@@ -1,5 +1,7 @@
 /* Graph input: the real test graphs, every malformed case the apps must
- * reject with a line number, Kronecker determinism, and the binary cache. */
+ * reject with a line number, Kronecker determinism, the binary cache and its
+ * checks, and the callers' vertex limits. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "graphapps/common/graph.h"
+#include "graphapps/common/graph_cache.h"
 #include "graphapps/common/points.h"
 #include "graphapps/common/reads.h"
 
@@ -23,7 +27,7 @@ static app_edges_t read_ok(const char *file)
     snprintf(path, sizeof path, "%s/%s", data_dir, file);
     app_edges_t e;
     app_error_t err = {{0}};
-    if (app_read_graph(path, 0, NULL, &e, &err) != 0)
+    if (app_read_graph(path, 0, NULL, NULL, &e, &err) != 0)
         fail_msg("%s", err.msg);
     return e;
 }
@@ -34,7 +38,7 @@ static void read_fails(const char *file, const char *expect)
     snprintf(path, sizeof path, "%s/%s", data_dir, file);
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_read_graph(path, 0, NULL, &e, &err), -1);
+    assert_int_equal(app_read_graph(path, 0, NULL, NULL, &e, &err), -1);
     if (strstr(err.msg, expect) == NULL)
         fail_msg("%s: '%s' does not say '%s'", file, err.msg, expect);
     assert_null(e.edges);
@@ -44,7 +48,7 @@ static void mtx_fails(const char *text, const char *expect)
 {
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", &e, &err), -1);
+    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", NULL, &e, &err), -1);
     if (strstr(err.msg, expect) == NULL)
         fail_msg("'%s' does not say '%s'", err.msg, expect);
 }
@@ -53,7 +57,7 @@ static void list_fails(const char *text, const char *expect)
 {
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 0, &e, &err), -1);
+    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 0, NULL, &e, &err), -1);
     if (strstr(err.msg, expect) == NULL)
         fail_msg("'%s' does not say '%s'", err.msg, expect);
 }
@@ -135,7 +139,7 @@ static void test_malformed_mtx(void **state)
     static const char nul[] = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2\0 1\n";
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_parse_mtx(nul, sizeof nul - 1, "t.mtx", &e, &err), -1);
+    assert_int_equal(app_parse_mtx(nul, sizeof nul - 1, "t.mtx", NULL, &e, &err), -1);
     assert_non_null(strstr(err.msg, "t.mtx:3: unexpected control character 0x00"));
     mtx_fails("%%MatrixMarket matrix coordinate real general\n99999999999999999999 1 1\n", "is too large");
     mtx_fails("%%MatrixMarket matrix coordinate real general\n2000000000000 2000000000000 0\n",
@@ -151,14 +155,14 @@ static void test_mtx_details(void **state)
                        "% between\r\n3 3 7\r\n\r\n3 1 2\r\n";
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", &e, &err), 0);
+    assert_int_equal(app_parse_mtx(text, strlen(text), "t.mtx", NULL, &e, &err), 0);
     assert_int_equal(e.count, 5);
     assert_true(has_edge(&e, 1, 0, -4) && has_edge(&e, 0, 1, -4) && has_edge(&e, 2, 2, 7));
     assert_true(has_edge(&e, 2, 0, 2) && has_edge(&e, 0, 2, 2));
     app_edges_free(&e);
 
     const char *none = "%%MatrixMarket matrix coordinate pattern general\n3 3 0\n";
-    assert_int_equal(app_parse_mtx(none, strlen(none), "t.mtx", &e, &err), 0);
+    assert_int_equal(app_parse_mtx(none, strlen(none), "t.mtx", NULL, &e, &err), 0);
     assert_int_equal(app_check_not_empty(&e, "t.mtx", &err), -1);
     assert_non_null(strstr(err.msg, "t.mtx: the graph is empty (3 vertices, 0 edges)"));
     app_edges_free(&e);
@@ -170,7 +174,7 @@ static void test_edge_lists(void **state)
     const char *text = "# comment\n0 5\n  5 2\n\n% other comment\n2 2\n";
     app_edges_t e;
     app_error_t err = {{0}};
-    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 1, &e, &err), 0);
+    assert_int_equal(app_parse_edge_list(text, strlen(text), "t.el", 1, NULL, &e, &err), 0);
     assert_int_equal(e.n, 6);
     assert_int_equal(e.count, 5); /* two edges both ways, the self loop once */
     assert_true(has_edge(&e, 5, 0, 1) && has_edge(&e, 2, 5, 1) && has_edge(&e, 2, 2, 1));
@@ -178,7 +182,7 @@ static void test_edge_lists(void **state)
     app_edges_free(&e);
 
     const char *weighted = "1 2 0.5\n2 3 -1.25\n";
-    assert_int_equal(app_parse_edge_list(weighted, strlen(weighted), "t.el", 0, &e, &err), 0);
+    assert_int_equal(app_parse_edge_list(weighted, strlen(weighted), "t.el", 0, NULL, &e, &err), 0);
     assert_true(e.weighted && has_edge(&e, 2, 3, -1.25) && e.count == 2 && e.n == 4);
     app_edges_free(&e);
 
@@ -187,7 +191,7 @@ static void test_edge_lists(void **state)
     list_fails("1 x\n", "t.el:1: target vertex 'x' is not a non-negative integer");
     list_fails("-1 2\n", "t.el:1: source vertex '-1'");
     list_fails("1 2 3 4\n", "found 4 fields");
-    list_fails("1099511627776 0\n", "t.el:1: vertex id 1099511627776 is beyond grain's limit of 2^40");
+    list_fails("1099511627776 0\n", "t.el:1: vertex id 1099511627776: 1099511627777 vertices are more than grain's limit of 2^40");
     list_fails("1 2 inf\n", "weight 'inf' is not finite");
 }
 
@@ -196,9 +200,9 @@ static void test_kronecker(void **state)
     (void)state;
     app_edges_t a, b, c;
     app_error_t err = {{0}};
-    assert_int_equal(app_kronecker(10, 8, 42, &a, &err), 0);
-    assert_int_equal(app_kronecker(10, 8, 42, &b, &err), 0);
-    assert_int_equal(app_kronecker(10, 8, 43, &c, &err), 0);
+    assert_int_equal(app_kronecker(10, 8, 42, NULL, &a, &err), 0);
+    assert_int_equal(app_kronecker(10, 8, 42, NULL, &b, &err), 0);
+    assert_int_equal(app_kronecker(10, 8, 43, NULL, &c, &err), 0);
     assert_int_equal(a.n, 1024);
     assert_int_equal(a.count, b.count);
     assert_memory_equal(a.edges, b.edges, a.count * sizeof *a.edges);
@@ -220,7 +224,7 @@ static void test_kronecker(void **state)
     app_edges_free(&b);
     app_edges_free(&c);
 
-    assert_int_equal(app_kronecker(0, 16, 1, &a, &err), -1);
+    assert_int_equal(app_kronecker(0, 16, 1, NULL, &a, &err), -1);
     assert_non_null(strstr(err.msg, "the scale must be 1 to 36"));
 }
 
@@ -316,9 +320,9 @@ static void test_cache(void **state)
 
     app_edges_t parsed, cached, fresh;
     app_error_t err = {{0}};
-    assert_int_equal(app_read_graph(src, 0, NULL, &parsed, &err), 0);
-    assert_int_equal(app_read_graph(src, 0, cache, &cached, &err), 0); /* parses, writes */
-    assert_int_equal(app_read_graph(src, 0, cache, &fresh, &err), 0);  /* loads */
+    assert_int_equal(app_read_graph(src, 0, NULL, NULL, &parsed, &err), 0);
+    assert_int_equal(app_read_graph(src, 0, cache, NULL, &cached, &err), 0); /* parses, writes */
+    assert_int_equal(app_read_graph(src, 0, cache, NULL, &fresh, &err), 0);  /* loads */
     assert_int_equal(parsed.count, 120000);
     assert_int_equal(fresh.count, parsed.count);
     assert_int_equal(fresh.n, parsed.n);
@@ -328,19 +332,122 @@ static void test_cache(void **state)
     app_edges_free(&fresh);
 
     /* A cache for other options is not used. */
-    assert_int_equal(app_read_graph(src, 1, cache, &fresh, &err), 0);
+    assert_int_equal(app_read_graph(src, 1, cache, NULL, &fresh, &err), 0);
     assert_int_equal(fresh.count, 2 * parsed.count); /* 7i + 1 = i (mod an even count) has no solution */
     app_edges_free(&fresh);
 
     /* A changed input is parsed again. */
     sleep(1);
     write_text(src, 110000, 3);
-    assert_int_equal(app_read_graph(src, 0, cache, &fresh, &err), 0);
+    assert_int_equal(app_read_graph(src, 0, cache, NULL, &fresh, &err), 0);
     assert_int_equal(fresh.count, 110000);
     assert_true(fresh.edges[5].v == (5 * 7 + 3) % 110000);
     app_edges_free(&fresh);
     app_edges_free(&parsed);
 
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Every reader refuses a graph over the caller's limit as soon as its size
+ * shows, with the caller's reason. */
+static void test_limits(void **state)
+{
+    (void)state;
+    app_limit_t limit = {1000, "room for 1000"};
+    app_edges_t e;
+    app_error_t err = {{0}};
+    const char *mtx = "%%MatrixMarket matrix coordinate pattern general\n300000000 300000000 2\n1 2\n3 4\n";
+    assert_int_equal(app_parse_mtx(mtx, strlen(mtx), "t.mtx", &limit, &e, &err), -1);
+    assert_string_equal(err.msg, "t.mtx:2: 300000000 vertices are too many: room for 1000");
+    const char *list = "0 1\n999 3\n1000 2\n";
+    assert_int_equal(app_parse_edge_list(list, strlen(list), "t.el", 0, &limit, &e, &err), -1);
+    assert_string_equal(err.msg, "t.el:3: vertex id 1000: 1001 vertices are too many: room for 1000");
+    assert_int_equal(app_kronecker(10, 4, 1, &limit, &e, &err), -1);
+    assert_string_equal(err.msg, "--kronecker 10,4: 1024 vertices are too many: room for 1000");
+    assert_null(e.edges);
+    /* At the limit itself: read. */
+    const char *fits = "%%MatrixMarket matrix coordinate pattern general\n1000 1000 1\n1000 1\n";
+    assert_int_equal(app_parse_mtx(fits, strlen(fits), "t.mtx", &limit, &e, &err), 0);
+    app_edges_free(&e);
+}
+
+static void write_text(const char *path, unsigned lines, unsigned shift);
+
+/* The one cache file in `dir`. */
+static void find_cache(const char *dir, char *out, size_t size)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls '%s'/*.gcache", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(out, (int)size, p));
+    out[strcspn(out, "\n")] = '\0';
+    pclose(p);
+}
+
+/* Overwrites `len` bytes of `path` at `at`; a negative `at` truncates the
+ * file by that much instead. */
+static void corrupt(const char *path, long at, const void *bytes, size_t len)
+{
+    if (at < 0) {
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(truncate(path, st.st_size + at), 0);
+        return;
+    }
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fwrite(bytes, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A cache damaged on disk in any field, at the same size or not, is
+ * reported and replaced by a parse that gives the input's graph. */
+static void test_cache_damage(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/grain-graph-damage-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char src[4096], cpath[4096];
+    snprintf(src, sizeof src, "%s/big.el", dir);
+    write_text(src, 120000, 1);
+    app_edges_t parsed, e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_read_graph(src, 0, dir, NULL, &parsed, &err), 0); /* writes the cache */
+    find_cache(dir, cpath, sizeof cpath);
+    const long edges = (long)sizeof(app_cache_header_t);
+    const uint64_t huge = 1ull << 39, two = 2;
+    const double nan = NAN;
+    struct {
+        long at;
+        const void *bytes;
+        size_t len;
+    } damage[] = {
+        {edges + 7 * (long)sizeof(app_edge_t) + 8, &huge, 8},               /* an id beyond n */
+        {edges + 5 * (long)sizeof(app_edge_t), &two, 8},                   /* an id below n, same size */
+        {edges + 9 * (long)sizeof(app_edge_t) + 16, &nan, 8},              /* a weight */
+        {(long)offsetof(app_cache_header_t, weighted), &two, 8},           /* a flag */
+        {(long)offsetof(app_cache_header_t, n), &huge, 8},                 /* n */
+        {(long)offsetof(app_cache_header_t, count), &two, 8},              /* the count */
+        {-5, NULL, 0},                                                     /* a torn write */
+        {-(long)sizeof(app_edge_t), NULL, 0},                              /* an edge short */
+    };
+    for (size_t d = 0; d < sizeof damage / sizeof damage[0]; d++) {
+        corrupt(cpath, damage[d].at, damage[d].bytes, damage[d].len);
+        assert_int_equal(app_read_graph(src, 0, dir, NULL, &e, &err), 0); /* reparses, rewrites */
+        assert_int_equal(e.count, parsed.count);
+        assert_int_equal(e.n, parsed.n);
+        assert_memory_equal(e.edges, parsed.edges, parsed.count * sizeof *parsed.edges);
+        app_edges_free(&e);
+    }
+    /* The rewritten cache is whole again, and a limit applies to it. */
+    app_limit_t limit = {100, "room for 100"};
+    assert_int_equal(app_read_graph(src, 0, dir, &limit, &e, &err), -1);
+    assert_non_null(strstr(err.msg, "120000 vertices are too many: room for 100"));
+    app_edges_free(&parsed);
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
@@ -353,7 +460,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
         cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
-        cmocka_unit_test(test_cache), cmocka_unit_test(test_points), cmocka_unit_test(test_reads),
+        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_damage), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_points), cmocka_unit_test(test_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,8 +38,11 @@ static void test_free_reuses_and_coalesces(void **state)
     assert_int_equal(grain_heap_alloc(&h, 1024, &y), GRAIN_OK);
     assert_int_equal(grain_heap_alloc(&h, 2048, &z), GRAIN_OK);
     assert_int_equal(grain_heap_alloc(&h, 1, &w), GRAIN_ERR_NO_MEMORY);
+    assert_int_equal(grain_heap_largest_free(&h), 0);
     assert_int_equal(grain_heap_free(&h, x), GRAIN_OK);
+    assert_int_equal(grain_heap_largest_free(&h), 1024);
     assert_int_equal(grain_heap_free(&h, y), GRAIN_OK);
+    assert_int_equal(grain_heap_largest_free(&h), 2048);
     assert_int_equal(grain_heap_free(&h, y), GRAIN_ERR_INVALID); /* double free */
     assert_int_equal(grain_heap_alloc(&h, 2048, &w), GRAIN_OK);  /* needs x and y merged */
     assert_int_equal(w, 0);
