@@ -33,6 +33,9 @@ typedef struct grain_backend_info {
     /* Peer memory (alloc_peer) is host memory: host threads address it as
      * kernels do, so it may hold a heap that host threads apply to. */
     int peer_host_access;
+    /* A lane may spin while another lane of its warp or wavefront goes on
+     * (independent thread scheduling, CPU devices): GRAIN_RESERVE=wi needs it. */
+    int independent_lanes;
     /* Empty where kernels launch kernels (the launch transfer agent, with
      * GRAIN_DEVICE_LAUNCH defined in every program); else a sentence saying
      * why they cannot here. */

@@ -117,7 +117,7 @@ static void *produce(void *arg)
     unsigned mine = p->first < nrings ? (nrings - p->first + p->stride - 1) / p->stride : 1;
     for (uint64_t s = 0; s < p->slots; s++) {
         uint32_t ring = (p->first + (uint32_t)(s % mine) * p->stride) % nrings;
-        uint64_t ticket = grain_queue_reserve_ring(d, ring);
+        uint64_t ticket = grain_queue_reserve_ring(d, ring, 1);
         grain_u64 *w = grain_queue_payload(d->shared, &d->geom, ring, ticket);
         for (uint32_t c = 0; c < WIDTH; c++) {
             w[c] = GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1 + (c % p->dests));

@@ -189,7 +189,7 @@ static void *mpmc_produce(void *arg)
     grain_queue_t *q = a->d->shared;
     const grain_queue_geom_t *g = &a->d->geom;
     for (uint64_t m = a->first; m < a->end; m++) {
-        grain_u64 t = grain_queue_reserve_paper(a->d);
+        grain_u64 t = grain_queue_reserve_paper(a->d, 1);
         grain_u64 *p = grain_queue_payload(q, g, 0, t);
         for (grain_u32 r = 0; r < g->rows; r++)
             p[r] = m + r;

@@ -326,6 +326,10 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
     clGetDeviceInfo(b->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof max_wg, &max_wg, NULL);
     b->info.max_wg_size = max_wg;
     b->info.cpu_device = (type & CL_DEVICE_TYPE_CPU) != 0;
+    /* A CPU device runs a work-item's code between barriers as a loop body,
+     * never a spin loop in lockstep with other work-items; GPUs' OpenCL makes
+     * no such promise. */
+    b->info.independent_lanes = b->info.cpu_device;
     cl_uint units = 1;
     clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     b->info.compute_units = units > 0 ? units : 1;

@@ -26,12 +26,18 @@ static int reserve_mode(const char *name)
                                                                                 : GRAIN_RESERVE_WG;
 }
 
+/* Lanes per segment of GRAIN_RESERVE=sg. */
+static unsigned subgroup_width(const grain_t *g)
+{
+    return g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
+}
+
 grain_status_t grain_program_create(grain_t *g, const char *source, const char *options,
                                     grain_program_t **program_p)
 {
     if (g == NULL || source == NULL || program_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_program_create needs a handle, a source and an output");
-    unsigned sg = g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
+    unsigned sg = subgroup_width(g);
     char defines[1024];
     snprintf(defines, sizeof defines,
              "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u "
@@ -168,6 +174,18 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
                           "(%llu, the messages one queue slot holds) and the device's maximum (%zu)",
                           k->name, wg, limit, (unsigned long long)g->config.queue_width,
                           g->binfo.max_wg_size);
+    /* A send reserves its work-group's slots at once (grain/device/queue.h):
+     * they must fit one ring. */
+    size_t segments = reserve_mode(g->config.reserve) == GRAIN_RESERVE_SG ? (wg + subgroup_width(g) - 1) /
+                                                                                 subgroup_width(g)
+                                                                           : 1;
+    if (segments > g->queue.desc.geom.nslots)
+        return grain_fail(GRAIN_ERR_INVALID,
+                          "kernel %s: GRAIN_RESERVE=sg takes a slot per sub-group of %u lanes "
+                          "(GRAIN_SUBGROUP_WIDTH), %zu slots for a send of this %zu-lane work-group, but a "
+                          "ring has %u (GRAIN_QUEUE_SLOTS): raise GRAIN_QUEUE_SLOTS or the sub-group width, "
+                          "or launch smaller work-groups",
+                          k->name, subgroup_width(g), segments, wg, (unsigned)g->queue.desc.geom.nslots);
     /* Counted before the launch: an apply kernel that sees the count
      * unchanged and the device busy on both sides of its run ran beside
      * the same kernels (runtime/apply.c). */

@@ -286,6 +286,17 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
+    /* A lane of GRAIN_RESERVE=wi may wait for a slot while lanes of its own
+     * warp hold unpublished ones (grain/device/queue.h): in lockstep they
+     * never publish. */
+    if (strcmp(g->config.reserve, "wi") == 0 && !g->binfo.independent_lanes) {
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "GRAIN_RESERVE=wi needs lanes that progress independently, and the lanes of a warp of "
+                        "%s (%s) run in lockstep: a lane waiting for a queue slot would hold back the lanes that "
+                        "free it; use GRAIN_RESERVE=wg or sg",
+                        g->binfo.device_name, g->bops->name);
+        goto err;
+    }
     g->apply_on_device = strcmp(g->config.apply, "device") == 0 ||
                          (strcmp(g->config.apply, "auto") == 0 && g->binfo.prefers_device_apply);
 

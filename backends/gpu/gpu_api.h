@@ -20,6 +20,8 @@
 
 #define GPU_NAME "cuda"
 #define GPU_VENDOR "CUDA"
+/* Volta and later schedule a warp's threads independently. */
+#define GPU_INDEPENDENT_LANES(props) ((props)->major >= 7)
 
 typedef cudaError_t gpu_err_t;
 typedef struct cudaDeviceProp gpu_props_t;
@@ -169,6 +171,8 @@ typedef nvrtcResult rtc_result_t;
 
 #define GPU_NAME "hip"
 #define GPU_VENDOR "HIP"
+/* A wavefront's lanes run in lockstep. */
+#define GPU_INDEPENDENT_LANES(props) ((void)(props), 0)
 
 typedef hipError_t gpu_err_t;
 typedef hipDeviceProp_t gpu_props_t;

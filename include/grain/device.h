@@ -218,20 +218,22 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     if (direct)
         grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].direct, 1);
     if (active) {
-        s.ticket = grain_queue_reserve(d, s.ring);
+        s.ticket = grain_queue_reserve(d, s.ring, 1);
         s.count = 1;
         s.publisher = 1;
     }
 #else
     /*
      * Active lanes claim their columns (one local atomic per warp where the
-     * dialect has warp intrinsics, per lane elsewhere); the segment's first
-     * lane (active or not: every lane runs this code) reserves the slot with
-     * the one queue atomic, and afterwards zeroes the claims for the next
-     * send, which the barrier of grain_wg_publish_ orders before it.  Two
-     * barriers and no loop replace the prefix sum of seed 001: PoCL compiles
-     * a kernel with many sends in minutes less.  The messages applied
-     * without the queue are counted the same way.
+     * dialect has warp intrinsics, per lane elsewhere).  Lane 0 (active or
+     * not: every lane runs this code) reserves the slots of every segment
+     * with messages in one queue atomic: consecutive tickets, which is what
+     * keeps reservation free of deadlock (grain/device/queue.h).  Each
+     * segment's first lane zeroes its claims for the next send, which the
+     * barrier of grain_wg_publish_ orders before it.  Two barriers replace
+     * the prefix sum of seed 001: PoCL compiles a kernel with many sends in
+     * minutes less.  The messages applied without the queue are counted the
+     * same way.
      */
     GRAIN_LOCAL grain_u64 *tickets = (GRAIN_LOCAL grain_u64 *)wg->scratch;
     grain_u32 seg = grain_local_linear_id() / GRAIN_RESERVE_SEGMENT;
@@ -250,8 +252,14 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     grain_count_bypass_(&wg->direct[seg], &d->prod[s.ring].direct, first);
 #endif
     s.publisher = first && s.count > 0;
-    if (s.publisher)
-        tickets[seg] = grain_queue_reserve(d, s.ring);
+    if (grain_local_linear_id() == 0) {
+        grain_u32 segs = (grain_local_linear_size() + GRAIN_RESERVE_SEGMENT - 1) / GRAIN_RESERVE_SEGMENT, n = 0;
+        for (grain_u32 i = 0; i < segs; i++)
+            tickets[i] = wg->claims[i] > 0 ? n++ : 0;
+        grain_u64 base = n > 0 ? grain_queue_reserve(d, s.ring, n) : 0;
+        for (grain_u32 i = 0; i < segs; i++)
+            tickets[i] += base;
+    }
     grain_wg_barrier();
     s.ticket = tickets[seg];
     if (first)

@@ -51,7 +51,8 @@ static void free_queue(test_queue_t *t)
 
 static grain_u64 reserve(grain_queue_desc_t d, grain_u32 ring)
 {
-    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(&d) : grain_queue_reserve_ring(&d, ring);
+    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(&d, 1)
+                                                : grain_queue_reserve_ring(&d, ring, 1);
 }
 
 static void publish(grain_queue_desc_t d, grain_u32 ring, grain_u64 ticket, grain_u32 count)

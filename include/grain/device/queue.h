@@ -131,40 +131,60 @@ GRAIN_INLINE grain_u32 grain_queue_lap_seq(GRAIN_GLOBAL const grain_queue_geom_t
     return (grain_u32)(2u * (ticket / g->nslots));
 }
 
+/*
+ * Reservation hands out tickets, and the slot of ticket t is free once the
+ * consumer has taken ticket t - nslots.  Why no reservation deadlocks: a
+ * waiter holds no ticket that is not yet published, except those of its
+ * own reservation, and those are consecutive.  So the holder of the
+ * smallest unpublished ticket waits only on tickets below it, which are
+ * all published and will be consumed: it goes on, and so, in turn, does
+ * every other.  That needs `n` <= nslots (grain_launch refuses more), and
+ * the caller must take all the tickets a work-group holds at once in one
+ * call: two calls by one work-group interleave with other work-groups'
+ * tickets, and each can wait for a slot the other holds.  GRAIN_RESERVE=wg
+ * takes one ticket per send, and sg one per sub-group, all in one call by
+ * lane 0.  wi takes one per lane and publishes it with no barrier between:
+ * the holder of the smallest ticket goes on only if its lane can run while
+ * another lane of its warp waits, which grain_init requires of the device
+ * for wi (independent thread scheduling, CPU devices).
+ */
+
 /* The paper's reservation: one fetch-add, then wait until the consumer of
- * the previous lap has emptied the slot. */
-GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_desc_t *d)
+ * the previous lap has emptied each slot. */
+GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 n)
 {
     GRAIN_GLOBAL grain_queue_t *q = d->shared;
-    grain_u64 ticket = grain_atomic_fetch_add_u64(&q->write_idx, 1);
-    GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, &d->geom, 0, ticket);
-    grain_u32 want = grain_queue_lap_seq(&d->geom, ticket);
-    if (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
-        grain_atomic_fetch_add_dev_u64(&d->prod->full_waits, 1);
-        while (grain_atomic_load_acquire_u32(&ctrl->seq) != want)
-            grain_spin_pause();
+    grain_u64 first = grain_atomic_fetch_add_u64(&q->write_idx, n);
+    for (grain_u64 ticket = first; ticket < first + n; ticket++) {
+        GRAIN_GLOBAL grain_queue_slot_ctrl_t *ctrl = grain_queue_ctrl(q, &d->geom, 0, ticket);
+        grain_u32 want = grain_queue_lap_seq(&d->geom, ticket);
+        if (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
+            grain_atomic_fetch_add_dev_u64(&d->prod->full_waits, 1);
+            while (grain_atomic_load_acquire_u32(&ctrl->seq) != want)
+                grain_spin_pause();
+        }
     }
-    return ticket;
+    return first;
 }
 
-/* The ring reservation: a device-scope ticket, and a look at the host's
- * credit only when the credit last seen does not cover it. */
-GRAIN_INLINE grain_u64 grain_queue_reserve_ring(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring)
+/* The ring reservation: device-scope tickets, and a look at the host's
+ * credit only when the credit last seen does not cover the last of them. */
+GRAIN_INLINE grain_u64 grain_queue_reserve_ring(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring, grain_u32 n)
 {
     GRAIN_GLOBAL grain_ring_prod_t *p = d->prod + ring;
     grain_u64 nslots = d->geom.nslots;
-    grain_u64 ticket = grain_atomic_fetch_add_dev_u64(&p->reserved, 1);
-    if (ticket < grain_atomic_load_acquire_dev_u64(&p->credit) + nslots)
-        return ticket;
+    grain_u64 first = grain_atomic_fetch_add_dev_u64(&p->reserved, n), last = first + n - 1;
+    if (last < grain_atomic_load_acquire_dev_u64(&p->credit) + nslots)
+        return first;
     GRAIN_GLOBAL grain_ring_ctrl_t *rc = grain_ring_ctrl(d->shared, &d->geom, ring);
     grain_u64 consumed = grain_atomic_load_acquire_u64(&rc->consumed);
-    if (ticket >= consumed + nslots) {
+    if (last >= consumed + nslots) {
         grain_atomic_fetch_add_dev_u64(&p->full_waits, 1);
-        while (ticket >= (consumed = grain_atomic_load_acquire_u64(&rc->consumed)) + nslots)
+        while (last >= (consumed = grain_atomic_load_acquire_u64(&rc->consumed)) + nslots)
             grain_spin_pause();
     }
     grain_atomic_max_release_dev_u64(&p->credit, consumed);
-    return ticket;
+    return first;
 }
 
 /* The ring a work-group's sends go to (always 0 for the paper's queue). */
@@ -173,13 +193,14 @@ GRAIN_INLINE grain_u32 grain_queue_ring_of(GRAIN_GLOBAL const grain_queue_geom_t
     return (grain_u32)(group % g->nrings);
 }
 
-GRAIN_INLINE grain_u64 grain_queue_reserve(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring)
+/* The first of `n` consecutive tickets, every slot of them free. */
+GRAIN_INLINE grain_u64 grain_queue_reserve(GRAIN_GLOBAL grain_queue_desc_t *d, grain_u32 ring, grain_u32 n)
 {
 #if GRAIN_QUEUE == GRAIN_QUEUE_PAPER
     (void)ring;
-    return grain_queue_reserve_paper(d);
+    return grain_queue_reserve_paper(d, n);
 #else
-    return grain_queue_reserve_ring(d, ring);
+    return grain_queue_reserve_ring(d, ring, n);
 #endif
 }
 
