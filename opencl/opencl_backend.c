@@ -206,10 +206,47 @@ static int selected(const char *selector, unsigned index, const char *name)
  * default, where a CPU device and grain's threads take turns (pagerank on a
  * scale-14 graph: 2.56 s bound against 0.16 s with --bind-to none).
  */
-static void limit_cpu_device_threads(const grain_config_t *config, unsigned host_threads)
+/* Holds the probe's threads alive until all have started. */
+static void *probe_thread(void *gate)
+{
+    pthread_rwlock_rdlock(gate);
+    pthread_rwlock_unlock(gate);
+    return NULL;
+}
+
+/* PoCL aborts the process when it cannot start its worker threads (a
+ * memory or thread limit): start as many first, alive at once, so that a
+ * number this process cannot have is an error that says so. */
+static grain_status_t probe_threads(long threads)
+{
+    pthread_rwlock_t gate;
+    pthread_t *ids = malloc((size_t)threads * sizeof *ids);
+    if (ids == NULL || pthread_rwlock_init(&gate, NULL) != 0) {
+        free(ids);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory to check GRAIN_CPU_DEVICE_THREADS");
+    }
+    pthread_rwlock_wrlock(&gate);
+    long started = 0;
+    int err = 0;
+    while (started < threads && (err = pthread_create(&ids[started], NULL, probe_thread, &gate)) == 0)
+        started++;
+    pthread_rwlock_unlock(&gate);
+    for (long i = 0; i < started; i++)
+        pthread_join(ids[i], NULL);
+    pthread_rwlock_destroy(&gate);
+    free(ids);
+    if (started < threads)
+        return grain_fail(GRAIN_ERR_INVALID,
+                          "GRAIN_CPU_DEVICE_THREADS=%ld: this process could start only %ld threads (%s), and the "
+                          "CPU device would abort without them: ask for fewer (0: one per free core)",
+                          threads, started, strerror(err));
+    return GRAIN_OK;
+}
+
+static grain_status_t limit_cpu_device_threads(const grain_config_t *config, unsigned host_threads)
 {
     if (getenv("POCL_MAX_PTHREAD_COUNT") != NULL)
-        return;
+        return GRAIN_OK;
     long online = sysconf(_SC_NPROCESSORS_ONLN), cores = online;
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     cpu_set_t allowed;
@@ -231,9 +268,15 @@ static void limit_cpu_device_threads(const grain_config_t *config, unsigned host
         threads = cores - (long)host_threads;
     if (threads < 1)
         threads = 1;
+    if (threads > online) {
+        grain_status_t st = probe_threads(threads);
+        if (st != GRAIN_OK)
+            return st;
+    }
     char text[32];
     snprintf(text, sizeof text, "%ld", threads);
     setenv("POCL_MAX_PTHREAD_COUNT", text, 0);
+    return GRAIN_OK;
 }
 
 static grain_status_t pick_device(grain_backend_t *b, const grain_config_t *config)
@@ -294,12 +337,14 @@ static grain_status_t pick_device(grain_backend_t *b, const grain_config_t *conf
 static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threads,
                                grain_backend_t **backend_p)
 {
-    limit_cpu_device_threads(config, host_threads);
+    grain_status_t st = limit_cpu_device_threads(config, host_threads);
+    if (st != GRAIN_OK)
+        return st;
     grain_backend_t *b = calloc(1, sizeof *b);
     if (b == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for the backend");
     pthread_mutex_init(&b->lock, NULL);
-    grain_status_t st = pick_device(b, config);
+    st = pick_device(b, config);
     if (st != GRAIN_OK)
         goto err_free;
 
