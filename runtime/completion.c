@@ -30,14 +30,24 @@ void grain_wait_a_little(unsigned *spins)
     nanosleep(&nap, NULL);
 }
 
+/* Errors logged one by one before they are only counted: a peer that
+ * sends nothing but garbage must not drown the log. */
+#define LOGGED_ERRORS 100u
+
 void grain_async_error(grain_t *g, grain_status_t status, const char *message)
 {
     pthread_mutex_lock(&g->error_lock);
-    if (g->async_status == GRAIN_OK) {
+    unsigned seen = g->async_status == GRAIN_OK ? 0 : 1 + g->async_more;
+    if (seen == 0) {
         g->async_status = status;
         snprintf(g->async_message, sizeof g->async_message, "%s", message);
-        grain_log(GRAIN_LOG_ERROR, "%s", message);
+    } else {
+        g->async_more++;
     }
+    if (seen < LOGGED_ERRORS)
+        grain_log(GRAIN_LOG_ERROR, "%s", message);
+    else if (seen == LOGGED_ERRORS)
+        grain_log(GRAIN_LOG_ERROR, "more errors follow; they are counted, not logged");
     pthread_mutex_unlock(&g->error_lock);
 }
 
@@ -90,11 +100,38 @@ grain_status_t grain_take_errors(grain_t *g)
     pthread_mutex_lock(&g->error_lock);
     grain_status_t async = g->async_status;
     if (async != GRAIN_OK) {
-        grain_error_keep(g->async_message); /* logged where it happened */
+        char all[sizeof g->async_message + 96];
+        if (g->async_more > 0)
+            snprintf(all, sizeof all, "%s (and %u more errors after it on rank %d, each logged)", g->async_message,
+                     g->async_more, g->my_pe);
+        else
+            snprintf(all, sizeof all, "%s", g->async_message);
+        grain_error_keep(all); /* logged where it happened */
         g->async_status = GRAIN_OK;
+        g->async_more = 0;
     }
     pthread_mutex_unlock(&g->error_lock);
     return st != GRAIN_OK ? st : async;
+}
+
+/* A buffer that will never be applied: reported and counted.  Its
+ * messages count as handled, so that quiet reports the error instead of
+ * waiting for messages that will never apply. */
+static void reject(grain_t *g, uint32_t src, const grain_wire_hdr_t *h, grain_status_t st, const char *why)
+{
+    grain_async_error(g, st, why);
+    uint64_t count = h->magic == GRAIN_WIRE_MAGIC ? h->count : 0;
+    g->rejected_from[2 * src]++;
+    g->rejected_from[2 * src + 1] += count;
+    atomic_fetch_add_explicit(&g->applied_from[src], count, memory_order_release);
+}
+
+void grain_transport_rejected(void *arg, uint32_t src, const void *data, size_t len, const char *why)
+{
+    grain_wire_hdr_t h = {0};
+    if (len >= sizeof h)
+        memcpy(&h, data, sizeof h);
+    reject(arg, src, &h, GRAIN_ERR_BAD_MESSAGE, why);
 }
 
 void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len)
@@ -107,19 +144,18 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
         memcpy(&h, data, sizeof h);
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (st != GRAIN_OK) {
-        grain_async_error(g, st, why);
-    } else if (applier != NULL) {
+        reject(g, src, &h, st, why);
+        return;
+    }
+    if (applier != NULL) {
         if ((st = grain_applier_submit(applier, data)) != GRAIN_OK)
             grain_async_error(g, st, grain_error_message(g));
     } else {
         grain_wire_apply(data, g->heap, &g->am, NULL, 0);
     }
-    /* A rejected buffer counts as handled, so quiet reports the error
-     * instead of waiting for messages that will never apply; a buffer left
-     * to an apply kernel counts once launched (or kept for one), and quiet
-     * waits for the kernels. */
-    if (h.magic == GRAIN_WIRE_MAGIC)
-        atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
+    /* A buffer left to an apply kernel counts once launched (or kept for
+     * one), and quiet waits for the kernels. */
+    atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
 }
 
 int grain_transport_received(void *arg, uint32_t src, const void *data, size_t len)

@@ -105,6 +105,7 @@ struct grain {
     _Atomic uint64_t *applied_from; /* messages from each rank applied here */
     _Atomic uint64_t *next_seq;     /* buffers sent to each rank */
     uint64_t *recv_buffers_from;    /* network thread only */
+    uint64_t *rejected_from;        /* network thread only: buffers, then messages, rejected per source (2n) */
     uint64_t recv_bytes;            /* network thread only */
     uint64_t recv_busy_ns;          /* network thread only: validating and handing on received buffers */
     /* Chunk pieces of counter-triggered transfers, counted for quiet. */
@@ -128,10 +129,12 @@ struct grain {
     struct grain_kernel *agent_kernel;
 
     /* First asynchronous error (bad received buffer, failed send), reported
-     * by the next call of the application. */
+     * by the next call of the application with the count of those after
+     * it; every one is logged as it happens. */
     pthread_mutex_t error_lock;
     grain_status_t async_status;
     char async_message[512];
+    unsigned async_more;
 
     int kernels_in_flight;
     double init_seconds;
@@ -187,6 +190,7 @@ void grain_aggregators_stop(struct grain *g);
 uint64_t grain_aggregators_drain(struct grain *g);
 
 int grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
+void grain_transport_rejected(void *arg, uint32_t src, const void *data, size_t len, const char *why);
 unsigned grain_transport_settle(void *arg, int wait);
 /* Validates and applies a buffer from `src` (the transport's, or one this
  * rank sent itself) and counts it for quiet; any thread. */

@@ -240,6 +240,7 @@ static void release(grain_t *g)
     free(g->node_of);
     free((void *)g->applied_from);
     free(g->recv_buffers_from);
+    free(g->rejected_from);
     free((void *)g->next_seq);
     free((void *)g->pieces_to);
     free((void *)g->pieces_from);
@@ -302,10 +303,12 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
 
     g->applied_from = calloc((size_t)g->n_pes, sizeof *g->applied_from);
     g->recv_buffers_from = calloc((size_t)g->n_pes, sizeof *g->recv_buffers_from);
+    g->rejected_from = calloc(2 * (size_t)g->n_pes, sizeof *g->rejected_from);
     g->next_seq = calloc((size_t)g->n_pes, sizeof *g->next_seq);
     g->pieces_to = calloc((size_t)g->n_pes, sizeof *g->pieces_to);
     g->pieces_from = calloc((size_t)g->n_pes, sizeof *g->pieces_from);
-    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->next_seq == NULL || g->pieces_to == NULL ||
+    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->rejected_from == NULL || g->next_seq == NULL ||
+        g->pieces_to == NULL ||
         g->pieces_from == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
@@ -323,6 +326,7 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     if (st != GRAIN_OK)
         goto err;
     grain_transport_handlers_t handlers = {.received = grain_transport_received,
+                                           .rejected = grain_transport_rejected,
                                            .settle = grain_transport_settle,
                                            .sent = grain_transport_sent,
                                            .arg = g,

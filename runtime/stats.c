@@ -15,7 +15,7 @@ enum {
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
     S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
-    S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then msgs and bytes per destination */
+    S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
 
 static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL, "put32", "put64", "add32", "add64",
@@ -25,7 +25,7 @@ static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL, "put32", "put64", "
  * a warning) when they could not be gathered. */
 static uint64_t *gather(grain_t *g, size_t *width_p)
 {
-    size_t n = (size_t)g->n_pes, width = S_FIXED + 2 * n;
+    size_t n = (size_t)g->n_pes, width = S_FIXED + 4 * n;
     uint64_t *rows = calloc(n * width, sizeof *rows);
     if (rows == NULL) {
         grain_warn("no memory to gather statistics");
@@ -60,8 +60,11 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         }
     }
     r[S_FIXED + (size_t)g->my_pe] = r[S_LOCAL]; /* local messages never cross the wire */
-    for (size_t p = 0; p < n; p++)
+    for (size_t p = 0; p < n; p++) {
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
+        r[S_FIXED + 2 * n + p] = g->rejected_from[2 * p];
+        r[S_FIXED + 3 * n + p] = g->rejected_from[2 * p + 1];
+    }
     r[S_RECV_BYTES] = g->recv_bytes;
     r[S_RECV_BUSY_NS] = g->recv_busy_ns;
     for (unsigned i = 0; i < GRAIN_PHASE_COUNT; i++)
@@ -93,6 +96,22 @@ static double remote_fraction(const uint64_t *r)
     return ratio(r[S_REMOTE] + r[S_DIRECT], r[S_LOCAL] + r[S_REMOTE] + r[S_DIRECT]);
 }
 
+static void json_array(FILE *out, const char *name, const uint64_t *v, size_t n)
+{
+    fprintf(out, ",\"%s\":[", name);
+    for (size_t p = 0; p < n; p++)
+        fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)v[p]);
+    fputc(']', out);
+}
+
+static uint64_t sum(const uint64_t *v, size_t n)
+{
+    uint64_t s = 0;
+    for (size_t p = 0; p < n; p++)
+        s += v[p];
+    return s;
+}
+
 /* `ranks` rows summed into r: times are printed as their mean. */
 static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size_t buf_size)
 {
@@ -107,7 +126,7 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
             "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"receive_busy_s\":%.6f,"
-            "\"messages_to\":[",
+            "\"rejected_buffers\":%llu,\"rejected_messages\":%llu",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE], (unsigned long long)r[S_DIRECT],
             remote_fraction(r), (unsigned long long)r[S_BUFFERS],
             (unsigned long long)r[S_BYTES], ratio(r[S_BYTES], r[S_BUFFERS]),
@@ -117,15 +136,15 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
             (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT],
-            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9);
-    for (size_t p = 0; p < n; p++)
-        fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + p]);
-    fprintf(out, "],\"bytes_to\":[");
-    for (size_t p = 0; p < n; p++)
-        fprintf(out, "%s%llu", p ? "," : "", (unsigned long long)r[S_FIXED + n + p]);
+            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9,
+            (unsigned long long)sum(r + S_FIXED + 2 * n, n), (unsigned long long)sum(r + S_FIXED + 3 * n, n));
+    json_array(out, "messages_to", r + S_FIXED, n);
+    json_array(out, "bytes_to", r + S_FIXED + n, n);
+    json_array(out, "rejected_buffers_from", r + S_FIXED + 2 * n, n);
+    json_array(out, "rejected_messages_from", r + S_FIXED + 3 * n, n);
     const uint64_t *ph = r + S_PHASE0;
     double s = 1e-9 / (double)ranks;
-    fprintf(out, "],\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
+    fprintf(out, ",\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
             (double)ph[GRAIN_PHASE_COMPUTE] * s, (double)ph[GRAIN_PHASE_QUEUE] * s,
             (double)ph[GRAIN_PHASE_AGGREGATION] * s, (double)ph[GRAIN_PHASE_NETWORK] * s);
 }
@@ -193,6 +212,14 @@ void grain_stats_print(grain_t *g, FILE *out)
                     ratio(r[S_BYTES], r[S_BUFFERS]), (unsigned long long)r[S_FLUSH_FULL],
                     (unsigned long long)r[S_FLUSH_TIMEOUT], (unsigned long long)r[S_FLUSH_QUIET],
                     (unsigned long long)r[S_FLUSH_SCOPE], (unsigned long long)r[S_BUFFER_WAITS]);
+        }
+        for (size_t p = 0; p < n; p++) {
+            const uint64_t *r = rows + p * width;
+            for (size_t q = 0; q < n; q++)
+                if (r[S_FIXED + 2 * n + q] > 0)
+                    fprintf(out, "rank %zu rejected %llu buffers (%llu messages) from rank %zu\n", p,
+                            (unsigned long long)r[S_FIXED + 2 * n + q], (unsigned long long)r[S_FIXED + 3 * n + q],
+                            q);
         }
     }
     free(rows);

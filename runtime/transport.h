@@ -34,6 +34,9 @@ typedef struct grain_transport_handlers {
     unsigned (*settle)(void *arg, int wait);
     /* The buffer passed to send() with `token` may be reused. */
     void (*sent)(void *arg, void *token);
+    /* A buffer from `src` the transport will not deliver (a sequence number
+     * it cannot have), and why: the runtime reports and counts it. */
+    void (*rejected)(void *arg, uint32_t src, const void *data, size_t len, const char *why);
     void *arg;
     /* Memory for receive buffers, whose contents the runtime may copy into
      * device memory; NULL: the transport's own.  The runtime gives pinned

@@ -16,7 +16,12 @@
  * one source can complete out of order; each carries a per-(source,
  * destination) sequence number.  A buffer that arrives early is copied aside
  * (its receive reposted at once, so it can never starve the one it waits for)
- * and delivered after its predecessors.
+ * and delivered after its predecessors.  A number below the next expected,
+ * or one already set aside, is no buffer the sender could have sent, nor is
+ * one SEQ_WINDOW or more ahead (the buffers before it, set aside, would take
+ * more memory than a node has): each is rejected with the source named,
+ * never held.  MPI bounds nothing less: a send completes, and its buffer is
+ * refilled, as soon as MPI has copied it (eager sends), received or not.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -31,6 +36,7 @@
 #include "runtime/wire.h"
 
 #define DATA_TAG 0x6752
+#define SEQ_WINDOW (1ull << 20)
 
 typedef struct send_node {
     struct send_node *next;
@@ -193,6 +199,32 @@ static void deliver_held(grain_transport_t *t, int src)
     }
 }
 
+/* Why buffer `seq` from `src` cannot be held for later, in `why`; 0 when
+ * it can. */
+static int out_of_sequence(const grain_transport_t *t, int src, uint64_t seq, char *why, size_t size)
+{
+    uint64_t next = t->next_seq[src];
+    if (seq < next) {
+        snprintf(why, size, "a buffer from rank %d has sequence number %llu, which was delivered already", src,
+                 (unsigned long long)seq);
+        return 1;
+    }
+    if (seq - next >= SEQ_WINDOW) {
+        snprintf(why, size,
+                 "a buffer from rank %d has sequence number %llu, %llu ahead of the next one (no rank has %llu "
+                 "buffers in flight to another)",
+                 src, (unsigned long long)seq, (unsigned long long)(seq - next), (unsigned long long)SEQ_WINDOW);
+        return 1;
+    }
+    for (const held_buffer_t *b = t->held; b != NULL; b = b->next)
+        if (b->src == src && b->seq == seq) {
+            snprintf(why, size, "a buffer from rank %d has sequence number %llu, as one that arrived before it",
+                     src, (unsigned long long)seq);
+            return 1;
+        }
+    return 0;
+}
+
 static int progress_recvs(grain_transport_t *t)
 {
     int n = 0;
@@ -207,7 +239,12 @@ static int progress_recvs(grain_transport_t *t)
         grain_wire_hdr_t h = {0};
         if ((size_t)len >= sizeof h)
             memcpy(&h, data, sizeof h);
-        if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
+        char why[256];
+        if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src] &&
+            out_of_sequence(t, src, h.seq, why, sizeof why)) {
+            t->handlers.rejected(t->handlers.arg, (uint32_t)src, data, (size_t)len, why);
+            post_recv(t, i);
+        } else if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
             held_buffer_t *b = malloc(sizeof *b + (size_t)len);
             if (b == NULL) {
                 grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");

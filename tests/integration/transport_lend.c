@@ -79,6 +79,14 @@ static void fail(state_t *s, const char *what, unsigned src, unsigned k)
     atomic_fetch_add(&s->errors, 1);
 }
 
+static void rejected(void *arg, uint32_t src, const void *data, size_t len, const char *why)
+{
+    (void)data;
+    (void)len;
+    fprintf(stderr, "rank %d: the transport rejected a buffer from rank %u: %s\n", ((state_t *)arg)->me, src, why);
+    atomic_fetch_add(&((state_t *)arg)->errors, 1);
+}
+
 static int received(void *arg, uint32_t src, const void *data, size_t len)
 {
     state_t *s = arg;
@@ -171,7 +179,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "no memory\n");
         return 2;
     }
-    grain_transport_handlers_t handlers = {.received = received, .settle = settle, .sent = sent, .arg = &s};
+    grain_transport_handlers_t handlers = {
+        .received = received, .rejected = rejected, .settle = settle, .sent = sent, .arg = &s};
     OK(ops->start(t, &handlers, RECV_SIZE, recv_buffers));
 
     /* Interleaved over the peers, so that each rank's few buffers take
