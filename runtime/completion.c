@@ -121,8 +121,8 @@ static void reject(grain_t *g, uint32_t src, const grain_wire_hdr_t *h, grain_st
 {
     grain_async_error(g, st, why);
     uint64_t count = h->magic == GRAIN_WIRE_MAGIC ? h->count : 0;
-    g->rejected_from[2 * src]++;
-    g->rejected_from[2 * src + 1] += count;
+    atomic_fetch_add_explicit(&g->rejected_from[2 * src], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->rejected_from[2 * src + 1], count, memory_order_release);
     atomic_fetch_add_explicit(&g->applied_from[src], count, memory_order_release);
 }
 

@@ -105,7 +105,8 @@ struct grain {
     _Atomic uint64_t *applied_from; /* messages from each rank applied here */
     _Atomic uint64_t *next_seq;     /* buffers sent to each rank */
     uint64_t *recv_buffers_from;    /* network thread only */
-    uint64_t *rejected_from;        /* network thread only: buffers, then messages, rejected per source (2n) */
+    _Atomic uint64_t *rejected_from; /* buffers, then messages, rejected per source (2n): the network
+                                        thread counts, others read */
     uint64_t recv_bytes;            /* network thread only */
     uint64_t recv_busy_ns;          /* network thread only: validating and handing on received buffers */
     /* Chunk pieces of counter-triggered transfers, counted for quiet. */

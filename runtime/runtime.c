@@ -240,7 +240,7 @@ static void release(grain_t *g)
     free(g->node_of);
     free((void *)g->applied_from);
     free(g->recv_buffers_from);
-    free(g->rejected_from);
+    free((void *)g->rejected_from);
     free((void *)g->next_seq);
     free((void *)g->pieces_to);
     free((void *)g->pieces_from);

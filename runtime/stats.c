@@ -62,8 +62,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     r[S_FIXED + (size_t)g->my_pe] = r[S_LOCAL]; /* local messages never cross the wire */
     for (size_t p = 0; p < n; p++) {
         r[S_RECV_BUFFERS] += g->recv_buffers_from[p];
-        r[S_FIXED + 2 * n + p] = g->rejected_from[2 * p];
-        r[S_FIXED + 3 * n + p] = g->rejected_from[2 * p + 1];
+        r[S_FIXED + 2 * n + p] = atomic_load_explicit(&g->rejected_from[2 * p], memory_order_relaxed);
+        r[S_FIXED + 3 * n + p] = atomic_load_explicit(&g->rejected_from[2 * p + 1], memory_order_relaxed);
     }
     r[S_RECV_BYTES] = g->recv_bytes;
     r[S_RECV_BUSY_NS] = g->recv_busy_ns;
