@@ -260,15 +260,19 @@ grain_status_t grain_quiet(grain_t *g)
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (cst == GRAIN_OK && applier != NULL)
         cst = grain_applier_wait(applier);
-    if (cst == GRAIN_OK && g->n_pes > 1) {
-        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
-        cst = collective(g, &barrier);
-    }
+    if (cst == GRAIN_OK)
+        cst = grain_ranks_barrier(g);
     g->phase_ns[GRAIN_PHASE_NETWORK] += grain_now_ns() - flushed;
     if (st == GRAIN_OK)
         st = cst;
     grain_status_t errs = grain_take_errors(g);
     return st != GRAIN_OK ? st : errs;
+}
+
+grain_status_t grain_ranks_barrier(grain_t *g)
+{
+    grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
+    return g->n_pes > 1 ? collective(g, &barrier) : GRAIN_OK;
 }
 
 grain_status_t grain_barrier(grain_t *g)

@@ -182,6 +182,8 @@ grain_status_t grain_same_everywhere(struct grain *g, uint64_t value, uint64_t *
 void grain_async_error(struct grain *g, grain_status_t status, const char *message);
 /* Reports (and clears) a pending asynchronous or device-side error. */
 grain_status_t grain_take_errors(struct grain *g);
+/* Every rank has reached this call (the transport's barrier; no quiet). */
+grain_status_t grain_ranks_barrier(struct grain *g);
 
 grain_status_t grain_aggregators_start(struct grain *g);
 void grain_aggregators_stop(struct grain *g);

@@ -25,17 +25,6 @@ extern const char grain_apply_kernel_source[];
 
 #define AGENT_WG 256u
 
-static grain_status_t collective(grain_t *g, grain_coll_t *c)
-{
-    return g->tops->collective(g->transport, c);
-}
-
-static grain_status_t barrier(grain_t *g)
-{
-    grain_coll_t c = {.kind = GRAIN_COLL_BARRIER};
-    return g->n_pes > 1 ? collective(g, &c) : GRAIN_OK;
-}
-
 /* Collective: every rank learns whether some rank failed; a rank that did
  * not fail itself says which rank's error stopped it. */
 static grain_status_t agree(grain_t *g, grain_status_t st)
@@ -75,7 +64,7 @@ static grain_status_t place_in_peer_memory(grain_region_t *r, int *placed_p)
     if (st != GRAIN_OK || !m.all_mapped) {
         grain_peer_unmap_all(g, &m);
         /* Nobody may still hold this copy mapped when it is freed. */
-        grain_status_t bst = barrier(g);
+        grain_status_t bst = grain_ranks_barrier(g);
         if (data != NULL)
             g->bops->free_peer(g->backend, data);
         if (st == GRAIN_OK)
@@ -344,7 +333,7 @@ static void free_data(grain_region_t *r)
 {
     grain_t *g = r->grain;
     unmap_peers(r);
-    barrier(g);
+    grain_ranks_barrier(g);
     if (r->data != NULL && r->placement == PLACE_PEER)
         g->bops->free_peer(g->backend, r->data);
     else if (r->data != NULL && r->placement == PLACE_DEVICE)
@@ -423,7 +412,7 @@ grain_status_t grain_region_create(grain_t *g, const grain_region_desc_t *d, gra
     }
     atomic_store_explicit(&g->regions[r->id], r, memory_order_release);
     /* Nobody sends a piece for this region before every rank knows it. */
-    if ((st = barrier(g)) != GRAIN_OK) {
+    if ((st = grain_ranks_barrier(g)) != GRAIN_OK) {
         grain_region_destroy(r);
         return st;
     }
@@ -460,7 +449,7 @@ void grain_region_destroy(grain_region_t *r)
     if (r->iteration_open && r->agent == GRAIN_AGENT_LAUNCH)
         (void)grain_wait(g); /* its copies still store into the peers' copies */
     grain_host_agent_stop(r);
-    barrier(g); /* every piece for this region has arrived: ends were collective */
+    grain_ranks_barrier(g); /* every piece for this region has arrived: ends were collective */
     atomic_store_explicit(&g->regions[r->id], NULL, memory_order_release);
     free_local(r);
     free_data(r);

@@ -308,8 +308,7 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     g->pieces_to = calloc((size_t)g->n_pes, sizeof *g->pieces_to);
     g->pieces_from = calloc((size_t)g->n_pes, sizeof *g->pieces_from);
     if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->rejected_from == NULL || g->next_seq == NULL ||
-        g->pieces_to == NULL ||
-        g->pieces_from == NULL) {
+        g->pieces_to == NULL || g->pieces_from == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
     }
@@ -343,10 +342,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         st = grain_aggregators_start(g);
     /* No rank sends before every rank has a heap and an apply engine to
      * take what arrives. */
-    if (st == GRAIN_OK && g->n_pes > 1) {
-        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
-        st = g->tops->collective(g->transport, &barrier);
-    }
+    if (st == GRAIN_OK)
+        st = grain_ranks_barrier(g);
     if (st != GRAIN_OK)
         goto err;
 
@@ -372,11 +369,8 @@ grain_status_t grain_finalize(grain_t *g)
         grain_stats_print(g, stderr);
     /* No rank frees its heap while another still has it mapped. */
     grain_peer_unmap_all(g, &g->heap_peers);
-    if (g->n_pes > 1) {
-        grain_coll_t barrier = {.kind = GRAIN_COLL_BARRIER};
-        grain_status_t bst = g->tops->collective(g->transport, &barrier);
-        st = st != GRAIN_OK ? st : bst;
-    }
+    grain_status_t bst = grain_ranks_barrier(g);
+    st = st != GRAIN_OK ? st : bst;
     release(g);
     return st;
 }
