@@ -197,15 +197,6 @@ static int selected(const char *selector, unsigned index, const char *name)
     return strstr(name, selector) != NULL;
 }
 
-/*
- * PoCL's worker threads and grain's host threads share the cores of a CPU
- * device; with one worker per core the consumer starves (DESIGN.md: 1.1 M
- * vs 106 M msg/s).  PoCL reads its thread count when the platform loads, so
- * it is set before the first OpenCL call, unless the user set it.  The cores
- * are those this process may run on: mpirun binds a rank to one core by
- * default, where a CPU device and grain's threads take turns (pagerank on a
- * scale-14 graph: 2.56 s bound against 0.16 s with --bind-to none).
- */
 /* Holds the probe's threads alive until all have started. */
 static void *probe_thread(void *gate)
 {
@@ -243,6 +234,15 @@ static grain_status_t probe_threads(long threads)
     return GRAIN_OK;
 }
 
+/*
+ * PoCL's worker threads and grain's host threads share the cores of a CPU
+ * device; with one worker per core the consumer starves (DESIGN.md: 1.1 M
+ * vs 106 M msg/s).  PoCL reads its thread count when the platform loads, so
+ * it is set before the first OpenCL call, unless the user set it.  The cores
+ * are those this process may run on: mpirun binds a rank to one core by
+ * default, where a CPU device and grain's threads take turns (pagerank on a
+ * scale-14 graph: 2.56 s bound against 0.16 s with --bind-to none).
+ */
 static grain_status_t limit_cpu_device_threads(const grain_config_t *config, unsigned host_threads)
 {
     if (getenv("POCL_MAX_PTHREAD_COUNT") != NULL)
