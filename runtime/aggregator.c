@@ -27,9 +27,13 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
     }
     grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, &buf->token);
     if (st != GRAIN_OK) {
-        /* Not sent, so not counted: quiet must not wait for these. */
+        /* Not sent, so not counted: quiet must not wait for these.  A
+         * failed rank was reported once, by the transport. */
         a->packer.dest_msgs[buf->dest] -= buf->count;
-        grain_async_error(g, st, grain_error_message(g));
+        if (st == GRAIN_ERR_PEER)
+            a->lost_msgs += buf->count;
+        else
+            grain_async_error(g, st, grain_error_message(g));
         grain_packer_release(buf);
     }
 }
@@ -69,7 +73,10 @@ static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, 
     } else {
         a->remote_msgs++;
     }
-    if (grain_packer_append(&a->packer, pe, hdr, w1, w2, now) != GRAIN_OK)
+    grain_status_t st = grain_packer_append(&a->packer, pe, hdr, w1, w2, now);
+    if (st == GRAIN_ERR_PEER)
+        a->lost_msgs++;
+    else if (st != GRAIN_OK)
         reject(a, GRAIN_ERR_BAD_OFFSET, cmd, pe);
     else if (a->scope == GRAIN_AGGREGATE_NONE)
         grain_packer_flush_dest(&a->packer, pe, GRAIN_FLUSH_SCOPE);
@@ -175,6 +182,7 @@ grain_status_t grain_aggregators_start(grain_t *g)
             grain_aggregators_stop(g);
             return st;
         }
+        a->packer.abandon = &g->failed;
         if (pthread_create(&a->thread, NULL, aggregator_thread, a) != 0) {
             grain_packer_destroy(&a->packer);
             grain_queue_reader_destroy(&a->reader);

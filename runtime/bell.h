@@ -37,4 +37,11 @@ static inline uint64_t grain_bell_seen(grain_bell_t *b)
  * `seen` (then the next round finds what the ringer left). */
 void grain_backoff_idle_bell(grain_backoff_t *backoff, grain_bell_t *b, uint64_t seen);
 
+/* One wait (under `lock`, on a CLOCK_REALTIME `cond`) for a buffer the
+ * transport hands back; 0 at once, without waiting, when `abandon` (NULL:
+ * never) is set, as a rank failed and buffers in flight may never come
+ * back.  The wait ends after 50 ms at the latest, so that the caller looks
+ * at `abandon` again: whoever sets it does not know who waits. */
+int grain_wait_returned(pthread_cond_t *cond, pthread_mutex_t *lock, const atomic_int *abandon);
+
 #endif

@@ -134,6 +134,16 @@ void grain_transport_rejected(void *arg, uint32_t src, const void *data, size_t 
     reject(arg, src, &h, GRAIN_ERR_BAD_MESSAGE, why);
 }
 
+void grain_transport_failed(void *arg, int rank, const char *why)
+{
+    grain_t *g = arg;
+    (void)rank; /* named in `why` */
+    grain_async_error(g, GRAIN_ERR_PEER, why);
+    snprintf(g->failed_why, sizeof g->failed_why, "%s", why);
+    atomic_store_explicit(&g->failed, 1, memory_order_release);
+    grain_bell_ring(&g->agg_bell); /* aggregators waiting for a buffer give up */
+}
+
 void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len)
 {
     grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, &g->am};
@@ -232,7 +242,7 @@ static grain_status_t wait_for_senders(grain_t *g)
         while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[2 * p] ||
                atomic_load_explicit(&g->pieces_from[p], memory_order_acquire) < expect[2 * p + 1]) {
             pthread_mutex_lock(&g->error_lock);
-            int failed = g->async_status != GRAIN_OK;
+            int failed = g->async_status != GRAIN_OK || atomic_load_explicit(&g->failed, memory_order_acquire);
             pthread_mutex_unlock(&g->error_lock);
             if (failed)
                 break;
@@ -241,6 +251,22 @@ static grain_status_t wait_for_senders(grain_t *g)
     }
     free(sent);
     return st;
+}
+
+/* What every quiet says once a rank failed, whatever else went wrong
+ * after it: the failure, and what this rank lost to it. */
+static grain_status_t peer_failure(grain_t *g)
+{
+    uint64_t lost = 0;
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        lost += g->aggs[a].lost_msgs; /* read after the drain's handshake */
+    char all[sizeof g->failed_why + 96];
+    int n = snprintf(all, sizeof all, "%s", g->failed_why);
+    if (lost > 0)
+        snprintf(all + n, sizeof all - (size_t)n, "; rank %d dropped %llu messages it could no longer send", g->my_pe,
+                 (unsigned long long)lost);
+    grain_error_keep(all); /* logged where it was found */
+    return GRAIN_ERR_PEER;
 }
 
 grain_status_t grain_quiet(grain_t *g)
@@ -266,6 +292,8 @@ grain_status_t grain_quiet(grain_t *g)
     if (st == GRAIN_OK)
         st = cst;
     grain_status_t errs = grain_take_errors(g);
+    if (atomic_load_explicit(&g->failed, memory_order_acquire))
+        return peer_failure(g);
     return st != GRAIN_OK ? st : errs;
 }
 

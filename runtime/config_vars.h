@@ -93,6 +93,10 @@
     X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
       "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
       "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \
+    X(peer_timeout_s, PEER_TIMEOUT_S, UINT, "60", 0, 86400,                                       \
+      "seconds after which a rank that sends nothing (not even the heartbeat every quarter of "   \
+      "it), accepts none of the buffers sent to it, or leaves a gap in its buffers ends the job "  \
+      "on every rank with GRAIN_ERR_PEER naming it; 0: wait forever")                           \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

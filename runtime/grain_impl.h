@@ -48,6 +48,7 @@ typedef struct grain_aggregator {
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];
     uint64_t local_msgs;
     uint64_t remote_msgs;
+    uint64_t lost_msgs; /* dropped once a rank failed (GRAIN_ERR_PEER): the job is ending */
     /* Time from a take that found a slot to the next one that found none:
      * with the run's length it says whether the aggregators keep up or wait
      * for the producers. */
@@ -98,6 +99,10 @@ struct grain {
     grain_aggregator_t *aggs;
     unsigned n_aggs;
     atomic_int stop;
+    /* A rank failed (the transport said so): every wait gives up, and
+     * messages are dropped rather than waited for. */
+    atomic_int failed;
+    char failed_why[512]; /* the transport's sentence, written before `failed` */
     atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators flush */
     grain_bell_t agg_bell;            /* rung with it, and at stop */
 
@@ -194,6 +199,7 @@ uint64_t grain_aggregators_drain(struct grain *g);
 
 int grain_transport_received(void *arg, uint32_t src, const void *data, size_t len);
 void grain_transport_rejected(void *arg, uint32_t src, const void *data, size_t len, const char *why);
+void grain_transport_failed(void *arg, int rank, const char *why);
 unsigned grain_transport_settle(void *arg, int wait);
 /* Validates and applies a buffer from `src` (the transport's, or one this
  * rank sent itself) and counts it for quiet; any thread. */

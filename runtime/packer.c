@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/bell.h"
 #include "runtime/log.h"
 
 static void release_token(grain_send_token_t *token)
@@ -71,14 +72,19 @@ void grain_packer_destroy(grain_packer_t *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Waits (on the transport) until `dest` has a free buffer. */
+/* Waits (on the transport) until `dest` has a free buffer; NULL once
+ * abandoned. */
 static grain_outbuf_t *take_free(grain_packer_t *p, uint32_t dest)
 {
     pthread_mutex_lock(&p->lock);
     if (p->free[dest] == NULL)
         p->stats.buffer_waits++;
-    while (p->free[dest] == NULL)
-        pthread_cond_wait(&p->returned, &p->lock);
+    while (p->free[dest] == NULL) {
+        if (!grain_wait_returned(&p->returned, &p->lock, p->abandon)) {
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
+    }
     grain_outbuf_t *b = p->free[dest];
     p->free[dest] = b->next;
     pthread_mutex_unlock(&p->lock);
@@ -113,6 +119,8 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns)
 {
     grain_outbuf_t *b = take_free(p, dest);
+    if (b == NULL)
+        return NULL;
     b->first_ns = now_ns;
     p->filling[dest] = b;
     p->n_filling++;

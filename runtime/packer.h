@@ -71,6 +71,9 @@ typedef struct grain_packer {
     uint32_t n_filling;        /* destinations with a filling buffer */
     pthread_mutex_t lock;
     pthread_cond_t returned;
+    /* Set once a rank failed (NULL: never): a destination whose buffers
+     * are all in flight then gets no buffer, as they may never return. */
+    const atomic_int *abandon;
     grain_packer_stats_t stats;
 } grain_packer_t;
 
@@ -83,19 +86,21 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
 void grain_packer_destroy(grain_packer_t *p);
 
 /* The slow paths of append: a destination's next buffer (waiting for one
- * when all are in flight), and sending a full one. */
+ * when all are in flight; NULL once `abandon` is set), and sending a full
+ * one. */
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns);
 void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 
 /* Appends the queue message (hdr, w1, w2) for destination `dest`; `now_ns`
  * stamps a buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
- * message the wire cannot carry.  Inline: once per message. */
+ * message the wire cannot carry, GRAIN_ERR_PEER for one dropped as the job
+ * ends (`abandon`).  Inline: once per message. */
 static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
                                                  uint64_t w2, uint64_t now_ns)
 {
     grain_outbuf_t *b = p->filling[dest];
-    if (b == NULL)
-        b = grain_packer_open_(p, dest, now_ns);
+    if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
+        return GRAIN_ERR_PEER;
     size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2);
     if (n == 0)
         return GRAIN_ERR_BAD_MESSAGE;

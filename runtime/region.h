@@ -75,6 +75,7 @@ typedef struct grain_piece_pool {
     unsigned n;
     size_t size;
     uint8_t *memory;
+    const atomic_int *abandon; /* the runtime's `failed`: buffers in flight may never come back */
 } grain_piece_pool_t;
 
 /* Pieces a lane stages before it waits for their copies and sends them; a

@@ -43,6 +43,7 @@ grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, grain_t *g, unsig
         return st;
     }
     pool->memory = memory;
+    pool->abandon = &g->failed;
     pool->n = n;
     pool->size = size;
     pthread_mutex_init(&pool->lock, NULL);
@@ -70,7 +71,11 @@ void grain_piece_pool_destroy(grain_piece_pool_t *pool, grain_t *g)
             back++;
         if (back == pool->n)
             break;
-        pthread_cond_wait(&pool->returned, &pool->lock);
+        if (!grain_wait_returned(&pool->returned, &pool->lock, pool->abandon)) {
+            /* The transport may still read the missing ones: kept. */
+            pthread_mutex_unlock(&pool->lock);
+            return;
+        }
     }
     pthread_mutex_unlock(&pool->lock);
     g->bops->free_shared(g->backend, pool->memory);
@@ -80,12 +85,13 @@ void grain_piece_pool_destroy(grain_piece_pool_t *pool, grain_t *g)
     pool->bufs = NULL;
 }
 
-/* A free buffer; NULL, unless `wait`, when none is. */
+/* A free buffer; NULL when none is, unless `wait`, and then only once a
+ * rank failed. */
 static grain_piece_buf_t *piece_take(grain_piece_pool_t *pool, int wait)
 {
     pthread_mutex_lock(&pool->lock);
-    while (wait && pool->free == NULL)
-        pthread_cond_wait(&pool->returned, &pool->lock);
+    while (wait && pool->free == NULL && grain_wait_returned(&pool->returned, &pool->lock, pool->abandon)) {
+    }
     grain_piece_buf_t *b = pool->free;
     if (b != NULL)
         pool->free = b->next;
@@ -172,7 +178,11 @@ static grain_status_t send_pieces(grain_region_t *r, unsigned lane, int to, cons
         if (b == NULL) {
             if ((st = grain_region_lane_wait(r, lane)) != GRAIN_OK)
                 break;
-            b = piece_take(&r->pieces, 1);
+            if ((b = piece_take(&r->pieces, 1)) == NULL) {
+                st = grain_fail(GRAIN_ERR_PEER, "region %u: a rank failed while rank %d sent its chunks", r->id,
+                                g->my_pe);
+                break;
+            }
         }
         size_t n = len - done < room ? (size_t)(len - done) : room;
         grain_piece_hdr_t h = {GRAIN_PIECE_MAGIC, (uint32_t)g->my_pe, r->id, (uint32_t)(sizeof h + n), at + done};

@@ -326,6 +326,7 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         goto err;
     grain_transport_handlers_t handlers = {.received = grain_transport_received,
                                            .rejected = grain_transport_rejected,
+                                           .failed = grain_transport_failed,
                                            .settle = grain_transport_settle,
                                            .sent = grain_transport_sent,
                                            .arg = g,

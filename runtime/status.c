@@ -18,6 +18,7 @@ const char *grain_strerror(grain_status_t status)
     case GRAIN_ERR_BAD_MESSAGE: return "malformed message buffer";
     case GRAIN_ERR_UNSUPPORTED: return "device lacks a required capability";
     case GRAIN_ERR_STATE: return "call not allowed in this state";
+    case GRAIN_ERR_PEER: return "a rank failed";
     }
     return "unknown status";
 }

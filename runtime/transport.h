@@ -37,6 +37,12 @@ typedef struct grain_transport_handlers {
     /* A buffer from `src` the transport will not deliver (a sequence number
      * it cannot have), and why: the runtime reports and counts it. */
     void (*rejected)(void *arg, uint32_t src, const void *data, size_t len, const char *why);
+    /* Rank `rank` (-1: unknown) failed, and why: it died, stopped, accepts
+     * nothing, or the network returned an error.  Called once, from the
+     * transport's thread; from then on every collective returns
+     * GRAIN_ERR_PEER and send() may drop what it is given, returning
+     * GRAIN_ERR_PEER, as the job is ending. */
+    void (*failed)(void *arg, int rank, const char *why);
     void *arg;
     /* Memory for receive buffers, whose contents the runtime may copy into
      * device memory; NULL: the transport's own.  The runtime gives pinned
@@ -101,6 +107,10 @@ typedef struct grain_transport_ops {
 extern const grain_transport_ops_t grain_transport_self;
 #ifdef GRAIN_HAVE_MPI
 extern const grain_transport_ops_t grain_transport_mpi;
+/* Whether the MPI transport `t` found a rank failed (its `why`, kept as
+ * grain_error_message, in that case): the verbs transport, bootstrapped
+ * over it, stops waiting for its peers then. */
+int grain_transport_mpi_failed(grain_transport_t *t);
 #endif
 #ifdef GRAIN_HAVE_VERBS_TRANSPORT
 extern const grain_transport_ops_t grain_transport_verbs;

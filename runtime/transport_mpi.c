@@ -23,90 +23,19 @@
  * never held.  MPI bounds nothing less: a send completes, and its buffer is
  * refilled, as soon as MPI has copied it (eager sends), received or not.
  */
-#include <mpi.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include "runtime/transport_mpi.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/bell.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
-#include "runtime/transport.h"
 #include "runtime/wire.h"
 
-#define DATA_TAG 0x6752
-#define SEQ_WINDOW (1ull << 20)
-
-typedef struct send_node {
-    struct send_node *next;
-    uint32_t dest;
-    const void *data;
-    size_t len;
-    void *token;
-    MPI_Request req; /* posted by the aggregator in "multiple" mode */
-} send_node_t;
-
-typedef struct held_buffer {
-    struct held_buffer *next;
-    int src;
-    uint64_t seq;
-    size_t len;
-    unsigned char data[];
-} held_buffer_t;
-
-typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t;
-
-struct grain_transport {
-    MPI_Comm comm;
-    int my_pe, n_pes;
-    int initialized_mpi;
-    int multiple; /* aggregators post their own sends */
-    grain_transport_handlers_t handlers;
-    pthread_t thread;
-    int running;
-    atomic_int stop;
-    grain_bell_t bell; /* rung for the network thread: a send queued, a collective asked for, stop */
-
-    /* Receives, always all posted, and the early buffers set aside. */
-    unsigned n_recv;
-    size_t recv_size;
-    uint8_t *recv_memory;
-    MPI_Request *recv_reqs;
-    uint64_t *next_seq;   /* per source */
-    held_buffer_t *held;
-    /* Receive buffers the runtime still reads, oldest first (a ring):
-     * reposted as settle frees them. */
-    unsigned *lent;
-    unsigned lent_first, n_lent;
-    int *indices;
-    MPI_Status *statuses;
-
-    /* Sends queued by aggregators, then in flight. */
-    pthread_mutex_t lock;
-    send_node_t *pending_head, *pending_tail;
-    atomic_int n_pending;
-    MPI_Request *send_reqs;
-    send_node_t **send_nodes;
-    int *send_done;
-    int n_inflight, cap_inflight;
-
-    /* One collective at a time, from the application thread. */
-    pthread_mutex_t coll_lock;
-    pthread_cond_t coll_done;
-    const grain_coll_t *coll;
-    coll_state_t coll_state;
-    int coll_in_flight; /* the network thread's own view: started, not yet done */
-    int coll_error;
-    MPI_Request coll_req;
-};
-
-static grain_status_t mpi_fail(int err, const char *what)
+grain_status_t grain_mpi_error(int err, const char *what)
 {
     char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(err, text, &len);
-    return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, text);
+    return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, grain_mpi_error_string(err, text));
 }
 
 static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *config,
@@ -146,6 +75,14 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(t->comm, &t->my_pe);
     MPI_Comm_size(t->comm, &t->n_pes);
+    grain_status_t st = grain_mpi_watch_start(t, config->peer_timeout_s);
+    if (st != GRAIN_OK) {
+        MPI_Comm_free(&t->comm);
+        if (t->initialized_mpi)
+            MPI_Finalize();
+        free(t);
+        return st;
+    }
     pthread_mutex_init(&t->lock, NULL);
     pthread_mutex_init(&t->coll_lock, NULL);
     pthread_cond_init(&t->coll_done, NULL);
@@ -225,10 +162,30 @@ static int out_of_sequence(const grain_transport_t *t, int src, uint64_t seq, ch
     return 0;
 }
 
+/* An error MPI returned for a request of `reqs`: the rank it names, if
+ * any, is failed. */
+static void request_failed(grain_transport_t *t, int err, int n, MPI_Request *reqs, const char *what)
+{
+    int rank = -1;
+    for (int i = 0; i < n && rank < 0; i++) {
+        MPI_Status status;
+        int flag = 0;
+        if (reqs[i] != MPI_REQUEST_NULL && MPI_Test(&reqs[i], &flag, &status) != MPI_SUCCESS)
+            rank = status.MPI_SOURCE;
+    }
+    char text[MPI_MAX_ERROR_STRING];
+    grain_mpi_fail(t, rank, "mpi: %s on rank %d failed (%s)%s", what, t->my_pe, grain_mpi_error_string(err, text),
+                   rank >= 0 ? ", naming a request with rank" : "");
+}
+
 static int progress_recvs(grain_transport_t *t)
 {
     int n = 0;
-    MPI_Testsome((int)t->n_recv, t->recv_reqs, &n, t->indices, t->statuses);
+    int err = MPI_Testsome((int)t->n_recv, t->recv_reqs, &n, t->indices, t->statuses);
+    if (err != MPI_SUCCESS) {
+        request_failed(t, err, (int)t->n_recv, t->recv_reqs, "receiving");
+        return 0;
+    }
     if (n == MPI_UNDEFINED || n == 0)
         return 0;
     for (int k = 0; k < n; k++) {
@@ -250,7 +207,7 @@ static int progress_recvs(grain_transport_t *t)
                 grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");
                 abort(); /* dropping it would lose messages */
             }
-            *b = (held_buffer_t){t->held, src, h.seq, (size_t)len};
+            *b = (held_buffer_t){t->held, src, h.seq, grain_now_ns(), (size_t)len};
             memcpy(b->data, data, (size_t)len);
             t->held = b;
             post_recv(t, i);
@@ -279,7 +236,7 @@ static grain_status_t post_send(grain_transport_t *t, send_node_t *node)
 {
     int err = MPI_Isend(node->data, (int)node->len, MPI_BYTE, (int)node->dest, DATA_TAG, t->comm,
                         &node->req);
-    return err == MPI_SUCCESS ? GRAIN_OK : mpi_fail(err, "MPI_Isend");
+    return err == MPI_SUCCESS ? GRAIN_OK : grain_mpi_error(err, "MPI_Isend");
 }
 
 /* Takes the sends the aggregators queued into the in-flight set, posting
@@ -313,8 +270,13 @@ static int start_sends(grain_transport_t *t)
             }
             t->cap_inflight = cap;
         }
-        if (!t->multiple && post_send(t, node) != GRAIN_OK)
-            abort(); /* nothing may be dropped silently */
+        if (!t->multiple && post_send(t, node) != GRAIN_OK) {
+            grain_mpi_fail(t, (int)node->dest, "mpi: rank %d could not send to rank %d: %s", t->my_pe,
+                           (int)node->dest, grain_error_message(NULL));
+            t->handlers.sent(t->handlers.arg, node->token); /* dropped: the job ends */
+            free(node);
+            continue;
+        }
         t->send_reqs[t->n_inflight] = node->req;
         t->send_nodes[t->n_inflight++] = node;
     }
@@ -327,7 +289,11 @@ static int complete_sends(grain_transport_t *t)
         return 0;
     int n = 0;
     int *done = t->send_done;
-    MPI_Testsome(t->n_inflight, t->send_reqs, &n, done, MPI_STATUSES_IGNORE);
+    int err = MPI_Testsome(t->n_inflight, t->send_reqs, &n, done, MPI_STATUSES_IGNORE);
+    if (err != MPI_SUCCESS) {
+        request_failed(t, err, t->n_inflight, t->send_reqs, "sending");
+        return 0;
+    }
     if (n == MPI_UNDEFINED || n == 0)
         return 0;
     for (int k = 0; k < n; k++) {
@@ -362,6 +328,8 @@ static int progress_collective(grain_transport_t *t)
 {
     pthread_mutex_lock(&t->coll_lock);
     int worked = 0;
+    if (t->coll_state == COLL_REQUESTED && grain_mpi_failed(t))
+        t->coll_state = COLL_DONE; /* mpi_collective returns the failure */
     if (t->coll_state == COLL_REQUESTED) {
         const grain_coll_t *c = t->coll;
         int err = MPI_SUCCESS;
@@ -394,6 +362,7 @@ static int progress_collective(grain_transport_t *t)
         t->coll_error = MPI_Test(&t->coll_req, &flag, MPI_STATUS_IGNORE);
         if (flag || t->coll_error != MPI_SUCCESS) {
             t->coll_state = COLL_DONE;
+            t->colls_done += t->coll_error == MPI_SUCCESS;
             worked = 1;
         }
     }
@@ -410,11 +379,23 @@ static void *network_thread(void *arg)
     grain_backoff_t backoff = {0};
     for (;;) {
         uint64_t seen = grain_bell_seen(&t->bell);
+        if (grain_mpi_failed(t)) {
+            /* Nothing more is sent or received: what is in flight may
+             * never complete, and the job is ending. */
+            if (atomic_load(&t->stop)) {
+                t->handlers.settle(t->handlers.arg, 1);
+                break;
+            }
+            progress_collective(t);
+            grain_backoff_idle_bell(&backoff, &t->bell, seen);
+            continue;
+        }
         int worked = start_sends(t);
         worked |= progress_recvs(t);
         worked |= progress_lent(t);
         worked |= complete_sends(t);
         worked |= progress_collective(t);
+        worked |= grain_mpi_watch(t);
         if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0) {
             t->handlers.settle(t->handlers.arg, 1); /* no copy may read freed buffers */
             break;
@@ -457,10 +438,12 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
 static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
                                void *token)
 {
+    if (grain_mpi_failed(t))
+        return GRAIN_ERR_PEER; /* reported once, by grain_mpi_fail */
     send_node_t *node = malloc(sizeof *node);
     if (node == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory to queue a send");
-    *node = (send_node_t){NULL, dest, data, len, token, MPI_REQUEST_NULL};
+    *node = (send_node_t){NULL, dest, data, len, token, MPI_REQUEST_NULL, t->timeout_ns ? grain_now_ns() : 0};
     if (t->multiple) {
         grain_status_t st = post_send(t, node);
         if (st != GRAIN_OK) {
@@ -491,9 +474,26 @@ static grain_status_t mpi_collective(grain_transport_t *t, const grain_coll_t *c
     t->coll_state = COLL_NONE;
     int err = t->coll_error;
     pthread_mutex_unlock(&t->coll_lock);
+    if (grain_transport_mpi_failed(t))
+        return GRAIN_ERR_PEER; /* logged once, where it was found */
     if (err != MPI_SUCCESS)
-        return mpi_fail(err, "a collective");
+        return grain_mpi_error(err, "a collective");
     return GRAIN_OK;
+}
+
+/* After a failure: what MPI still holds is left to it, and MPI is not
+ * finalized, as a finalize waits for every rank, the failed one too. */
+static void leave_failed(grain_transport_t *t)
+{
+    grain_warn("mpi: rank %d leaves without MPI_Finalize, as a rank failed", t->my_pe);
+    for (int i = 0; i < t->n_inflight; i++)
+        free(t->send_nodes[i]);
+    while (t->pending_head != NULL) {
+        send_node_t *node = t->pending_head;
+        t->pending_head = node->next;
+        free(node);
+    }
+    t->recv_memory = NULL; /* receives stay posted into it */
 }
 
 static void mpi_close(grain_transport_t *t)
@@ -502,16 +502,21 @@ static void mpi_close(grain_transport_t *t)
         atomic_store(&t->stop, 1);
         grain_bell_ring(&t->bell);
         pthread_join(t->thread, NULL);
-        for (unsigned i = 0; i < t->n_recv; i++) {
+    }
+    grain_mpi_watch_stop(t);
+    if (grain_mpi_failed(t)) {
+        leave_failed(t);
+    } else {
+        for (unsigned i = 0; t->running && i < t->n_recv; i++) {
             if (t->recv_reqs[i] != MPI_REQUEST_NULL) {
                 MPI_Cancel(&t->recv_reqs[i]);
                 MPI_Wait(&t->recv_reqs[i], MPI_STATUS_IGNORE);
             }
         }
+        MPI_Comm_free(&t->comm);
+        if (t->initialized_mpi)
+            MPI_Finalize();
     }
-    MPI_Comm_free(&t->comm);
-    if (t->initialized_mpi)
-        MPI_Finalize();
     if (t->recv_memory != NULL && t->handlers.free_recv != NULL)
         t->handlers.free_recv(t->handlers.arg, t->recv_memory);
     else
@@ -534,6 +539,14 @@ static void mpi_close(grain_transport_t *t)
     pthread_cond_destroy(&t->coll_done);
     grain_bell_destroy(&t->bell);
     free(t);
+}
+
+int grain_transport_mpi_failed(grain_transport_t *t)
+{
+    if (!grain_mpi_failed(t))
+        return 0;
+    grain_error_keep(t->why);
+    return 1;
 }
 
 const grain_transport_ops_t grain_transport_mpi = {

@@ -108,6 +108,8 @@ static void record_error(grain_transport_t *t, grain_status_t st)
 
 static grain_status_t first_error(grain_transport_t *t)
 {
+    if (grain_transport_mpi_failed(t->mpi))
+        return GRAIN_ERR_PEER;
     pthread_mutex_lock(&t->error_lock);
     grain_status_t st = t->error;
     if (st != GRAIN_OK)

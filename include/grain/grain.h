@@ -38,6 +38,7 @@ typedef enum grain_status {
     GRAIN_ERR_BAD_MESSAGE = -12, /* a received buffer was malformed */
     GRAIN_ERR_UNSUPPORTED = -13, /* the device lacks a capability grain needs */
     GRAIN_ERR_STATE = -14,       /* the call is not allowed now */
+    GRAIN_ERR_PEER = -15,        /* a rank died, stopped, or accepted nothing for GRAIN_PEER_TIMEOUT_S */
 } grain_status_t;
 
 const char *grain_strerror(grain_status_t status);
