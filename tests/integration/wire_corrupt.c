@@ -6,6 +6,11 @@
  * good ones, reject every other naming rank 0, count each rejection in its
  * statistics and report the first error with the number that followed; and
  * both ranks must go on (a quiet after it completes).
+ *
+ * With argument "gap" (GRAIN_PEER_TIMEOUT_S set): rank 0 sends buffers 0
+ * and 2, never 1.  Rank 1 applies the first, holds the other, and within
+ * twice the timeout fails rank 0 for the buffer that never came; both
+ * ranks' quiets then return GRAIN_ERR_PEER.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -52,10 +57,12 @@ static grain_wire_hdr_t *hdr(raw_t *r)
 
 static int failures;
 
+static int me;
+
 static void expect(int ok, const char *what)
 {
     if (!ok) {
-        fprintf(stderr, "rank 1: %s\n", what);
+        fprintf(stderr, "rank %d: %s\n", me, what);
         failures++;
     }
 }
@@ -74,15 +81,65 @@ static unsigned long long rank_stat(const char *json, int rank, const char *name
     return strtoull(at + (*at == '['), NULL, 10);
 }
 
-int main(void)
+static double seconds(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Buffers 0 and 2 from rank 0: rank 1 must end the job over the gap. */
+static int gap(grain_t *g, uint64_t base, uint64_t *heap_words)
+{
+    const char *env = getenv("GRAIN_PEER_TIMEOUT_S");
+    double timeout = env != NULL ? strtod(env, NULL) : 0;
+    if (timeout <= 0) {
+        fprintf(stderr, "wire_corrupt gap: set GRAIN_PEER_TIMEOUT_S\n");
+        return 2;
+    }
+    if (me == 0) {
+        static raw_t raws[2];
+        size_t len[2] = {good(&raws[0], base, 0, 0), good(&raws[1], base, 1, 2)};
+        for (unsigned i = 0; i < 2; i++)
+            OK(g->tops->send(g->transport, 1, raws[i].words, len[i], &raws[i].token));
+    }
+    /* Raw buffers are not counted for quiet: quiet until the failure. */
+    double start = seconds(), after = 0;
+    grain_status_t st = GRAIN_OK;
+    while (st == GRAIN_OK && after < 4 * timeout) {
+        st = grain_quiet(g);
+        after = seconds() - start;
+    }
+    char why[1024];
+    snprintf(why, sizeof why, "%s", grain_error_message(g));
+    expect(st == GRAIN_ERR_PEER, why);
+    if (me == 1) {
+        uint64_t words[2];
+        OK(grain_memcpy(g, words, heap_words, sizeof words));
+        expect(words[0] == 7 && words[1] == 0, "rank 1 did not apply buffer 0 alone");
+        expect(strstr(why, "buffer 1 from rank 0 never reached rank 1, which has held the later buffer 2") != NULL,
+               why);
+        expect(after <= 2 * timeout, "rank 1 took longer than twice GRAIN_PEER_TIMEOUT_S");
+    }
+    expect(grain_finalize(g) == GRAIN_ERR_PEER, "grain_finalize after the failure");
+    printf("wire_corrupt gap: rank %d: %s after %.1f s: %s\n", me, grain_strerror(st), after,
+           failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "gap") != 0)) {
+        fprintf(stderr, "usage: mpirun -np 2 wire_corrupt [gap]\n");
+        return 2;
+    }
     grain_t *g;
     OK(grain_init(NULL, &g));
     if (grain_n_pes(g) != 2 || strcmp(grain_transport_name(g), "mpi") != 0) {
         fprintf(stderr, "wire_corrupt: run two ranks over the MPI transport\n");
         return 2;
     }
-    int me = grain_my_pe(g);
+    me = grain_my_pe(g);
     uint64_t *heap_words;
     OK(grain_malloc(g, WORDS * sizeof *heap_words, (void **)&heap_words));
     uint64_t base;
@@ -92,6 +149,8 @@ int main(void)
      * sends: an allreduce reports none. */
     int64_t ready = 0;
     OK(grain_allreduce(g, &ready, 1, GRAIN_INT64, GRAIN_SUM));
+    if (argc == 2)
+        return gap(g, base, heap_words);
 
     if (me == 0) {
         static raw_t raws[MAX_BUFFERS];
