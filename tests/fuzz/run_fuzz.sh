@@ -21,11 +21,15 @@ graph)
     for f in "$data"/reads/*.f?; do
         { printf '\004'; cat "$f"; } > "$c/$(basename "$f")"
     done
-    # A sealed cache (first byte 131 = 5 mod 6): magic, source size and
+    # A sealed cache (first byte 131 = 5 mod 7): magic, source size and
     # time, option, n = 3, base 0, unweighted, directed, one edge 0 -> 2.
     z='\000\000\000\000\000\000\000'
     printf "\203RAIN_GC2\001$z\002$z\000$z\003$z\000$z\000$z\000$z\001$z\000$z\000$z\002$z\000\000\000\000\000\000\360\077" \
         > "$c/cache"
+    # The same as a cache file app_read_graph loads (first byte 132 = 6 mod
+    # 7, sealed): n = 3, base 0, unweighted, directed, one edge 0 -> 2.
+    printf "\204\003$z\000$z\000$z\000$z\001$z\000$z\000$z\002$z\000\000\000\000\000\000\360\077" \
+        > "$c/cache-file"
     ;;
 wire)
     # Header: "GRAN", source rank 1, count, bytes, sequence number 0.
@@ -43,7 +47,8 @@ wire)
     exit 2
     ;;
 esac
-if "$fuzzer" -max_total_time="$seconds" -max_len=8192 -artifact_prefix="$work/crashes/" \
+# The cache-file reader makes its files in TMPDIR: removed with the rest.
+if TMPDIR=$work "$fuzzer" -max_total_time="$seconds" -max_len=8192 -artifact_prefix="$work/crashes/" \
         "$c" > "$work/log" 2>&1; then
     tail -n 2 "$work/log"
     rm -rf "$work"
