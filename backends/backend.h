@@ -27,6 +27,7 @@ typedef struct grain_backend_info {
     size_t max_wg_size;
     unsigned subgroup_width; /* native sub-group / warp width, or the preferred multiple */
     unsigned compute_units;  /* multiprocessors, compute units or cores */
+    uint64_t device_memory;  /* bytes of the device's own memory (0 on a CPU device: it uses the host's) */
     int cpu_device;          /* the device runs on the cores the host threads need */
     int prefers_device_apply; /* the device has memory of its own and can keep the heap there
                                  (GRAIN_APPLY=auto picks device) */

@@ -378,6 +378,9 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
     cl_uint units = 1;
     clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     b->info.compute_units = units > 0 ? units : 1;
+    cl_ulong memory = 0;
+    clGetDeviceInfo(b->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof memory, &memory, NULL);
+    b->info.device_memory = b->info.cpu_device ? 0 : (uint64_t)memory;
     b->info.prefers_device_apply = 0; /* fine-grained SVM: host and kernels share one memory */
     b->info.subgroup_width = 32;
     /* The preferred multiple is the SIMD width the compiler vectorizes for:

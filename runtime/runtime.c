@@ -2,11 +2,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
+
+/* Apply stages at most (see grain_init_transport). */
+#define GRAIN_APPLY_STAGES_MAX 256u
 
 static grain_status_t check_symmetric_config(grain_t *g)
 {
@@ -157,6 +161,29 @@ static grain_status_t upload_peers(grain_t *g)
  * points at them, and the apply engine, whose kernels' atomics take the
  * scope the mappings need.
  */
+/* A heap the node cannot hold would page (managed memory spills from the
+ * device to the host) for minutes before failing, or never fail: refused,
+ * on every rank when one refuses.  Each rank of the node has a heap, and
+ * may have a device of its own. */
+static grain_status_t check_heap_fits(grain_t *g)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+    uint64_t per_rank = ram / (g->node_size ? g->node_size : 1) + g->binfo.device_memory;
+    int64_t fits = ram == UINT64_MAX || g->config.heap_size <= per_rank;
+    grain_status_t st = g->n_pes > 1 ? grain_allreduce(g, &fits, 1, GRAIN_INT64, GRAIN_MIN) : GRAIN_OK;
+    if (st != GRAIN_OK || fits)
+        return st;
+    if (g->config.heap_size > per_rank)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_HEAP_SIZE=%llu bytes on each of the %u ranks of this node is more than the node "
+                          "holds: %llu bytes of RAM shared among them, and %llu bytes on the device",
+                          (unsigned long long)g->config.heap_size, g->node_size, (unsigned long long)ram,
+                          (unsigned long long)g->binfo.device_memory);
+    return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_HEAP_SIZE=%llu bytes is more than another rank's node holds",
+                      (unsigned long long)g->config.heap_size);
+}
+
 static grain_status_t place_heap(grain_t *g)
 {
     const grain_config_t *c = &g->config;
@@ -165,6 +192,8 @@ static grain_status_t place_heap(grain_t *g)
     char why[256];
     const char *why_not;
     grain_status_t st = grain_node_discover(g);
+    if (st == GRAIN_OK)
+        st = check_heap_fits(g);
     if (st == GRAIN_OK)
         st = alloc_node_heap(g, handle, &why_not, why, sizeof why);
     if (st != GRAIN_OK)
@@ -319,8 +348,12 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
             recv_buffers = 4;
     }
     /* Twice what the network may hand over at once: the stages of the
-     * buffers just received while the previous ones' kernels still run. */
-    g->apply_stages = 2 * recv_buffers;
+     * buffers just received while the previous ones' kernels still run.
+     * Each stage is a buffer's worth of pinned records and a launch: past
+     * a few hundred, more of them cost memory and start-up time and buy
+     * nothing (a buffer that finds none free waits for one, or is applied
+     * by the host), and thousands of receives would take gigabytes. */
+    g->apply_stages = 2 * recv_buffers < GRAIN_APPLY_STAGES_MAX ? 2 * recv_buffers : GRAIN_APPLY_STAGES_MAX;
     st = alloc_device_state(g);
     if (st != GRAIN_OK)
         goto err;

@@ -226,6 +226,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     b->info.subgroup_width = (unsigned)b->props.warpSize;
     b->info.compute_units = (unsigned)b->props.multiProcessorCount;
     b->info.cpu_device = 0;
+    b->info.device_memory = (uint64_t)b->props.totalGlobalMem;
     b->info.independent_lanes = GPU_INDEPENDENT_LANES(&b->props);
     b->info.prefers_device_apply = b->props.concurrentManagedAccess != 0;
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
