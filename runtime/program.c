@@ -145,12 +145,17 @@ static size_t divisor_at_most(size_t n, size_t limit)
     return 1;
 }
 
+size_t grain_wg_size_max(const grain_t *g)
+{
+    return g->config.queue_width < g->binfo.max_wg_size ? g->config.queue_width : g->binfo.max_wg_size;
+}
+
 grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *global, const size_t *local)
 {
     if (k == NULL || global == NULL || dims < 1 || dims > 3)
         return grain_fail(GRAIN_ERR_INVALID, "grain_launch needs a kernel and 1 to 3 dimensions");
     grain_t *g = k->grain;
-    size_t limit = g->config.queue_width < g->binfo.max_wg_size ? g->config.queue_width : g->binfo.max_wg_size;
+    size_t limit = grain_wg_size_max(g);
     size_t chosen[3] = {1, 1, 1};
     size_t wg = 1;
     for (unsigned d = 0; d < dims; d++) {

@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     app_check(grain_program_create(g, gups_kernel_source, NULL, &prog), "building the gups kernel");
     /* Every rank launches the same grid so that the loop is uniform. */
     unsigned long long max_count = o.updates / (unsigned long long)npes + 1;
-    size_t wg = o.wg_size ? (size_t)o.wg_size : 256;
+    size_t wg_max = grain_wg_size_max(g), wg = o.wg_size ? (size_t)o.wg_size : wg_max < 256 ? wg_max : 256;
     size_t items = (size_t)((max_count + o.per_wi - 1) / o.per_wi);
     size_t global = (items + wg - 1) / wg * wg;
     uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};

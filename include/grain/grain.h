@@ -90,6 +90,10 @@ grain_status_t grain_heap_offset(grain_t *grain, const void *ptr, uint64_t *offs
  * input that cannot fit before it reads all of it. */
 grain_status_t grain_heap_available(grain_t *grain, uint64_t *bytes_p);
 
+/* The largest work-group grain_launch takes: the smaller of
+ * GRAIN_QUEUE_WIDTH and the device's maximum. */
+size_t grain_wg_size_max(const grain_t *grain);
+
 /* Private memory that kernels and the host can both use (not symmetric). */
 grain_status_t grain_mem_alloc(grain_t *grain, size_t size, void **ptr_p);
 grain_status_t grain_mem_free(grain_t *grain, void *ptr);
