@@ -176,9 +176,9 @@ static grain_status_t check_heap_fits(grain_t *g)
         return st;
     if (g->config.heap_size > per_rank)
         return grain_fail(GRAIN_ERR_CONFIG,
-                          "GRAIN_HEAP_SIZE=%llu bytes on each of the %u ranks of this node is more than the node "
-                          "holds: %llu bytes of RAM shared among them, and %llu bytes on the device",
-                          (unsigned long long)g->config.heap_size, g->node_size, (unsigned long long)ram,
+                          "GRAIN_HEAP_SIZE=%llu bytes is more than this node holds for a rank: %llu bytes of RAM "
+                          "shared by its %u ranks, and %llu bytes on the device",
+                          (unsigned long long)g->config.heap_size, (unsigned long long)ram, g->node_size,
                           (unsigned long long)g->binfo.device_memory);
     return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_HEAP_SIZE=%llu bytes is more than another rank's node holds",
                       (unsigned long long)g->config.heap_size);
