@@ -25,6 +25,7 @@
  */
 #include "runtime/transport_mpi.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,20 +163,23 @@ static int out_of_sequence(const grain_transport_t *t, int src, uint64_t seq, ch
     return 0;
 }
 
-/* An error MPI returned for a request of `reqs`: the rank it names, if
- * any, is failed. */
-static void request_failed(grain_transport_t *t, int err, int n, MPI_Request *reqs, const char *what)
+/* An error MPI returned for one of the `n` requests `reqs`: the rank of the
+ * one that failed (a send's destination from `sends`, else the source its
+ * status names) is failed, or none where MPI names none. */
+static void request_failed(grain_transport_t *t, int err, int n, MPI_Request *reqs, send_node_t *const *sends)
 {
     int rank = -1;
     for (int i = 0; i < n && rank < 0; i++) {
         MPI_Status status;
         int flag = 0;
         if (reqs[i] != MPI_REQUEST_NULL && MPI_Test(&reqs[i], &flag, &status) != MPI_SUCCESS)
-            rank = status.MPI_SOURCE;
+            rank = sends != NULL ? (int)sends[i]->dest : status.MPI_SOURCE;
     }
-    char text[MPI_MAX_ERROR_STRING];
-    grain_mpi_fail(t, rank, "mpi: %s on rank %d failed (%s)%s", what, t->my_pe, grain_mpi_error_string(err, text),
-                   rank >= 0 ? ", naming a request with rank" : "");
+    char text[MPI_MAX_ERROR_STRING], peer[48] = "";
+    if (rank >= 0)
+        snprintf(peer, sizeof peer, " %s rank %d", sends != NULL ? "to" : "from", rank);
+    grain_mpi_fail(t, rank, "mpi: a %s%s failed on rank %d: %s", sends != NULL ? "send" : "receive", peer, t->my_pe,
+                   grain_mpi_error_string(err, text));
 }
 
 static int progress_recvs(grain_transport_t *t)
@@ -183,7 +187,7 @@ static int progress_recvs(grain_transport_t *t)
     int n = 0;
     int err = MPI_Testsome((int)t->n_recv, t->recv_reqs, &n, t->indices, t->statuses);
     if (err != MPI_SUCCESS) {
-        request_failed(t, err, (int)t->n_recv, t->recv_reqs, "receiving");
+        request_failed(t, err, (int)t->n_recv, t->recv_reqs, NULL);
         return 0;
     }
     if (n == MPI_UNDEFINED || n == 0)
@@ -291,7 +295,7 @@ static int complete_sends(grain_transport_t *t)
     int *done = t->send_done;
     int err = MPI_Testsome(t->n_inflight, t->send_reqs, &n, done, MPI_STATUSES_IGNORE);
     if (err != MPI_SUCCESS) {
-        request_failed(t, err, t->n_inflight, t->send_reqs, "sending");
+        request_failed(t, err, t->n_inflight, t->send_reqs, t->send_nodes);
         return 0;
     }
     if (n == MPI_UNDEFINED || n == 0)
@@ -444,12 +448,11 @@ static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *
     if (node == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory to queue a send");
     *node = (send_node_t){NULL, dest, data, len, token, MPI_REQUEST_NULL, t->timeout_ns ? grain_now_ns() : 0};
-    if (t->multiple) {
-        grain_status_t st = post_send(t, node);
-        if (st != GRAIN_OK) {
-            free(node);
-            return st;
-        }
+    if (t->multiple && post_send(t, node) != GRAIN_OK) {
+        grain_mpi_fail(t, (int)dest, "mpi: rank %d could not send to rank %d: %s", t->my_pe, (int)dest,
+                       grain_error_message(NULL));
+        free(node);
+        return GRAIN_ERR_PEER;
     }
     pthread_mutex_lock(&t->lock);
     if (t->pending_tail != NULL)
