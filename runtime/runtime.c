@@ -155,12 +155,6 @@ static grain_status_t upload_peers(grain_t *g)
     return st;
 }
 
-/*
- * Collective: the heap, where the node's other ranks can map it (the
- * direct path), and their heaps mapped here; then the device context that
- * points at them, and the apply engine, whose kernels' atomics take the
- * scope the mappings need.
- */
 /* A heap the node cannot hold would page (managed memory spills from the
  * device to the host) for minutes before failing, or never fail: refused,
  * on every rank when one refuses.  Each rank of the node has a heap, and
@@ -170,11 +164,12 @@ static grain_status_t check_heap_fits(grain_t *g)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
     uint64_t per_rank = ram / (g->node_size ? g->node_size : 1) + g->binfo.device_memory;
-    int64_t fits = ram == UINT64_MAX || g->config.heap_size <= per_rank;
+    int fits_here = ram == UINT64_MAX || g->config.heap_size <= per_rank;
+    int64_t fits = fits_here;
     grain_status_t st = g->n_pes > 1 ? grain_allreduce(g, &fits, 1, GRAIN_INT64, GRAIN_MIN) : GRAIN_OK;
     if (st != GRAIN_OK || fits)
         return st;
-    if (g->config.heap_size > per_rank)
+    if (!fits_here)
         return grain_fail(GRAIN_ERR_CONFIG,
                           "GRAIN_HEAP_SIZE=%llu bytes is more than this node holds for a rank: %llu bytes of RAM "
                           "shared by its %u ranks, and %llu bytes on the device",
@@ -184,6 +179,12 @@ static grain_status_t check_heap_fits(grain_t *g)
                       (unsigned long long)g->config.heap_size);
 }
 
+/*
+ * Collective: the heap, where the node's other ranks can map it (the
+ * direct path), and their heaps mapped here; then the device context that
+ * points at them, and the apply engine, whose kernels' atomics take the
+ * scope the mappings need.
+ */
 static grain_status_t place_heap(grain_t *g)
 {
     const grain_config_t *c = &g->config;

@@ -366,7 +366,7 @@ static int progress_collective(grain_transport_t *t)
         t->coll_error = MPI_Test(&t->coll_req, &flag, MPI_STATUS_IGNORE);
         if (flag || t->coll_error != MPI_SUCCESS) {
             t->coll_state = COLL_DONE;
-            t->colls_done += t->coll_error == MPI_SUCCESS;
+            t->coll_completed |= t->coll_error == MPI_SUCCESS;
             worked = 1;
         }
     }
@@ -399,7 +399,7 @@ static void *network_thread(void *arg)
         worked |= progress_lent(t);
         worked |= complete_sends(t);
         worked |= progress_collective(t);
-        worked |= grain_mpi_watch(t);
+        grain_mpi_watch(t);
         if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0) {
             t->handlers.settle(t->handlers.arg, 1); /* no copy may read freed buffers */
             break;

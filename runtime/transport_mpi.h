@@ -86,8 +86,7 @@ struct grain_transport {
     uint64_t timeout_ns;
     uint64_t next_watch_ns, next_beat_ns;
     uint64_t *heard_ns;       /* per peer: its last heartbeat; 0 until one came or a collective completed */
-    int armed;                /* a collective completed: every rank beats */
-    uint64_t colls_done;      /* network thread: collectives completed */
+    int coll_completed;       /* network thread: a collective completed, so every rank beats */
     MPI_Request beat_recv;
     uint64_t beat_in;
     MPI_Request *beat_reqs;   /* per peer: the heartbeat in flight to it */
@@ -112,7 +111,7 @@ grain_status_t grain_mpi_error(int err, const char *what);
  * (before the network thread starts, after it stopped); watch on the
  * network thread, every round. */
 grain_status_t grain_mpi_watch_start(grain_transport_t *t, unsigned timeout_s);
-int grain_mpi_watch(grain_transport_t *t);
+void grain_mpi_watch(grain_transport_t *t);
 void grain_mpi_watch_stop(grain_transport_t *t);
 /* Reports rank `rank` (-1: unknown) failed, once for the job: the sentence
  * (printf-style), then what this rank has pending with it.  Any thread. */

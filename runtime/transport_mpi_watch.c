@@ -103,9 +103,10 @@ static void describe_pending(const grain_transport_t *t, int rank, uint64_t now,
     if (held > 0)
         n += snprintf(out + n, size - (size_t)n, " %u buffers from rank %d held for an earlier one that never came,",
                       held, rank);
-    if (t->coll_in_flight || t->coll_state == COLL_REQUESTED)
+    int coll = t->coll_in_flight || t->coll_state == COLL_REQUESTED;
+    if (coll)
         n += snprintf(out + n, size - (size_t)n, " a collective (grain_quiet, grain_barrier or another) waiting,");
-    if (sends == 0 && held == 0 && !(t->coll_in_flight || t->coll_state == COLL_REQUESTED))
+    if (sends == 0 && held == 0 && !coll)
         snprintf(out + n, size - (size_t)n, " nothing");
     else
         out[strlen(out) - 1] = '\0';
@@ -220,21 +221,20 @@ static void judge(grain_transport_t *t, uint64_t now)
     }
 }
 
-int grain_mpi_watch(grain_transport_t *t)
+void grain_mpi_watch(grain_transport_t *t)
 {
     if (t->heard_ns == NULL || grain_mpi_failed(t))
-        return 0;
+        return;
     uint64_t now = grain_now_ns();
     if (now < t->next_watch_ns)
-        return 0;
+        return;
     /* Eight looks a timeout: a failure is found within 1.125 of it. */
     t->next_watch_ns = now + t->timeout_ns / 8;
-    if (!t->armed && t->colls_done > 0) {
-        t->armed = 1;
-        for (int p = 0; p < t->n_pes; p++)
-            if (t->heard_ns[p] == 0)
-                t->heard_ns[p] = now;
-    }
+    /* Once a collective completed, every rank beats: the silence of one
+     * never heard counts from here. */
+    for (int p = 0; t->coll_completed && p < t->n_pes; p++)
+        if (t->heard_ns[p] == 0)
+            t->heard_ns[p] = now;
     hear(t, now);
     if (now >= t->next_beat_ns) {
         t->next_beat_ns = now + t->timeout_ns / 4;
@@ -242,5 +242,4 @@ int grain_mpi_watch(grain_transport_t *t)
     }
     if (!grain_mpi_failed(t))
         judge(t, now);
-    return 0;
 }
