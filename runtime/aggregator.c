@@ -21,7 +21,7 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
     grain_aggregator_t *a = arg;
     grain_t *g = a->grain;
     if (buf->dest == (uint32_t)g->my_pe) { /* active messages for an apply kernel here (dispatch) */
-        grain_receive_buffer(g, buf->dest, buf->data, buf->used);
+        grain_receive_buffer(g, buf->dest, buf->data, buf->used, NULL);
         grain_packer_release(buf);
         return;
     }

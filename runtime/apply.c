@@ -3,53 +3,162 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grain/device/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/wire.h"
 
 extern const char grain_apply_kernel_source[];
 
-#define APPLY_WG 256u
+/* Launches on the side stream at once: while two run, filled stages wait
+ * and the next launch takes all of them. */
+#define IN_FLIGHT 2u
+
+/* A stage (grain/device/apply.h): one buffer's words and bitmap, in a
+ * block of shared memory that holds every stage, `stride` words apart, and
+ * last an empty one for warm-up launches. */
+typedef struct layout {
+    size_t data_words, stride_words;
+} layout_t;
+
+static layout_t layout_for(size_t data_words, unsigned stages)
+{
+    size_t words = GRAIN_APPLY_LIST_AT(data_words) + (stages + 2) / 2;
+    return (layout_t){data_words, (words + 7) / 8 * 8}; /* 64-byte aligned stages */
+}
 
 typedef struct stage {
-    uint64_t *records; /* shared memory, room for a full buffer's messages */
-    uint64_t launch;   /* the side-stream launch that reads it; 0: none */
+    uint64_t *mem;   /* in the shared block: grain/device/apply.h's layout */
+    uint64_t launch; /* the side-stream launch that reads it */
     /* At that launch: the application's launch count, when one of its
      * kernels was running (else 0). */
     uint64_t beside;
 } stage_t;
 
+/* A buffer waiting in host memory for a free stage. */
+typedef struct kept {
+    struct kept *next;
+    uint32_t src_pe;
+    size_t n_words;
+    uint64_t words[]; /* then the bitmap */
+} kept_t;
+
 struct grain_applier {
     grain_t *grain;
     pthread_mutex_t lock;
-    grain_program_t *program; /* whose grain_apply runs: the runtime's own or a registered one */
+    grain_program_t *program; /* whose grain_apply_wire runs: the runtime's own or a registered one */
     grain_kernel_t *kernel;
-    size_t wg;
+    size_t wg, tiles; /* work-items of a work-group; work-groups a stage */
+    uint64_t *block;  /* every stage, in shared memory */
     stage_t *stages;
     unsigned n_stages;
-    size_t stage_records; /* records a stage holds */
-    unsigned next;        /* the stage launched longest ago, first to finish */
-    uint64_t *kept;       /* records waiting for a free stage (host memory) */
-    size_t n_kept, cap_kept;
+    layout_t layout;
+    /* Stages not being filled: the free ones, the filled ones waiting for
+     * a launch, and the launched ones in launch order.  The side stream
+     * runs in order, so the oldest launched is the first to finish. */
+    unsigned *free_list, n_free;
+    unsigned *ready, n_ready;
+    unsigned *batch; /* the launcher's copy of the ready ones */
+    int launching;   /* a thread launches, without the lock */
+    unsigned *launched, launched_first, n_launched;
+    uint64_t recent[IN_FLIGHT]; /* the last launches, oldest first */
+    uint64_t done_mark;         /* launches up to it are known done: no backend query */
+    kept_t *kept_head, *kept_tail;
+    atomic_int waiting; /* stages or kept buffers wait for a launch: a hint for grain_applier_progress */
     grain_applier_stats_t stats;
 };
 
-/* Count 0 is the warm-up: one work-group that applies nothing. */
-static grain_status_t launch(grain_applier_t *a, stage_t *s, uint64_t count)
+/* One kernel over the `n` stages of `list`, whose work-groups find their
+ * stage through the list, written into the stage `list_in`. */
+static grain_status_t launch_list(grain_applier_t *a, unsigned list_in, const unsigned *list, unsigned n,
+                                  uint64_t *mark_p)
+{
+    memcpy(a->block + list_in * a->layout.stride_words + GRAIN_APPLY_LIST_AT(a->layout.data_words), list,
+           n * sizeof *list);
+    grain_u64 stride = a->layout.stride_words, data = a->layout.data_words;
+    grain_u32 tiles = (grain_u32)a->tiles, in = list_in;
+    grain_status_t st = grain_kernel_set_arg_ptr(a->kernel, 1, a->block);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->kernel, 2, sizeof stride, &stride);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->kernel, 3, sizeof data, &data);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->kernel, 4, sizeof tiles, &tiles);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->kernel, 5, sizeof in, &in);
+    if (st == GRAIN_OK)
+        st = grain_kernel_launch_side(a->kernel, n * a->tiles * a->wg, a->wg, mark_p);
+    return st;
+}
+
+/* Under the lock: whether launch `mark` is done.  The side stream runs in
+ * order, so one answer covers every earlier launch. */
+static int done(grain_applier_t *a, uint64_t mark)
 {
     grain_t *g = a->grain;
-    size_t groups = count == 0 ? 1 : (size_t)((count + a->wg - 1) / a->wg);
-    /* Looked at before the launch, so that the kernel starts after. */
-    uint64_t launches = atomic_load_explicit(&g->app_launches, memory_order_relaxed);
-    s->beside = g->bops->busy(g->backend) ? launches : 0;
-    grain_status_t st = grain_kernel_set_arg_ptr(a->kernel, 1, s->records);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(a->kernel, 2, sizeof count, &count);
-    if (st == GRAIN_OK)
-        st = grain_kernel_launch_side(a->kernel, groups * a->wg, a->wg, &s->launch);
-    if (st == GRAIN_OK && count > 0)
-        a->stats.kernels++;
+    if (mark <= a->done_mark)
+        return 1;
+    if (!g->bops->side_done(g->backend, mark))
+        return 0;
+    a->done_mark = mark;
+    return 1;
+}
+
+/*
+ * Under the lock: launches the filled stages, unless IN_FLIGHT launches
+ * still run and `now` is 0.  One thread launches at a time, and it lets go
+ * of the lock meanwhile: a launch takes the backend microseconds, which
+ * every receiving thread waited for when launches ran under the lock
+ * (8.6 us of a buffer's 58, with 4 receive threads on an H100).  The one
+ * launching moves the stages on to the launched ones in launch order.  On
+ * failure they go back to the free ones: their messages are lost, and the
+ * caller says so.
+ */
+static grain_status_t launch_ready(grain_applier_t *a, int now)
+{
+    grain_t *g = a->grain;
+    grain_status_t st = GRAIN_OK;
+    while (st == GRAIN_OK && a->n_ready > 0 && !a->launching && (now || done(a, a->recent[0]))) {
+        unsigned n = a->n_ready, *list = a->batch;
+        memcpy(list, a->ready, n * sizeof *list);
+        a->n_ready = 0;
+        a->launching = 1;
+        pthread_mutex_unlock(&a->lock);
+        /* Looked at before the launch, so that the kernel starts after. */
+        uint64_t launches = atomic_load_explicit(&g->app_launches, memory_order_relaxed);
+        uint64_t beside = g->bops->busy(g->backend) ? launches : 0, mark = 0;
+        st = launch_list(a, list[0], list, n, &mark);
+        pthread_mutex_lock(&a->lock);
+        a->launching = 0;
+        for (unsigned i = 0; i < n; i++) {
+            if (st != GRAIN_OK) {
+                a->free_list[a->n_free++] = list[i];
+                continue;
+            }
+            a->stages[list[i]].launch = mark;
+            a->stages[list[i]].beside = beside;
+            a->launched[(a->launched_first + a->n_launched++) % a->n_stages] = list[i];
+        }
+        if (st == GRAIN_OK) {
+            a->stats.kernels++;
+            a->stats.stages += n;
+            memmove(a->recent, a->recent + 1, (IN_FLIGHT - 1) * sizeof *a->recent);
+            a->recent[IN_FLIGHT - 1] = mark;
+        }
+    }
+    atomic_store_explicit(&a->waiting, a->n_ready > 0 || a->kept_head != NULL, memory_order_relaxed);
     return st;
+}
+
+/* Under the lock: until no thread launches. */
+static void wait_launcher(grain_applier_t *a)
+{
+    unsigned spins = 0;
+    while (a->launching) {
+        pthread_mutex_unlock(&a->lock);
+        grain_wait_a_little(&spins);
+        pthread_mutex_lock(&a->lock);
+    }
 }
 
 /*
@@ -62,17 +171,19 @@ static grain_status_t use_kernel(grain_applier_t *a, grain_program_t *program)
 {
     grain_t *g = a->grain;
     grain_kernel_t *k;
+    wait_launcher(a); /* it launches the old kernel */
     grain_status_t st = g->bops->side_synchronize(g->backend);
     if (st == GRAIN_OK)
-        st = grain_kernel_create(program, "grain_apply", &k);
+        st = grain_kernel_create(program, "grain_apply_wire", &k);
     if (st != GRAIN_OK)
         return st;
     grain_kernel_t *old = a->kernel;
     a->kernel = k;
-    st = launch(a, &a->stages[0], 0);
+    unsigned empty = a->n_stages;
+    uint64_t mark;
+    st = launch_list(a, empty, &empty, 1, &mark);
     if (st == GRAIN_OK)
         st = g->bops->side_synchronize(g->backend);
-    a->stages[0].launch = 0;
     if (st != GRAIN_OK) {
         a->kernel = old;
         grain_kernel_destroy(k);
@@ -92,26 +203,39 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the apply engine");
     a->grain = g;
     pthread_mutex_init(&a->lock, NULL);
-    a->wg = g->binfo.max_wg_size < APPLY_WG ? g->binfo.max_wg_size : APPLY_WG;
-    /* A record per message of a full buffer; the smallest message is 8 bytes. */
-    a->stage_records = (g->config.buffer_size - sizeof(grain_wire_hdr_t)) / 8;
+    a->wg = g->binfo.max_wg_size < GRAIN_APPLY_WG ? g->binfo.max_wg_size / 8 * 8 : GRAIN_APPLY_WG;
+    a->layout = layout_for(grain_wire_words(g->config.buffer_size), stages);
     grain_status_t st = GRAIN_OK;
-    if ((a->stages = calloc(stages, sizeof *a->stages)) == NULL)
+    if (a->wg == 0)
+        st = grain_fail(GRAIN_ERR_UNSUPPORTED, "the device runs work-groups of %zu work-items, and the apply "
+                        "kernel needs 8", g->binfo.max_wg_size);
+    else
+        a->tiles = (a->layout.data_words + GRAIN_APPLY_TILE_WORDS(a->wg) - 1) / GRAIN_APPLY_TILE_WORDS(a->wg);
+    a->stages = calloc(stages, sizeof *a->stages);
+    a->free_list = calloc(stages, sizeof *a->free_list);
+    a->ready = calloc(stages, sizeof *a->ready);
+    a->batch = calloc(stages, sizeof *a->batch);
+    a->launched = calloc(stages, sizeof *a->launched);
+    if (st == GRAIN_OK && (a->stages == NULL || a->free_list == NULL || a->ready == NULL || a->batch == NULL ||
+                         a->launched == NULL))
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the apply engine");
-    for (; st == GRAIN_OK && a->n_stages < stages; a->n_stages++) {
-        void *records;
-        st = g->bops->alloc_shared(g->backend, a->stage_records * GRAIN_RECORD_WORDS * sizeof(uint64_t),
-                                   &records);
-        if (st == GRAIN_OK)
-            a->stages[a->n_stages].records = records;
+    void *block = NULL;
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_shared(g->backend, (stages + 1) * a->layout.stride_words * sizeof(uint64_t), &block);
+    if (st == GRAIN_OK) {
+        a->block = block;
+        for (a->n_stages = 0; a->n_stages < stages; a->n_stages++) {
+            a->stages[a->n_stages].mem = a->block + a->n_stages * a->layout.stride_words;
+            a->free_list[a->n_free++] = a->n_stages;
+        }
+        a->block[stages * a->layout.stride_words] = 0; /* the empty stage */
     }
     grain_program_t *own = NULL;
     if (st == GRAIN_OK)
         st = grain_program_create(g, grain_apply_kernel_source, NULL, &own);
-    if (st == GRAIN_OK) {
+    if (st == GRAIN_OK)
         st = use_kernel(a, own);
-        grain_program_destroy(own); /* a->program holds it now */
-    }
+    grain_program_destroy(own); /* the applier keeps its own reference */
     if (st != GRAIN_OK) {
         grain_applier_destroy(a);
         return st;
@@ -125,10 +249,18 @@ void grain_applier_destroy(grain_applier_t *a)
     if (a == NULL)
         return;
     grain_t *g = a->grain;
-    for (unsigned i = 0; i < a->n_stages; i++)
-        g->bops->free_shared(g->backend, a->stages[i].records);
+    if (a->block != NULL)
+        g->bops->free_shared(g->backend, a->block);
+    while (a->kept_head != NULL) {
+        kept_t *k = a->kept_head;
+        a->kept_head = k->next;
+        free(k);
+    }
     free(a->stages);
-    free(a->kept);
+    free(a->free_list);
+    free(a->ready);
+    free(a->batch);
+    free(a->launched);
     grain_kernel_destroy(a->kernel);
     grain_program_destroy(a->program);
     pthread_mutex_destroy(&a->lock);
@@ -143,78 +275,110 @@ grain_status_t grain_applier_use(grain_applier_t *a, grain_program_t *program)
     return st;
 }
 
-/* Stages are used round robin and the side stream runs in order, so the
- * next one is the first to be free again. */
-static stage_t *free_stage(grain_applier_t *a)
+/* Under the lock: a free stage, or the oldest launched one if its kernel
+ * is done; NULL when every stage is busy. */
+static stage_t *take_stage(grain_applier_t *a)
 {
     grain_t *g = a->grain;
-    stage_t *s = &a->stages[a->next];
-    if (s->launch != 0 && !g->bops->side_done(g->backend, s->launch))
+    if (a->n_free > 0)
+        return &a->stages[a->free_list[--a->n_free]];
+    if (a->n_launched == 0)
+        return NULL; /* every stage is being filled or waits for a launch */
+    stage_t *s = &a->stages[a->launched[a->launched_first]];
+    if (!done(a, s->launch))
         return NULL;
     /* No application launch since, and the device still busy: the apply
      * kernel started and finished while the same kernels ran. */
-    if (s->launch != 0 && s->beside != 0 &&
-        s->beside == atomic_load_explicit(&g->app_launches, memory_order_relaxed) &&
+    if (s->beside != 0 && s->beside == atomic_load_explicit(&g->app_launches, memory_order_relaxed) &&
         g->bops->busy(g->backend))
         a->stats.overlapped++;
-    a->next = (a->next + 1) % a->n_stages;
-    s->launch = 0;
+    a->launched_first = (a->launched_first + 1) % a->n_stages;
+    a->n_launched--;
     return s;
 }
 
-/* Launches kept records while stages are free. */
-static grain_status_t launch_kept(grain_applier_t *a)
+static size_t mark_bytes(size_t n_words)
 {
-    grain_status_t st = GRAIN_OK;
+    return grain_wire_mark_words(n_words) * sizeof(uint32_t);
+}
+
+static void fill(grain_applier_t *a, stage_t *s, const uint64_t *words, const uint32_t *marks, size_t n_words,
+                 uint32_t src_pe)
+{
+    s->mem[0] = GRAIN_APPLY_STAGE_HDR(n_words, src_pe);
+    memcpy(s->mem + 1, words, n_words * sizeof *words);
+    memcpy(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words), marks, mark_bytes(n_words));
+}
+
+/* Under the lock: moves kept buffers into stages while stages are free. */
+static void stage_kept(grain_applier_t *a)
+{
     stage_t *s;
-    while (st == GRAIN_OK && a->n_kept > 0 && (s = free_stage(a)) != NULL) {
-        size_t n = a->n_kept < a->stage_records ? a->n_kept : a->stage_records;
-        a->n_kept -= n;
-        memcpy(s->records, a->kept + GRAIN_RECORD_WORDS * a->n_kept, n * GRAIN_RECORD_WORDS * sizeof(uint64_t));
-        st = launch(a, s, n);
+    while (a->kept_head != NULL && (s = take_stage(a)) != NULL) {
+        kept_t *k = a->kept_head;
+        if ((a->kept_head = k->next) == NULL)
+            a->kept_tail = NULL;
+        fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe);
+        a->ready[a->n_ready++] = (unsigned)(s - a->stages);
+        free(k);
     }
+}
+
+/* Keeps a buffer that found no stage in host memory. */
+static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged)
+{
+    grain_wire_hdr_t h;
+    memcpy(&h, buf, sizeof h);
+    size_t n_words = grain_wire_words(h.bytes);
+    kept_t *k = malloc(sizeof *k + n_words * sizeof(uint64_t) + mark_bytes(n_words));
+    if (k == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to keep %zu messages until an apply kernel can run them",
+                          staged);
+    *k = (kept_t){NULL, h.src_pe, n_words};
+    memcpy(k->words, (const char *)buf + sizeof h, n_words * sizeof(uint64_t));
+    memcpy(k->words + n_words, marks, mark_bytes(n_words));
+    pthread_mutex_lock(&a->lock);
+    if (a->kept_tail != NULL)
+        a->kept_tail->next = k;
+    else
+        a->kept_head = k;
+    a->kept_tail = k;
+    a->stats.kept += staged;
+    stage_kept(a);
+    grain_status_t st = launch_ready(a, 0);
+    pthread_mutex_unlock(&a->lock);
     return st;
 }
 
-static grain_status_t keep_room(grain_applier_t *a, size_t more)
+grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged)
 {
-    if (a->n_kept + more <= a->cap_kept)
-        return GRAIN_OK;
-    size_t cap = 2 * a->cap_kept > a->n_kept + more ? 2 * a->cap_kept : a->n_kept + more;
-    uint64_t *kept = realloc(a->kept, cap * GRAIN_RECORD_WORDS * sizeof(uint64_t));
-    if (kept == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY,
-                          "no memory to keep %zu active messages until an apply kernel can run them",
-                          a->n_kept + more);
-    a->kept = kept;
-    a->cap_kept = cap;
-    return GRAIN_OK;
-}
-
-grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf)
-{
-    grain_t *g = a->grain;
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
     pthread_mutex_lock(&a->lock);
-    grain_status_t st = launch_kept(a);
-    stage_t *s = st == GRAIN_OK && a->n_kept == 0 ? free_stage(a) : NULL;
-    if (s != NULL) {
-        size_t n = grain_wire_apply(buf, g->heap, &g->am, s->records, g->apply_on_device);
-        if (n > 0)
-            st = launch(a, s, n);
-    } else if (st == GRAIN_OK && (st = keep_room(a, h.count)) == GRAIN_OK) {
-        /* A heap in managed device memory is not written from here while
-         * kernels run: every page the host touches migrates to it and back
-         * on the kernels' next access.  Two GUPS ranks on one H200, 2^23
-         * updates, took 48 s that way (1722 of 3146 buffers applied here),
-         * and 3.9 s with the records kept for the apply kernels. */
-        size_t n = grain_wire_apply(buf, g->heap, &g->am, a->kept + GRAIN_RECORD_WORDS * a->n_kept,
-                                    g->apply_on_device);
-        a->n_kept += n;
-        a->stats.kept += n;
-        a->stats.on_host += n < h.count;
-    }
+    stage_kept(a);
+    stage_t *s = a->kept_head == NULL ? take_stage(a) : NULL;
+    pthread_mutex_unlock(&a->lock);
+    /* A heap in managed device memory is not written from here while
+     * kernels run: every page the host touches migrates to it and back on
+     * the kernels' next access.  Two GUPS ranks on one H200, 2^23 updates,
+     * took 48 s that way (1722 of 3146 buffers applied here), and 3.9 s
+     * with the messages kept for the apply kernels. */
+    if (s == NULL)
+        return keep(a, buf, marks, staged);
+    fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe);
+    pthread_mutex_lock(&a->lock);
+    a->ready[a->n_ready++] = (unsigned)(s - a->stages);
+    grain_status_t st = launch_ready(a, 0);
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+grain_status_t grain_applier_progress(grain_applier_t *a)
+{
+    if (!atomic_load_explicit(&a->waiting, memory_order_relaxed) || pthread_mutex_trylock(&a->lock) != 0)
+        return GRAIN_OK; /* a thread that holds it moves the stages on */
+    stage_kept(a);
+    grain_status_t st = launch_ready(a, 0);
     pthread_mutex_unlock(&a->lock);
     return st;
 }
@@ -222,15 +386,19 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf)
 grain_status_t grain_applier_wait(grain_applier_t *a)
 {
     grain_t *g = a->grain;
-    pthread_mutex_lock(&a->lock);
     grain_status_t st;
+    pthread_mutex_lock(&a->lock);
     do {
-        st = launch_kept(a);
+        wait_launcher(a);
+        stage_kept(a);
+        st = launch_ready(a, 1);
         if (st == GRAIN_OK)
             st = g->bops->side_synchronize(g->backend);
-    } while (st == GRAIN_OK && a->n_kept > 0);
-    for (unsigned i = 0; i < a->n_stages; i++)
-        a->stages[i].launch = 0;
+    } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching));
+    for (; a->n_launched > 0; a->n_launched--) {
+        a->free_list[a->n_free++] = a->launched[a->launched_first];
+        a->launched_first = (a->launched_first + 1) % a->n_stages;
+    }
     pthread_mutex_unlock(&a->lock);
     return st;
 }

@@ -17,6 +17,7 @@
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/recv_threads.h"
 #include "runtime/region.h"
 #include "runtime/wire.h"
 
@@ -144,25 +145,36 @@ void grain_transport_failed(void *arg, int rank, const char *why)
     grain_bell_ring(&g->agg_bell); /* aggregators waiting for a buffer give up */
 }
 
-void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len)
+size_t grain_receive_marks_bytes(const grain_t *g)
+{
+    return grain_wire_mark_words(grain_wire_words(g->config.buffer_size)) * sizeof(uint32_t);
+}
+
+void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len, uint32_t *marks)
 {
     grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, &g->am};
+    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
+    uint32_t *own = NULL;
+    if (applier != NULL && marks == NULL && (marks = own = malloc(grain_receive_marks_bytes(g))) == NULL) {
+        grain_async_error(g, GRAIN_ERR_NO_MEMORY, "no memory to receive a buffer");
+        return;
+    }
+    grain_wire_marks_t m = {marks, g->apply_on_device, 0};
     char why[512];
-    grain_status_t st = grain_wire_validate(data, len, src, &limits, why, sizeof why);
+    grain_status_t st = grain_wire_validate(data, len, src, &limits, applier != NULL ? &m : NULL, why, sizeof why);
     grain_wire_hdr_t h = {0};
     if (len >= sizeof h)
         memcpy(&h, data, sizeof h);
-    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (st != GRAIN_OK) {
         reject(g, src, &h, st, why);
+        free(own);
         return;
     }
-    if (applier != NULL) {
-        if ((st = grain_applier_submit(applier, data)) != GRAIN_OK)
-            grain_async_error(g, st, grain_error_message(g));
-    } else {
-        grain_wire_apply(data, g->heap, &g->am, NULL, 0);
-    }
+    if (m.staged < h.count)
+        grain_wire_apply(data, g->heap, &g->am, applier != NULL && g->apply_on_device);
+    if (m.staged > 0 && (st = grain_applier_submit(applier, data, marks, m.staged)) != GRAIN_OK)
+        grain_async_error(g, st, grain_error_message(g));
+    free(own);
     /* A buffer left to an apply kernel counts once launched (or kept for
      * one), and quiet waits for the kernels. */
     atomic_fetch_add_explicit(&g->applied_from[src], h.count, memory_order_release);
@@ -180,8 +192,11 @@ int grain_transport_received(void *arg, uint32_t src, const void *data, size_t l
     int held = 0;
     if (magic == GRAIN_PIECE_MAGIC)
         held = grain_region_receive(g, src, data, len);
-    else
-        grain_receive_buffer(g, src, data, len);
+    else if (g->receivers != NULL) {
+        grain_receivers_post(g, src, data, len);
+        held = 1;
+    } else
+        grain_receive_buffer(g, src, data, len, g->recv_marks);
     g->recv_busy_ns += grain_now_ns() - t0;
     return held;
 }
@@ -189,10 +204,16 @@ int grain_transport_received(void *arg, uint32_t src, const void *data, size_t l
 unsigned grain_transport_settle(void *arg, int wait)
 {
     grain_t *g = arg;
-    if (g->n_landing == 0 && g->landing_freed == 0)
+    /* Stages that wait for the apply kernels in flight go as soon as
+     * those are done, though no buffer arrives to take them. */
+    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
+    grain_status_t st = applier != NULL ? grain_applier_progress(applier) : GRAIN_OK;
+    if (st != GRAIN_OK)
+        grain_async_error(g, st, grain_error_message(g));
+    if (g->n_lent == 0 && g->lent_freed == 0)
         return 0; /* polled often: not worth a clock read */
     uint64_t t0 = grain_now_ns();
-    unsigned n = grain_region_settle(g, wait);
+    unsigned n = grain_lent_settle(g, wait);
     g->recv_busy_ns += grain_now_ns() - t0;
     return n;
 }

@@ -12,6 +12,7 @@
 #include "runtime/bell.h"
 #include "runtime/config.h"
 #include "runtime/heap.h"
+#include "runtime/lent.h"
 #include "runtime/node.h"
 #include "runtime/packer.h"
 #include "runtime/queue_consumer.h"
@@ -114,20 +115,16 @@ struct grain {
                                         thread counts, others read */
     uint64_t recv_bytes;            /* network thread only */
     uint64_t recv_busy_ns;          /* network thread only: validating and handing on received buffers */
+    uint32_t *recv_marks;           /* network thread only: grain_receive_buffer's scratch */
     /* Chunk pieces of counter-triggered transfers, counted for quiet. */
     _Atomic uint64_t *pieces_to;   /* sent to each rank */
     _Atomic uint64_t *pieces_from; /* received from each rank */
-    /* Network thread only: pieces whose copy into device memory has
-     * started, oldest first, counted once it is done (grain_region_settle);
-     * and those counted while the list was full, whose buffers the
-     * transport has not yet been told are free. */
-    struct grain_landing {
-        struct grain_region *region;
-        uint32_t src;
-        uint64_t bytes;
-        uint64_t mark; /* the receiving lane's, after its copy */
-    } landing[GRAIN_LANDING_MAX];
-    unsigned n_landing, landing_freed;
+    /* Network thread only: the transport's buffers the runtime still
+     * reads, oldest first, and those finished while the ledger was full,
+     * whose buffers the transport has not yet been told are free (lent.h). */
+    grain_lent_t lent[GRAIN_LENT_MAX];
+    unsigned n_lent, lent_freed;
+    struct grain_receivers *receivers; /* GRAIN_RECV_THREADS > 1: the receive threads */
     /* Regions by id (the same on every rank: creation is collective), for
      * the pieces that arrive; and the device agent's kernel, built once. */
     struct grain_region *_Atomic regions[GRAIN_MAX_REGIONS];
@@ -202,8 +199,11 @@ void grain_transport_rejected(void *arg, uint32_t src, const void *data, size_t 
 void grain_transport_failed(void *arg, int rank, const char *why);
 unsigned grain_transport_settle(void *arg, int wait);
 /* Validates and applies a buffer from `src` (the transport's, or one this
- * rank sent itself) and counts it for quiet; any thread. */
-void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len);
+ * rank sent itself) and counts it for quiet; any thread.  `marks` is the
+ * caller's scratch for the apply kernel's bitmap (wire.h), of
+ * grain_receive_marks_bytes, or NULL: allocated here when needed. */
+void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len, uint32_t *marks);
+size_t grain_receive_marks_bytes(const struct grain *g);
 void grain_transport_sent(void *arg, void *token);
 
 /* Sleeps a little; for the application thread's waits. */

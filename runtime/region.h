@@ -27,9 +27,6 @@ enum { PLACE_HEAP, PLACE_PEER, PLACE_DEVICE };
  * apart; pieces need no order (chunks are disjoint, iterations are
  * separated by grain_region_end). */
 #define GRAIN_PIECE_MAGIC 0x48435247u /* "GRCH" */
-/* Pieces whose copies into device memory may run at once: more than the
- * receive buffers a transport keeps (a rank's default is 3 a peer). */
-#define GRAIN_LANDING_MAX 64u
 typedef struct grain_piece_hdr {
     uint32_t magic;
     uint32_t src_pe;
@@ -153,13 +150,12 @@ grain_status_t grain_piece_pool_init(grain_piece_pool_t *pool, struct grain *g, 
 void grain_piece_pool_destroy(grain_piece_pool_t *pool, struct grain *g);
 /* Applies a piece that arrived from `src` (validated first) and counts it.
  * Returns 1 where the backend copies asynchronously and the copy may still
- * read `data`: the piece is counted once grain_region_settle finds the
- * copy done.  grain_region_settle counts the pieces whose copies are done,
- * oldest first (with `wait`, all of them, once they are), and returns how
- * many buffers that frees, oldest first, those freed meanwhile included.
- * Both on the network thread. */
+ * read `data`: the piece is then lent (lent.h), and counted by
+ * grain_region_landed once its copy is done (st: how it ended).  Both on
+ * the network thread. */
 int grain_region_receive(struct grain *g, uint32_t src, const void *data, size_t len);
-unsigned grain_region_settle(struct grain *g, int wait);
+void grain_region_landed(struct grain *g, struct grain_region *r, uint32_t src, uint64_t bytes, grain_status_t st,
+                         const char *why);
 
 /* The host agent (region_host_agent.c). */
 grain_status_t grain_host_agent_start(struct grain_region *r);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/grain_impl.h"
+#include "runtime/lent.h"
 #include "runtime/log.h"
 #include "runtime/region.h"
 
@@ -274,45 +275,14 @@ static grain_status_t check_piece(grain_t *g, uint32_t src, const void *data, si
 /* Counted even when rejected, so that quiet reports the error instead of
  * waiting for a piece that will never apply; and only once its bytes are
  * in place, for grain_region_end waits for the count. */
-static void landed(grain_t *g, grain_region_t *r, uint32_t src, uint64_t bytes, grain_status_t st, const char *why)
+void grain_region_landed(grain_t *g, grain_region_t *r, uint32_t src, uint64_t bytes, grain_status_t st,
+                         const char *why)
 {
     if (st == GRAIN_OK)
         atomic_fetch_add_explicit(&r->bytes_received, bytes, memory_order_relaxed);
     else
         grain_async_error(g, st, why);
     atomic_fetch_add_explicit(&g->pieces_from[src], 1, memory_order_release);
-}
-
-/* Counts the first pieces of the landing list whose copies are done (with
- * wait, all of them, once they are) and returns how many. */
-static unsigned land(grain_t *g, int wait)
-{
-    unsigned n = 0;
-    int done = 1;
-    while (!wait && n < g->n_landing &&
-           (done = g->bops->copy_done(g->backend, GRAIN_RECV_LANE, g->landing[n].mark)) == 1)
-        n++;
-    grain_status_t st = GRAIN_OK;
-    char why[256];
-    if (wait || done < 0) {
-        n = g->n_landing;
-        st = g->bops->copy_wait(g->backend, GRAIN_RECV_LANE);
-        if (st != GRAIN_OK)
-            snprintf(why, sizeof why, "copying received chunk pieces into device memory: %s",
-                     grain_error_message(g));
-    }
-    for (unsigned i = 0; i < n; i++)
-        landed(g, g->landing[i].region, g->landing[i].src, g->landing[i].bytes, st, why);
-    g->n_landing -= n;
-    memmove(g->landing, g->landing + n, g->n_landing * sizeof *g->landing);
-    return n;
-}
-
-unsigned grain_region_settle(grain_t *g, int wait)
-{
-    unsigned n = g->landing_freed + land(g, wait);
-    g->landing_freed = 0;
-    return n;
 }
 
 int grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len)
@@ -324,15 +294,14 @@ int grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len)
     size_t n = st == GRAIN_OK ? len - sizeof h : 0;
     int started = 0;
     if (st == GRAIN_OK && g->bops->copy_async != NULL) {
-        if (g->n_landing == GRAIN_LANDING_MAX)
-            g->landing_freed += land(g, 1);
+        grain_lent_make_room(g);
         uint64_t mark = 0;
         st = g->bops->copy_async(g->backend, GRAIN_RECV_LANE, r->data + h.offset, (const char *)data + sizeof h, n);
         started = st == GRAIN_OK;
         if (st == GRAIN_OK)
             st = g->bops->copy_mark(g->backend, GRAIN_RECV_LANE, &mark);
         if (st == GRAIN_OK) {
-            g->landing[g->n_landing++] = (struct grain_landing){r, src, n, mark};
+            grain_lent_add(g, &(grain_lent_t){.region = r, .src = src, .bytes = n, .mark = mark});
             return 1;
         }
     } else if (st == GRAIN_OK) {
@@ -342,7 +311,7 @@ int grain_region_receive(grain_t *g, uint32_t src, const void *data, size_t len)
         snprintf(why, sizeof why, "%s", grain_error_message(g));
     /* A copy that started unmarked still reads `data`: wait for it. */
     if (started)
-        g->landing_freed += land(g, 1);
-    landed(g, r, src, n, st, why);
+        grain_lent_finish(g);
+    grain_region_landed(g, r, src, n, st, why);
     return 0;
 }

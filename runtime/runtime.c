@@ -8,9 +8,15 @@
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
+#include "runtime/recv_threads.h"
 
-/* Apply stages at most (see grain_init_transport). */
+/* Apply stages at most; and at least, where fewer receive buffers would
+ * give fewer, the smaller of a number and a size (see grain_init_transport):
+ * a launch applies the stages filled while the last ones ran
+ * (runtime/apply.h). */
 #define GRAIN_APPLY_STAGES_MAX 256u
+#define GRAIN_APPLY_STAGES_MIN 32u
+#define GRAIN_APPLY_STAGES_BYTES (2u << 20)
 
 static grain_status_t check_symmetric_config(grain_t *g)
 {
@@ -38,7 +44,7 @@ grain_status_t grain_dev_upload(grain_t *g)
 }
 
 /* The transport's receive buffers on a device with memory of its own:
- * pinned, so that pieces and staged records go to the device by DMA rather
+ * pinned, so that chunk pieces go to the device by DMA rather
  * than through the driver's bounce buffer. */
 static void *pinned_alloc(void *arg, size_t size)
 {
@@ -242,6 +248,7 @@ static void release(grain_t *g)
         grain_aggregators_stop(g);
     if (g->transport != NULL)
         g->tops->close(g->transport);
+    grain_receivers_stop(g->receivers); /* the transport waited for their jobs */
     if (g->backend != NULL) {
         if (g->applier != NULL) {
             grain_applier_wait(g->applier);
@@ -274,6 +281,7 @@ static void release(grain_t *g)
     free((void *)g->next_seq);
     free((void *)g->pieces_to);
     free((void *)g->pieces_from);
+    free(g->recv_marks);
     pthread_mutex_destroy(&g->heap_lock);
     pthread_mutex_destroy(&g->error_lock);
     free(g);
@@ -337,8 +345,9 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     g->next_seq = calloc((size_t)g->n_pes, sizeof *g->next_seq);
     g->pieces_to = calloc((size_t)g->n_pes, sizeof *g->pieces_to);
     g->pieces_from = calloc((size_t)g->n_pes, sizeof *g->pieces_from);
+    g->recv_marks = malloc(grain_receive_marks_bytes(g));
     if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->rejected_from == NULL || g->next_seq == NULL ||
-        g->pieces_to == NULL || g->pieces_from == NULL) {
+        g->pieces_to == NULL || g->pieces_from == NULL || g->recv_marks == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
     }
@@ -350,11 +359,14 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     }
     /* Twice what the network may hand over at once: the stages of the
      * buffers just received while the previous ones' kernels still run.
-     * Each stage is a buffer's worth of pinned records and a launch: past
+     * Each stage is a buffer's worth of pinned memory and a launch: past
      * a few hundred, more of them cost memory and start-up time and buy
-     * nothing (a buffer that finds none free waits for one, or is applied
-     * by the host), and thousands of receives would take gigabytes. */
+     * nothing (a buffer that finds none free waits in host memory for
+     * one), and thousands of receives would take gigabytes. */
     g->apply_stages = 2 * recv_buffers < GRAIN_APPLY_STAGES_MAX ? 2 * recv_buffers : GRAIN_APPLY_STAGES_MAX;
+    uint64_t floor = GRAIN_APPLY_STAGES_BYTES / g->config.buffer_size;
+    floor = floor < GRAIN_APPLY_STAGES_MIN ? floor : GRAIN_APPLY_STAGES_MIN;
+    g->apply_stages = g->apply_stages < floor ? (unsigned)floor : g->apply_stages;
     st = alloc_device_state(g);
     if (st != GRAIN_OK)
         goto err;
@@ -366,7 +378,10 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
                                            .arg = g,
                                            .alloc_recv = g->binfo.cpu_device ? NULL : pinned_alloc,
                                            .free_recv = g->binfo.cpu_device ? NULL : pinned_free};
-    st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
+    if (g->config.recv_threads > 1)
+        st = grain_receivers_start(g, (unsigned)g->config.recv_threads, &g->receivers);
+    if (st == GRAIN_OK)
+        st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
         st = check_symmetric_config(g);
     if (st == GRAIN_OK)

@@ -9,11 +9,13 @@
 #include "runtime/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/recv_threads.h"
 
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
-    S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_ON_HOST,
-    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_PHASE0,
+    S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS, S_APPLY_KEPT,
+    S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
+    S_RECV_THREAD_MAX_BUFFERS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
@@ -67,12 +69,16 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     }
     r[S_RECV_BYTES] = g->recv_bytes;
     r[S_RECV_BUSY_NS] = g->recv_busy_ns;
+    grain_receivers_stats_t rs = grain_receivers_stats(g->receivers);
+    r[S_RECV_THREADS] = rs.threads;
+    r[S_RECV_THREADS_BUSY_NS] = rs.busy_ns;
+    r[S_RECV_THREAD_MAX_BUFFERS] = rs.max_buffers;
     for (unsigned i = 0; i < GRAIN_PHASE_COUNT; i++)
         r[S_PHASE0 + i] = g->phase_ns[i];
     if (g->applier != NULL) {
         grain_applier_stats_t as = grain_applier_stats(g->applier);
         r[S_APPLY_KERNELS] = as.kernels;
-        r[S_APPLY_ON_HOST] = as.on_host;
+        r[S_APPLY_BUFFERS] = as.stages;
         r[S_APPLY_KEPT] = as.kept;
         r[S_APPLY_OVERLAPPED] = as.overlapped;
     }
@@ -124,8 +130,9 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             "\"buffers_sent\":%llu,\"bytes_sent\":%llu,\"mean_buffer_bytes\":%.1f,"
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu,\"scope\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
-            "\"apply_kernels\":%llu,\"applied_on_host\":%llu,\"apply_records_kept\":%llu,"
+            "\"apply_kernels\":%llu,\"apply_buffers\":%llu,\"apply_messages_kept\":%llu,"
             "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"receive_busy_s\":%.6f,"
+            "\"receive_threads\":%llu,\"receive_threads_busy_s\":%.6f,\"receive_thread_max_share\":%.4f,"
             "\"rejected_buffers\":%llu,\"rejected_messages\":%llu",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE], (unsigned long long)r[S_DIRECT],
             remote_fraction(r), (unsigned long long)r[S_BUFFERS],
@@ -135,8 +142,9 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_FLUSH_SCOPE],
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
-            (unsigned long long)r[S_APPLY_ON_HOST], (unsigned long long)r[S_APPLY_KEPT],
-            (unsigned long long)r[S_APPLY_OVERLAPPED], (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9,
+            (unsigned long long)r[S_APPLY_BUFFERS], (unsigned long long)r[S_APPLY_KEPT], (unsigned long long)r[S_APPLY_OVERLAPPED],
+            (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9, (unsigned long long)r[S_RECV_THREADS],
+            (double)r[S_RECV_THREADS_BUSY_NS] * 1e-9, ratio(r[S_RECV_THREAD_MAX_BUFFERS], r[S_RECV_BUFFERS]),
             (unsigned long long)sum(r + S_FIXED + 2 * n, n), (unsigned long long)sum(r + S_FIXED + 3 * n, n));
     json_array(out, "messages_to", r + S_FIXED, n);
     json_array(out, "bytes_to", r + S_FIXED + n, n);

@@ -19,7 +19,8 @@ int grain_wire_check_origin(const char *what, uint32_t src, size_t len, uint32_t
 }
 
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
-                                   const grain_wire_limits_t *limits, char *why, size_t why_size)
+                                   const grain_wire_limits_t *limits, grain_wire_marks_t *marks, char *why,
+                                   size_t why_size)
 {
     grain_wire_hdr_t h;
     if (len < sizeof h) {
@@ -33,8 +34,26 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     }
     if (grain_wire_check_origin("buffer", src_pe, len, h.src_pe, h.bytes, why, why_size) != 0)
         return GRAIN_ERR_BAD_MESSAGE;
-    const uint8_t *p = (const uint8_t *)buf + sizeof h;
+    const uint8_t *data = (const uint8_t *)buf + sizeof h, *p = data;
     const uint8_t *end = (const uint8_t *)buf + len;
+    uint32_t *bits = marks != NULL ? marks->bits : NULL;
+    size_t staged = 0;
+    /* The bitmap word being built, stored whole when the walk leaves it: a
+     * read-modify-write of memory per message tripled the walk's time for
+     * 16-byte adds (10.6 against 3.4 ns a message on one core). */
+    uint32_t cur = 0;
+    size_t cur_at = 0;
+    if (bits != NULL)
+        memset(bits, 0, grain_wire_mark_words(grain_wire_words(len)) * sizeof *bits);
+    /* What depends only on the command, for the run of messages that share
+     * the last one's.  A branch on a change of command, not a lookup per
+     * message: the predictor follows a run, so that the next message's
+     * address does not wait for this one's load (a buffer is walked as a
+     * chain of loads otherwise). */
+    uint32_t last = UINT32_MAX;
+    size_t size = 0;
+    uint64_t align = 0, limit = 0;
+    int staged_cmd = 0;
     for (uint32_t i = 0; i < h.count; i++) {
         uint64_t w0;
         if ((size_t)(end - p) < sizeof w0) {
@@ -43,16 +62,23 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         }
         memcpy(&w0, p, sizeof w0);
         uint32_t cmd = (uint32_t)(w0 & 0xff);
-        size_t size = grain_wire_msg_size(cmd);
-        if (size == 0) {
-            snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
-            return GRAIN_ERR_BAD_MESSAGE;
+        if (cmd != last) {
+            if ((size = grain_wire_msg_size(cmd)) == 0) {
+                snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
+                return GRAIN_ERR_BAD_MESSAGE;
+            }
+            uint64_t width = cmd == GRAIN_CMD_AM ? 1 : grain_cmd_width(cmd);
+            align = width - 1;
+            limit = limits->heap_size >= width ? limits->heap_size - width : 0;
+            staged_cmd = cmd != GRAIN_CMD_AM && marks != NULL && marks->stage_puts;
+            last = cmd;
         }
         if ((size_t)(end - p) < size) {
             snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
             return GRAIN_ERR_BAD_MESSAGE;
         }
         uint64_t arg = w0 >> 8;
+        int mark = staged_cmd;
         if (cmd == GRAIN_CMD_AM) {
             if (!grain_am_registered(limits->am, arg)) {
                 snprintf(why, why_size,
@@ -60,16 +86,26 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                          i, src_pe, (unsigned long long)arg);
                 return GRAIN_ERR_BAD_HANDLER;
             }
-        } else {
-            uint64_t width = grain_cmd_width(cmd);
-            if (arg > limits->heap_size - width || arg % width != 0) {
-                snprintf(why, why_size,
-                         "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
-                         "%llu-byte symmetric heap or misaligned",
-                         i, src_pe, (unsigned long long)width, (unsigned long long)arg,
-                         (unsigned long long)limits->heap_size);
-                return GRAIN_ERR_BAD_OFFSET;
+            mark = grain_am_on_device(limits->am, arg);
+        } else if (arg > limit || (arg & align) != 0 || limits->heap_size <= align) {
+            snprintf(why, why_size,
+                     "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
+                     "%llu-byte symmetric heap or misaligned",
+                     i, src_pe, (unsigned long long)align + 1, (unsigned long long)arg,
+                     (unsigned long long)limits->heap_size);
+            return GRAIN_ERR_BAD_OFFSET;
+        }
+        /* Marked in the same walk: the walk is most of a receiving
+         * thread's time. */
+        if (bits != NULL && mark) {
+            size_t word = (size_t)(p - data) / 8;
+            if (word / 32 != cur_at) {
+                bits[cur_at] = cur;
+                cur_at = word / 32;
+                cur = 0;
             }
+            cur |= 1u << (word % 32);
+            staged++;
         }
         p += size;
     }
@@ -78,6 +114,10 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                  (size_t)(end - p), h.count);
         return GRAIN_ERR_BAD_MESSAGE;
     }
+    if (bits != NULL && staged > 0)
+        bits[cur_at] = cur;
+    if (marks != NULL)
+        marks->staged = staged;
     return GRAIN_OK;
 }
 
@@ -90,13 +130,13 @@ static void apply(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint3
         grain_apply_msg(heap, cmd, arg, v1);
 }
 
-size_t grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, uint64_t *records,
-                        int stage_puts)
+void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, int stage_puts)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
     const uint8_t *p = (const uint8_t *)buf + sizeof h;
-    size_t n = 0;
+    uint32_t last = UINT32_MAX;
+    size_t size = 0;
     for (uint32_t i = 0; i < h.count; i++) {
         /* Word by word: a memcpy of the message's size is a library call
          * per message, and this loop runs once per received message (6.1 ns
@@ -104,24 +144,20 @@ size_t grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am,
         uint64_t w[3] = {0, 0, 0};
         memcpy(&w[0], p, sizeof w[0]);
         uint32_t cmd = (uint32_t)(w[0] & 0xff);
-        size_t size = grain_wire_msg_size(cmd);
-        if (size > 8)
-            memcpy(&w[1], p + 8, sizeof w[1]);
-        if (size > 16)
-            memcpy(&w[2], p + 16, sizeof w[2]);
-        p += size;
-        uint64_t arg = w[0] >> 8;
-        int staged = cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : stage_puts;
-        if (!staged) {
-            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2]);
-            continue;
+        if (__builtin_expect(cmd != last, 0)) { /* a branch, as in grain_wire_validate */
+            size = grain_wire_msg_size(cmd);
+            last = cmd;
         }
-        uint64_t *r = records + GRAIN_RECORD_WORDS * n++;
-        r[0] = cmd == GRAIN_CMD_AM ? GRAIN_HDR(cmd, arg, h.src_pe) : w[0];
-        r[1] = w[1];
-        r[2] = w[2];
+        uint64_t arg = w[0] >> 8;
+        if (!grain_wire_staged(am, cmd, arg, stage_puts)) {
+            if (size > 8)
+                memcpy(&w[1], p + 8, sizeof w[1]);
+            if (size > 16)
+                memcpy(&w[2], p + 16, sizeof w[2]);
+            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2]);
+        }
+        p += size;
     }
-    return n;
 }
 
 void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,

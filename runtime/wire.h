@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "grain/device/apply.h" /* the records of grain_wire_apply */
+#include "grain/device/apply.h"
 #include "grain/grain.h"
 
 #define GRAIN_WIRE_MAGIC 0x4e415247u /* "GRAN" */
@@ -96,25 +96,54 @@ typedef struct grain_wire_limits {
 int grain_wire_check_origin(const char *what, uint32_t src, size_t len, uint32_t said_src, uint32_t said_bytes,
                             char *why, size_t why_size);
 
+/* Data words of a buffer of `bytes` bytes (header included), and the
+ * 32-bit words of a bitmap with a bit for each. */
+static inline size_t grain_wire_words(size_t bytes)
+{
+    return (bytes - sizeof(grain_wire_hdr_t)) / 8;
+}
+
+static inline size_t grain_wire_mark_words(size_t words)
+{
+    return (words + 31) / 32;
+}
+
+/* Whether the apply kernel takes a message (grain/device/runtime_kernels.h):
+ * active messages for device handlers always, PUTs, adds and increments
+ * when `stage_puts` (the heap in device memory); host threads apply the
+ * rest. */
+static inline int grain_wire_staged(const grain_am_table_t *am, uint32_t cmd, uint64_t arg, int stage_puts)
+{
+    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : stage_puts;
+}
+
+/* Where a buffer's messages for the apply kernel start, which the kernel
+ * cannot find itself: values are arbitrary words, so only a walk through
+ * the buffer from its first message knows where messages start.  Bit i of
+ * `bits` (grain_wire_mark_words of the buffer's words) is set where data
+ * word i starts one; the kernel's work-items then take a word each. */
+typedef struct grain_wire_marks {
+    uint32_t *bits;
+    int stage_puts; /* as grain_wire_staged */
+    size_t staged;  /* set by grain_wire_validate: the bits it set */
+} grain_wire_marks_t;
+
 /*
  * Checks a whole received buffer before anything of it is applied: header,
  * sizes, every command, offset, alignment and handler.  On error returns
  * GRAIN_ERR_BAD_MESSAGE, GRAIN_ERR_BAD_OFFSET or GRAIN_ERR_BAD_HANDLER and
- * writes a sentence naming the message and field to `why`.
+ * writes a sentence naming the message and field to `why`.  With `marks`,
+ * the same walk marks the messages for the apply kernel (the bitmap is
+ * zeroed first; it means nothing when the buffer is refused).
  */
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
-                                   const grain_wire_limits_t *limits, char *why, size_t why_size);
+                                   const grain_wire_limits_t *limits, grain_wire_marks_t *marks, char *why,
+                                   size_t why_size);
 
-/*
- * Applies a validated buffer from a host thread, or stages its messages as
- * records for the apply kernel (grain/device/apply.h): active messages for
- * device handlers always, PUTs, adds and increments when `stage_puts`; the
- * rest is applied here, into `heap` or by host handlers.  `records` has room
- * for one record per message (it may be NULL when nothing is staged).
- * Returns the records written.
- */
-size_t grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, uint64_t *records,
-                        int stage_puts);
+/* Applies from a host thread the messages of a validated buffer that the
+ * apply kernel does not take (grain_wire_staged), into `heap` or by host
+ * handlers. */
+void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, int stage_puts);
 
 /* Applies one queue message addressed to this rank on this thread (already
  * checked by the device; `hdr` carries the command; an active message's

@@ -161,11 +161,13 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * sending kernels, then a barrier) and the queue (everything else: host
  * handlers, other nodes; counted out and in per rank).  Before quiet, only
  * this holds: one work-item's messages to one word, in place or direct, are
- * applied in its program order, and one source's queued messages to one
- * destination keep their order with one aggregator thread.  Nothing orders
- * a direct message after a queued one, or the messages of two work-items:
- * a kernel that needs that order ends and quiets first (there is no
- * device-side fence or quiet yet).  Every apply is an atomic, so concurrent
+ * applied in its program order.  Queued messages keep no order, not even
+ * one source's to one destination: aggregator threads pack slots side by
+ * side, receive threads (GRAIN_RECV_THREADS) apply buffers side by side,
+ * and an apply kernel applies a buffer's messages in parallel.  Nothing
+ * orders a direct message after a queued one, or the messages of two
+ * work-items: a kernel that needs that order ends and quiets first (there
+ * is no device-side fence or quiet yet).  Every apply is an atomic, so concurrent
  * messages to one word combine and never tear (grain/device.h). */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier(grain_t *grain);

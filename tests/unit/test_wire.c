@@ -42,7 +42,7 @@ static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
 
 static grain_status_t check(const uint8_t *buf, size_t len, char *why)
 {
-    return grain_wire_validate(buf, len, 2, &limits, why, 256);
+    return grain_wire_validate(buf, len, 2, &limits, NULL, why, 256);
 }
 
 static void test_sizes(void **state)
@@ -75,7 +75,7 @@ static void test_valid_buffer_applies_every_command(void **state)
     size_t len = build(buf, msgs, 8);
     assert_int_equal(check(buf, len, why), GRAIN_OK);
     am_sum = 0;
-    grain_wire_apply(buf, heap, &am, NULL, 0);
+    grain_wire_apply(buf, heap, &am, 0);
     uint64_t u64;
     uint32_t u32;
     int64_t i64;
@@ -95,11 +95,12 @@ static void test_valid_buffer_applies_every_command(void **state)
     assert_int_equal(am_src, 2);
 }
 
-/* The apply kernel's path: the buffer decoded to records, which
- * grain_apply_msg applies as the kernel does, gives the same heap; active
- * messages for host handlers run on the decoding thread, those for device
- * handlers are staged with their source PE. */
-static void test_records_apply_like_the_host(void **state)
+/* The apply kernel's path: the buffer's words with the bitmap of message
+ * starts that validation marks, decoded and applied by grain_apply_msg as
+ * the kernel does, give the same heap; active messages for host handlers
+ * run on the receiving thread, those for device handlers are left to the
+ * kernel. */
+static void test_marks_apply_like_the_host(void **state)
 {
     _Alignas(8) char direct[HEAP] = {0}, staged[HEAP] = {0};
     am.host[5] = am_handler;
@@ -114,30 +115,47 @@ static void test_records_apply_like_the_host(void **state)
         {GRAIN_HDR(GRAIN_CMD_ADD32, 0, 1), 24, 7},
         {GRAIN_HDR(GRAIN_CMD_INC64, 0, 1), 32, 0},
     };
-    uint8_t buf[512];
+    _Alignas(8) uint8_t buf[512];
     char why[256];
     size_t len = build(buf, msgs, 8);
-    assert_int_equal(check(buf, len, why), GRAIN_OK);
-    uint64_t records[GRAIN_RECORD_WORDS * 8];
-    /* Host apply: only the device handler's message is staged. */
-    assert_int_equal(grain_wire_apply(buf, direct, &am, records, 0), 1);
-    assert_int_equal(records[0], GRAIN_HDR(GRAIN_CMD_AM, 9, 2));
-    assert_int_equal(records[1], 100);
-    assert_int_equal(records[2], 200);
+    uint32_t marks[4];
+    memset(marks, 0xff, sizeof marks); /* validation clears them */
+    const uint64_t *words = (const uint64_t *)(buf + sizeof(grain_wire_hdr_t));
+    size_t n_words = grain_wire_words(len);
+    /* Host apply: only the device handler's message is marked, where it
+     * starts (after 2 + 3 + 2 + 2 words). */
+    grain_wire_marks_t m = {marks, 0, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    assert_int_equal(m.staged, 1);
+    assert_int_equal(marks[0], 1u << 9);
+    assert_int_equal(words[9], GRAIN_CMD_AM | (9u << 8));
+    assert_int_equal(words[10], 100);
+    assert_int_equal(words[11], 200);
+    grain_wire_apply(buf, direct, &am, 0);
     am_sum = 0;
-    size_t n = grain_wire_apply(buf, staged, &am, records, 1);
+    m = (grain_wire_marks_t){marks, 1, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    size_t n = m.staged;
     assert_int_equal(n, 7);
+    grain_wire_apply(buf, staged, &am, 1);
     assert_int_equal(am_sum, 42);
+    /* Decoded as the apply kernel decodes: a message at every marked word. */
     int device_ams = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint64_t *r = records + GRAIN_RECORD_WORDS * i;
-        if (GRAIN_HDR_CMD(r[0]) == GRAIN_CMD_AM) {
-            assert_int_equal(r[0], GRAIN_HDR(GRAIN_CMD_AM, 9, 2));
+    size_t marked = 0;
+    for (size_t i = 0; i < n_words; i++) {
+        if (((marks[i / 32] >> (i % 32)) & 1u) == 0)
+            continue;
+        marked++;
+        uint32_t cmd = (uint32_t)(words[i] & 0xff);
+        if (cmd == GRAIN_CMD_AM) {
+            assert_int_equal(words[i] >> 8, 9);
             device_ams++;
             continue;
         }
-        grain_apply_msg(staged, GRAIN_HDR_CMD(r[0]), r[0] >> 8, r[1]);
+        grain_apply_msg(staged, cmd, words[i] >> 8,
+                        cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : words[i + 1]);
     }
+    assert_int_equal(marked, n);
     assert_int_equal(device_ams, 1);
     assert_memory_equal(direct, staged, HEAP);
     am.device[0] = 0;
@@ -215,7 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_valid_buffer_applies_every_command),
-        cmocka_unit_test(test_records_apply_like_the_host),
+        cmocka_unit_test(test_marks_apply_like_the_host),
         cmocka_unit_test(test_each_bad_field_is_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

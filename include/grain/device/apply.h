@@ -14,13 +14,22 @@
 
 #include "grain/device/ctx.h"
 
-/*
- * A message staged for the apply kernel is a record of three words: a PUT,
- * add or increment is (command | offset << 8, value, 0); an active message is
- * GRAIN_HDR(command, handler, source PE), a0, a1.  Records carry their source,
- * so records of several buffers can share a launch.
- */
-#define GRAIN_RECORD_WORDS 3u
+/* The runtime's apply kernel (grain_apply_wire) decodes a tile of
+ * GRAIN_APPLY_TILE_WORDS(local size) words of a received buffer per
+ * work-group; the local size is at most GRAIN_APPLY_WG and a multiple of 8,
+ * so that a tile's bits in the bitmap of message starts are whole words. */
+#define GRAIN_APPLY_WG 256u
+#define GRAIN_APPLY_WORDS_PER_ITEM 4u
+#define GRAIN_APPLY_TILE_WORDS(wg) (GRAIN_APPLY_WORDS_PER_ITEM * (wg))
+
+/* A stage, one received buffer in shared memory, in 64-bit words: a header
+ * (the buffer's data words, the sending PE above bit 32), room for a full
+ * buffer's `data_words`, the bitmap of message starts (a bit a data word),
+ * and the list of stages (32-bit indices) that a launch applies, written
+ * into its first stage. */
+#define GRAIN_APPLY_STAGE_HDR(words, src_pe) ((grain_u64)(words) | (grain_u64)(src_pe) << 32)
+#define GRAIN_APPLY_MARKS_AT(data_words) (1u + (data_words))
+#define GRAIN_APPLY_LIST_AT(data_words) (GRAIN_APPLY_MARKS_AT(data_words) + ((data_words) + 63u) / 64u)
 
 /* `offset` was checked against the heap by the sender and the receiver. */
 GRAIN_INLINE void grain_apply_msg(GRAIN_GLOBAL char *heap, grain_u32 cmd, grain_u64 offset, grain_u64 value)

@@ -2,9 +2,9 @@
  * Kernels the runtime launches, compiled into every program so that they see
  * the program's active-message handlers (GRAIN_AM_HANDLERS):
  *
- *   grain_apply       applies records staged from received buffers (one
- *                     work-item each) on devices whose heap the host cannot
- *                     apply to, and active messages for device handlers;
+ *   grain_apply_wire  applies received buffers as they came off the wire
+ *                     on devices whose heap the host cannot apply to, and
+ *                     active messages for device handlers;
  *   grain_am_census   tells grain_am_register_program which handler ids the
  *                     program defines;
  *   grain_chunk_agent the device transfer agent of counter-triggered
@@ -13,18 +13,51 @@
 #ifndef GRAIN_DEVICE_RUNTIME_KERNELS_H
 #define GRAIN_DEVICE_RUNTIME_KERNELS_H
 
-GRAIN_KERNEL void grain_apply(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *records, grain_u64 count)
+/*
+ * Applies the stages (grain/device/apply.h) that the list in stage
+ * `list_in` names, `tiles` work-groups a stage.  A work-group decodes a
+ * tile of GRAIN_APPLY_TILE_WORDS(local size) data words of its stage's
+ * buffer with the bitmap of the words that start a message left to it
+ * (grain_wire_validate): the tile and its bits are read once, in wide
+ * coalesced loads over the host link, into local memory, with the two
+ * words after it, where a message that starts in the tile may end; then
+ * each work-item applies the messages that start at its words.
+ */
+GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
+                                   grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
 {
-    grain_u64 i = grain_global_linear_id();
-    if (i >= count)
-        return;
-    GRAIN_GLOBAL const grain_u64 *r = records + GRAIN_RECORD_WORDS * i;
-    grain_u64 w0 = r[0];
-    grain_u32 cmd = GRAIN_HDR_CMD(w0);
-    if (cmd == GRAIN_CMD_AM)
-        grain_am_dispatch_(GRAIN_HDR_HANDLER(w0), grain_ctx_->heap, GRAIN_HDR_PE(w0), r[1], r[2]);
-    else
-        grain_apply_msg(grain_ctx_->heap, cmd, w0 >> 8, r[1]);
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 2];
+    GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
+    grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
+    grain_u32 span = GRAIN_APPLY_TILE_WORDS(wg);
+    grain_u64 group = grain_group_linear_id();
+    GRAIN_GLOBAL const grain_u32 *list =
+        (GRAIN_GLOBAL const grain_u32 *)(block + list_in * stride + GRAIN_APPLY_LIST_AT(data_words));
+    GRAIN_GLOBAL const grain_u64 *stage = block + (grain_u64)list[group / tiles] * stride;
+    grain_u64 hdr = stage[0], n_words = hdr & 0xffffffffu;
+    grain_u32 src_pe = (grain_u32)(hdr >> 32);
+    GRAIN_GLOBAL const grain_u64 *words = stage + 1;
+    GRAIN_GLOBAL const grain_u32 *marks = (GRAIN_GLOBAL const grain_u32 *)(stage + GRAIN_APPLY_MARKS_AT(data_words));
+    grain_u64 base = (group % tiles) * span;
+    if (base >= n_words)
+        return; /* the whole work-group: a short buffer */
+    grain_u32 have = n_words - base < span + 2 ? (grain_u32)(n_words - base) : span + 2;
+    for (grain_u32 j = lid; j < have; j += wg)
+        tile[j] = words[base + j];
+    for (grain_u32 j = lid; 32u * j < have && j < span / 32; j += wg)
+        bits[j] = marks[base / 32 + j];
+    grain_wg_barrier();
+    for (grain_u32 j = lid; j < span && j < have; j += wg) {
+        if (((bits[j / 32] >> (j % 32)) & 1u) == 0)
+            continue;
+        grain_u64 w0 = tile[j];
+        grain_u32 cmd = (grain_u32)(w0 & 0xffu);
+        if (cmd == GRAIN_CMD_AM)
+            grain_am_dispatch_((grain_u32)(w0 >> 8), grain_ctx_->heap, src_pe, tile[j + 1], tile[j + 2]);
+        else /* an increment, the buffer's last word, has no value word */
+            grain_apply_msg(grain_ctx_->heap, cmd, w0 >> 8,
+                            cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+    }
 }
 
 /* Sets bit `id` of `bits`; an id the runtime cannot register is kept, plus
