@@ -1,8 +1,8 @@
 /*
  * aggregator_bench: how many queue messages one aggregator thread turns into
  * per-destination buffers per second (DESIGN.md, send path 4), with the
- * network taken out: a sink transport returns every buffer the moment it is
- * handed over, and one process stands for D+1 ranks.
+ * network taken out: a transport that returns every buffer the moment it is
+ * handed over (bench_transport.h), and one process stands for D+1 ranks.
  *
  *   aggregator_bench [--aggregators A] [--producers P] [--dests D]
  *                    [--messages N] [--csv FILE] [--gpu]
@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench_transport.h"
 #include "bench/queue_baselines.h"
 #include "grain/device/queue.h"
 #include "runtime/grain_impl.h"
@@ -40,62 +41,6 @@ extern const char queue_bench_source[];
 #define RINGS_PER_AGG 4u
 #define SLOTS 64u
 #define GPU_PER_WI 64u
-
-/* ---- the sink transport: D+1 ranks in one process, nothing on a wire ---- */
-
-static unsigned sink_pes;
-
-static grain_status_t sink_open(grain_transport_t **t_p, const grain_config_t *config, int *my_pe_p,
-                                int *n_pes_p)
-{
-    (void)config;
-    *t_p = NULL;
-    *my_pe_p = 0;
-    *n_pes_p = (int)sink_pes;
-    return GRAIN_OK;
-}
-
-static grain_status_t sink_start(grain_transport_t *t, const grain_transport_handlers_t *h, size_t recv_size,
-                                 unsigned recv_buffers)
-{
-    (void)t, (void)h, (void)recv_size, (void)recv_buffers;
-    return GRAIN_OK;
-}
-
-static grain_status_t sink_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
-                                void *token)
-{
-    (void)t, (void)dest, (void)data, (void)len;
-    grain_send_token_t *sent = token;
-    sent->sent(sent);
-    return GRAIN_OK;
-}
-
-/* Nothing arrives from the ranks that are not there. */
-static grain_status_t sink_collective(grain_transport_t *t, const grain_coll_t *c)
-{
-    (void)t;
-    if (c->kind == GRAIN_COLL_ALLTOALL_U64) {
-        memset(c->recv, 0, sink_pes * c->count * sizeof(uint64_t));
-        memcpy(c->recv, c->buf, c->count * sizeof(uint64_t));
-    }
-    return GRAIN_OK;
-}
-
-static void sink_close(grain_transport_t *t)
-{
-    (void)t;
-}
-
-static const grain_transport_ops_t sink_ops = {
-    .size = sizeof sink_ops,
-    .name = "sink",
-    .open = sink_open,
-    .start = sink_start,
-    .send = sink_send,
-    .collective = sink_collective,
-    .close = sink_close,
-};
 
 typedef struct producer {
     grain_queue_desc_t *desc;
@@ -178,7 +123,7 @@ static double measure(const run_t *r, int baseline)
     g->config.aggregators = r->aggregators;
     g->my_pe = 0;
     g->n_pes = (int)r->dests + 1;
-    g->tops = &sink_ops;
+    g->tops = &bench_transport_ops;
     g->next_seq = calloc((size_t)g->n_pes, sizeof *g->next_seq);
     pthread_mutex_init(&g->error_lock, NULL);
     grain_queue_geom_t geom = grain_queue_geom(GRAIN_QUEUE_RING, r->aggregators * RINGS_PER_AGG, SLOTS, WIDTH,
@@ -257,9 +202,9 @@ static gpu_point_t gpu_measure(const run_t *r)
     snprintf(aggs, sizeof aggs, "%u", r->aggregators);
     check(grain_config_create(&c), "config");
     check(grain_config_set(c, "aggregators", aggs), "config");
-    sink_pes = r->dests + 1;
+    bench_transport_set_pes(r->dests + 1);
     grain_t *g;
-    check(grain_init_transport(c, &sink_ops, &g), "grain_init");
+    check(grain_init_transport(c, &bench_transport_ops, &g), "grain_init");
     grain_config_destroy(c);
     int64_t *table;
     void *store_buf;

@@ -1,0 +1,325 @@
+/*
+ * receive_bench: how many received messages one rank validates, moves to
+ * where they apply and applies per second (DESIGN.md, receive path), with
+ * the senders and the wire taken out, as aggregator_bench takes them out of
+ * the send path: packed buffers from S other ranks are replayed from the
+ * runtime's own receive buffers (pinned where the device has its own
+ * memory) into its receive path, by the thread that would be the network
+ * thread, and quiet waits until every message is applied.
+ *
+ *   receive_bench [--threads T] [--sources S] [--kind K] [--messages N]
+ *                 [--csv FILE] [--json FILE]
+ *
+ * For GRAIN_RECV_THREADS 1, 2, 4, ... T (default 8) and each kind of
+ * traffic (K: inc64, add64, mixed or all, the default; mixed cycles PUT64,
+ * ADD64, INC64, ADD32 and INC32) it prints messages per second and wire
+ * bytes per second, the median of three runs of about N messages (default
+ * 2^26) each, every run checked word by word against the sums of what was
+ * sent.  The baseline, measured in the same job, is the rate at which the
+ * backend copies the same bytes from that receive memory into device
+ * memory in one piece: the ratio says how far the receive path is from
+ * the link.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench_transport.h"
+#include "bench/queue_baselines.h"
+#include "runtime/apply.h"
+#include "runtime/grain_impl.h"
+#include "runtime/recv_threads.h"
+#include "runtime/wire.h"
+
+#define WORDS (1u << 20) /* per table: 8 MiB of 64-bit words, 4 MiB of 32-bit ones */
+#define PUT_WORDS (1u << 16)
+
+typedef enum kind { KIND_INC64, KIND_ADD64, KIND_MIXED, KIND_COUNT } kind_t;
+static const char *const kind_names[KIND_COUNT] = {"inc64", "add64", "mixed"};
+
+typedef struct tables {
+    uint64_t *t64, *put;
+    uint32_t *t32;
+    uint64_t o64, o32, oput; /* their heap offsets */
+} tables_t;
+
+/* What the replayed buffers add to each word in one round: the check. */
+typedef struct expect {
+    uint64_t *t64;
+    uint32_t *t32;
+    unsigned char *put; /* words some PUT wrote */
+} expect_t;
+
+typedef struct point {
+    double msgs_per_s, wire_bytes_per_s, copy_bytes_per_s;
+    double net_busy, recv_busy, max_share, kept;
+} point_t;
+
+static void check(grain_status_t st, const char *what)
+{
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "receive_bench: %s: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+        exit(2);
+    }
+}
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static uint64_t put_value(uint64_t word)
+{
+    return word * 0x9e3779b97f4a7c15ull | 1;
+}
+
+/* Fills receive buffer `slot` from rank `src` with messages of `kind` up
+ * to `size` bytes, and adds what they do to `e`.  Returns the messages. */
+static uint32_t fill(void *buf, size_t size, uint32_t src, unsigned slot, kind_t kind, const tables_t *t,
+                     expect_t *e)
+{
+    static const uint32_t mixed[] = {GRAIN_CMD_PUT64, GRAIN_CMD_ADD64, GRAIN_CMD_INC64, GRAIN_CMD_ADD32,
+                                     GRAIN_CMD_INC32};
+    uint8_t *p = (uint8_t *)buf + sizeof(grain_wire_hdr_t), *end = (uint8_t *)buf + size;
+    uint64_t s = 0x2545f4914f6cdd1dull * (slot + 1);
+    uint32_t n = 0;
+    for (;; n++) {
+        uint32_t cmd = kind == KIND_INC64 ? GRAIN_CMD_INC64
+                       : kind == KIND_ADD64 ? GRAIN_CMD_ADD64
+                                            : mixed[n % (sizeof mixed / sizeof mixed[0])];
+        if ((size_t)(end - p) < grain_wire_msg_size(cmd))
+            break;
+        uint64_t r = next_rand(&s), value = 1 + (r >> 60), word;
+        uint64_t off;
+        switch (cmd) {
+        case GRAIN_CMD_PUT64:
+            word = r % PUT_WORDS;
+            off = t->oput + 8 * word;
+            value = put_value(word);
+            e->put[word] = 1;
+            break;
+        case GRAIN_CMD_ADD32:
+        case GRAIN_CMD_INC32:
+            word = r % WORDS;
+            off = t->o32 + 4 * word;
+            e->t32[word] += cmd == GRAIN_CMD_INC32 ? 1 : (uint32_t)value;
+            break;
+        default:
+            word = r % WORDS;
+            off = t->o64 + 8 * word;
+            e->t64[word] += cmd == GRAIN_CMD_INC64 ? 1 : value;
+        }
+        p += grain_wire_encode(p, GRAIN_HDR(cmd, 0, 0), off, value);
+    }
+    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, src, n, (uint32_t)(p - (uint8_t *)buf), 0};
+    memcpy(buf, &h, sizeof h);
+    return n;
+}
+
+/* Every word as `rounds` rounds of the buffers leave it; 0 or exits. */
+static void verify(grain_t *g, const tables_t *t, const expect_t *e, uint64_t rounds, const char *what)
+{
+    uint64_t *t64 = malloc(WORDS * sizeof *t64), *put = malloc(PUT_WORDS * sizeof *put);
+    uint32_t *t32 = malloc(WORDS * sizeof *t32);
+    if (t64 == NULL || put == NULL || t32 == NULL) {
+        fprintf(stderr, "receive_bench: no memory to check the tables\n");
+        exit(2);
+    }
+    check(grain_memcpy(g, t64, t->t64, WORDS * sizeof *t64), "grain_memcpy");
+    check(grain_memcpy(g, t32, t->t32, WORDS * sizeof *t32), "grain_memcpy");
+    check(grain_memcpy(g, put, t->put, PUT_WORDS * sizeof *put), "grain_memcpy");
+    uint64_t bad = 0, first = UINT64_MAX;
+    for (uint64_t w = 0; w < WORDS; w++) {
+        int wrong = t64[w] != rounds * e->t64[w] || t32[w] != (uint32_t)(rounds * e->t32[w]) ||
+                    (w < PUT_WORDS && put[w] != (e->put[w] ? put_value(w) : 0));
+        bad += wrong;
+        first = wrong && first == UINT64_MAX ? w : first;
+    }
+    if (bad > 0) {
+        fprintf(stderr, "receive_bench: %s: %llu words wrong after %llu rounds, the first word %llu\n", what,
+                (unsigned long long)bad, (unsigned long long)rounds, (unsigned long long)first);
+        exit(1);
+    }
+    free(t64);
+    free(t32);
+    free(put);
+}
+
+/* One run: `rounds` rounds over the receive buffers, then quiet; seconds. */
+static double replay(grain_t *g, unsigned n_bufs, uint64_t rounds)
+{
+    double t0 = bench_now();
+    for (uint64_t r = 0; r < rounds; r++)
+        for (unsigned i = 0; i < n_bufs; i++)
+            bench_transport_deliver(i);
+    check(grain_quiet(g), "quiet");
+    double t = bench_now() - t0;
+    bench_transport_settle_all();
+    return t;
+}
+
+/* The baseline: the same bytes copied from receive memory into device
+ * memory in one piece, `rounds` times; seconds. */
+static double copy_ceiling(grain_t *g, size_t bytes, uint64_t rounds)
+{
+    void *src, *dst;
+    check(g->bops->alloc_shared(g->backend, bytes, &src), "pinned memory for the baseline");
+    check(grain_mem_alloc(g, bytes, &dst), "device memory for the baseline");
+    memset(src, 1, bytes);
+    check(grain_memcpy(g, dst, src, bytes), "grain_memcpy");
+    double t0 = bench_now();
+    for (uint64_t r = 0; r < rounds; r++)
+        check(grain_memcpy(g, dst, src, bytes), "grain_memcpy");
+    double t = bench_now() - t0;
+    check(grain_mem_free(g, dst), "grain_mem_free");
+    g->bops->free_shared(g->backend, src);
+    return t;
+}
+
+static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t messages)
+{
+    grain_config_t *c;
+    char v[16];
+    snprintf(v, sizeof v, "%u", threads);
+    check(grain_config_create(&c), "config");
+    check(grain_config_set(c, "recv_threads", v), "config");
+    bench_transport_set_pes(sources + 1);
+    grain_t *g;
+    check(grain_init_transport(c, &bench_transport_ops, &g), "grain_init");
+    grain_config_destroy(c);
+
+    tables_t t;
+    check(grain_malloc(g, WORDS * sizeof *t.t64, (void **)&t.t64), "grain_malloc");
+    check(grain_malloc(g, WORDS * sizeof *t.t32, (void **)&t.t32), "grain_malloc");
+    check(grain_malloc(g, PUT_WORDS * sizeof *t.put, (void **)&t.put), "grain_malloc");
+    check(grain_heap_offset(g, t.t64, &t.o64), "offset");
+    check(grain_heap_offset(g, t.t32, &t.o32), "offset");
+    check(grain_heap_offset(g, t.put, &t.oput), "offset");
+    expect_t e = {calloc(WORDS, sizeof *e.t64), calloc(WORDS, sizeof *e.t32), calloc(PUT_WORDS, 1)};
+    if (e.t64 == NULL || e.t32 == NULL || e.put == NULL) {
+        fprintf(stderr, "receive_bench: no memory\n");
+        exit(2);
+    }
+    unsigned n_bufs;
+    size_t size;
+    void **bufs = bench_transport_recv_buffers(&n_bufs, &size);
+    uint64_t per_round = 0, wire_per_round = 0;
+    for (unsigned i = 0; i < n_bufs; i++) {
+        per_round += fill(bufs[i], size, 1 + i % sources, i, kind, &t, &e);
+        wire_per_round += ((grain_wire_hdr_t *)bufs[i])->bytes;
+    }
+    uint64_t rounds = (messages + per_round - 1) / per_round;
+
+    replay(g, n_bufs, 1); /* code loading and first touches */
+    grain_receivers_stats_t rx0 = grain_receivers_stats(g->receivers);
+    uint64_t net0 = g->recv_busy_ns;
+    grain_applier_stats_t ap0 = g->applier != NULL ? grain_applier_stats(g->applier) : (grain_applier_stats_t){0};
+    double secs[3];
+    for (int i = 0; i < 3; i++)
+        secs[i] = replay(g, n_bufs, rounds);
+    double all = secs[0] + secs[1] + secs[2], tm = bench_median3(secs[0], secs[1], secs[2]);
+    grain_receivers_stats_t rx = grain_receivers_stats(g->receivers);
+    grain_applier_stats_t ap = g->applier != NULL ? grain_applier_stats(g->applier) : (grain_applier_stats_t){0};
+    verify(g, &t, &e, 1 + 3 * rounds, kind_names[kind]);
+
+    point_t p = {(double)(rounds * per_round) / tm, (double)(rounds * wire_per_round) / tm, 0,
+                 (double)(g->recv_busy_ns - net0) * 1e-9 / all, 0, 0,
+                 (double)(ap.kept - ap0.kept) / (double)(3 * rounds * per_round)};
+    if (rx.threads > 0) {
+        p.recv_busy = (double)(rx.busy_ns - rx0.busy_ns) * 1e-9 / (all * rx.threads);
+        p.max_share = (double)rx.max_buffers / (double)((1 + 3 * rounds) * n_bufs);
+    }
+    double copies[3];
+    for (int i = 0; i < 3; i++)
+        copies[i] = copy_ceiling(g, (size_t)wire_per_round, rounds);
+    p.copy_bytes_per_s = (double)(rounds * wire_per_round) / bench_median3(copies[0], copies[1], copies[2]);
+    free(e.t64);
+    free(e.t32);
+    free(e.put);
+    check(grain_free(g, t.put), "grain_free");
+    check(grain_free(g, t.t32), "grain_free");
+    check(grain_free(g, t.t64), "grain_free");
+    check(grain_finalize(g), "grain_finalize");
+    return p;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: receive_bench [--threads T] [--sources S] [--kind inc64|add64|mixed|all] "
+                    "[--messages N] [--csv FILE] [--json FILE]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned max_threads = 8, sources = 4;
+    uint64_t messages = 1ull << 26;
+    int only = -1;
+    const char *csv_path = "receive_bench.csv", *json_path = "receive_bench.json";
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            usage();
+        const char *a = argv[i], *val = argv[i + 1];
+        unsigned long long n = strtoull(val, NULL, 10);
+        if (strcmp(a, "--threads") == 0 && n >= 1 && n <= 64)
+            max_threads = (unsigned)n;
+        else if (strcmp(a, "--sources") == 0 && n >= 1 && n <= 1024)
+            sources = (unsigned)n;
+        else if (strcmp(a, "--messages") == 0 && n >= 1)
+            messages = n;
+        else if (strcmp(a, "--csv") == 0)
+            csv_path = val;
+        else if (strcmp(a, "--json") == 0)
+            json_path = val;
+        else if (strcmp(a, "--kind") == 0) {
+            for (int k = 0; k < KIND_COUNT; k++)
+                only = strcmp(val, kind_names[k]) == 0 ? k : only;
+            if (only < 0 && strcmp(val, "all") != 0)
+                usage();
+        } else
+            usage();
+    }
+    FILE *csv = fopen(csv_path, "w"), *json = fopen(json_path, "w");
+    if (csv == NULL || json == NULL) {
+        perror(csv == NULL ? csv_path : json_path);
+        return 2;
+    }
+    fprintf(csv, "kind,threads,sources,msgs_per_s,wire_gb_per_s,copy_gb_per_s,ratio,network_busy,"
+                 "receive_threads_busy,receive_thread_max_share,kept_fraction\n");
+    fprintf(json, "{\"benchmark\":\"receive_bench\",\"sources\":%u,\"messages\":%llu,\"points\":[", sources,
+            (unsigned long long)messages);
+    printf("%6s %7s %14s %9s %9s %7s %8s %8s %9s %6s\n", "kind", "threads", "msgs/s", "wire GB/s", "copy GB/s",
+           "ratio", "net busy", "rx busy", "max share", "kept");
+    int first = 1;
+    for (int k = 0; k < KIND_COUNT; k++) {
+        if (only >= 0 && k != only)
+            continue;
+        for (unsigned t = 1; t <= max_threads; t = t * 2 > max_threads && t < max_threads ? max_threads : t * 2) {
+            point_t p = measure(t, sources, (kind_t)k, messages);
+            double ratio = p.wire_bytes_per_s / p.copy_bytes_per_s;
+            printf("%6s %7u %14.0f %9.2f %9.2f %7.3f %7.0f%% %7.0f%% %9.2f %5.0f%%\n", kind_names[k], t,
+                   p.msgs_per_s, p.wire_bytes_per_s / 1e9, p.copy_bytes_per_s / 1e9, ratio, 100 * p.net_busy,
+                   100 * p.recv_busy, p.max_share, 100 * p.kept);
+            fprintf(csv, "%s,%u,%u,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", kind_names[k], t, sources,
+                    p.msgs_per_s, p.wire_bytes_per_s / 1e9, p.copy_bytes_per_s / 1e9, ratio, p.net_busy,
+                    p.recv_busy, p.max_share, p.kept);
+            fprintf(json,
+                    "%s{\"kind\":\"%s\",\"threads\":%u,\"msgs_per_s\":%.0f,\"wire_gb_per_s\":%.4f,"
+                    "\"copy_gb_per_s\":%.4f,\"ratio\":%.4f,\"network_busy\":%.4f,\"receive_threads_busy\":%.4f,"
+                    "\"receive_thread_max_share\":%.4f,\"kept_fraction\":%.4f}",
+                    first ? "" : ",", kind_names[k], t, p.msgs_per_s, p.wire_bytes_per_s / 1e9,
+                    p.copy_bytes_per_s / 1e9, ratio, p.net_busy, p.recv_busy, p.max_share, p.kept);
+            first = 0;
+            fflush(stdout);
+        }
+    }
+    fprintf(json, "]}\n");
+    fclose(csv);
+    fclose(json);
+    printf("wrote %s and %s\n", csv_path, json_path);
+    return 0;
+}
