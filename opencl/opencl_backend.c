@@ -10,14 +10,12 @@
  * kernels in this process, on its addresses, so its kernels reach any
  * mapping; other devices reach one only with fine-grained system SVM.
  */
-#define _GNU_SOURCE /* sched_getaffinity */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +26,7 @@
 
 #include "backends/backend.h"
 #include "runtime/config.h"
+#include "runtime/cores.h"
 #include "runtime/log.h"
 
 /* Completion events of the side queue, reused round robin. */
@@ -247,22 +246,16 @@ static grain_status_t limit_cpu_device_threads(const grain_config_t *config, uns
 {
     if (getenv("POCL_MAX_PTHREAD_COUNT") != NULL)
         return GRAIN_OK;
-    long online = sysconf(_SC_NPROCESSORS_ONLN), cores = online;
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    cpu_set_t allowed;
-    int bound = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < online;
-    if (bound)
-        cores = CPU_COUNT(&allowed); /* this share is the rank's own */
-    else if (local != NULL && atol(local) > 1)
-        cores = online / atol(local);
-    if (cores == 1 && online > 1 && bound)
+    grain_cores_t c = grain_rank_cores();
+    long online = c.online, cores = c.mine;
+    if (cores == 1 && online > 1 && c.bound)
         grain_warn("this rank may run on 1 of the %ld cores, which the CPU device and grain's %u host threads "
                    "share; start it with mpirun --bind-to none (or bind it to more cores)",
                    online, host_threads);
     else if (cores == 1 && online > 1)
-        grain_warn("this rank's share of the %ld cores is 1 (%s ranks on this node), which the CPU device and "
+        grain_warn("this rank's share of the %ld cores is 1 (%ld ranks on this node), which the CPU device and "
                    "grain's %u host threads share: expect it to run slowly; start fewer ranks a node",
-                   online, local, host_threads);
+                   online, c.ranks, host_threads);
     long threads = (long)config->cpu_device_threads;
     if (threads == 0)
         threads = cores - (long)host_threads;

@@ -68,9 +68,10 @@
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
       "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
-    X(recv_threads, RECV_THREADS, UINT, "1", 1, 64,                                               \
+    X(recv_threads, RECV_THREADS, UINT, "0", 0, 64,                                               \
       "threads that validate and apply received buffers: 1, the network thread itself; more, "   \
-      "that many threads beside it, to which it hands the buffers")                              \
+      "that many threads beside it, to which it hands the buffers; 0: the cores this rank's "    \
+      "share leaves after its other threads, at most 4, on a GPU; 1 on a CPU device")            \
     X(transfer_agent, TRANSFER_AGENT, STR, "auto", 0, 0,                                          \
       "who moves the chunks of a region that does not say: bulk, host, device, launch, inline, "  \
       "ideal, or auto (the transfer profile's for this device and app, else host)")             \

@@ -124,7 +124,8 @@ struct grain {
      * whose buffers the transport has not yet been told are free (lent.h). */
     grain_lent_t lent[GRAIN_LENT_MAX];
     unsigned n_lent, lent_freed;
-    struct grain_receivers *receivers; /* GRAIN_RECV_THREADS > 1: the receive threads */
+    unsigned recv_threads;             /* GRAIN_RECV_THREADS resolved */
+    struct grain_receivers *receivers; /* recv_threads > 1: the receive threads */
     /* Regions by id (the same on every rank: creation is collective), for
      * the pieces that arrive; and the device agent's kernel, built once. */
     struct grain_region *_Atomic regions[GRAIN_MAX_REGIONS];

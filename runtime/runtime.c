@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "runtime/apply.h"
+#include "runtime/cores.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
@@ -292,6 +293,25 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
     return grain_init_transport(config, NULL, grain_p);
 }
 
+/*
+ * GRAIN_RECV_THREADS=0: on a GPU, the cores of this rank's share that its
+ * other threads (the application's, the aggregators, the network thread)
+ * leave, at most AUTO_RECV_THREADS_MAX; on a CPU device 1, since its
+ * workers take the rest.  receive_bench applies 152 M increments a second
+ * on one H100 machine's core and 651 M on 4; end to end, two GUPS ranks
+ * through MPI ran at 0.205 GUP/s with one receive thread and 0.305 with 4
+ * on one such machine, 0.19-0.21 with either on another, and 0.227 with 8
+ * and 4 aggregators, more threads than its 16 cores held.
+ */
+#define AUTO_RECV_THREADS_MAX 4
+static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
+{
+    if (g->binfo.cpu_device)
+        return 1;
+    long spare = grain_rank_cores().mine - 1 - (long)host_threads;
+    return spare < 1 ? 1 : spare > AUTO_RECV_THREADS_MAX ? AUTO_RECV_THREADS_MAX : (unsigned)spare;
+}
+
 grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
                                     grain_t **grain_p)
 {
@@ -320,11 +340,17 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);
 
-    unsigned host_threads = (unsigned)g->config.aggregators + (g->tops->uses_thread ? 1u : 0u);
+    unsigned net = g->tops->uses_thread ? 1u : 0u, recv = (unsigned)g->config.recv_threads;
+    unsigned host_threads = (unsigned)g->config.aggregators + net + (recv > 1 ? recv : 0);
     st = grain_backend_open(&g->config, host_threads, &g->bops, &g->backend);
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
+    g->recv_threads = recv > 0 ? recv : auto_recv_threads(g, host_threads);
+    grain_info("%u receive thread%s%s", g->recv_threads, g->recv_threads == 1 ? " (the network thread)" : "s",
+               recv > 0               ? ""
+               : g->binfo.cpu_device ? " (GRAIN_RECV_THREADS=0 on a CPU device, whose workers take the spare cores)"
+                                       : " (GRAIN_RECV_THREADS=0: this rank's spare cores)");
     /* A lane of GRAIN_RESERVE=wi may wait for a slot while lanes of its own
      * warp hold unpublished ones (grain/device/queue.h): in lockstep they
      * never publish. */
@@ -378,8 +404,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
                                            .arg = g,
                                            .alloc_recv = g->binfo.cpu_device ? NULL : pinned_alloc,
                                            .free_recv = g->binfo.cpu_device ? NULL : pinned_free};
-    if (g->config.recv_threads > 1)
-        st = grain_receivers_start(g, (unsigned)g->config.recv_threads, &g->receivers);
+    if (g->recv_threads > 1)
+        st = grain_receivers_start(g, g->recv_threads, &g->receivers);
     if (st == GRAIN_OK)
         st = g->tops->start(g->transport, &handlers, g->config.buffer_size, recv_buffers);
     if (st == GRAIN_OK)
