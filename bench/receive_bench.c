@@ -1,6 +1,6 @@
 /*
  * receive_bench: how many received messages one rank validates, moves to
- * where they apply and applies per second (DESIGN.md, receive path), with
+ * where they apply and applies per second (docs/receive-path.md), with
  * the senders and the wire taken out, as aggregator_bench takes them out of
  * the send path: packed buffers from S other ranks are replayed from the
  * runtime's own receive buffers (pinned where the device has its own

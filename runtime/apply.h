@@ -1,5 +1,5 @@
 /*
- * Applying received buffers with a kernel (DESIGN.md "The receive path"):
+ * Applying received buffers with a kernel (docs/receive-path.md):
  * with GRAIN_APPLY=device the heap lives in device memory, where host threads
  * would apply slowly; on every backend, active messages whose handlers are
  * device functions (grain_am_register_program) can only run there.

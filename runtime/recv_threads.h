@@ -1,5 +1,5 @@
 /*
- * Receive threads (GRAIN_RECV_THREADS, DESIGN.md "The receive path"): with
+ * Receive threads (GRAIN_RECV_THREADS, docs/receive-path.md): with
  * more than one, the network thread only receives, and these threads
  * validate and apply the packed buffers it hands them, several buffers at
  * once, of one source or many.  A buffer stays lent by the transport
