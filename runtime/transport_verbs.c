@@ -81,6 +81,10 @@ struct grain_transport {
     struct ibv_mr *rings_mr, *credit_in_mr, *credit_out_mr, *send_mr;
     grain_verbs_pool_t pool;
     grain_transport_handlers_t handlers;
+    /* Progress thread only: the peers whose ring slots the runtime holds,
+     * in the order it took them (it returns them so, transport.h), a ring
+     * of n_pes x slots. */
+    uint32_t *lent, lent_first, n_lent;
     pthread_t thread;
     int running;
     _Atomic int stop;
@@ -504,6 +508,34 @@ static uint32_t peer_of_qp(const grain_transport_t *t, uint32_t qp_num)
     return UINT32_MAX;
 }
 
+/* The peer's oldest slot is free again: its receive is reposted (the
+ * slot the ring expects next of it) and the credit returned when due. */
+static grain_status_t consume(grain_transport_t *t, uint32_t peer)
+{
+    verbs_peer_t *p = &t->peers[peer];
+    uint32_t slot = (uint32_t)(p->ring.consumed % t->slots);
+    grain_verbs_ring_consume(&p->ring);
+    if (post_recv(t, p, peer, slot) != 0)
+        return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot repost a receive for rank %u", peer);
+    return credits_due(p, 0) ? return_credits(t, peer) : GRAIN_OK;
+}
+
+/* Consumes the slots the runtime returned (with `wait`, all it holds, once
+ * it is done with them); whether any came back. */
+static int settle_lent(grain_transport_t *t, int wait)
+{
+    unsigned n = t->handlers.settle(t->handlers.arg, wait);
+    for (unsigned i = 0; i < n && t->n_lent > 0; i++) {
+        uint32_t peer = t->lent[t->lent_first];
+        t->lent_first = (t->lent_first + 1) % ((uint32_t)t->n_pes * t->slots);
+        t->n_lent--;
+        grain_status_t st = consume(t, peer);
+        if (st != GRAIN_OK)
+            record_error(t, st);
+    }
+    return n > 0;
+}
+
 static grain_status_t completed(grain_transport_t *t, const struct ibv_wc *wc)
 {
     if (wc->status == IBV_WC_SUCCESS && (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM || wc->opcode == IBV_WC_RECV)) {
@@ -514,14 +546,13 @@ static grain_status_t completed(grain_transport_t *t, const struct ibv_wc *wc)
         if (st != GRAIN_OK)
             return st;
         uint8_t *data = t->rings + ((size_t)peer * t->slots + slot) * t->slot_bytes;
-        /* Its ring is consumed in order, and chunks go as RDMA writes
-         * anyway: a held buffer is waited for at once. */
-        if (t->handlers.received(t->handlers.arg, peer, data, len))
-            t->handlers.settle(t->handlers.arg, 1);
-        grain_verbs_ring_consume(&p->ring);
-        if (post_recv(t, p, peer, slot) != 0)
-            return grain_fail(GRAIN_ERR_TRANSPORT, "verbs: cannot repost a receive for rank %u", peer);
-        return credits_due(p, 0) ? return_credits(t, peer) : GRAIN_OK;
+        /* A slot the runtime holds (a receive thread applies it) is
+         * consumed, reposted and credited once returned (settle_lent). */
+        if (t->handlers.received(t->handlers.arg, peer, data, len)) {
+            t->lent[(t->lent_first + t->n_lent++) % ((uint32_t)t->n_pes * t->slots)] = peer;
+            return GRAIN_OK;
+        }
+        return consume(t, peer);
     }
     /* A failed completion's opcode means nothing: its wr_id says what it
      * was (a receive's is its peer, a write's its buffer) and its QP whom. */
@@ -593,7 +624,8 @@ static void *progress_thread(void *arg)
             if (st != GRAIN_OK)
                 record_error(t, st);
         }
-        int worked = exchange_credits(t, n <= 0) || n > 0;
+        int worked = settle_lent(t, 0);
+        worked = exchange_credits(t, n <= 0) || n > 0 || worked;
         /* While this rank's writes are in flight, or its sends wait for
          * credits, what they wait for comes soon, and grain_quiet may be
          * waiting on them: no nap then. */
@@ -651,11 +683,12 @@ static grain_status_t verbs_start(grain_transport_t *t, const grain_transport_ha
     t->slot_bytes = (uint32_t)recv_size;
     size_t ring_bytes = n * t->slots * t->slot_bytes, send_bufs = n * t->slots;
     t->peers = calloc(n, sizeof *t->peers);
+    t->lent = calloc(n * t->slots, sizeof *t->lent);
     t->rings = aligned_alloc(4096, (ring_bytes + 4095) / 4096 * 4096);
     t->credit_in = aligned_alloc(64, (n * sizeof(uint64_t) + 63) / 64 * 64);
     t->credit_out = aligned_alloc(64, (n * sizeof(uint64_t) + 63) / 64 * 64);
     t->send_memory = aligned_alloc(4096, (send_bufs * t->slot_bytes + 4095) / 4096 * 4096);
-    if (!t->peers || !t->rings || !t->credit_in || !t->credit_out || !t->send_memory)
+    if (!t->peers || !t->lent || !t->rings || !t->credit_in || !t->credit_out || !t->send_memory)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs: no memory for %zu rings of %u slots of %u bytes", n, t->slots,
                           t->slot_bytes);
     for (size_t p = 0; p < n; p++) {
@@ -843,6 +876,8 @@ static void verbs_close(grain_transport_t *t)
         grain_transport_mpi.collective(t->mpi, &barrier);
         atomic_store_explicit(&t->stop, 1, memory_order_release);
         pthread_join(t->thread, NULL);
+        if (t->n_lent > 0) /* no receive thread may read freed rings */
+            t->handlers.settle(t->handlers.arg, 1);
     }
     for (int p = 0; t->peers != NULL && p < t->n_pes; p++) {
         if (t->peers[p].qp != NULL)
@@ -866,6 +901,7 @@ static void verbs_close(grain_transport_t *t)
         ibv_close_device(t->ctx);
     grain_verbs_pool_destroy(&t->pool);
     free(t->peers);
+    free(t->lent);
     free(t->rings);
     free((void *)t->credit_in);
     free(t->credit_out);

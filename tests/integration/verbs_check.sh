@@ -1,7 +1,8 @@
 #!/bin/sh
 # The verbs transport on this machine:
-#   verbs_check.sh gups COMMAND...      GUPS over verbs (tiny rings: credits run out), verified,
-#                                       where an RDMA device exists; skipped (77) with the reason elsewhere
+#   verbs_check.sh gups COMMAND...      GUPS over verbs (tiny rings: credits run out), verified, with the
+#                                       network thread applying and with receive threads, where an RDMA
+#                                       device exists; skipped (77) with the reason elsewhere
 #   verbs_check.sh chunks COMMAND...    counter-triggered transfers over verbs, verified: jacobi's halos and
 #                                       the chunks test's slices RDMA-written into the peers' heaps
 #                                       (bytes_written), and with GRAIN_IB_PUT=0 sent as pieces instead
@@ -35,11 +36,16 @@ transfers() {
 case $mode in
 gups)
     need_device
-    out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_BUFFER_SIZE=512 -x GRAIN_RECV_BUFFERS=2 \
-          "$GUPS" --log2-table 14 --verify --json) || { echo "FAILED: $out"; exit 1; }
-    echo "$out"
-    echo "$out" | grep -q '"transport":"verbs"' || { echo "FAILED: not over verbs"; exit 1; }
-    echo "$out" | grep -q '"verified":true' || { echo "FAILED: not verified"; exit 1; }
+    # The network thread applying, then 3 receive threads holding ring slots until they are done.
+    for threads in 1 3; do
+        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_BUFFER_SIZE=512 -x GRAIN_RECV_BUFFERS=2 \
+              -x GRAIN_RECV_THREADS=$threads "$GUPS" --log2-table 14 --verify --json) || { echo "FAILED: $out"; exit 1; }
+        echo "$out"
+        echo "$out" | grep -q '"transport":"verbs"' || { echo "FAILED: not over verbs"; exit 1; }
+        echo "$out" | grep -q '"verified":true' || { echo "FAILED: not verified"; exit 1; }
+        [ "$threads" = 1 ] || echo "$out" | grep -q "\"receive_threads\":$threads," ||
+            { echo "FAILED: not $threads receive threads"; exit 1; }
+    done
     ;;
 chunks)
     need_device
