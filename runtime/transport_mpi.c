@@ -100,26 +100,52 @@ static void post_recv(grain_transport_t *t, unsigned i)
               DATA_TAG, t->comm, &t->recv_reqs[i]);
 }
 
-/* Reposts the n oldest lent buffers, which settle freed; settle may count
- * a set-aside buffer after them, which is not lent. */
+/* Reposts (or frees, set aside) the n oldest lent buffers, which settle freed. */
 static void repost_lent(grain_transport_t *t, unsigned n)
 {
     for (; n > 0 && t->n_lent > 0; n--, t->n_lent--) {
-        post_recv(t, t->lent[t->lent_first]);
-        t->lent_first = (t->lent_first + 1) % t->n_recv;
+        struct mpi_lent *l = &t->lent[t->lent_first];
+        if (l->aside != NULL)
+            free(l->aside);
+        else
+            post_recv(t, l->index);
+        t->lent_first = (t->lent_first + 1) % t->lent_cap;
     }
+}
+
+/* Lends a buffer to the runtime; aborts without the memory to keep track
+ * of it, since dropping it would lose messages. */
+static void lend(grain_transport_t *t, held_buffer_t *aside, unsigned index)
+{
+    if (t->n_lent == t->lent_cap) {
+        unsigned cap = 2 * t->lent_cap;
+        struct mpi_lent *grown = malloc(cap * sizeof *grown);
+        if (grown == NULL) {
+            grain_log(GRAIN_LOG_ERROR, "mpi: no memory to lend %u buffers; aborting", t->n_lent + 1);
+            abort();
+        }
+        for (unsigned k = 0; k < t->n_lent; k++)
+            grown[k] = t->lent[(t->lent_first + k) % t->lent_cap];
+        free(t->lent);
+        t->lent = grown;
+        t->lent_first = 0;
+        t->lent_cap = cap;
+    }
+    t->lent[(t->lent_first + t->n_lent++) % t->lent_cap] = (struct mpi_lent){aside, index};
 }
 
 /* Hands receive buffer i to the runtime, then reposts it unless lent. */
 static void hand_over(grain_transport_t *t, unsigned i, int src, size_t len)
 {
     if (t->handlers.received(t->handlers.arg, (uint32_t)src, t->recv_memory + (size_t)i * t->recv_size, len))
-        t->lent[(t->lent_first + t->n_lent++) % t->n_recv] = i;
+        lend(t, NULL, i);
     else
         post_recv(t, i);
 }
 
-/* Delivers the set-aside buffers of `src` while the next in sequence is there. */
+/* Delivers the set-aside buffers of `src` while the next in sequence is
+ * there; one the runtime holds is lent like a receive buffer, so that no
+ * receive thread is waited for here. */
 static void deliver_held(grain_transport_t *t, int src)
 {
     for (held_buffer_t **h = &t->held; *h != NULL;) {
@@ -131,8 +157,9 @@ static void deliver_held(grain_transport_t *t, int src)
         *h = b->next;
         t->next_seq[src]++;
         if (t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len))
-            repost_lent(t, t->handlers.settle(t->handlers.arg, 1)); /* frees b last */
-        free(b);
+            lend(t, b, 0);
+        else
+            free(b);
         h = &t->held; /* a later one may now be next */
     }
 }
@@ -427,6 +454,7 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
     t->statuses = calloc(recv_buffers, sizeof *t->statuses);
     t->indices = calloc(recv_buffers, sizeof *t->indices);
+    t->lent_cap = recv_buffers;
     t->lent = calloc(recv_buffers, sizeof *t->lent);
     if (!t->recv_memory || !t->recv_reqs || !t->next_seq || !t->statuses || !t->indices || !t->lent)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory for %u receive buffers of %zu bytes",
@@ -529,6 +557,10 @@ static void mpi_close(grain_transport_t *t)
         held_buffer_t *b = t->held;
         t->held = b->next;
         free(b);
+    }
+    for (; t->n_lent > 0; t->n_lent--) { /* the runtime let go of them before close */
+        free(t->lent[t->lent_first].aside);
+        t->lent_first = (t->lent_first + 1) % t->lent_cap;
     }
     free(t->next_seq);
     free(t->statuses);

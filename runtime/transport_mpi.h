@@ -57,10 +57,14 @@ struct grain_transport {
     MPI_Request *recv_reqs;
     uint64_t *next_seq;   /* per source */
     held_buffer_t *held;
-    /* Receive buffers the runtime still reads, oldest first (a ring):
-     * reposted as settle frees them. */
-    unsigned *lent;
-    unsigned lent_first, n_lent;
+    /* Buffers the runtime still reads, oldest first (a ring that grows):
+     * a receive buffer, reposted as settle frees it, or a buffer that was
+     * set aside, then freed. */
+    struct mpi_lent {
+        held_buffer_t *aside; /* NULL: receive buffer `index` */
+        unsigned index;
+    } *lent;
+    unsigned lent_first, n_lent, lent_cap;
     int *indices;
     MPI_Status *statuses;
 
