@@ -299,9 +299,9 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
  * leave, at most AUTO_RECV_THREADS_MAX; on a CPU device 1, since its
  * workers take the rest.  receive_bench applies 152 M increments a second
  * on one H100 machine's core and 651 M on 4; end to end, two GUPS ranks
- * through MPI ran at 0.205 GUP/s with one receive thread and 0.305 with 4
- * on one such machine, 0.19-0.21 with either on another, and 0.227 with 8
- * and 4 aggregators, more threads than its 16 cores held.
+ * through MPI ran at 0.23 GUP/s with one receive thread and 0.29-0.30
+ * with 4, and at 0.227 with 8 and 4 aggregators, more threads than the
+ * machine's 16 cores held.
  */
 #define AUTO_RECV_THREADS_MAX 4
 static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
