@@ -670,12 +670,23 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
     return GRAIN_OK;
 }
 
+static unsigned settle_nothing(void *arg, int wait)
+{
+    (void)arg, (void)wait;
+    return 0;
+}
+
 static grain_status_t verbs_start(grain_transport_t *t, const grain_transport_handlers_t *handlers,
                                   size_t recv_size, unsigned recv_buffers)
 {
     t->handlers = *handlers;
-    /* MPI carries the collectives only: one small receive is plenty. */
-    grain_status_t st = grain_transport_mpi.start(t->mpi, handlers, 64, 1);
+    /* MPI carries the collectives only: one small receive is plenty.  Its
+     * network thread lends the runtime nothing, so it must not settle: the
+     * runtime's lent buffers are this thread's slots, and only it may take
+     * them back. */
+    grain_transport_handlers_t mpi_handlers = *handlers;
+    mpi_handlers.settle = settle_nothing;
+    grain_status_t st = grain_transport_mpi.start(t->mpi, &mpi_handlers, 64, 1);
     if (st != GRAIN_OK)
         return st;
     size_t n = (size_t)t->n_pes;
