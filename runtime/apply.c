@@ -63,6 +63,7 @@ struct grain_applier {
     unsigned *launched, launched_first, n_launched;
     uint64_t recent[IN_FLIGHT]; /* the last launches, oldest first */
     uint64_t done_mark;         /* launches up to it are known done: no backend query */
+    uint64_t overlap_counted;   /* the last launch counted in stats.overlapped */
     kept_t *kept_head, *kept_tail;
     atomic_int waiting; /* stages or kept buffers wait for a launch: a hint for grain_applier_progress */
     grain_applier_stats_t stats;
@@ -288,10 +289,13 @@ static stage_t *take_stage(grain_applier_t *a)
     if (!done(a, s->launch))
         return NULL;
     /* No application launch since, and the device still busy: the apply
-     * kernel started and finished while the same kernels ran. */
-    if (s->beside != 0 && s->beside == atomic_load_explicit(&g->app_launches, memory_order_relaxed) &&
-        g->bops->busy(g->backend))
+     * kernel started and finished while the same kernels ran.  Counted once
+     * a launch, whose stages come back one by one. */
+    if (s->beside != 0 && s->launch != a->overlap_counted &&
+        s->beside == atomic_load_explicit(&g->app_launches, memory_order_relaxed) && g->bops->busy(g->backend)) {
         a->stats.overlapped++;
+        a->overlap_counted = s->launch;
+    }
     a->launched_first = (a->launched_first + 1) % a->n_stages;
     a->n_launched--;
     return s;
