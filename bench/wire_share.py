@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""What share of the wire grain's transport path fills: GUPS on N ranks with
+GRAIN_PEER=off (every message to another rank through the queue, the
+aggregators, MPI and the receive path), its applied wire bytes a second and a
+rank, over what MPI itself carries between the same ranks in the same run
+(mpi_bandwidth: every rank sends 64 KiB buffers to every other and receives
+theirs at once, 3 in flight a peer, as grain does).  The issue's target: 0.8.
+
+Each repeat measures MPI first, then GUPS once for each GRAIN_RECV_THREADS
+value, every run verified.  Writes <out>/wire.csv (a row per run, flushed as
+it ends), <out>/wire.json and <out>/wire.png (the share by receive threads).
+
+  bench/wire_share.py [--bin build/bin] [--ranks 2] [--log2-table 26]
+                      [--recv-threads 0,1,4] [--repeat 3] [--out bench-results/wire]
+                      [--mpirun "mpirun ..."] [--timeout 900] [-- extra gups options]
+  bench/wire_share.py --replot [--out DIR]   (table and plot again from DIR/wire.json)
+
+--log2-table is per rank; the heap holds it."""
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+from driver import Progress, pyplot, require_built, run_app, split_extra
+
+FIELDS = ("repeat", "recv_threads", "verified", "seconds", "gups", "wire_gb_per_s_per_rank", "mpi_gb_per_s_per_rank",
+          "share", "remote_messages", "received_bytes", "apply_messages_kept", "queue_full_waits", "aggregator_busy_s",
+          "receive_threads_busy_s", "backend", "device", "error")
+TARGET = 0.8
+
+
+def mpi_rate(args):
+    """MPI's GB/s received a rank, or None and why."""
+    cmd = shlex.split(args.mpirun) + ["-np", str(args.ranks), os.path.join(args.bin, "mpi_bandwidth"),
+                                      "--bytes", "65536", "--window", "3", "--seconds", "2", "--json"]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout)
+        return json.loads(p.stdout.strip().splitlines()[-1])["recv_gb_per_s_per_rank"], ""
+    except (subprocess.TimeoutExpired, IndexError, ValueError, KeyError) as e:
+        return None, f"mpi_bandwidth gave no figure ({type(e).__name__})"
+
+
+def gups_run(args, threads, mpi, extra):
+    table = args.log2_table + (args.ranks - 1).bit_length()
+    heap = (8 << args.log2_table) + (64 << 20)
+    cmd = shlex.split(args.mpirun) + ["-np", str(args.ranks), "-x", "GRAIN_PEER=off", "-x",
+                                      f"GRAIN_RECV_THREADS={threads}", os.path.join(args.bin, "gups"),
+                                      "--log2-table", str(table), "--heap-size", str(heap)] + extra + [
+                                          "--json", "--verify"]
+    row = {"recv_threads": threads, "mpi_gb_per_s_per_rank": mpi, "error": ""}
+    d, row["error"] = run_app(cmd, "gups", args.timeout)
+    if d is None:
+        return row
+    t = d["stats"]["total"]
+    wire = t["received_bytes"] / args.ranks / d["seconds"] / 1e9
+    row.update(verified=d.get("verified"), seconds=d["seconds"], gups=d["gups"], wire_gb_per_s_per_rank=wire,
+               share=wire / mpi if mpi else None, backend=d["backend"], device=d["device"])
+    row.update({k: t.get(k) for k in ("remote_messages", "received_bytes", "apply_messages_kept",
+                                      "queue_full_waits", "aggregator_busy_s", "receive_threads_busy_s")})
+    if row["verified"] is False:
+        row["error"] = "did not verify"
+    return row
+
+
+def median_of(rows, threads):
+    runs = sorted((r for r in rows if not r["error"] and r["recv_threads"] == threads), key=lambda r: r["share"])
+    return runs[len(runs) // 2] if runs else None
+
+
+def report(args, rows, threads):
+    print(f"\n{'recv threads':>12} {'GUP/s':>8} {'wire GB/s':>10} {'MPI GB/s':>9} {'share':>6} {'target':>7}")
+    best = {}
+    for n in threads:
+        b = median_of(rows, n)
+        if b is None:
+            print(f"{n:12} failed")
+            continue
+        best[n] = b
+        mark = "met" if b["share"] >= TARGET else "missed"
+        print(f"{n:12} {b['gups']:8.3f} {b['wire_gb_per_s_per_rank']:10.3f} {b['mpi_gb_per_s_per_rank']:9.3f} "
+              f"{b['share']:6.3f} {mark:>7}")
+    if best:
+        plot(best, os.path.join(args.out, "wire.png"))
+    failed = [r for r in rows if r["error"]]
+    for r in failed:
+        print(f"wire_share: GRAIN_RECV_THREADS={r['recv_threads']} repeat {r.get('repeat')}: {r['error']}")
+    return 1 if failed else 0
+
+
+def plot(best, path):
+    plt = pyplot("wire_share")
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(1.6 + 0.9 * len(best), 3.6))
+    labels = [f"{n} (auto)" if n == 0 else str(n) for n in best]
+    shares = [b["share"] for b in best.values()]
+    ax.bar(labels, shares, color="#4c72b0")
+    for i, s in enumerate(shares):
+        ax.annotate(f"{s:.3f}", (i, s), ha="center", va="bottom", fontsize=8)
+    ax.axhline(TARGET, color="#444444", linestyle="--", linewidth=0.8, label=f"target {TARGET}")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("GRAIN_RECV_THREADS")
+    ax.set_ylabel("applied wire bytes / MPI's, a rank")
+    first = next(iter(best.values()))
+    ax.set_title(f"GUPS through MPI ({first['backend']}, {first['device']})", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wire_share: wrote {path}")
+
+
+def main():
+    argv, extra = split_extra(sys.argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--log2-table", type=int, default=26)
+    ap.add_argument("--recv-threads", default="0,1,4")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default="bench-results/wire")
+    ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--replot", action="store_true")
+    args = ap.parse_args(argv)
+    threads = [int(n) for n in args.recv_threads.split(",")]
+    if args.replot:
+        saved = json.load(open(os.path.join(args.out, "wire.json")))
+        return report(args, saved["runs"], saved["recv_threads"])
+    if args.ranks < 2 or args.repeat < 1 or not 1 <= args.log2_table <= 36 or min(threads) < 0:
+        sys.exit("wire_share: --ranks >= 2, --repeat >= 1, --log2-table 1..36, --recv-threads of counts >= 0")
+    require_built("wire_share", args.bin, ["gups", "mpi_bandwidth"])
+    os.makedirs(args.out, exist_ok=True)
+    rows, progress = [], Progress(args.repeat * (1 + len(threads)))
+    with open(os.path.join(args.out, "wire.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for rep in range(args.repeat):
+            progress.start(f"MPI alone, {args.ranks} ranks")
+            mpi, why = mpi_rate(args)
+            progress.finish(why or f"{mpi:.3f} GB/s a rank")
+            for n in threads:
+                progress.start(f"gups, GRAIN_RECV_THREADS={n}")
+                row = gups_run(args, n, mpi, extra) if mpi else {"recv_threads": n, "error": why}
+                row["repeat"] = rep
+                rows.append(row)
+                w.writerow(row)
+                f.flush()
+                with open(os.path.join(args.out, "wire.json"), "w") as j:
+                    json.dump({"ranks": args.ranks, "log2_table": args.log2_table, "recv_threads": threads,
+                               "runs": rows}, j, indent=1)
+                progress.finish(row["error"] or f"{row['gups']:.3f} GUP/s, share {row['share']:.3f}")
+    return report(args, rows, threads)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
