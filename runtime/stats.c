@@ -13,8 +13,8 @@
 
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
-    S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS, S_APPLY_KEPT,
-    S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
+    S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
     S_RECV_THREAD_MAX_BUFFERS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
@@ -142,7 +142,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_FLUSH_SCOPE],
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
-            (unsigned long long)r[S_APPLY_BUFFERS], (unsigned long long)r[S_APPLY_KEPT], (unsigned long long)r[S_APPLY_OVERLAPPED],
+            (unsigned long long)r[S_APPLY_BUFFERS], (unsigned long long)r[S_APPLY_KEPT],
+            (unsigned long long)r[S_APPLY_OVERLAPPED],
             (double)r[S_BUSY_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9, (unsigned long long)r[S_RECV_THREADS],
             (double)r[S_RECV_THREADS_BUSY_NS] * 1e-9, ratio(r[S_RECV_THREAD_MAX_BUFFERS], r[S_RECV_BUFFERS]),
             (unsigned long long)sum(r + S_FIXED + 2 * n, n), (unsigned long long)sum(r + S_FIXED + 3 * n, n));

@@ -53,7 +53,6 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     uint32_t last = UINT32_MAX;
     size_t size = 0;
     uint64_t align = 0, limit = 0;
-    int staged_cmd = 0;
     for (uint32_t i = 0; i < h.count; i++) {
         uint64_t w0;
         if ((size_t)(end - p) < sizeof w0) {
@@ -70,7 +69,6 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
             uint64_t width = cmd == GRAIN_CMD_AM ? 1 : grain_cmd_width(cmd);
             align = width - 1;
             limit = limits->heap_size >= width ? limits->heap_size - width : 0;
-            staged_cmd = cmd != GRAIN_CMD_AM && marks != NULL && marks->stage_puts;
             last = cmd;
         }
         if ((size_t)(end - p) < size) {
@@ -78,7 +76,6 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
             return GRAIN_ERR_BAD_MESSAGE;
         }
         uint64_t arg = w0 >> 8;
-        int mark = staged_cmd;
         if (cmd == GRAIN_CMD_AM) {
             if (!grain_am_registered(limits->am, arg)) {
                 snprintf(why, why_size,
@@ -86,7 +83,6 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                          i, src_pe, (unsigned long long)arg);
                 return GRAIN_ERR_BAD_HANDLER;
             }
-            mark = grain_am_on_device(limits->am, arg);
         } else if (arg > limit || (arg & align) != 0 || limits->heap_size <= align) {
             snprintf(why, why_size,
                      "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
@@ -97,7 +93,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         }
         /* Marked in the same walk: the walk is most of a receiving
          * thread's time. */
-        if (bits != NULL && mark) {
+        if (bits != NULL && grain_wire_staged(limits->am, cmd, arg, marks->stage_puts)) {
             size_t word = (size_t)(p - data) / 8;
             if (word / 32 != cur_at) {
                 bits[cur_at] = cur;
