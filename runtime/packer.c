@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/backoff.h"
 #include "runtime/bell.h"
 #include "runtime/log.h"
 
@@ -77,13 +78,16 @@ void grain_packer_destroy(grain_packer_t *p)
 static grain_outbuf_t *take_free(grain_packer_t *p, uint32_t dest)
 {
     pthread_mutex_lock(&p->lock);
-    if (p->free[dest] == NULL)
+    if (p->free[dest] == NULL) {
         p->stats.buffer_waits++;
-    while (p->free[dest] == NULL) {
-        if (!grain_wait_returned(&p->returned, &p->lock, p->abandon)) {
-            pthread_mutex_unlock(&p->lock);
-            return NULL;
+        uint64_t t0 = grain_now_ns();
+        while (p->free[dest] == NULL) {
+            if (!grain_wait_returned(&p->returned, &p->lock, p->abandon)) {
+                pthread_mutex_unlock(&p->lock);
+                return NULL;
+            }
         }
+        p->stats.wait_ns += grain_now_ns() - t0;
     }
     grain_outbuf_t *b = p->free[dest];
     p->free[dest] = b->next;
@@ -113,7 +117,9 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
     p->stats.flushes[cause]++;
     p->dest_msgs[dest] += b->count;
     p->dest_bytes[dest] += b->used;
+    uint64_t t0 = grain_now_ns();
     p->send(p->send_arg, b);
+    p->stats.send_ns += grain_now_ns() - t0;
 }
 
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns)

@@ -52,6 +52,8 @@ typedef struct grain_packer_stats {
     uint64_t msgs;
     uint64_t flushes[GRAIN_FLUSH_CAUSES];
     uint64_t buffer_waits;                /* appends that waited for a free buffer */
+    uint64_t wait_ns;                     /* ... and how long */
+    uint64_t send_ns;                     /* in the send function: the transport's, with MPI_Isend */
 } grain_packer_stats_t;
 
 typedef struct grain_packer {
