@@ -35,8 +35,9 @@
       "256 in the paper's queue (one ring)")                                                     \
     X(queue_width, QUEUE_WIDTH, UINT, "256", 1, 4096,                                             \
       "messages per slot, and so the largest work-group size a grain kernel may use")            \
-    X(aggregators, AGGREGATORS, UINT, "1", 1, 64,                                                 \
-      "aggregator threads draining the queue (more than one may reorder messages between quiets)") \
+    X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
+      "aggregator threads draining the queue (more than one may reorder messages between quiets); " \
+      "0: on a GPU, half the cores this rank's share leaves, at most 4; 1 on a CPU device")     \
     X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
       "bytes of one per-destination buffer, the largest network message")                        \
     X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
@@ -67,7 +68,8 @@
       "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
-      "receives kept posted by the network thread; 0: buffers_per_dest per peer, at least 4")    \
+      "receives kept posted by the network thread (verbs: slots of each peer's ring); 0: "         \
+      "buffers_per_dest x aggregators for each peer, plus one per receive thread, 4 to 256")    \
     X(recv_threads, RECV_THREADS, UINT, "0", 0, 64,                                               \
       "threads that validate and apply received buffers: 1, the network thread itself; more, "   \
       "that many threads beside it, to which it hands the buffers; 0: the cores this rank's "    \

@@ -294,22 +294,36 @@ grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 }
 
 /*
- * GRAIN_RECV_THREADS=0: on a GPU, the cores of this rank's share that its
- * other threads (the application's, the aggregators, the network thread)
- * leave, at most AUTO_RECV_THREADS_MAX; on a CPU device 1, since its
- * workers take the rest.  receive_bench applies 152 M increments a second
- * on one H100 machine's core and 651 M on 4; end to end, two GUPS ranks
- * through MPI ran at 0.23 GUP/s with one receive thread and 0.29-0.30
- * with 4, and at 0.227 with 8 and 4 aggregators, more threads than the
- * machine's 16 cores held.
+ * The host threads of GRAIN_AGGREGATORS=0 and GRAIN_RECV_THREADS=0.  On a
+ * CPU device one of each (the network thread receives), since the device's
+ * workers take the other cores.  On a GPU the cores of this rank's share
+ * that the application's thread and the network thread leave: half of them
+ * aggregate, at most AUTO_THREADS_MAX, and what the aggregators leave
+ * receive, at most AUTO_THREADS_MAX.  Past that, the threads outnumbered
+ * the cores or waited for one another: two GUPS ranks through MPI on one
+ * H100 machine (16 cores) ran at 0.23 GUP/s with one receive thread,
+ * 0.29-0.30 with 4 and 0.227 with 8 and 4 aggregators; on two H100s (32
+ * cores), with one aggregator and 1 or 4 receive threads, 0.33 and 0.57
+ * GUP/s, with 4 aggregators 0.36 and 0.87, with 4 and 8, about as much.
  */
-#define AUTO_RECV_THREADS_MAX 4
+#define AUTO_THREADS_MAX 4
+/* Past a few hundred, more posted receives cost memory and buy little: not
+ * every peer sends at once. */
+#define RECV_BUFFERS_AUTO_MAX 256u
+
+static unsigned auto_threads(long spare)
+{
+    return spare < 1 ? 1 : spare > AUTO_THREADS_MAX ? AUTO_THREADS_MAX : (unsigned)spare;
+}
+
+static unsigned auto_aggregators(const grain_t *g, unsigned net)
+{
+    return g->binfo.cpu_device ? 1 : auto_threads((grain_rank_cores().mine - 1 - (long)net) / 2);
+}
+
 static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
 {
-    if (g->binfo.cpu_device)
-        return 1;
-    long spare = grain_rank_cores().mine - 1 - (long)host_threads;
-    return spare < 1 ? 1 : spare > AUTO_RECV_THREADS_MAX ? AUTO_RECV_THREADS_MAX : (unsigned)spare;
+    return g->binfo.cpu_device ? 1 : auto_threads(grain_rank_cores().mine - 1 - (long)host_threads);
 }
 
 grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
@@ -340,12 +354,22 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);
 
+    /* A CPU device's workers take the cores these threads leave; on such a
+     * device the automatic counts are 1 (GPU backends ignore the count). */
     unsigned net = g->tops->uses_thread ? 1u : 0u, recv = (unsigned)g->config.recv_threads;
-    unsigned host_threads = (unsigned)g->config.aggregators + net + (recv > 1 ? recv : 0);
+    unsigned aggs = (unsigned)g->config.aggregators;
+    unsigned host_threads = (aggs > 0 ? aggs : 1u) + net + (recv > 1 ? recv : 0);
     st = grain_backend_open(&g->config, host_threads, &g->bops, &g->backend);
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
+    if (aggs == 0) {
+        g->config.aggregators = auto_aggregators(g, net);
+        grain_info("%u aggregator thread%s (GRAIN_AGGREGATORS=0: %s)", (unsigned)g->config.aggregators,
+                   g->config.aggregators == 1 ? "" : "s",
+                   g->binfo.cpu_device ? "a CPU device's workers take the spare cores" : "this rank's spare cores");
+        host_threads = (unsigned)g->config.aggregators + net + (recv > 1 ? recv : 0);
+    }
     g->recv_threads = recv > 0 ? recv : auto_recv_threads(g, host_threads);
     grain_info("%u receive thread%s%s", g->recv_threads, g->recv_threads == 1 ? " (the network thread)" : "s",
                recv > 0               ? ""
@@ -379,9 +403,20 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     }
     unsigned recv_buffers = (unsigned)g->config.recv_buffers;
     if (recv_buffers == 0) {
-        recv_buffers = (unsigned)(g->config.buffers_per_dest * (uint64_t)(g->n_pes - 1));
-        if (recv_buffers < 4)
-            recv_buffers = 4;
+        /* A receive for every buffer the peers' aggregators may have in
+         * flight to this rank (each has its own, GRAIN_BUFFERS_PER_DEST a
+         * destination; a verbs ring holds one peer's), and one for each
+         * buffer a receive thread holds: a lent buffer is reposted only
+         * once it is returned.  A sender whose buffer finds no receive
+         * posted waits for one (MPI's rendezvous), and so do its
+         * aggregators for their buffers.  With the 4 receives of
+         * buffers_per_dest x peers, 4 aggregators and 4 receive threads,
+         * two GUPS ranks on two H100s applied 1.2 GB/s a rank; with 16
+         * and 48, 1.7-2.1. */
+        uint64_t n = g->config.buffers_per_dest * g->config.aggregators *
+                         (g->tops->receives_per_peer ? 1u : (uint64_t)(g->n_pes - 1)) +
+                     (g->recv_threads > 1 ? g->recv_threads : 0);
+        recv_buffers = n < 4 ? 4 : n > RECV_BUFFERS_AUTO_MAX ? RECV_BUFFERS_AUTO_MAX : (unsigned)n;
     }
     /* Twice what the network may hand over at once: the stages of the
      * buffers just received while the previous ones' kernels still run.

@@ -89,6 +89,9 @@ typedef struct grain_transport_ops {
     void (*close)(grain_transport_t *t);
     /* Whether progress needs a thread of its own (for core accounting). */
     int uses_thread;
+    /* Whether start's `recv_buffers` counts the receives of each peer (a
+     * ring per peer) rather than of all peers together. */
+    int receives_per_peer;
 
     /* One-sided writes between symmetric heaps, for the chunks of
      * counter-triggered transfers; NULL where the transport has none. */

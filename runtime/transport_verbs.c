@@ -932,6 +932,7 @@ const grain_transport_ops_t grain_transport_verbs = {
     .collective = verbs_collective,
     .close = verbs_close,
     .uses_thread = 1,
+    .receives_per_peer = 1,
     .register_heap = verbs_register_heap,
     .put = verbs_put,
     .put_wait = verbs_put_wait,
