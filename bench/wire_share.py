@@ -6,12 +6,16 @@ rank, over what MPI itself carries between the same ranks in the same run
 (mpi_bandwidth: every rank sends 64 KiB buffers to every other and receives
 theirs at once, 3 in flight a peer, as grain does).  The issue's target: 0.8.
 
-Each repeat measures MPI first, then GUPS once for each GRAIN_RECV_THREADS
-value, every run verified.  Writes <out>/wire.csv (a row per run, flushed as
-it ends), <out>/wire.json and <out>/wire.png (the share by receive threads).
+Each repeat measures MPI first, then GUPS once for each pair of
+GRAIN_AGGREGATORS and GRAIN_RECV_THREADS values, every run verified: the send
+side and the receive side each take cores of the rank's share, and which
+split fills the wire depends on the machine.  Writes <out>/wire.csv (a row per
+run, flushed as it ends), <out>/wire.json and <out>/wire.png (the share by
+setting; 0, the runtime's choice, is the default of both).
 
   bench/wire_share.py [--bin build/bin] [--ranks 2] [--log2-table 26]
-                      [--recv-threads 0,1,4] [--repeat 3] [--out bench-results/wire]
+                      [--aggregators 0] [--recv-threads 0,1,4] [--repeat 3]
+                      [--out bench-results/wire]
                       [--mpirun "mpirun ..."] [--timeout 900] [-- extra gups options]
   bench/wire_share.py --replot [--out DIR]   (table and plot again from DIR/wire.json)
 
@@ -26,7 +30,7 @@ import sys
 
 from driver import Progress, pyplot, require_built, run_app, split_extra
 
-FIELDS = ("repeat", "recv_threads", "verified", "seconds", "gups", "wire_gb_per_s_per_rank", "mpi_gb_per_s_per_rank",
+FIELDS = ("repeat", "aggregators", "recv_threads", "verified", "seconds", "gups", "wire_gb_per_s_per_rank", "mpi_gb_per_s_per_rank",
           "share", "remote_messages", "received_bytes", "apply_messages_kept", "queue_full_waits", "aggregator_busy_s",
           "receive_threads_busy_s", "backend", "device", "error")
 TARGET = 0.8
@@ -43,14 +47,14 @@ def mpi_rate(args):
         return None, f"mpi_bandwidth gave no figure ({type(e).__name__})"
 
 
-def gups_run(args, threads, mpi, extra):
+def gups_run(args, aggs, threads, mpi, extra):
     table = args.log2_table + (args.ranks - 1).bit_length()
     heap = (8 << args.log2_table) + (64 << 20)
     cmd = shlex.split(args.mpirun) + ["-np", str(args.ranks), "-x", "GRAIN_PEER=off", "-x",
-                                      f"GRAIN_RECV_THREADS={threads}", os.path.join(args.bin, "gups"),
+                                      f"GRAIN_AGGREGATORS={aggs}", "-x", f"GRAIN_RECV_THREADS={threads}", os.path.join(args.bin, "gups"),
                                       "--log2-table", str(table), "--heap-size", str(heap)] + extra + [
                                           "--json", "--verify"]
-    row = {"recv_threads": threads, "mpi_gb_per_s_per_rank": mpi, "error": ""}
+    row = {"aggregators": aggs, "recv_threads": threads, "mpi_gb_per_s_per_rank": mpi, "error": ""}
     d, row["error"] = run_app(cmd, "gups", args.timeout)
     if d is None:
         return row
@@ -65,28 +69,35 @@ def gups_run(args, threads, mpi, extra):
     return row
 
 
-def median_of(rows, threads):
-    runs = sorted((r for r in rows if not r["error"] and r["recv_threads"] == threads), key=lambda r: r["share"])
+def median_of(rows, setting):
+    runs = sorted((r for r in rows if not r["error"] and (r.get("aggregators", 1), r["recv_threads"]) == setting),
+                  key=lambda r: r["share"])
     return runs[len(runs) // 2] if runs else None
 
 
-def report(args, rows, threads):
-    print(f"\n{'recv threads':>12} {'GUP/s':>8} {'wire GB/s':>10} {'MPI GB/s':>9} {'share':>6} {'target':>7}")
+def label(setting):
+    return " / ".join("auto" if n == 0 else str(n) for n in setting)
+
+
+def report(args, rows, settings):
+    print(f"\n{'aggregators / recv threads':>26} {'GUP/s':>8} {'wire GB/s':>10} {'MPI GB/s':>9} {'share':>6} "
+          f"{'target':>7}")
     best = {}
-    for n in threads:
-        b = median_of(rows, n)
+    for setting in settings:
+        b = median_of(rows, setting)
         if b is None:
-            print(f"{n:12} failed")
+            print(f"{label(setting):>26} failed")
             continue
-        best[n] = b
+        best[setting] = b
         mark = "met" if b["share"] >= TARGET else "missed"
-        print(f"{n:12} {b['gups']:8.3f} {b['wire_gb_per_s_per_rank']:10.3f} {b['mpi_gb_per_s_per_rank']:9.3f} "
-              f"{b['share']:6.3f} {mark:>7}")
+        print(f"{label(setting):>26} {b['gups']:8.3f} {b['wire_gb_per_s_per_rank']:10.3f} "
+              f"{b['mpi_gb_per_s_per_rank']:9.3f} {b['share']:6.3f} {mark:>7}")
     if best:
         plot(best, os.path.join(args.out, "wire.png"))
     failed = [r for r in rows if r["error"]]
     for r in failed:
-        print(f"wire_share: GRAIN_RECV_THREADS={r['recv_threads']} repeat {r.get('repeat')}: {r['error']}")
+        print(f"wire_share: GRAIN_AGGREGATORS={r.get('aggregators', 1)} GRAIN_RECV_THREADS={r['recv_threads']} "
+              f"repeat {r.get('repeat')}: {r['error']}")
     return 1 if failed else 0
 
 
@@ -94,15 +105,15 @@ def plot(best, path):
     plt = pyplot("wire_share")
     if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(1.6 + 0.9 * len(best), 3.6))
-    labels = [f"{n} (auto)" if n == 0 else str(n) for n in best]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(best), 3.6))
+    labels = [label(s) for s in best]
     shares = [b["share"] for b in best.values()]
     ax.bar(labels, shares, color="#4c72b0")
     for i, s in enumerate(shares):
         ax.annotate(f"{s:.3f}", (i, s), ha="center", va="bottom", fontsize=8)
     ax.axhline(TARGET, color="#444444", linestyle="--", linewidth=0.8, label=f"target {TARGET}")
     ax.set_ylim(0, 1)
-    ax.set_xlabel("GRAIN_RECV_THREADS")
+    ax.set_xlabel("GRAIN_AGGREGATORS / GRAIN_RECV_THREADS")
     ax.set_ylabel("applied wire bytes / MPI's, a rank")
     first = next(iter(best.values()))
     ax.set_title(f"GUPS through MPI ({first['backend']}, {first['device']})", fontsize=9)
@@ -112,28 +123,35 @@ def plot(best, path):
     print(f"wire_share: wrote {path}")
 
 
+def counts(text):
+    return [int(n) for n in text.split(",")]
+
+
 def main():
     argv, extra = split_extra(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--log2-table", type=int, default=26)
-    ap.add_argument("--recv-threads", default="0,1,4")
+    ap.add_argument("--aggregators", type=counts, default=[0])
+    ap.add_argument("--recv-threads", type=counts, default=[0, 1, 4])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default="bench-results/wire")
     ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--replot", action="store_true")
     args = ap.parse_args(argv)
-    threads = [int(n) for n in args.recv_threads.split(",")]
     if args.replot:
         saved = json.load(open(os.path.join(args.out, "wire.json")))
-        return report(args, saved["runs"], saved["recv_threads"])
-    if args.ranks < 2 or args.repeat < 1 or not 1 <= args.log2_table <= 36 or min(threads) < 0:
-        sys.exit("wire_share: --ranks >= 2, --repeat >= 1, --log2-table 1..36, --recv-threads of counts >= 0")
+        return report(args, saved["runs"], [tuple(s) for s in saved["settings"]])
+    settings = [(a, n) for a in args.aggregators for n in args.recv_threads]
+    if (args.ranks < 2 or args.repeat < 1 or not 1 <= args.log2_table <= 36 or min(args.recv_threads) < 0
+            or min(args.aggregators) < 0):
+        sys.exit("wire_share: --ranks >= 2, --repeat >= 1, --log2-table 1..36, --aggregators and --recv-threads "
+                 "of counts >= 0 (0: the runtime's choice)")
     require_built("wire_share", args.bin, ["gups", "mpi_bandwidth"])
     os.makedirs(args.out, exist_ok=True)
-    rows, progress = [], Progress(args.repeat * (1 + len(threads)))
+    rows, progress = [], Progress(args.repeat * (1 + len(settings)))
     with open(os.path.join(args.out, "wire.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
@@ -141,18 +159,19 @@ def main():
             progress.start(f"MPI alone, {args.ranks} ranks")
             mpi, why = mpi_rate(args)
             progress.finish(why or f"{mpi:.3f} GB/s a rank")
-            for n in threads:
-                progress.start(f"gups, GRAIN_RECV_THREADS={n}")
-                row = gups_run(args, n, mpi, extra) if mpi else {"recv_threads": n, "error": why}
+            for aggs, n in settings:
+                progress.start(f"gups, GRAIN_AGGREGATORS={aggs} GRAIN_RECV_THREADS={n}")
+                row = gups_run(args, aggs, n, mpi, extra) if mpi else {"aggregators": aggs, "recv_threads": n,
+                                                                        "error": why}
                 row["repeat"] = rep
                 rows.append(row)
                 w.writerow(row)
                 f.flush()
                 with open(os.path.join(args.out, "wire.json"), "w") as j:
-                    json.dump({"ranks": args.ranks, "log2_table": args.log2_table, "recv_threads": threads,
+                    json.dump({"ranks": args.ranks, "log2_table": args.log2_table, "settings": settings,
                                "runs": rows}, j, indent=1)
                 progress.finish(row["error"] or f"{row['gups']:.3f} GUP/s, share {row['share']:.3f}")
-    return report(args, rows, threads)
+    return report(args, rows, settings)
 
 
 if __name__ == "__main__":
