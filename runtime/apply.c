@@ -65,6 +65,7 @@ struct grain_applier {
     uint64_t done_mark;         /* launches up to it are known done: no backend query */
     uint64_t overlap_counted;   /* the last launch counted in stats.overlapped */
     kept_t *kept_head, *kept_tail;
+    unsigned filling; /* kept buffers being copied into stages, without the lock */
     atomic_int waiting; /* stages or kept buffers wait for a launch: a hint for grain_applier_progress */
     grain_applier_stats_t stats;
 };
@@ -314,7 +315,15 @@ static void fill(grain_applier_t *a, stage_t *s, const uint64_t *words, const ui
     memcpy(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words), marks, mark_bytes(n_words));
 }
 
-/* Under the lock: moves kept buffers into stages while stages are free. */
+/*
+ * Under the lock: moves kept buffers into stages while stages are free.  It
+ * lets go of the lock while it copies: when the apply kernels run behind,
+ * every buffer is kept, and every receiving thread came here first, under
+ * the lock, to copy all that the finished kernels made room for, while the
+ * others waited (two pagerank ranks through MPI on two H100s: 4 receive
+ * threads 40% busy, the senders' aggregators waiting 70% of their time for
+ * buffers).  Now each thread copies the pairs it takes, beside the others.
+ */
 static void stage_kept(grain_applier_t *a)
 {
     stage_t *s;
@@ -322,9 +331,13 @@ static void stage_kept(grain_applier_t *a)
         kept_t *k = a->kept_head;
         if ((a->kept_head = k->next) == NULL)
             a->kept_tail = NULL;
+        a->filling++;
+        pthread_mutex_unlock(&a->lock);
         fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe);
-        a->ready[a->n_ready++] = (unsigned)(s - a->stages);
         free(k);
+        pthread_mutex_lock(&a->lock);
+        a->filling--;
+        a->ready[a->n_ready++] = (unsigned)(s - a->stages);
     }
 }
 
@@ -377,11 +390,12 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
     return st;
 }
 
-grain_status_t grain_applier_progress(grain_applier_t *a)
+grain_status_t grain_applier_progress(grain_applier_t *a, int copy)
 {
     if (!atomic_load_explicit(&a->waiting, memory_order_relaxed) || pthread_mutex_trylock(&a->lock) != 0)
         return GRAIN_OK; /* a thread that holds it moves the stages on */
-    stage_kept(a);
+    if (copy)
+        stage_kept(a);
     grain_status_t st = launch_ready(a, 0);
     pthread_mutex_unlock(&a->lock);
     return st;
@@ -398,7 +412,13 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
         st = launch_ready(a, 1);
         if (st == GRAIN_OK)
             st = g->bops->side_synchronize(g->backend);
-    } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching));
+        if (st == GRAIN_OK && a->filling > 0) { /* another thread copies kept buffers */
+            unsigned spins = 0;
+            pthread_mutex_unlock(&a->lock);
+            grain_wait_a_little(&spins);
+            pthread_mutex_lock(&a->lock);
+        }
+    } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching || a->filling > 0));
     for (; a->n_launched > 0; a->n_launched--) {
         a->free_list[a->n_free++] = a->launched[a->launched_first];
         a->launched_first = (a->launched_first + 1) % a->n_stages;

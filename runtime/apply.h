@@ -56,8 +56,11 @@ grain_status_t grain_applier_use(grain_applier_t *a, grain_program_t *program);
 grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged);
 
 /* Launches what waits for a launch, if the side stream has room; for a
- * thread that polls (the network thread), never waiting for the lock. */
-grain_status_t grain_applier_progress(grain_applier_t *a);
+ * thread that polls, never waiting for the lock.  With `copy`, it first
+ * copies kept buffers into the stages finished kernels left: the threads
+ * that receive do, not a network thread that hands buffers to receive
+ * threads, whose MPI progress would wait behind the copies. */
+grain_status_t grain_applier_progress(grain_applier_t *a, int copy);
 
 /* Waits until every submitted buffer is applied; with no producer kernel
  * running (buffers kept back are launched first). */

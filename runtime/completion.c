@@ -207,7 +207,7 @@ unsigned grain_transport_settle(void *arg, int wait)
     /* Stages that wait for the apply kernels in flight go as soon as
      * those are done, though no buffer arrives to take them. */
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
-    grain_status_t st = applier != NULL ? grain_applier_progress(applier) : GRAIN_OK;
+    grain_status_t st = applier != NULL ? grain_applier_progress(applier, g->receivers == NULL) : GRAIN_OK;
     if (st != GRAIN_OK)
         grain_async_error(g, st, grain_error_message(g));
     if (g->n_lent == 0 && g->lent_freed == 0)

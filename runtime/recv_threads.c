@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "runtime/apply.h"
 #include "runtime/backoff.h"
 #include "runtime/bell.h"
 #include "runtime/grain_impl.h"
@@ -57,6 +58,12 @@ static void *receive_thread(void *arg)
         }
         if (atomic_load(&rx->stop))
             break;
+        /* Between buffers, the kept ones go to the stages that finished
+         * kernels left (the network thread leaves that to these threads). */
+        struct grain_applier *applier = atomic_load_explicit(&rx->grain->applier, memory_order_acquire);
+        grain_status_t st = applier != NULL ? grain_applier_progress(applier, 1) : GRAIN_OK;
+        if (st != GRAIN_OK)
+            grain_async_error(rx->grain, st, grain_error_message(rx->grain));
         grain_backoff_idle_bell(&backoff, &rx->bell, seen);
     }
     return NULL;
