@@ -84,6 +84,20 @@ static grain_status_t take_device_error(grain_t *g)
                         "into grain_malloc memory); it was neither sent nor written",
                         item, g->my_pe, cmd, pe, value, (unsigned long long)g->config.heap_size);
         break;
+    case GRAIN_DEV_ERR_BAD_WAIT:
+        st = grain_fail(GRAIN_ERR_BAD_OFFSET,
+                        "work-item %llu of a kernel on rank %d waited on (or tested) a %u-bit word at heap "
+                        "offset %llu, outside the %llu-byte symmetric heap or misaligned (the word must be "
+                        "this rank's grain_malloc memory); it did not wait",
+                        item, g->my_pe, 8 * d->cmd, value, (unsigned long long)g->config.heap_size);
+        break;
+    case GRAIN_DEV_ERR_BAD_CMP:
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "work-item %llu of a kernel on rank %d waited on (or tested) a %u-bit word with "
+                        "comparison %lld, which is none of GRAIN_CMP_EQ, NE, GT, GE, LT and LE; it did not "
+                        "wait",
+                        item, g->my_pe, 8 * d->cmd, (long long)value);
+        break;
     default:
         st = grain_fail(GRAIN_ERR_BAD_HANDLER,
                         "work-item %llu of a kernel on rank %d sent an active message to PE %d for handler "

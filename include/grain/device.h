@@ -26,7 +26,9 @@
  *
  * What completes a message, and what orders messages before that, is the
  * memory model in grain/grain.h (completion): grain_quiet on the host, no
- * device-side fence yet.
+ * device-side fence yet.  A lane waits for its own heap's words with
+ * grain_wait_until, grain_test and grain_signal_wait_until
+ * (grain/device/sync.h).
  */
 #ifndef GRAIN_DEVICE_H
 #define GRAIN_DEVICE_H
@@ -375,6 +377,7 @@ GRAIN_INLINE void grain_am(const grain_wg_t *wg, grain_u32 handler, grain_u64 a0
     grain_send_(wg, GRAIN_CMD_AM, handler, pe, a0, a1, active);
 }
 
+#include "grain/device/sync.h"
 #include "grain/device/chunks.h"
 #include "grain/device/runtime_kernels.h"
 

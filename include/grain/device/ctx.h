@@ -37,6 +37,8 @@
 #define GRAIN_DEV_ERR_BAD_PE 1u
 #define GRAIN_DEV_ERR_BAD_OFFSET 2u
 #define GRAIN_DEV_ERR_BAD_HANDLER 3u
+#define GRAIN_DEV_ERR_BAD_WAIT 4u /* cmd: the word's width; value: its offset */
+#define GRAIN_DEV_ERR_BAD_CMP 5u  /* cmd: the word's width; value: the comparison */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */

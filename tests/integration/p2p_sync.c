@@ -1,0 +1,129 @@
+/*
+ * Integration test under mpirun (1 to 4 ranks) of point-to-point
+ * synchronization (grain/device/sync.h):
+ *
+ *   p2p_sync               grain_test's truth table for every comparison, on
+ *                          64- and 32-bit words; then one work-group a rank
+ *                          whose lanes send to every rank and wait, each kind
+ *                          of wait in turn, for what the others send
+ *   p2p_sync bad-address   a wait outside the heap: refused, reported with
+ *                          the rank, and the kernel ends
+ *   p2p_sync bad-cmp       a wait with a comparison that is none of them
+ *
+ * Exit 0 only if every rank agrees.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_ok.h"
+#include "grain/grain.h"
+#include "p2p_sync_pattern.h"
+
+extern const char p2p_sync_source[];
+
+static int holds(int64_t seen, int cmp, int64_t value)
+{
+    switch (cmp) {
+    case 0: return seen == value;
+    case 1: return seen != value;
+    case 2: return seen > value;
+    case 3: return seen >= value;
+    case 4: return seen < value;
+    default: return seen <= value;
+    }
+}
+
+static void launch(grain_kernel_t *k, int64_t *w)
+{
+    size_t global = P2P_LANES, local = P2P_LANES;
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    OK(grain_launch(k, 1, &global, &local));
+}
+
+/* A bad call must end the kernel and come back as `want` naming the rank. */
+static int bad_call(grain_t *g, grain_program_t *prog, int64_t *w, uint64_t beyond, int32_t cmp,
+                    grain_status_t want)
+{
+    grain_kernel_t *k;
+    OK(grain_kernel_create(prog, "bad_wait", &k));
+    OK(grain_kernel_set_arg(k, 2, sizeof beyond, &beyond));
+    OK(grain_kernel_set_arg(k, 3, sizeof cmp, &cmp));
+    launch(k, w);
+    grain_status_t st = grain_wait(g);
+    char rank[32];
+    snprintf(rank, sizeof rank, "rank %d", grain_my_pe(g));
+    int ok = st == want && strstr(grain_error_message(g), rank) != NULL;
+    printf("p2p_sync: rank %d: %s: %s\n", grain_my_pe(g), grain_strerror(st), grain_error_message(g));
+    grain_kernel_destroy(k);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    grain_t *g;
+    OK(grain_init(NULL, &g));
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    int64_t *w, host[P2P_WORDS];
+    OK(grain_malloc(g, sizeof host, (void **)&w));
+    grain_program_t *prog;
+    OK(grain_program_create(g, p2p_sync_source, NULL, &prog));
+    int bad = 0;
+    if (strcmp(mode, "bad-address") == 0 || strcmp(mode, "bad-cmp") == 0) {
+        int address = strcmp(mode, "bad-address") == 0;
+        bad = !bad_call(g, prog, w, address ? 1ull << 40 : 0, address ? 0 : 9,
+                        address ? GRAIN_ERR_BAD_OFFSET : GRAIN_ERR_INVALID);
+    } else {
+        int64_t all = (int64_t)n * P2P_LANES;
+        memset(host, 0, sizeof host);
+        host[P2P_DOWN] = all;
+        host[P2P_W64] = P2P_V64;
+        int32_t w32s[2] = {0, (int32_t)all}, w32[2] = {P2P_V32, 0};
+        memcpy(&host[P2P_W32S], w32s, sizeof w32s);
+        memcpy(&host[P2P_W32], w32, sizeof w32);
+        OK(grain_memcpy(g, w, host, sizeof host));
+        OK(grain_barrier(g)); /* every rank's words are set before any message */
+        grain_kernel_t *truth, *wait;
+        OK(grain_kernel_create(prog, "truth", &truth));
+        OK(grain_kernel_create(prog, "arrive_and_wait", &wait));
+        launch(truth, w);
+        OK(grain_wait(g));
+        OK(grain_memcpy(g, host, w, sizeof host)); /* checked before anything waits */
+        for (int l = 0; l < P2P_LANES; l++) {
+            int64_t word = l < 18 ? P2P_V64 : P2P_V32;
+            int want = l < P2P_TRUTH_LANES && holds(word, P2P_TRUTH_CMP(l), word + P2P_TRUTH_DELTA(l));
+            if (host[P2P_TRUTH + l] != want && ++bad <= 10)
+                fprintf(stderr, "rank %d: grain_test lane %d (comparison %d, %d bits, value %+d) answered %lld\n",
+                        me, l, P2P_TRUTH_CMP(l), l < 18 ? 64 : 32, P2P_TRUTH_DELTA(l),
+                        (long long)host[P2P_TRUTH + l]);
+        }
+        launch(wait, w);
+        OK(grain_quiet(g));
+        OK(grain_memcpy(g, host, w, sizeof host));
+        for (int l = 0; l < P2P_LANES; l++) {
+            int kind = l % P2P_KINDS;
+            int64_t final = kind == 5 ? (me + n - 1) % n + 1 : kind < 3 || kind == 6 ? all : 0;
+            if ((host[P2P_SEEN + l] != final || host[P2P_AFTER + l] != 1) && ++bad <= 10)
+                fprintf(stderr, "rank %d: lane %d (wait kind %d) saw %lld after its wait, expected %lld; the test "
+                        "after it answered %lld\n", me, l, kind, (long long)host[P2P_SEEN + l], (long long)final,
+                        (long long)host[P2P_AFTER + l]);
+        }
+        int32_t ends[2];
+        memcpy(ends, &host[P2P_W32S], sizeof ends);
+        if ((host[P2P_UP] != all || host[P2P_DOWN] != 0 || ends[0] != all || ends[1] != 0) && ++bad <= 10)
+            fprintf(stderr, "rank %d: the counters ended at %lld, %lld, %d, %d\n", me, (long long)host[P2P_UP],
+                    (long long)host[P2P_DOWN], ends[0], ends[1]);
+        grain_kernel_destroy(truth);
+        grain_kernel_destroy(wait);
+    }
+    uint64_t total_bad = (uint64_t)bad;
+    OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));
+    if (me == 0)
+        printf("p2p_sync%s%s: %d ranks: %s (%llu mismatches)\n", *mode ? " " : "", mode, n,
+               total_bad ? "FAILED" : "passed", (unsigned long long)total_bad);
+    grain_program_destroy(prog);
+    OK(grain_free(g, w));
+    OK(grain_finalize(g));
+    return total_bad ? 1 : 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * Point-to-point synchronization (grain/device/sync.h): grain_test's truth
+ * table on known words, then lanes that wait for words other ranks change
+ * with messages, each kind of wait once a lane % P2P_KINDS.
+ */
+#include "p2p_sync_pattern.h"
+#include "grain/device.h"
+
+GRAIN_KERNEL void truth(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 l = grain_local_linear_id();
+    int cmp = P2P_TRUTH_CMP(l), delta = P2P_TRUTH_DELTA(l);
+    GRAIN_GLOBAL grain_i32 *w32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_W32];
+    int got = l < 18 ? grain_test64(&wg, &w[P2P_W64], cmp, P2P_V64 + delta, 1)
+                     : grain_test32(&wg, w32, cmp, P2P_V32 + delta, l < P2P_TRUTH_LANES);
+    w[P2P_TRUTH + l] = got;
+}
+
+GRAIN_KERNEL void arrive_and_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 l = grain_local_linear_id();
+    int me = grain_dev_my_pe(&wg), n = grain_dev_n_pes(&wg);
+    GRAIN_GLOBAL grain_i32 *up32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_W32S], *down32 = up32 + 1;
+    for (int pe = 0; pe < n; pe++) {
+        grain_inc64(&wg, &w[P2P_UP], pe, 1);
+        grain_add64(&wg, &w[P2P_DOWN], -1, pe, 1);
+        grain_inc32(&wg, up32, pe, 1);
+        grain_add32(&wg, down32, -1, pe, 1);
+    }
+    grain_put64(&wg, &w[P2P_TOKEN], me + 1, (me + 1) % n, l == 0);
+
+    grain_i64 all = (grain_i64)n * P2P_LANES, seen = 0;
+    int kind = (int)(l % P2P_KINDS), after = 0;
+    switch (kind) {
+    case 0:
+        grain_wait_until64(&wg, &w[P2P_UP], GRAIN_CMP_EQ, all, 1);
+        after = grain_test64(&wg, &w[P2P_UP], GRAIN_CMP_EQ, all, 1);
+        break;
+    case 1:
+        grain_wait_until64(&wg, &w[P2P_UP], GRAIN_CMP_GE, all, 1);
+        after = grain_test64(&wg, &w[P2P_UP], GRAIN_CMP_GE, all, 1);
+        break;
+    case 2:
+        grain_wait_until64(&wg, &w[P2P_UP], GRAIN_CMP_GT, all - 1, 1);
+        after = grain_test64(&wg, &w[P2P_UP], GRAIN_CMP_GT, all - 1, 1);
+        break;
+    case 3:
+        grain_wait_until64(&wg, &w[P2P_DOWN], GRAIN_CMP_LE, 0, 1);
+        after = grain_test64(&wg, &w[P2P_DOWN], GRAIN_CMP_LE, 0, 1);
+        break;
+    case 4:
+        grain_wait_until64(&wg, &w[P2P_DOWN], GRAIN_CMP_LT, 1, 1);
+        after = grain_test64(&wg, &w[P2P_DOWN], GRAIN_CMP_LT, 1, 1);
+        break;
+    case 5:
+        seen = (grain_i64)grain_signal_wait_until(&wg, (GRAIN_GLOBAL grain_u64 *)&w[P2P_TOKEN], GRAIN_CMP_NE, 0, 1);
+        after = grain_test64(&wg, &w[P2P_TOKEN], GRAIN_CMP_NE, 0, 1);
+        break;
+    case 6:
+        grain_wait_until32(&wg, up32, GRAIN_CMP_EQ, (grain_i32)all, 1);
+        after = grain_test32(&wg, up32, GRAIN_CMP_EQ, (grain_i32)all, 1);
+        break;
+    default:
+        grain_wait_until32(&wg, down32, GRAIN_CMP_LT, 1, 1);
+        after = grain_test32(&wg, down32, GRAIN_CMP_LT, 1, 1);
+        break;
+    }
+    if (kind == 5)
+        w[P2P_SEEN + l] = seen;
+    else if (kind >= 6)
+        w[P2P_SEEN + l] = grain_atomic_load_acquire_u32(kind == 6 ? up32 : down32);
+    else
+        w[P2P_SEEN + l] = (grain_i64)grain_atomic_load_acquire_u64(&w[kind < 3 ? P2P_UP : P2P_DOWN]);
+    w[P2P_AFTER + l] = after;
+}
+
+/* Lane 0 waits on a word `beyond` bytes past w with comparison `cmp`: a bad
+ * call must be refused, reported and not wait. */
+GRAIN_KERNEL void bad_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 beyond, grain_i32 cmp)
+{
+    GRAIN_WG_BEGIN(wg);
+    GRAIN_GLOBAL grain_i64 *word = (GRAIN_GLOBAL grain_i64 *)((GRAIN_GLOBAL char *)w + beyond);
+    grain_wait_until64(&wg, word, cmp, 1, grain_local_linear_id() == 0);
+    w[P2P_TRUTH] = grain_test64(&wg, word, cmp, 1, grain_local_linear_id() == 0);
+}
