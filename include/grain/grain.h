@@ -168,7 +168,12 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * orders a direct message after a queued one, or the messages of two
  * work-items: a kernel that needs that order ends and quiets first (there
  * is no device-side fence or quiet yet).  Every apply is an atomic, so concurrent
- * messages to one word combine and never tear (grain/device.h). */
+ * messages to one word combine and never tear (grain/device.h).  Within a
+ * kernel, a lane sees a message applied to its own rank's heap when it
+ * waits for it (grain_wait_until, grain/device/sync.h): since queued
+ * messages keep no order, what it waits for must be the messages
+ * themselves (a count of arrivals, a word each sender writes), not data
+ * another message carried before them. */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier(grain_t *grain);
 
