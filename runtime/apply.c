@@ -152,11 +152,12 @@ static grain_status_t launch_ready(grain_applier_t *a, int now)
     return st;
 }
 
-/* Under the lock: until no thread launches. */
-static void wait_launcher(grain_applier_t *a)
+/* Under the lock: until no thread launches and, with `copies`, none
+ * copies kept buffers into stages either. */
+static void wait_others(grain_applier_t *a, int copies)
 {
     unsigned spins = 0;
-    while (a->launching) {
+    while (a->launching || (copies && a->filling > 0)) {
         pthread_mutex_unlock(&a->lock);
         grain_wait_a_little(&spins);
         pthread_mutex_lock(&a->lock);
@@ -173,7 +174,7 @@ static grain_status_t use_kernel(grain_applier_t *a, grain_program_t *program)
 {
     grain_t *g = a->grain;
     grain_kernel_t *k;
-    wait_launcher(a); /* it launches the old kernel */
+    wait_others(a, 0); /* a launch in progress uses the old kernel */
     grain_status_t st = g->bops->side_synchronize(g->backend);
     if (st == GRAIN_OK)
         st = grain_kernel_create(program, "grain_apply_wire", &k);
@@ -405,19 +406,17 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
 {
     grain_t *g = a->grain;
     grain_status_t st;
+    /* Every launch must be synchronized before the launched stages are
+     * freed: the last synchronize comes after the last launch, since
+     * nobody launches or fills while this thread holds the lock from the
+     * synchronize to the test. */
     pthread_mutex_lock(&a->lock);
     do {
-        wait_launcher(a);
+        wait_others(a, 1);
         stage_kept(a);
         st = launch_ready(a, 1);
         if (st == GRAIN_OK)
             st = g->bops->side_synchronize(g->backend);
-        if (st == GRAIN_OK && a->filling > 0) { /* another thread copies kept buffers */
-            unsigned spins = 0;
-            pthread_mutex_unlock(&a->lock);
-            grain_wait_a_little(&spins);
-            pthread_mutex_lock(&a->lock);
-        }
     } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching || a->filling > 0));
     for (; a->n_launched > 0; a->n_launched--) {
         a->free_list[a->n_free++] = a->launched[a->launched_first];
