@@ -74,7 +74,7 @@ GRAIN_INLINE void app_coalesced_add64(const app_sender_t *s, const grain_wg_t *w
                                       grain_u64 index, grain_i64 value, int pe, int active)
 {
     grain_u32 lane = grain_local_linear_id(), last = grain_local_linear_size() - 1;
-    int n_pes = grain_dev_n_pes(wg);
+    int n_pes = grain_n_pes(wg);
     grain_u32 mine = 0;
     for (int p = 0; p < n_pes; p++) {
         int to_p = active && pe == p;
@@ -114,7 +114,7 @@ GRAIN_INLINE void app_coalesced_add64(const app_sender_t *s, const grain_wg_t *w
 GRAIN_INLINE void app_pernode_add64(const app_sender_t *s, const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *base,
                                     grain_u64 index, grain_i64 value, int pe, int active)
 {
-    int me = grain_dev_my_pe(wg), n_pes = grain_dev_n_pes(wg);
+    int me = grain_my_pe(wg), n_pes = grain_n_pes(wg);
     if (active && pe == me)
         grain_heap_add_u64((GRAIN_GLOBAL grain_u64 *)&base[index], (grain_u64)value);
     for (int p = 0; p < n_pes; p++) {

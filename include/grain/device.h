@@ -138,8 +138,14 @@ GRAIN_INLINE void grain_wg_begin_(const grain_wg_t *wg)
     grain_wg_barrier();
 }
 
-GRAIN_INLINE int grain_dev_my_pe(const grain_wg_t *wg) { return (int)wg->ctx->my_pe; }
-GRAIN_INLINE int grain_dev_n_pes(const grain_wg_t *wg) { return (int)wg->ctx->n_pes; }
+/* This rank and the job's ranks, spelled as the host's grain_my_pe and
+ * grain_n_pes (and OpenSHMEM's shmem_my_pe and shmem_n_pes). */
+GRAIN_INLINE int grain_my_pe(const grain_wg_t *wg) { return (int)wg->ctx->my_pe; }
+GRAIN_INLINE int grain_n_pes(const grain_wg_t *wg) { return (int)wg->ctx->n_pes; }
+/* Deprecated: the names before grain_my_pe and grain_n_pes, kept for one
+ * version. */
+GRAIN_INLINE int grain_dev_my_pe(const grain_wg_t *wg) { return grain_my_pe(wg); }
+GRAIN_INLINE int grain_dev_n_pes(const grain_wg_t *wg) { return grain_n_pes(wg); }
 
 /* A message that would be rejected at its destination is refused here, so the
  * kernel's first bad call is reported with the work-item that made it, and

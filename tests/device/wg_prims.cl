@@ -40,7 +40,7 @@ GRAIN_INLINE void send_bad_(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *target
 {
     int bad = grain_global_linear_id() == bad_lane;
     if (what == 0)
-        grain_inc64(wg, target, bad ? grain_dev_n_pes(wg) + 4 : dest, 1);
+        grain_inc64(wg, target, bad ? grain_n_pes(wg) + 4 : dest, 1);
     else if (what == 1)
         grain_inc64(wg, bad ? target + (1 << 27) : target, dest, 1);
     else if (what == 2)
@@ -57,6 +57,7 @@ GRAIN_KERNEL void send_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *target, gra
                            grain_u32 bad_lane, grain_u32 handler)
 {
     GRAIN_WG_BEGIN(wg);
+    /* The deprecated name, kept for one version, still answers. */
     send_bad_(&wg, target, what, bad_lane, handler, grain_dev_my_pe(&wg));
 }
 

@@ -21,7 +21,7 @@ GRAIN_KERNEL void arrive_and_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
 {
     GRAIN_WG_BEGIN(wg);
     grain_u32 l = grain_local_linear_id();
-    int me = grain_dev_my_pe(&wg), n = grain_dev_n_pes(&wg);
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
     GRAIN_GLOBAL grain_i32 *up32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_W32S], *down32 = up32 + 1;
     for (int pe = 0; pe < n; pe++) {
         grain_inc64(&wg, &w[P2P_UP], pe, 1);

@@ -20,8 +20,8 @@ GRAIN_KERNEL void shmem_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *cnt, GRAIN
                             grain_u32 pattern, grain_u32 handler, GRAIN_GLOBAL grain_i64 *am_device_sum)
 {
     GRAIN_WG_BEGIN(wg);
-    grain_u32 me = (grain_u32)grain_dev_my_pe(&wg);
-    int n = grain_dev_n_pes(&wg);
+    grain_u32 me = (grain_u32)grain_my_pe(&wg);
+    int n = grain_n_pes(&wg);
     grain_u64 gid = grain_global_linear_id();
     grain_u64 items = grain_global_linear_size();
     int act = pattern_active(pattern, me, gid, grain_local_linear_id());
