@@ -5,7 +5,9 @@
  *   p2p_sync               grain_test's truth table for every comparison, on
  *                          64- and 32-bit words; then one work-group a rank
  *                          whose lanes send to every rank and wait, each kind
- *                          of wait in turn, for what the others send
+ *                          of wait in turn, for what the others send; then
+ *                          the _all, _any and _some calls on known words and
+ *                          on a token from every rank
  *   p2p_sync bad-address   a wait outside the heap: refused, reported with
  *                          the rank, and the kernel ends
  *   p2p_sync bad-cmp       a wait with a comparison that is none of them
@@ -32,6 +34,38 @@ static int holds(int64_t seen, int cmp, int64_t value)
     case 4: return seen < value;
     default: return seen <= value;
     }
+}
+
+/* The _all, _any and _some lanes of the kernel `many`: what each must
+ * answer on `n` ranks, and its detail (checked where `check` is set). */
+typedef struct many_want {
+    int64_t answer, detail;
+    int check_detail;
+} many_want_t;
+
+static many_want_t many_want(int lane, int n)
+{
+    switch (lane) {
+    case 0: case 2: case 8: case 11: return (many_want_t){1, 0, 0};
+    case 3: case 7: case 15: return (many_want_t){-1, 0, 0}; /* GRAIN_NO_INDEX */
+    case 4: return (many_want_t){6, 0, 0};
+    case 5: return (many_want_t){3, 3, 1}; /* 0, 1, 3 below 4; 2 left out */
+    case 6: return (many_want_t){4, 2, 1};
+    case 9: return (many_want_t){3, 0, 0};
+    case 10: return (many_want_t){3, 4, 1}; /* 4, 6, 7; 5 left out */
+    case 12: case 16: return (many_want_t){n, 0, 0};
+    default: return (many_want_t){0, 0, 0};
+    }
+}
+
+static int many_ok(int lane, int n, int64_t answer, int64_t detail)
+{
+    if (lane == 13) /* any token: its index, and the token there */
+        return answer >= 0 && answer < n && detail == answer + 1;
+    if (lane == 14) /* some tokens: how many, and the first one right */
+        return answer >= 1 && answer <= n && detail == 1;
+    many_want_t w = many_want(lane, n);
+    return answer == w.answer && (!w.check_detail || detail == w.detail);
 }
 
 static void launch(grain_kernel_t *k, int64_t *w)
@@ -65,6 +99,12 @@ int main(int argc, char **argv)
     grain_t *g;
     OK(grain_init(NULL, &g));
     int me = grain_my_pe(g), n = grain_n_pes(g);
+    if (n > P2P_MAX_PES) {
+        if (me == 0)
+            fprintf(stderr, "p2p_sync: at most %d ranks, not %d\n", P2P_MAX_PES, n);
+        grain_finalize(g);
+        return 2;
+    }
     int64_t *w, host[P2P_WORDS];
     OK(grain_malloc(g, sizeof host, (void **)&w));
     grain_program_t *prog;
@@ -82,11 +122,23 @@ int main(int argc, char **argv)
         int32_t w32s[2] = {0, (int32_t)all}, w32[2] = {P2P_V32, 0};
         memcpy(&host[P2P_W32S], w32s, sizeof w32s);
         memcpy(&host[P2P_W32], w32, sizeof w32);
+        int32_t arr32[8], status[8], exclude_all[8];
+        for (int i = 0; i < 8; i++) {
+            host[P2P_ARR + i] = i;
+            arr32[i] = i;
+            status[i] = i == 2 || i == 5;
+            exclude_all[i] = 1;
+        }
+        memcpy(&host[P2P_ARR32], arr32, sizeof arr32);
+        memcpy(&host[P2P_STATUS], status, sizeof status);
+        memcpy(&host[P2P_EXCLUDE_ALL], exclude_all, sizeof exclude_all);
         OK(grain_memcpy(g, w, host, sizeof host));
         OK(grain_barrier(g)); /* every rank's words are set before any message */
-        grain_kernel_t *truth, *wait;
+        grain_kernel_t *truth, *wait, *many, *many_wait;
         OK(grain_kernel_create(prog, "truth", &truth));
         OK(grain_kernel_create(prog, "arrive_and_wait", &wait));
+        OK(grain_kernel_create(prog, "many", &many));
+        OK(grain_kernel_create(prog, "many_wait", &many_wait));
         launch(truth, w);
         OK(grain_wait(g));
         OK(grain_memcpy(g, host, w, sizeof host)); /* checked before anything waits */
@@ -114,8 +166,20 @@ int main(int argc, char **argv)
         if ((host[P2P_UP] != all || host[P2P_DOWN] != 0 || ends[0] != all || ends[1] != 0) && ++bad <= 10)
             fprintf(stderr, "rank %d: the counters ended at %lld, %lld, %d, %d\n", me, (long long)host[P2P_UP],
                     (long long)host[P2P_DOWN], ends[0], ends[1]);
+        launch(many, w);
+        OK(grain_wait(g));
+        launch(many_wait, w);
+        OK(grain_quiet(g));
+        OK(grain_memcpy(g, host, w, sizeof host));
+        for (int l = 0; l < P2P_LANES; l++)
+            if (!many_ok(l, n, host[P2P_MANY + l], host[P2P_DETAIL + l]) && ++bad <= 10)
+                fprintf(stderr, "rank %d: _all/_any/_some lane %d answered %lld (detail %lld), expected %lld (%lld)\n",
+                        me, l, (long long)host[P2P_MANY + l], (long long)host[P2P_DETAIL + l],
+                        (long long)many_want(l, n).answer, (long long)many_want(l, n).detail);
         grain_kernel_destroy(truth);
         grain_kernel_destroy(wait);
+        grain_kernel_destroy(many);
+        grain_kernel_destroy(many_wait);
     }
     uint64_t total_bad = (uint64_t)bad;
     OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));

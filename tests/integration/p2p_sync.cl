@@ -76,6 +76,92 @@ GRAIN_KERNEL void arrive_and_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     w[P2P_AFTER + l] = after;
 }
 
+/*
+ * grain_test_all/any/some on known words (lanes 0-11), after every rank's
+ * token is sent, for many_wait's lanes 12-16 to wait for.  Each lane writes
+ * its answer to P2P_MANY and, where there is one, a detail to P2P_DETAIL:
+ * the word an index names or the first index found.
+ */
+GRAIN_KERNEL void many(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 l = grain_local_linear_id();
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    GRAIN_GLOBAL grain_i64 *arr = &w[P2P_ARR], *tok = &w[P2P_TOK];
+    GRAIN_GLOBAL grain_i32 *arr32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_ARR32];
+    GRAIN_GLOBAL grain_i32 *tok32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_TOK32];
+    GRAIN_GLOBAL const grain_i32 *st = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_STATUS];
+    GRAIN_GLOBAL const grain_i32 *none = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_EXCLUDE_ALL];
+    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 16)];
+    for (int pe = 0; pe < n; pe++) {
+        grain_put64(&wg, &tok[me], me + 1, pe, l == 0);
+        grain_put32(&wg, &tok32[me], me + 1, pe, l == 0);
+    }
+    grain_i64 r = 0, detail = 0;
+    switch (l) {
+    case 0: r = grain_test_all64(&wg, arr, 8, st, GRAIN_CMP_GE, 0, 1); break;
+    case 1: r = grain_test_all64(&wg, arr, 8, st, GRAIN_CMP_GE, 1, 1); break;
+    case 2: r = grain_test_all64(&wg, arr, 8, st, GRAIN_CMP_NE, 2, 1); break;
+    case 3: r = (grain_i64)grain_test_any64(&wg, arr, 8, st, GRAIN_CMP_EQ, 5, 1); break;
+    case 4: r = (grain_i64)grain_test_any64(&wg, arr, 8, st, GRAIN_CMP_GT, 5, 1); break;
+    case 5:
+        r = (grain_i64)grain_test_some64(&wg, arr, 8, idx, st, GRAIN_CMP_LT, 4, 1);
+        detail = (grain_i64)idx[2];
+        break;
+    case 6:
+        r = (grain_i64)grain_test_some64(&wg, arr, 8, idx, 0, GRAIN_CMP_LT, 4, 1);
+        detail = (grain_i64)idx[2];
+        break;
+    case 7: r = (grain_i64)grain_test_any64(&wg, arr, 8, st, GRAIN_CMP_GE, 0, 0); break;
+    case 8: r = grain_test_all32(&wg, arr32, 8, st, GRAIN_CMP_LE, 7, 1); break;
+    case 9: r = (grain_i64)grain_test_any32(&wg, arr32, 8, st, GRAIN_CMP_GE, 2, 1); break;
+    case 10:
+        r = (grain_i64)grain_test_some32(&wg, arr32, 8, idx, st, GRAIN_CMP_GE, 4, 1);
+        detail = (grain_i64)idx[0];
+        break;
+    case 11: r = grain_test_all64(&wg, arr, 8, none, GRAIN_CMP_EQ, 99, 1); break;
+    default: break;
+    }
+    w[P2P_MANY + l] = r; /* lanes 12-16: many_wait's, which runs after */
+    w[P2P_DETAIL + l] = detail;
+}
+
+/* Lanes 12-16 of the same table: waits for every rank's token (PoCL 3.1's
+ * compiler recursed without end on them as cases of the switch above). */
+GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 l = grain_local_linear_id();
+    int n = grain_n_pes(&wg);
+    GRAIN_GLOBAL grain_i64 *arr = &w[P2P_ARR], *tok = &w[P2P_TOK];
+    GRAIN_GLOBAL grain_i32 *tok32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_TOK32];
+    GRAIN_GLOBAL const grain_i32 *none = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_EXCLUDE_ALL];
+    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 16)];
+    grain_i64 r = 0, detail = 0;
+    grain_wait_until_all64(&wg, tok, (grain_u64)n, 0, GRAIN_CMP_NE, 0, l == 12);
+    grain_wait_until_all32(&wg, tok32, (grain_u64)n, 0, GRAIN_CMP_GT, 0, l == 16);
+    if (l == 12 || l == 16)
+        for (int i = 0; i < n; i++)
+            r += l == 12 ? grain_atomic_load_acquire_u64(&tok[i]) == (grain_u64)(i + 1)
+                         : grain_atomic_load_acquire_u32(&tok32[i]) == (grain_u32)(i + 1);
+    grain_u64 any = grain_wait_until_any64(&wg, tok, (grain_u64)n, 0, GRAIN_CMP_NE, 0, l == 13);
+    grain_u64 some = grain_wait_until_some64(&wg, tok, (grain_u64)n, idx, 0, GRAIN_CMP_NE, 0, l == 14);
+    grain_u64 excluded = grain_wait_until_any64(&wg, arr, 4, none, GRAIN_CMP_EQ, 99, l == 15);
+    if (l == 13) {
+        r = (grain_i64)any;
+        detail = (grain_i64)grain_atomic_load_acquire_u64(&tok[any]);
+    } else if (l == 14) {
+        r = (grain_i64)some;
+        detail = (grain_i64)grain_atomic_load_acquire_u64(&tok[idx[0]]) - (grain_i64)idx[0];
+    } else if (l == 15) {
+        r = (grain_i64)excluded;
+    }
+    if (l >= 12 && l <= 16) {
+        w[P2P_MANY + l] = r;
+        w[P2P_DETAIL + l] = detail;
+    }
+}
+
 /* Lane 0 waits on a word `beyond` bytes past w with comparison `cmp`: a bad
  * call must be refused, reported and not wait. */
 GRAIN_KERNEL void bad_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 beyond, grain_i32 cmp)

@@ -13,7 +13,22 @@
 #define P2P_SEEN 6   /* a lane each: what it saw once its wait returned */
 #define P2P_AFTER (P2P_SEEN + P2P_LANES)  /* a lane each: its test of the same condition after the wait */
 #define P2P_TRUTH (P2P_AFTER + P2P_LANES) /* a lane each: grain_test's answer */
-#define P2P_WORDS (P2P_TRUTH + P2P_LANES)
+/* The _all, _any and _some calls: 8 words holding 0..7 (and 8 32-bit ones),
+ * 8 32-bit status words that leave out words 2 and 5, 8 that leave out
+ * every word; a token a rank (P2P_MAX_PES at most) in 64 and in 32 bits,
+ * which rank r sets to r + 1 everywhere; 8 indices for each of the first
+ * 16 lanes; a result and a detail for each lane. */
+#define P2P_MAX_PES 4
+#define P2P_ARR (P2P_TRUTH + P2P_LANES)
+#define P2P_ARR32 (P2P_ARR + 8)
+#define P2P_STATUS (P2P_ARR32 + 4)
+#define P2P_EXCLUDE_ALL (P2P_STATUS + 4)
+#define P2P_TOK (P2P_EXCLUDE_ALL + 4)
+#define P2P_TOK32 (P2P_TOK + P2P_MAX_PES)
+#define P2P_IDX (P2P_TOK32 + P2P_MAX_PES / 2)
+#define P2P_MANY (P2P_IDX + 16 * 8)
+#define P2P_DETAIL (P2P_MANY + P2P_LANES)
+#define P2P_WORDS (P2P_DETAIL + P2P_LANES)
 
 #define P2P_V64 (-5)
 #define P2P_V32 (-7)

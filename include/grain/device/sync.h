@@ -151,4 +151,132 @@ GRAIN_INLINE grain_u64 grain_signal_wait_until(const grain_wg_t *wg, GRAIN_GLOBA
     return seen;
 }
 
+/*
+ * Several words at once, as OpenSHMEM 1.5's _all, _any and _some: `ivars`
+ * is an array of `nelems` words of this rank's heap; `status` (0 for none)
+ * excludes word i when status[i] is not 0; `status` and `indices` are
+ * global memory (device memory or the heap: an OpenCL kernel cannot pass
+ * private arrays).  An inactive lane, or one refused for a bad word,
+ * returns what "nothing satisfied" means: test_all 0, _any GRAIN_NO_INDEX,
+ * _some 0.
+ *
+ *   grain_test_all64    whether every word left in satisfies the comparison
+ *   grain_test_any64    the index of one that does, else GRAIN_NO_INDEX
+ *   grain_test_some64   how many do, their indices in `indices`
+ *   grain_wait_until_all64, _any64, _some64: the same, waiting until the
+ *   answer is 1, an index, or at least 1 (_any and _some return at once,
+ *   GRAIN_NO_INDEX or 0, when every word is excluded)
+ */
+#define GRAIN_NO_INDEX (~(grain_u64)0)
+
+#define GRAIN_SCAN_ALL 0
+#define GRAIN_SCAN_ANY 1
+#define GRAIN_SCAN_SOME 2
+
+/* One look at every word left in: for _all, the words that do not satisfy
+ * (0: all do); for _any, one index that does (GRAIN_NO_INDEX: none); for
+ * _some, how many do.  *open_p: the words not excluded. */
+GRAIN_INLINE grain_u64 grain_sync_scan_(GRAIN_GLOBAL void *ivars, grain_u32 width, grain_u64 nelems,
+                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value, int mode,
+                                        GRAIN_GLOBAL grain_u64 *indices, grain_u64 *open_p)
+{
+    grain_u64 found = 0, open = 0;
+    for (grain_u64 i = 0; i < nelems; i++) {
+        if (status != 0 && status[i] != 0)
+            continue;
+        open++;
+        int ok = grain_cmp_i64_(grain_sync_load_((GRAIN_GLOBAL char *)ivars + i * width, width), cmp, value);
+        if (mode == GRAIN_SCAN_ALL) {
+            found += !ok;
+        } else if (ok && mode == GRAIN_SCAN_ANY) {
+            *open_p = open;
+            return i;
+        } else if (ok) {
+            indices[found++] = i;
+        }
+    }
+    *open_p = open;
+    return mode == GRAIN_SCAN_ANY ? GRAIN_NO_INDEX : found;
+}
+
+/* Whether a lane may look at the array: every word in the heap and
+ * aligned, and the comparison known. */
+GRAIN_INLINE int grain_sync_valid_all_(const grain_wg_t *wg, GRAIN_GLOBAL void *ivars, grain_u32 width,
+                                       grain_u64 nelems, int cmp)
+{
+    if (nelems == 0)
+        return 1;
+    GRAIN_GLOBAL char *last = (GRAIN_GLOBAL char *)ivars + (nelems - 1) * width;
+    if (nelems > wg->ctx->heap_size / width) { /* longer than the heap: the last word is outside */
+        grain_dev_error(wg->ctx, GRAIN_DEV_ERR_BAD_WAIT, width, (grain_i32)wg->ctx->my_pe,
+                        (grain_u64)(last - wg->ctx->heap), grain_global_linear_id());
+        return 0;
+    }
+    return grain_sync_valid_(wg, ivars, width, cmp) && grain_sync_valid_(wg, last, width, cmp);
+}
+
+/* The six calls over `width`-byte words; `wait` says whether to wait. */
+GRAIN_INLINE grain_u64 grain_sync_many_(const grain_wg_t *wg, GRAIN_GLOBAL void *ivars, grain_u32 width,
+                                        grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,
+                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value, int mode,
+                                        int wait, int active)
+{
+    grain_u64 nothing = mode == GRAIN_SCAN_ANY ? GRAIN_NO_INDEX : 0;
+    if (!active || !grain_sync_valid_all_(wg, ivars, width, nelems, cmp))
+        return nothing;
+    for (;;) {
+        grain_u64 open, r = grain_sync_scan_(ivars, width, nelems, status, cmp, value, mode, indices, &open);
+        int done = mode == GRAIN_SCAN_ALL ? r == 0 : mode == GRAIN_SCAN_ANY ? r != GRAIN_NO_INDEX : r > 0;
+        if (mode == GRAIN_SCAN_ALL && !wait)
+            return done;
+        if (done || !wait || open == 0)
+            return mode == GRAIN_SCAN_ALL ? 1 : r;
+        grain_poll_nap();
+    }
+}
+
+#define GRAIN_SYNC_MANY_(bits, type)                                                                                \
+    GRAIN_INLINE int grain_test_all##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,         \
+                                          GRAIN_GLOBAL const grain_i32 *status, int cmp, type value, int active)    \
+    {                                                                                                               \
+        return (int)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ALL, 0,        \
+                                     active);                                                                       \
+    }                                                                                                               \
+    GRAIN_INLINE grain_u64 grain_test_any##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,   \
+                                                GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,          \
+                                                int active)                                                         \
+    {                                                                                                               \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ANY, 0, active);    \
+    }                                                                                                               \
+    GRAIN_INLINE grain_u64 grain_test_some##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,  \
+                                                 GRAIN_GLOBAL grain_u64 *indices,                                   \
+                                                 GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,         \
+                                                 int active)                                                        \
+    {                                                                                                               \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, value, GRAIN_SCAN_SOME, 0,      \
+                                active);                                                                            \
+    }                                                                                                               \
+    GRAIN_INLINE void grain_wait_until_all##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,  \
+                                                 GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,         \
+                                                 int active)                                                        \
+    {                                                                                                               \
+        (void)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ALL, 1, active);     \
+    }                                                                                                               \
+    GRAIN_INLINE grain_u64 grain_wait_until_any##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,              \
+                                                      grain_u64 nelems, GRAIN_GLOBAL const grain_i32 *status,       \
+                                                      int cmp, type value, int active)                              \
+    {                                                                                                               \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ANY, 1, active);    \
+    }                                                                                                               \
+    GRAIN_INLINE grain_u64 grain_wait_until_some##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,             \
+                                                       grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,           \
+                                                       GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,   \
+                                                       int active)                                                  \
+    {                                                                                                               \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, value, GRAIN_SCAN_SOME, 1,      \
+                                active);                                                                            \
+    }
+GRAIN_SYNC_MANY_(64, grain_i64)
+GRAIN_SYNC_MANY_(32, grain_i32)
+
 #endif /* GRAIN_DEVICE_SYNC_H */
