@@ -31,8 +31,8 @@ GRAIN_KERNEL void bench_queue(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_queue_desc_t 
     grain_u32 rows = qd->geom.rows, width = qd->geom.width;
     grain_u64 gid = grain_global_linear_id();
     for (grain_u32 i = 0; i < per_wi; i++) {
-        grain_slot_t s = grain_wg_reserve_(&wg, qd, 1, 0, 0);
-        GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(qd, s, 0);
+        grain_slot_t s = grain_wg_reserve_(&wg, qd, 1, 0, 0, 0);
+        GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(qd, s, s.col);
         grain_u64 m = gid * per_wi + i;
         for (grain_u32 r = 0; r < rows; r++)
             p[(grain_u64)r * width] = m + r;

@@ -113,7 +113,7 @@ static uint32_t fill(void *buf, size_t size, uint32_t src, unsigned slot, kind_t
             off = t->o64 + 8 * word;
             e->t64[word] += cmd == GRAIN_CMD_INC64 ? 1 : value;
         }
-        p += grain_wire_encode(p, GRAIN_HDR(cmd, 0, 0), off, value);
+        p += grain_wire_encode(p, GRAIN_HDR(cmd, 0, 0), off, value, 0, 0);
     }
     grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, src, n, (uint32_t)(p - (uint8_t *)buf), 0};
     memcpy(buf, &h, sizeof h);

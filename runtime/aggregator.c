@@ -51,7 +51,9 @@ static void __attribute__((noinline, cold)) reject(grain_aggregator_t *a, grain_
     grain_async_error(a->grain, st, why);
 }
 
-static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, uint64_t now)
+/* `sig` and `sig_value`: a PUT's signal, as on the wire (0 for others). */
+static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, grain_u64 sig,
+                            grain_u64 sig_value, uint64_t now)
 {
     grain_t *g = a->grain;
     uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
@@ -67,13 +69,13 @@ static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, 
          * handler that the sending program does not define runs in an apply
          * kernel, packed like a remote message and handed back to this rank. */
         if (cmd != GRAIN_CMD_AM || !grain_am_on_device(&g->am, GRAIN_HDR_HANDLER(hdr))) {
-            grain_apply_one(g->heap, &g->am, pe, hdr, w1, w2);
+            grain_apply_one(g->heap, &g->am, pe, hdr, w1, w2, sig, sig_value);
             return;
         }
     } else {
         a->remote_msgs++;
     }
-    grain_status_t st = grain_packer_append(&a->packer, pe, hdr, w1, w2, now);
+    grain_status_t st = grain_packer_append(&a->packer, pe, hdr, w1, w2, sig, sig_value, now);
     if (st == GRAIN_ERR_PEER)
         a->lost_msgs++;
     else if (st != GRAIN_OK)
@@ -91,6 +93,29 @@ static inline void prefetch_rows(const grain_u64 *p, grain_u32 width, grain_u32 
 {
     for (grain_u32 r = 0; r < GRAIN_MSG_ROWS; r++)
         __builtin_prefetch(p + (size_t)r * width + c, 0, 0);
+}
+
+/* Column `c` of a slot of `count` messages, a message that takes two
+ * columns, or the second column of one (read with its first). */
+static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width,
+                                                    grain_u32 count, grain_u32 c, uint64_t now)
+{
+    grain_u64 hdr = p[c];
+    uint32_t cmd = GRAIN_HDR_CMD(hdr), more = GRAIN_HDR_HANDLER(hdr);
+    if (cmd == GRAIN_CMD_MORE)
+        return;
+    /* The device wrote both columns; a slot that disagrees was corrupted. */
+    if (cmd != GRAIN_CMD_PUT64_SIGNAL || more >= count || GRAIN_HDR_CMD(p[more]) != GRAIN_CMD_MORE) {
+        reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
+        return;
+    }
+    grain_u64 sig_offset = p[width + more];
+    if (sig_offset > GRAIN_WIRE_MAX_OFFSET) {
+        reject(a, GRAIN_ERR_BAD_OFFSET, cmd, GRAIN_HDR_PE(hdr));
+        return;
+    }
+    dispatch(a, hdr, p[width + c], p[2 * width + c], GRAIN_HDR_HANDLER(p[more]) | sig_offset << 8,
+             p[2 * width + more], now);
 }
 
 /* Processes one slot if there is one to take; returns whether it did. */
@@ -120,7 +145,11 @@ static int consume_slot(grain_aggregator_t *a, uint64_t *now)
     for (grain_u32 c = 0; c < count; c++) {
         if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
             prefetch_rows(p, width, c + PREFETCH_WORDS);
-        dispatch(a, p[c], p[width + c], p[2 * width + c], *now);
+        grain_u64 hdr = p[c];
+        if (__builtin_expect(GRAIN_HDR_CMD(hdr) >= GRAIN_CMD_PUT64_SIGNAL, 0))
+            dispatch_wide(a, p, width, count, c, *now);
+        else
+            dispatch(a, hdr, p[width + c], p[2 * width + c], 0, 0, *now);
     }
     grain_queue_done(&a->reader, s);
     if (a->scope == GRAIN_AGGREGATE_WG)

@@ -55,8 +55,9 @@ void grain_async_error(grain_t *g, grain_status_t status, const char *message)
 /* The command with its article: "a put64", "an add32". */
 static const char *cmd_name(uint32_t cmd)
 {
-    static const char *const names[GRAIN_CMD_COUNT] = {"a ?", "a put32", "a put64", "an add32", "an add64",
-                                                       "an inc32", "an inc64", "an am"};
+    static const char *const names[GRAIN_CMD_COUNT] = {"a ?",      "a put32",  "a put64", "an add32",
+                                                       "an add64", "an inc32", "an inc64", "an am",
+                                                       "a put64_signal"};
     return cmd < GRAIN_CMD_COUNT ? names[cmd] : "a ?";
 }
 
@@ -83,6 +84,20 @@ static grain_status_t take_device_error(grain_t *g)
                         "%llu, outside the %llu-byte symmetric heap or misaligned (destinations must point "
                         "into grain_malloc memory); it was neither sent nor written",
                         item, g->my_pe, cmd, pe, value, (unsigned long long)g->config.heap_size);
+        break;
+    case GRAIN_DEV_ERR_BAD_SIGNAL:
+        st = grain_fail(GRAIN_ERR_BAD_OFFSET,
+                        "work-item %llu of a kernel on rank %d sent a put64_signal message to PE %d whose signal "
+                        "word is at heap offset %llu, outside the %llu-byte symmetric heap or not an aligned "
+                        "64-bit word; it was neither sent nor written",
+                        item, g->my_pe, pe, value, (unsigned long long)g->config.heap_size);
+        break;
+    case GRAIN_DEV_ERR_BAD_SIGNAL_OP:
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "work-item %llu of a kernel on rank %d sent a put64_signal message to PE %d with signal "
+                        "operation %llu, which is neither GRAIN_SIGNAL_SET nor GRAIN_SIGNAL_ADD; it was neither "
+                        "sent nor written",
+                        item, g->my_pe, pe, value);
         break;
     case GRAIN_DEV_ERR_BAD_WAIT:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,

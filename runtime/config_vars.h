@@ -33,8 +33,9 @@
     X(queue_slots, QUEUE_SLOTS, UINT, "0", 0, 1u << 24,                                           \
       "slots per ring; one work-group send fills one slot; 0: 64 per ring of the ring queue, "   \
       "256 in the paper's queue (one ring)")                                                     \
-    X(queue_width, QUEUE_WIDTH, UINT, "256", 1, 4096,                                             \
-      "messages per slot, and so the largest work-group size a grain kernel may use")            \
+    X(queue_width, QUEUE_WIDTH, UINT, "256", 2, 4096,                                             \
+      "messages per slot, and so the largest work-group size a grain kernel may use; at least "  \
+      "2, the columns of a put with signal")                                                     \
     X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
       "aggregator threads draining the queue (more than one may reorder messages between quiets); " \
       "0: on a GPU, half the cores this rank's share leaves, at most 4; 1 on a CPU device")     \

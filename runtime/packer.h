@@ -93,17 +93,18 @@ void grain_packer_destroy(grain_packer_t *p);
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns);
 void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 
-/* Appends the queue message (hdr, w1, w2) for destination `dest`; `now_ns`
- * stamps a buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
+/* Appends the queue message (hdr, w1, w2) for destination `dest`, with a
+ * PUT's signal word and value (grain_wire_encode); `now_ns` stamps a
+ * buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
  * message the wire cannot carry, GRAIN_ERR_PEER for one dropped as the job
  * ends (`abandon`).  Inline: once per message. */
 static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
-                                                 uint64_t w2, uint64_t now_ns)
+                                                 uint64_t w2, uint64_t sig, uint64_t sig_value, uint64_t now_ns)
 {
     grain_outbuf_t *b = p->filling[dest];
     if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
         return GRAIN_ERR_PEER;
-    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2);
+    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2, sig, sig_value);
     if (n == 0)
         return GRAIN_ERR_BAD_MESSAGE;
     b->used += n;

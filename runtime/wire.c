@@ -90,6 +90,21 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                      i, src_pe, (unsigned long long)align + 1, (unsigned long long)arg,
                      (unsigned long long)limits->heap_size);
             return GRAIN_ERR_BAD_OFFSET;
+        } else if (__builtin_expect(cmd == GRAIN_CMD_PUT64_SIGNAL, 0)) {
+            uint64_t sig;
+            memcpy(&sig, p + 16, sizeof sig);
+            if ((sig & 0xff) > GRAIN_SIGNAL_ADD) {
+                snprintf(why, why_size, "put with signal %u from rank %u names signal operation %llu", i, src_pe,
+                         (unsigned long long)(sig & 0xff));
+                return GRAIN_ERR_BAD_MESSAGE;
+            }
+            if ((sig >> 8) > limit || ((sig >> 8) & 7) != 0) {
+                snprintf(why, why_size,
+                         "put with signal %u from rank %u signals the word at heap offset %llu, outside the "
+                         "%llu-byte symmetric heap or misaligned",
+                         i, src_pe, (unsigned long long)(sig >> 8), (unsigned long long)limits->heap_size);
+                return GRAIN_ERR_BAD_OFFSET;
+            }
         }
         /* Marked in the same walk: the walk is most of a receiving
          * thread's time. */
@@ -118,10 +133,12 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
 }
 
 static void apply(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint32_t cmd, uint64_t arg,
-                  uint64_t v1, uint64_t v2)
+                  uint64_t v1, uint64_t v2, uint64_t v3)
 {
     if (cmd == GRAIN_CMD_AM)
         am->host[arg](heap, src_pe, v1, v2);
+    else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
+        grain_apply_put_signal(heap, arg, v1, v2, v3);
     else
         grain_apply_msg(heap, cmd, arg, v1);
 }
@@ -137,7 +154,7 @@ void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, i
         /* Word by word: a memcpy of the message's size is a library call
          * per message, and this loop runs once per received message (6.1 ns
          * a message that way, 2.5 ns so, 16-byte adds on one EPYC core). */
-        uint64_t w[3] = {0, 0, 0};
+        uint64_t w[4] = {0, 0, 0, 0};
         memcpy(&w[0], p, sizeof w[0]);
         uint32_t cmd = (uint32_t)(w[0] & 0xff);
         if (__builtin_expect(cmd != last, 0)) { /* a branch, as in grain_wire_validate */
@@ -150,18 +167,20 @@ void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, i
                 memcpy(&w[1], p + 8, sizeof w[1]);
             if (size > 16)
                 memcpy(&w[2], p + 16, sizeof w[2]);
-            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2]);
+            if (size > 24)
+                memcpy(&w[3], p + 24, sizeof w[3]);
+            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2], w[3]);
         }
         p += size;
     }
 }
 
 void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,
-                     uint64_t w2)
+                     uint64_t w2, uint64_t sig, uint64_t sig_value)
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     if (cmd == GRAIN_CMD_AM)
-        apply(heap, am, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2);
+        apply(heap, am, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2, 0);
     else
-        apply(heap, am, src_pe, cmd, w1, w2, 0);
+        apply(heap, am, src_pe, cmd, w1, w2, sig, sig_value);
 }

@@ -2,8 +2,10 @@
  * The wire format of per-destination buffers, and the receiver's checks.
  *
  * A buffer is a 24-byte header and packed messages of 8 (increment), 16 (PUT,
- * add) or 24 bytes (active message).  The first word of a message is the
- * command in its low 8 bits and the heap offset (or handler id) above.
+ * add), 24 (active message) or 32 bytes (PUT with signal: then the signal
+ * word, its operation in the low 8 bits and its offset above, and the
+ * signal value).  The first word of a message is the command in its low 8
+ * bits and the heap offset (or handler id) above.
  */
 #ifndef GRAIN_RUNTIME_WIRE_H
 #define GRAIN_RUNTIME_WIRE_H
@@ -16,7 +18,7 @@
 #include "grain/grain.h"
 
 #define GRAIN_WIRE_MAGIC 0x4e415247u /* "GRAN" */
-#define GRAIN_WIRE_MAX_MSG 24u
+#define GRAIN_WIRE_MAX_MSG 32u
 #define GRAIN_WIRE_MAX_OFFSET ((1ull << 56) - 1)
 
 typedef struct grain_wire_hdr {
@@ -33,15 +35,17 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
 {
     static const uint8_t sizes[GRAIN_CMD_COUNT] = {
         [GRAIN_CMD_PUT32] = 16, [GRAIN_CMD_PUT64] = 16, [GRAIN_CMD_ADD32] = 16, [GRAIN_CMD_ADD64] = 16,
-        [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24,
+        [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24, [GRAIN_CMD_PUT64_SIGNAL] = 32,
     };
     return cmd < GRAIN_CMD_COUNT ? sizes[cmd] : 0;
 }
 
-/* Encodes the queue message (hdr, w1, w2) at `dst`; returns its wire size,
- * 0 if the command is unknown or the offset does not fit.  Inline: the
- * aggregator calls it once per message. */
-static inline size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2)
+/* Encodes the queue message (hdr, w1, w2) at `dst`, with a PUT's signal
+ * word and value (`sig`, `sig_value`, as on the wire, its offset checked
+ * by the caller; 0 for the others); returns its wire size, 0 if the
+ * command is unknown or the offset does not fit.  Inline: the aggregator calls it once per message. */
+static inline size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2, uint64_t sig,
+                                       uint64_t sig_value)
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     size_t size = grain_wire_msg_size(cmd);
@@ -62,7 +66,9 @@ static inline size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, 
     if (size > 8)
         memcpy(dst + 8, &w1, 8);
     if (size > 16)
-        memcpy(dst + 16, &w2, 8);
+        memcpy(dst + 16, size > 24 ? &sig : &w2, 8);
+    if (size > 24)
+        memcpy(dst + 24, &sig_value, 8);
     return size;
 }
 
@@ -149,6 +155,6 @@ void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, i
  * checked by the device; `hdr` carries the command; an active message's
  * handler is a host function). */
 void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,
-                     uint64_t w2);
+                     uint64_t w2, uint64_t sig, uint64_t sig_value);
 
 #endif

@@ -173,6 +173,22 @@ GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, 
     return 1;
 }
 
+/* Whether a put's signal is one: an aligned 64-bit word of the heap at
+ * `offset`, set or added to. */
+GRAIN_INLINE int grain_signal_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_i32 pe, grain_u64 offset, grain_u32 op)
+{
+    grain_u64 item = grain_global_linear_id();
+    if (offset > ctx->heap_size - 8 || offset % 8 != 0) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_SIGNAL, GRAIN_CMD_PUT64_SIGNAL, pe, offset, item);
+        return 0;
+    }
+    if (op > GRAIN_SIGNAL_ADD) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_SIGNAL_OP, GRAIN_CMD_PUT64_SIGNAL, pe, op, item);
+        return 0;
+    }
+    return 1;
+}
+
 /* The heap a valid message is applied to by its sender: this rank's (in
  * place: every device handler, and the rest with GRAIN_APPLY_IN_PLACE) or
  * another rank's that is mapped here (direct); 0: through the queue. */
@@ -209,15 +225,17 @@ GRAIN_INLINE void grain_count_bypass_(GRAIN_LOCAL grain_u32 *count, GRAIN_GLOBAL
 typedef struct grain_slot {
     grain_u64 ticket;
     grain_u32 col;
+    grain_u32 col2; /* a wide message's second column */
     grain_u32 count;
     grain_u32 ring;
     int publisher;
 } grain_slot_t;
 
+/* `wide` (the same in every lane): each active lane takes two columns. */
 GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL grain_queue_desc_t *d,
-                                            int active, int in_place, int direct)
+                                            int active, int in_place, int direct, int wide)
 {
-    grain_slot_t s = {0, 0, 0, 0, 0};
+    grain_slot_t s = {0, 0, 0, 0, 0, 0};
     s.ring = grain_queue_ring_of(&d->geom, grain_group_linear_id());
 #if GRAIN_RESERVE == GRAIN_RESERVE_WI
     (void)wg;
@@ -227,7 +245,8 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
         grain_atomic_fetch_add_dev_u64(&d->prod[s.ring].direct, 1);
     if (active) {
         s.ticket = grain_queue_reserve(d, s.ring, 1);
-        s.count = 1;
+        s.count = wide ? 2 : 1;
+        s.col2 = 1;
         s.publisher = 1;
     }
 #else
@@ -247,6 +266,8 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     grain_u32 seg = grain_local_linear_id() / GRAIN_RESERVE_SEGMENT;
     int first = grain_local_linear_id() % GRAIN_RESERVE_SEGMENT == 0;
     s.col = grain_local_claim_u32(&wg->claims[seg], active, GRAIN_RESERVE_SEGMENT);
+    if (wide)
+        s.col2 = grain_local_claim_u32(&wg->claims[seg], active, GRAIN_RESERVE_SEGMENT);
     (void)grain_local_claim_u32(&wg->in_place[seg], in_place, GRAIN_RESERVE_SEGMENT);
 #if GRAIN_PEER_DIRECT
     (void)grain_local_claim_u32(&wg->direct[seg], direct, GRAIN_RESERVE_SEGMENT);
@@ -276,12 +297,11 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
     return s;
 }
 
-/* Where the lane writes row `row` of its message. */
+/* Where the lane writes row 0 of its message's column `col`. */
 GRAIN_INLINE GRAIN_GLOBAL grain_u64 *grain_slot_word_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_slot_t s,
-                                                      grain_u32 row)
+                                                      grain_u32 col)
 {
-    return grain_queue_payload(d->shared, &d->geom, s.ring, s.ticket) + (grain_u64)row * d->geom.width +
-           s.col;
+    return grain_queue_payload(d->shared, &d->geom, s.ring, s.ticket) + col;
 }
 
 GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_slot_t s)
@@ -296,17 +316,25 @@ GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_sl
 }
 
 /* The send path: validate, apply here where the destination's heap is in
- * reach, else reserve, write the lane's column and publish. */
-GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
-                              grain_u64 w1, grain_u64 w2, int active)
+ * reach, else reserve, write the lane's column and publish.  A put with
+ * signal (GRAIN_CMD_PUT64_SIGNAL) also carries the signal word's offset,
+ * its operation and its value, in a second column. */
+GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
+                                   grain_u64 w1, grain_u64 w2, grain_u64 sig_offset, grain_u32 sig_op,
+                                   grain_u64 sig_value, int active)
 {
     GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
     GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
+    int wide = cmd == GRAIN_CMD_PUT64_SIGNAL;
     if (active)
-        active = grain_msg_valid_(ctx, cmd, handler, pe, w1);
+        active = grain_msg_valid_(ctx, cmd, handler, pe, w1) &&
+                 (!wide || grain_signal_valid_(ctx, pe, sig_offset, sig_op));
     GRAIN_GLOBAL char *heap = active ? grain_bypass_heap_(ctx, cmd, pe) : 0;
     int bypass = 0;
-    if (heap != 0 && cmd != GRAIN_CMD_AM) {
+    if (heap != 0 && wide) {
+        grain_apply_put_signal(heap, w1, w2, (grain_u64)sig_op | sig_offset << 8, sig_value);
+        bypass = 1;
+    } else if (heap != 0 && cmd != GRAIN_CMD_AM) {
         grain_apply_msg(heap, cmd, w1, w2);
         bypass = 1;
     } else if (heap != 0) {
@@ -317,15 +345,42 @@ GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 han
     }
     int in_place = bypass && (grain_u32)pe == ctx->my_pe;
     active = active && !bypass;
-    grain_slot_t s = grain_wg_reserve_(wg, d, active, in_place, bypass && !in_place);
-    if (active) {
-        GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, 0);
-        grain_u32 width = d->geom.width;
-        p[0] = GRAIN_HDR(cmd, handler, (grain_u32)pe);
-        p[width] = w1;
-        p[2 * width] = w2;
+    /* A slot holds `width` columns, and wide messages take two: a segment
+     * whose lanes could fill more sends in passes of width / 2 lanes
+     * (GRAIN_QUEUE_WIDTH is at least 2).  Uniform: every lane passes alike. */
+    grain_u32 per_pass = GRAIN_RESERVE_SEGMENT, passes = 1;
+#if GRAIN_RESERVE != GRAIN_RESERVE_WI
+    if (wide) {
+        grain_u32 lanes = grain_local_linear_size() < GRAIN_RESERVE_SEGMENT ? grain_local_linear_size()
+                                                                           : GRAIN_RESERVE_SEGMENT;
+        per_pass = d->geom.width / 2;
+        passes = (lanes + per_pass - 1) / per_pass;
     }
-    grain_wg_publish_(d, s);
+#endif
+    for (grain_u32 k = 0; k < passes; k++) {
+        int mine = active && (grain_local_linear_id() % GRAIN_RESERVE_SEGMENT) / per_pass == k;
+        grain_slot_t s = grain_wg_reserve_(wg, d, mine, k == 0 && in_place, k == 0 && bypass && !in_place, wide);
+        if (mine) {
+            GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, s.col);
+            grain_u32 width = d->geom.width;
+            p[0] = GRAIN_HDR(cmd, wide ? s.col2 : handler, (grain_u32)pe);
+            p[width] = w1;
+            p[2 * width] = w2;
+            if (wide) {
+                GRAIN_GLOBAL grain_u64 *q = grain_slot_word_(d, s, s.col2);
+                q[0] = GRAIN_HDR(GRAIN_CMD_MORE, sig_op, (grain_u32)pe);
+                q[width] = sig_offset;
+                q[2 * width] = sig_value;
+            }
+        }
+        grain_wg_publish_(d, s);
+    }
+}
+
+GRAIN_INLINE void grain_send_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
+                              grain_u64 w1, grain_u64 w2, int active)
+{
+    grain_send_wide_(wg, cmd, handler, pe, w1, w2, 0, 0, 0, active);
 }
 
 /* Offset of a symmetric-heap address: what active-message handlers get back
@@ -374,6 +429,18 @@ GRAIN_INLINE void grain_inc32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *dest
                               int active)
 {
     grain_send_(wg, GRAIN_CMD_INC32, 0, pe, grain_offset(wg, dest), 0, active);
+}
+
+/* PUT with signal: store `value` at `dest` on PE `pe`, then set
+ * (GRAIN_SIGNAL_SET) or add to (GRAIN_SIGNAL_ADD) the 64-bit signal word
+ * `sig_addr` there, after the data on every path: a lane that waits for
+ * the signal (grain_signal_wait_until) then reads the data. */
+GRAIN_INLINE void grain_put64_signal(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *dest, grain_i64 value,
+                                     GRAIN_GLOBAL grain_u64 *sig_addr, grain_u64 signal, grain_u32 sig_op,
+                                     grain_i32 pe, int active)
+{
+    grain_send_wide_(wg, GRAIN_CMD_PUT64_SIGNAL, 0, pe, grain_offset(wg, dest), (grain_u64)value,
+                     grain_offset(wg, sig_addr), sig_op, signal, active);
 }
 
 /* Active message: run registered handler `handler` on PE `pe` with a0, a1. */

@@ -172,8 +172,9 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * kernel, a lane sees a message applied to its own rank's heap when it
  * waits for it (grain_wait_until, grain/device/sync.h): since queued
  * messages keep no order, what it waits for must be the messages
- * themselves (a count of arrivals, a word each sender writes), not data
- * another message carried before them. */
+ * themselves (a count of arrivals, a word each sender writes), or the
+ * signal of a put with signal (grain_put64_signal), whose data is applied
+ * before its signal on every path: not data that another message carried. */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier(grain_t *grain);
 

@@ -7,10 +7,13 @@
  *                          whose lanes send to every rank and wait, each kind
  *                          of wait in turn, for what the others send; then
  *                          the _all, _any and _some calls on known words and
- *                          on a token from every rank
+ *                          on a token from every rank; then puts with signal,
+ *                          whose data a lane reads once it saw the signal
  *   p2p_sync bad-address   a wait outside the heap: refused, reported with
  *                          the rank, and the kernel ends
  *   p2p_sync bad-cmp       a wait with a comparison that is none of them
+ *   p2p_sync bad-signal    a put whose signal word is outside the heap
+ *   p2p_sync bad-signal-op a put whose signal operation is none
  *
  * Exit 0 only if every rank agrees.
  */
@@ -75,14 +78,15 @@ static void launch(grain_kernel_t *k, int64_t *w)
     OK(grain_launch(k, 1, &global, &local));
 }
 
-/* A bad call must end the kernel and come back as `want` naming the rank. */
-static int bad_call(grain_t *g, grain_program_t *prog, int64_t *w, uint64_t beyond, int32_t cmp,
+/* A bad call of `kernel` (`beyond` and `arg`: its arguments) must end the
+ * kernel and come back as `want` naming the rank. */
+static int bad_call(grain_t *g, grain_program_t *prog, const char *kernel, int64_t *w, uint64_t beyond, int32_t arg,
                     grain_status_t want)
 {
     grain_kernel_t *k;
-    OK(grain_kernel_create(prog, "bad_wait", &k));
+    OK(grain_kernel_create(prog, kernel, &k));
     OK(grain_kernel_set_arg(k, 2, sizeof beyond, &beyond));
-    OK(grain_kernel_set_arg(k, 3, sizeof cmp, &cmp));
+    OK(grain_kernel_set_arg(k, 3, sizeof arg, &arg));
     launch(k, w);
     grain_status_t st = grain_wait(g);
     char rank[32];
@@ -110,10 +114,14 @@ int main(int argc, char **argv)
     grain_program_t *prog;
     OK(grain_program_create(g, p2p_sync_source, NULL, &prog));
     int bad = 0;
-    if (strcmp(mode, "bad-address") == 0 || strcmp(mode, "bad-cmp") == 0) {
-        int address = strcmp(mode, "bad-address") == 0;
-        bad = !bad_call(g, prog, w, address ? 1ull << 40 : 0, address ? 0 : 9,
-                        address ? GRAIN_ERR_BAD_OFFSET : GRAIN_ERR_INVALID);
+    if (strcmp(mode, "bad-address") == 0) {
+        bad = !bad_call(g, prog, "bad_wait", w, 1ull << 40, 0, GRAIN_ERR_BAD_OFFSET);
+    } else if (strcmp(mode, "bad-cmp") == 0) {
+        bad = !bad_call(g, prog, "bad_wait", w, 0, 9, GRAIN_ERR_INVALID);
+    } else if (strcmp(mode, "bad-signal") == 0) {
+        bad = !bad_call(g, prog, "bad_signal", w, 1ull << 40, 1, GRAIN_ERR_BAD_OFFSET);
+    } else if (strcmp(mode, "bad-signal-op") == 0) {
+        bad = !bad_call(g, prog, "bad_signal", w, 8 * P2P_SIG, 7, GRAIN_ERR_INVALID);
     } else {
         int64_t all = (int64_t)n * P2P_LANES;
         memset(host, 0, sizeof host);
@@ -134,11 +142,12 @@ int main(int argc, char **argv)
         memcpy(&host[P2P_EXCLUDE_ALL], exclude_all, sizeof exclude_all);
         OK(grain_memcpy(g, w, host, sizeof host));
         OK(grain_barrier(g)); /* every rank's words are set before any message */
-        grain_kernel_t *truth, *wait, *many, *many_wait;
+        grain_kernel_t *truth, *wait, *many, *many_wait, *signal;
         OK(grain_kernel_create(prog, "truth", &truth));
         OK(grain_kernel_create(prog, "arrive_and_wait", &wait));
         OK(grain_kernel_create(prog, "many", &many));
         OK(grain_kernel_create(prog, "many_wait", &many_wait));
+        OK(grain_kernel_create(prog, "signal_after_data", &signal));
         launch(truth, w);
         OK(grain_wait(g));
         OK(grain_memcpy(g, host, w, sizeof host)); /* checked before anything waits */
@@ -178,8 +187,19 @@ int main(int argc, char **argv)
                         (long long)many_want(l, n).answer, (long long)many_want(l, n).detail);
         grain_kernel_destroy(truth);
         grain_kernel_destroy(wait);
+        launch(signal, w);
+        OK(grain_quiet(g));
+        OK(grain_memcpy(g, host, w, sizeof host));
+        for (int l = 0; l < P2P_LANES; l++)
+            if (host[P2P_WRONG + l] != 0 && ++bad <= 10)
+                fprintf(stderr, "rank %d: lane %d found %lld data words wrong after their signals\n", me, l,
+                        (long long)host[P2P_WRONG + l]);
+        if (host[P2P_SIG] != all && ++bad <= 10)
+            fprintf(stderr, "rank %d: the signal ended at %lld, expected %lld\n", me, (long long)host[P2P_SIG],
+                    (long long)all);
         grain_kernel_destroy(many);
         grain_kernel_destroy(many_wait);
+        grain_kernel_destroy(signal);
     }
     uint64_t total_bad = (uint64_t)bad;
     OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));

@@ -162,6 +162,45 @@ GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     }
 }
 
+/*
+ * Put with signal: every lane puts its word to every rank, each put adding
+ * 1 to that rank's signal; once a lane has seen its own rank's signal reach
+ * ranks x lanes, every data word must be there.  Lane 0 also sets the next
+ * rank's second signal after its second data word; lane 1 waits for it.
+ */
+GRAIN_KERNEL void signal_after_data(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 l = grain_local_linear_id();
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    GRAIN_GLOBAL grain_u64 *sig = (GRAIN_GLOBAL grain_u64 *)&w[P2P_SIG];
+    GRAIN_GLOBAL grain_u64 *sigset = (GRAIN_GLOBAL grain_u64 *)&w[P2P_SIGSET];
+    for (int pe = 0; pe < n; pe++)
+        grain_put64_signal(&wg, &w[P2P_DATA + me * P2P_LANES + l], P2P_VALUE(me, l), sig, 1, GRAIN_SIGNAL_ADD, pe,
+                           1);
+    grain_put64_signal(&wg, &w[P2P_DATA2], P2P_VALUE(me, 999), sigset, (grain_u64)me + 1, GRAIN_SIGNAL_SET,
+                       (me + 1) % n, l == 0);
+    grain_signal_wait_until(&wg, sig, GRAIN_CMP_EQ, (grain_u64)n * P2P_LANES, 1);
+    grain_i64 wrong = 0;
+    for (int r = 0; r < n; r++)
+        wrong += (grain_i64)grain_atomic_load_acquire_u64(&w[P2P_DATA + r * P2P_LANES + l]) != P2P_VALUE(r, l);
+    if (l == 1) {
+        grain_u64 from = grain_signal_wait_until(&wg, sigset, GRAIN_CMP_NE, 0, 1) - 1;
+        wrong += (grain_i64)grain_atomic_load_acquire_u64(&w[P2P_DATA2]) != P2P_VALUE(from, 999);
+        wrong += from != (grain_u64)((me + n - 1) % n);
+    }
+    w[P2P_WRONG + l] = wrong;
+}
+
+/* A put whose signal word is `beyond` bytes past w, with operation `op`:
+ * refused and reported. */
+GRAIN_KERNEL void bad_signal(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 beyond, grain_i32 op)
+{
+    GRAIN_WG_BEGIN(wg);
+    GRAIN_GLOBAL grain_u64 *sig = (GRAIN_GLOBAL grain_u64 *)((GRAIN_GLOBAL char *)w + beyond);
+    grain_put64_signal(&wg, &w[P2P_DATA], 1, sig, 1, (grain_u32)op, grain_my_pe(&wg), grain_local_linear_id() == 0);
+}
+
 /* Lane 0 waits on a word `beyond` bytes past w with comparison `cmp`: a bad
  * call must be refused, reported and not wait. */
 GRAIN_KERNEL void bad_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 beyond, grain_i32 cmp)

@@ -41,12 +41,13 @@ static void test_full_flush_at_capacity(void **state)
     memset(seq, 0, sizeof seq);
     sink_t s = {.release = 1};
     grain_packer_t p;
-    /* 24-byte header + room for 5 increments (8 B) before less than 24 B remain. */
-    assert_int_equal(grain_packer_init(&p, 0, 2, 24 + 8 * 7, 1, 1000, seq, sink_send, &s), GRAIN_OK);
+    /* 24-byte header + room for 5 increments (8 B) before less than the
+     * largest message (32 B) remains. */
+    assert_int_equal(grain_packer_init(&p, 0, 2, 24 + 8 * 8, 1, 1000, seq, sink_send, &s), GRAIN_OK);
     for (int i = 0; i < 4; i++)
-        assert_int_equal(grain_packer_append(&p, 1, inc, 8 * i, 0, 0), GRAIN_OK);
+        assert_int_equal(grain_packer_append(&p, 1, inc, 8 * i, 0, 0, 0, 0), GRAIN_OK);
     assert_int_equal(s.n, 0);
-    assert_int_equal(grain_packer_append(&p, 1, inc, 64, 0, 0), GRAIN_OK);
+    assert_int_equal(grain_packer_append(&p, 1, inc, 64, 0, 0, 0, 0), GRAIN_OK);
     assert_int_equal(s.n, 1);
     assert_int_equal(s.hdrs[0].count, 5);
     assert_int_equal(s.hdrs[0].bytes, 24 + 40);
@@ -63,8 +64,8 @@ static void test_timeout_and_quiet(void **state)
     sink_t s = {.release = 1};
     grain_packer_t p;
     assert_int_equal(grain_packer_init(&p, 1, 3, 1024, 3, 1000, seq, sink_send, &s), GRAIN_OK);
-    grain_packer_append(&p, 0, inc, 0, 0, 5000);
-    grain_packer_append(&p, 2, GRAIN_HDR(GRAIN_CMD_AM, 3, 2), 1, 2, 5500);
+    grain_packer_append(&p, 0, inc, 0, 0, 0, 0, 5000);
+    grain_packer_append(&p, 2, GRAIN_HDR(GRAIN_CMD_AM, 3, 2), 1, 2, 0, 0, 5500);
     grain_packer_flush_expired(&p, 5999); /* neither is 1000 ns old */
     assert_int_equal(s.n, 0);
     grain_packer_flush_expired(&p, 6000);
@@ -78,7 +79,7 @@ static void test_timeout_and_quiet(void **state)
     assert_int_equal(p.stats.flushes[GRAIN_FLUSH_QUIET], 1);
     grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET); /* nothing left: nothing sent */
     assert_int_equal(s.n, 2);
-    grain_packer_append(&p, 0, inc, 8, 0, 7000);
+    grain_packer_append(&p, 0, inc, 8, 0, 0, 0, 7000);
     grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);
     assert_int_equal(s.hdrs[2].seq, 1); /* second buffer to rank 0 */
     assert_int_equal(p.stats.buffers, 3);
@@ -91,8 +92,8 @@ static void test_rejects_unencodable(void **state)
     sink_t s = {.release = 1};
     grain_packer_t p;
     assert_int_equal(grain_packer_init(&p, 0, 2, 256, 1, 1000, seq, sink_send, &s), GRAIN_OK);
-    assert_int_equal(grain_packer_append(&p, 1, GRAIN_HDR(0, 0, 1), 0, 0, 0), GRAIN_ERR_BAD_MESSAGE);
-    assert_int_equal(grain_packer_append(&p, 1, inc, 1ull << 60, 0, 0), GRAIN_ERR_BAD_MESSAGE);
+    assert_int_equal(grain_packer_append(&p, 1, GRAIN_HDR(0, 0, 1), 0, 0, 0, 0, 0), GRAIN_ERR_BAD_MESSAGE);
+    assert_int_equal(grain_packer_append(&p, 1, inc, 1ull << 60, 0, 0, 0, 0), GRAIN_ERR_BAD_MESSAGE);
     grain_packer_destroy(&p);
     assert_int_equal(grain_packer_init(&p, 0, 2, 40, 1, 1000, seq, sink_send, &s), GRAIN_ERR_CONFIG);
 }
@@ -109,13 +110,13 @@ static void test_waits_for_a_returned_buffer(void **state)
 {
     sink_t s = {.release = 0};
     grain_packer_t p;
-    assert_int_equal(grain_packer_init(&p, 0, 2, 64, 1, 1000, seq, sink_send, &s), GRAIN_OK);
-    for (int i = 0; i < 3; i++) /* 24 + 3 x 8 leaves less than 24 of 64: full after 3 */
-        grain_packer_append(&p, 1, inc, 0, 0, 0);
+    assert_int_equal(grain_packer_init(&p, 0, 2, 72, 1, 1000, seq, sink_send, &s), GRAIN_OK);
+    for (int i = 0; i < 3; i++) /* 24 + 3 x 8 leaves less than 32 of 72: full after 3 */
+        grain_packer_append(&p, 1, inc, 0, 0, 0, 0, 0);
     assert_int_equal(s.n, 1);
     pthread_t t;
     pthread_create(&t, NULL, release_later, s.bufs[0]);
-    grain_packer_append(&p, 1, inc, 0, 0, 0); /* blocks until the release */
+    grain_packer_append(&p, 1, inc, 0, 0, 0, 0, 0); /* blocks until the release */
     pthread_join(t, NULL);
     assert_int_equal(p.stats.buffer_waits, 1);
     grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);

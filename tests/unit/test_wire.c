@@ -31,7 +31,7 @@ static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
 {
     size_t used = sizeof(grain_wire_hdr_t);
     for (unsigned i = 0; i < n; i++) {
-        size_t k = grain_wire_encode(buf + used, msgs[i][0], msgs[i][1], msgs[i][2]);
+        size_t k = grain_wire_encode(buf + used, msgs[i][0], msgs[i][1], msgs[i][2], 0, 0);
         assert_true(k > 0);
         used += k;
     }
@@ -50,10 +50,11 @@ static void test_sizes(void **state)
     assert_int_equal(grain_wire_msg_size(GRAIN_CMD_INC64), 8);
     assert_int_equal(grain_wire_msg_size(GRAIN_CMD_PUT32), 16);
     assert_int_equal(grain_wire_msg_size(GRAIN_CMD_AM), 24);
+    assert_int_equal(grain_wire_msg_size(GRAIN_CMD_PUT64_SIGNAL), 32);
     assert_int_equal(grain_wire_msg_size(0), 0);
     assert_int_equal(grain_wire_msg_size(99), 0);
     uint8_t b[24];
-    assert_int_equal(grain_wire_encode(b, GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 1ull << 57, 0), 0);
+    assert_int_equal(grain_wire_encode(b, GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), 1ull << 57, 0, 0, 0), 0);
 }
 
 static void test_valid_buffer_applies_every_command(void **state)
@@ -228,6 +229,66 @@ static void test_each_bad_field_is_rejected(void **state)
     expect_rejected(buf, len + 8, GRAIN_ERR_BAD_MESSAGE, "after its 1 messages");
 }
 
+/* A buffer from rank 2 of puts with signal: (data offset, value, signal
+ * operation, signal offset, signal value) each. */
+static size_t build_signals(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
+{
+    size_t used = sizeof(grain_wire_hdr_t);
+    for (unsigned i = 0; i < n; i++) {
+        size_t k = grain_wire_encode(buf + used, GRAIN_HDR(GRAIN_CMD_PUT64_SIGNAL, 0, 1), msgs[i][0], msgs[i][1],
+                                     msgs[i][2] | msgs[i][3] << 8, msgs[i][4]);
+        assert_int_equal(k, 32);
+        used += k;
+    }
+    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, n, (uint32_t)used, 0};
+    memcpy(buf, &h, sizeof h);
+    return used;
+}
+
+/* Data, then its signal: added to twice, then set; the same heap from the
+ * host's apply and from the words the apply kernel decodes. */
+static void test_put_signal(void **state)
+{
+    _Alignas(8) char host[HEAP] = {0}, staged[HEAP] = {0};
+    const uint64_t msgs[][5] = {
+        {0, 11, GRAIN_SIGNAL_ADD, 64, 1},
+        {8, 22, GRAIN_SIGNAL_ADD, 64, 1},
+        {16, 33, GRAIN_SIGNAL_SET, 72, 99},
+    };
+    _Alignas(8) uint8_t buf[256];
+    char why[256];
+    size_t len = build_signals(buf, msgs, 3);
+    uint32_t marks[2];
+    grain_wire_marks_t m = {marks, 1, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    assert_int_equal(m.staged, 3);
+    assert_int_equal(marks[0], 1u | 1u << 4 | 1u << 8);
+    grain_wire_apply(buf, host, &am, 0);
+    const uint64_t *words = (const uint64_t *)(buf + sizeof(grain_wire_hdr_t));
+    for (size_t i = 0; i < grain_wire_words(len); i++)
+        if ((marks[i / 32] >> (i % 32)) & 1u)
+            grain_apply_put_signal(staged, words[i] >> 8, words[i + 1], words[i + 2], words[i + 3]);
+    uint64_t v[3], sig[2];
+    memcpy(v, host, sizeof v);
+    memcpy(sig, host + 64, sizeof sig);
+    assert_int_equal(v[0], 11);
+    assert_int_equal(v[1], 22);
+    assert_int_equal(v[2], 33);
+    assert_int_equal(sig[0], 2);
+    assert_int_equal(sig[1], 99);
+    assert_memory_equal(host, staged, HEAP);
+
+    const uint64_t bad_op[][5] = {{0, 1, 2, 64, 1}};
+    len = build_signals(buf, bad_op, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "signal operation 2");
+    const uint64_t outside[][5] = {{0, 1, GRAIN_SIGNAL_ADD, HEAP, 1}};
+    len = build_signals(buf, outside, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "signals the word at heap offset 4096");
+    const uint64_t misaligned[][5] = {{0, 1, GRAIN_SIGNAL_SET, 68, 1}};
+    len = build_signals(buf, misaligned, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_valid_buffer_applies_every_command),
         cmocka_unit_test(test_marks_apply_like_the_host),
         cmocka_unit_test(test_each_bad_field_is_rejected),
+        cmocka_unit_test(test_put_signal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

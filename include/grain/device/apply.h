@@ -59,4 +59,20 @@ GRAIN_INLINE void grain_apply_msg(GRAIN_GLOBAL char *heap, grain_u32 cmd, grain_
     }
 }
 
+/* A PUT and its signal (GRAIN_CMD_PUT64_SIGNAL), in that order for any
+ * reader that acquires the signal: one work-item, or one host thread,
+ * applies both, with a release between.  `sig` is the signal word on the
+ * wire: the operation in its low 8 bits, the word's offset above. */
+GRAIN_INLINE void grain_apply_put_signal(GRAIN_GLOBAL char *heap, grain_u64 offset, grain_u64 value, grain_u64 sig,
+                                         grain_u64 sig_value)
+{
+    grain_heap_store_u64(heap + offset, value);
+    grain_heap_fence_release();
+    GRAIN_GLOBAL char *s = heap + (sig >> 8);
+    if ((sig & 0xffu) == GRAIN_SIGNAL_ADD)
+        grain_heap_add_u64(s, sig_value);
+    else
+        grain_heap_store_u64(s, sig_value);
+}
+
 #endif /* GRAIN_DEVICE_APPLY_H */

@@ -17,7 +17,17 @@
 #define GRAIN_CMD_INC32 5u
 #define GRAIN_CMD_INC64 6u
 #define GRAIN_CMD_AM 7u
-#define GRAIN_CMD_COUNT 8u
+#define GRAIN_CMD_PUT64_SIGNAL 8u /* a PUT, then a set or add on a signal word */
+#define GRAIN_CMD_COUNT 9u
+/* A message of four words takes two columns of its slot (never the wire):
+ * the first column's handler field names the second, whose command is
+ * this, whose handler field holds the signal operation and whose rows hold
+ * the signal word's offset and the signal value. */
+#define GRAIN_CMD_MORE 0xffu
+
+/* Signal operations, OpenSHMEM's SHMEM_SIGNAL_SET and SHMEM_SIGNAL_ADD. */
+#define GRAIN_SIGNAL_SET 0u
+#define GRAIN_SIGNAL_ADD 1u
 
 /* Rows of a message in the queue: header, offset (or first AM argument),
  * value (or second AM argument). */
@@ -39,6 +49,8 @@
 #define GRAIN_DEV_ERR_BAD_HANDLER 3u
 #define GRAIN_DEV_ERR_BAD_WAIT 4u /* cmd: the word's width; value: its offset */
 #define GRAIN_DEV_ERR_BAD_CMP 5u  /* cmd: the word's width; value: the comparison */
+#define GRAIN_DEV_ERR_BAD_SIGNAL 6u    /* value: the signal word's offset */
+#define GRAIN_DEV_ERR_BAD_SIGNAL_OP 7u /* value: the operation */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */
@@ -113,6 +125,7 @@ GRAIN_INLINE grain_u32 grain_cmd_width(grain_u32 cmd)
     case GRAIN_CMD_PUT64:
     case GRAIN_CMD_ADD64:
     case GRAIN_CMD_INC64:
+    case GRAIN_CMD_PUT64_SIGNAL: /* its data word; the signal word is 64-bit too */
         return 8;
     default:
         return 0;

@@ -148,6 +148,10 @@ GRAIN_INLINE uint grain_atomic_count_down_dev_u32(__global void *p)
 #define grain_heap_fetch_min_i64(p, v) \
     atomic_fetch_min_explicit((volatile __global atomic_long *)(p), (long)(v), memory_order_relaxed, \
                               GRAIN_HEAP_SCOPE)
+/* Orders this work-item's heap writes before its later ones for every
+ * reader in the heap's scope (a signal after its data). */
+#define grain_heap_fence_release() \
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, GRAIN_HEAP_SCOPE)
 /* Claims of hash-table slots: the value seen, `expected` when it swapped. */
 GRAIN_INLINE grain_u64 grain_heap_cas_u64(__global void *p, grain_u64 expected, grain_u64 desired)
 {
@@ -339,8 +343,10 @@ GRAIN_INLINE void grain_atomic_max_release_dev_u64(GRAIN_GLOBAL void *p, grain_u
  * GRAIN_HEAP_SCOPE_SYSTEM says. */
 #if GRAIN_HEAP_SCOPE_SYSTEM
 #define GRAIN_HEAP_ATOMIC_(op) op##_system
+#define grain_heap_fence_release() __threadfence_system()
 #else
 #define GRAIN_HEAP_ATOMIC_(op) op
+#define grain_heap_fence_release() __threadfence()
 #endif
 #define grain_heap_store_u32(p, v) (*GRAIN_A32(p) = (unsigned int)(v))
 #define grain_heap_store_u64(p, v) (*GRAIN_A64(p) = (unsigned long long)(v))
@@ -587,6 +593,7 @@ GRAIN_INLINE double grain_bits_f64(grain_i64 b)
 }
 
 #define grain_fence_release() atomic_thread_fence(memory_order_release)
+#define grain_heap_fence_release() atomic_thread_fence(memory_order_release)
 /* Host threads play producers in tests and CPU baselines, often more of them
  * than cores: a waiting one lets the thread it waits for run. */
 #define grain_spin_pause() sched_yield()

@@ -19,14 +19,14 @@
  * tile of GRAIN_APPLY_TILE_WORDS(local size) data words of its stage's
  * buffer with the bitmap of the words that start a message left to it
  * (grain_wire_validate): the tile and its bits are read once, in wide
- * coalesced loads over the host link, into local memory, with the two
+ * coalesced loads over the host link, into local memory, with the three
  * words after it, where a message that starts in the tile may end; then
  * each work-item applies the messages that start at its words.
  */
 GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
                                    grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
 {
-    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 2];
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
     grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(wg);
@@ -41,7 +41,7 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u6
     grain_u64 base = (group % tiles) * span;
     if (base >= n_words)
         return; /* the whole work-group: a short buffer */
-    grain_u32 have = n_words - base < span + 2 ? (grain_u32)(n_words - base) : span + 2;
+    grain_u32 have = n_words - base < span + 3 ? (grain_u32)(n_words - base) : span + 3;
     for (grain_u32 j = lid; j < have; j += wg)
         tile[j] = words[base + j];
     for (grain_u32 j = lid; 32u * j < have && j < span / 32; j += wg)
@@ -54,6 +54,8 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u6
         grain_u32 cmd = (grain_u32)(w0 & 0xffu);
         if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), grain_ctx_->heap, src_pe, tile[j + 1], tile[j + 2]);
+        else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
+            grain_apply_put_signal(grain_ctx_->heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
         else /* an increment, the buffer's last word, has no value word */
             grain_apply_msg(grain_ctx_->heap, cmd, w0 >> 8,
                             cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
