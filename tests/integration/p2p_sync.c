@@ -153,7 +153,8 @@ int main(int argc, char **argv)
         OK(grain_memcpy(g, host, w, sizeof host)); /* checked before anything waits */
         for (int l = 0; l < P2P_LANES; l++) {
             int64_t word = l < 18 ? P2P_V64 : P2P_V32;
-            int want = l < P2P_TRUTH_LANES && holds(word, P2P_TRUTH_CMP(l), word + P2P_TRUTH_DELTA(l));
+            int want = l < P2P_TRUTH_LANES ? holds(word, P2P_TRUTH_CMP(l), word + P2P_TRUTH_DELTA(l))
+                                           : l == P2P_TRUTH_LANES; /* the unsigned signal wait */
             if (host[P2P_TRUTH + l] != want && ++bad <= 10)
                 fprintf(stderr, "rank %d: grain_test lane %d (comparison %d, %d bits, value %+d) answered %lld\n",
                         me, l, P2P_TRUTH_CMP(l), l < 18 ? 64 : 32, P2P_TRUTH_DELTA(l),

@@ -14,7 +14,11 @@ GRAIN_KERNEL void truth(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     GRAIN_GLOBAL grain_i32 *w32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_W32];
     int got = l < 18 ? grain_test64(&wg, &w[P2P_W64], cmp, P2P_V64 + delta, 1)
                      : grain_test32(&wg, w32, cmp, P2P_V32 + delta, l < P2P_TRUTH_LANES);
-    w[P2P_TRUTH + l] = got;
+    /* Signals compare unsigned: P2P_V64 is above 5 as a signal (a signed
+     * comparison would wait for ever). */
+    grain_u64 seen = grain_signal_wait_until(&wg, (GRAIN_GLOBAL grain_u64 *)&w[P2P_W64], GRAIN_CMP_GT, 5,
+                                             l == P2P_TRUTH_LANES);
+    w[P2P_TRUTH + l] = l == P2P_TRUTH_LANES ? seen == (grain_u64)P2P_V64 : got;
 }
 
 GRAIN_KERNEL void arrive_and_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)

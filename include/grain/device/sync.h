@@ -63,20 +63,12 @@ GRAIN_INLINE int grain_cmp_i64_(grain_i64 seen, int cmp, grain_i64 value)
     }
 }
 
+/* Unsigned: the signed comparison of both words with their top bit
+ * flipped. */
 GRAIN_INLINE int grain_cmp_u64_(grain_u64 seen, int cmp, grain_u64 value)
 {
-    switch (cmp) {
-    case GRAIN_CMP_GT:
-        return seen > value;
-    case GRAIN_CMP_GE:
-        return seen >= value;
-    case GRAIN_CMP_LT:
-        return seen < value;
-    case GRAIN_CMP_LE:
-        return seen <= value;
-    default: /* equality does not care about signs */
-        return grain_cmp_i64_((grain_i64)seen, cmp, (grain_i64)value);
-    }
+    grain_u64 top = (grain_u64)1 << 63;
+    return grain_cmp_i64_((grain_i64)(seen ^ top), cmp, (grain_i64)(value ^ top));
 }
 
 /* Whether a lane may wait on `word` (`width` bytes) with `cmp`; reports the
@@ -103,38 +95,6 @@ GRAIN_INLINE grain_i64 grain_sync_load_(GRAIN_GLOBAL void *word, grain_u32 width
     if (width == 8)
         return (grain_i64)grain_atomic_load_acquire_u64(word);
     return (grain_i64)(grain_i32)grain_atomic_load_acquire_u32(word);
-}
-
-/* Whether the word satisfies the comparison now (one load). */
-GRAIN_INLINE int grain_test64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *ivar, int cmp, grain_i64 value,
-                              int active)
-{
-    return active && grain_sync_valid_(wg, ivar, 8, cmp) && grain_cmp_i64_(grain_sync_load_(ivar, 8), cmp, value);
-}
-
-GRAIN_INLINE int grain_test32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *ivar, int cmp, grain_i32 value,
-                              int active)
-{
-    return active && grain_sync_valid_(wg, ivar, 4, cmp) && grain_cmp_i64_(grain_sync_load_(ivar, 4), cmp, value);
-}
-
-/* Returns once the word satisfies the comparison. */
-GRAIN_INLINE void grain_wait_until64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *ivar, int cmp, grain_i64 value,
-                                     int active)
-{
-    if (!active || !grain_sync_valid_(wg, ivar, 8, cmp))
-        return;
-    while (!grain_cmp_i64_(grain_sync_load_(ivar, 8), cmp, value))
-        grain_poll_nap();
-}
-
-GRAIN_INLINE void grain_wait_until32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *ivar, int cmp, grain_i32 value,
-                                     int active)
-{
-    if (!active || !grain_sync_valid_(wg, ivar, 4, cmp))
-        return;
-    while (!grain_cmp_i64_(grain_sync_load_(ivar, 4), cmp, value))
-        grain_poll_nap();
 }
 
 /* Waits on a signal word (unsigned) and returns the value that satisfied
@@ -278,5 +238,21 @@ GRAIN_INLINE grain_u64 grain_sync_many_(const grain_wg_t *wg, GRAIN_GLOBAL void 
     }
 GRAIN_SYNC_MANY_(64, grain_i64)
 GRAIN_SYNC_MANY_(32, grain_i32)
+
+/* One word: whether it satisfies the comparison now (one load), and
+ * returning once it does; an array of one. */
+#define GRAIN_SYNC_ONE_(bits, type)                                                                                 \
+    GRAIN_INLINE int grain_test##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivar, int cmp, type value,          \
+                                      int active)                                                                   \
+    {                                                                                                               \
+        return grain_test_all##bits(wg, ivar, 1, 0, cmp, value, active);                                            \
+    }                                                                                                               \
+    GRAIN_INLINE void grain_wait_until##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivar, int cmp, type value,   \
+                                             int active)                                                            \
+    {                                                                                                               \
+        grain_wait_until_all##bits(wg, ivar, 1, 0, cmp, value, active);                                             \
+    }
+GRAIN_SYNC_ONE_(64, grain_i64)
+GRAIN_SYNC_ONE_(32, grain_i32)
 
 #endif /* GRAIN_DEVICE_SYNC_H */
