@@ -99,6 +99,12 @@ static grain_status_t take_device_error(grain_t *g)
                         "sent nor written",
                         item, g->my_pe, pe, value);
         break;
+    case GRAIN_DEV_ERR_BAD_SIZE:
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "a work-group of a kernel on rank %d (work-item %llu) put %llu bytes to PE %d with "
+                        "grain_putmem, which is not a multiple of 4 (the smallest message); nothing was sent",
+                        g->my_pe, item, value, pe);
+        break;
     case GRAIN_DEV_ERR_BAD_WAIT:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,
                         "work-item %llu of a kernel on rank %d waited on (or tested) a %u-bit word at heap "

@@ -443,6 +443,38 @@ GRAIN_INLINE void grain_put64_signal(const grain_wg_t *wg, GRAIN_GLOBAL grain_i6
                      grain_offset(wg, sig_addr), sig_op, signal, active);
 }
 
+/*
+ * Bulk PUT by the whole work-group, OpenSHMEM's putmem (NVSHMEM's
+ * putmem_block): `nbytes` from `src` (global memory) to `dest` (the
+ * symmetric heap) on PE `pe`.  Every lane passes the same arguments.  The
+ * lanes take consecutive words, 64-bit ones where `dest`, `src` and
+ * `nbytes` allow, else 32-bit: on the direct path they store into the
+ * peer's heap, else each word is a message, which quiet completes like any
+ * other.  `nbytes` must be a multiple of 4 (there is no smaller message):
+ * another size is a device error and nothing is sent.
+ */
+GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
+                               grain_u64 nbytes, grain_i32 pe, int active)
+{
+    if (active && nbytes % 4 != 0) {
+        if (grain_local_linear_id() == 0)
+            grain_dev_error(wg->ctx, GRAIN_DEV_ERR_BAD_SIZE, GRAIN_CMD_PUT32, pe, nbytes, grain_global_linear_id());
+        active = 0;
+    }
+    grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
+    int wide = (grain_offset(wg, dest) | (grain_u64)src | nbytes) % 8 == 0;
+    grain_u64 words = active ? nbytes / (wide ? 8 : 4) : 0;
+    for (grain_u64 base = 0; base < words; base += n) {
+        grain_u64 i = base + lid;
+        if (wide)
+            grain_put64(wg, (GRAIN_GLOBAL grain_i64 *)dest + i,
+                        i < words ? ((GRAIN_GLOBAL const grain_i64 *)src)[i] : 0, pe, i < words);
+        else
+            grain_put32(wg, (GRAIN_GLOBAL grain_i32 *)dest + i,
+                        i < words ? ((GRAIN_GLOBAL const grain_i32 *)src)[i] : 0, pe, i < words);
+    }
+}
+
 /* Active message: run registered handler `handler` on PE `pe` with a0, a1. */
 GRAIN_INLINE void grain_am(const grain_wg_t *wg, grain_u32 handler, grain_u64 a0, grain_u64 a1,
                            grain_i32 pe, int active)

@@ -51,6 +51,7 @@
 #define GRAIN_DEV_ERR_BAD_CMP 5u  /* cmd: the word's width; value: the comparison */
 #define GRAIN_DEV_ERR_BAD_SIGNAL 6u    /* value: the signal word's offset */
 #define GRAIN_DEV_ERR_BAD_SIGNAL_OP 7u /* value: the operation */
+#define GRAIN_DEV_ERR_BAD_SIZE 8u      /* value: a bulk put's bytes */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */

@@ -1,0 +1,97 @@
+/*
+ * Integration test under mpirun (1 to 4 ranks) of bulk puts
+ * (grain_putmem): every rank puts a 64-bit block and an unaligned 32-bit
+ * block to every rank; after quiet every rank checks every sender's
+ * blocks word by word.
+ *
+ *   putmem             the blocks
+ *   putmem bad-size    a put of 6 bytes: refused, reported with the rank
+ *
+ * Exit 0 only if every rank agrees.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_ok.h"
+#include "grain/grain.h"
+#include "putmem_layout.h"
+
+extern const char putmem_source[];
+
+static int64_t value64(int rank, int i)
+{
+    return ((int64_t)rank << 40) | ((int64_t)i * 7 + 1);
+}
+
+static int32_t value32(int rank, int i)
+{
+    return rank * 100000 + i * 3 + 1;
+}
+
+int main(int argc, char **argv)
+{
+    int bad_size = argc > 1 && strcmp(argv[1], "bad-size") == 0;
+    grain_t *g;
+    OK(grain_init(NULL, &g));
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    if (n > PUTMEM_MAX_PES) {
+        if (me == 0)
+            fprintf(stderr, "putmem: at most %d ranks, not %d\n", PUTMEM_MAX_PES, n);
+        grain_finalize(g);
+        return 2;
+    }
+    static int64_t host[PUTMEM_WORDS];
+    int32_t *src32 = (int32_t *)&host[PUTMEM_SRC32], *dst32 = (int32_t *)&host[PUTMEM_DST32] + 1;
+    for (int i = 0; i < PUTMEM_WORDS64; i++)
+        host[PUTMEM_SRC64 + i] = value64(me, i);
+    for (int i = 0; i < PUTMEM_WORDS32; i++)
+        src32[i] = value32(me, i);
+    int64_t *w;
+    OK(grain_malloc(g, sizeof host, (void **)&w));
+    OK(grain_memcpy(g, w, host, sizeof host));
+    OK(grain_barrier(g)); /* every rank's sources are there before any put */
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    OK(grain_program_create(g, putmem_source, NULL, &prog));
+    OK(grain_kernel_create(prog, "put_blocks", &k));
+    uint64_t bytes64 = 8 * PUTMEM_WORDS64, bytes32 = bad_size ? 6 : 4 * PUTMEM_WORDS32;
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    OK(grain_kernel_set_arg(k, 2, sizeof bytes64, &bytes64));
+    OK(grain_kernel_set_arg(k, 3, sizeof bytes32, &bytes32));
+    size_t global = PUTMEM_LANES, local = PUTMEM_LANES;
+    OK(grain_launch(k, 1, &global, &local));
+    int bad = 0;
+    if (bad_size) {
+        grain_status_t st = grain_quiet(g);
+        char rank[32];
+        snprintf(rank, sizeof rank, "rank %d", me);
+        printf("putmem: rank %d: %s: %s\n", me, grain_strerror(st), grain_error_message(g));
+        bad = st != GRAIN_ERR_INVALID || strstr(grain_error_message(g), rank) == NULL;
+    } else {
+        OK(grain_quiet(g));
+        OK(grain_memcpy(g, host, w, sizeof host));
+        for (int r = 0; r < n; r++) {
+            for (int i = 0; i < PUTMEM_WORDS64; i++)
+                if (host[PUTMEM_DST64 + r * PUTMEM_WORDS64 + i] != value64(r, i) && ++bad <= 10)
+                    fprintf(stderr, "rank %d: word %d of rank %d's 64-bit block is %lld, expected %lld\n", me, i,
+                            r, (long long)host[PUTMEM_DST64 + r * PUTMEM_WORDS64 + i], (long long)value64(r, i));
+            for (int i = 0; i < PUTMEM_WORDS32; i++)
+                if (dst32[r * PUTMEM_WORDS32 + i] != value32(r, i) && ++bad <= 10)
+                    fprintf(stderr, "rank %d: word %d of rank %d's 32-bit block is %d, expected %d\n", me, i, r,
+                            dst32[r * PUTMEM_WORDS32 + i], value32(r, i));
+        }
+        if (dst32[-1] != 0 || dst32[n * PUTMEM_WORDS32] != 0) /* nothing beyond the blocks */
+            bad++;
+    }
+    uint64_t total_bad = (uint64_t)bad;
+    OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));
+    if (me == 0)
+        printf("putmem%s: %d ranks: %s (%llu mismatches)\n", bad_size ? " bad-size" : "", n,
+               total_bad ? "FAILED" : "passed", (unsigned long long)total_bad);
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    OK(grain_free(g, w));
+    OK(grain_finalize(g));
+    return total_bad ? 1 : 0;
+}
