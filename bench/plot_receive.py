@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Draws `receive_bench` CSV as <stem>.png: million messages a second that one rank validates, moves and applies, by
 the number of receive threads and the kind of traffic, and the same as wire GB/s beside the rate of copying those
-bytes into device memory in one piece (the link's ceiling, measured in the same run)."""
+bytes into device memory in one piece and the rate of one 64 MiB copy (the link's ceiling), both measured in the
+same run."""
 import csv
 import sys
 
@@ -25,6 +26,9 @@ for kind in kinds:
     line = wire.plot(threads, [float(r["wire_gb_per_s"]) for r in mine], "o-", label=f"{kind}: applied")[0]
     wire.plot(threads, [float(r["copy_gb_per_s"]) for r in mine], "--", color=line.get_color(),
               label=f"{kind}: copy of the same bytes")
+if "link_gb_per_s" in rows[0]:
+    link = sorted(float(r["link_gb_per_s"]) for r in rows)[len(rows) // 2]
+    wire.axhline(link, color="k", linestyle=":", label=f"one 64 MiB copy (median), {link:.1f} GB/s")
 for ax in (rate, wire):
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted({int(r["threads"]) for r in rows}))
