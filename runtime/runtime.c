@@ -357,9 +357,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     /* A CPU device's workers take the cores these threads leave; on such a
      * device the automatic counts are 1 (GPU backends ignore the count). */
     unsigned net = g->tops->uses_thread ? 1u : 0u, recv = (unsigned)g->config.recv_threads;
-    unsigned aggs = (unsigned)g->config.aggregators;
-    unsigned host_threads = (aggs > 0 ? aggs : 1u) + net + (recv > 1 ? recv : 0);
-    st = grain_backend_open(&g->config, host_threads, &g->bops, &g->backend);
+    unsigned aggs = (unsigned)g->config.aggregators, beside_aggs = net + (recv > 1 ? recv : 0);
+    st = grain_backend_open(&g->config, (aggs > 0 ? aggs : 1u) + beside_aggs, &g->bops, &g->backend);
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
@@ -368,9 +367,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         grain_info("%u aggregator thread%s (GRAIN_AGGREGATORS=0: %s)", (unsigned)g->config.aggregators,
                    g->config.aggregators == 1 ? "" : "s",
                    g->binfo.cpu_device ? "a CPU device's workers take the spare cores" : "this rank's spare cores");
-        host_threads = (unsigned)g->config.aggregators + net + (recv > 1 ? recv : 0);
     }
-    g->recv_threads = recv > 0 ? recv : auto_recv_threads(g, host_threads);
+    g->recv_threads = recv > 0 ? recv : auto_recv_threads(g, (unsigned)g->config.aggregators + beside_aggs);
     grain_info("%u receive thread%s%s", g->recv_threads, g->recv_threads == 1 ? " (the network thread)" : "s",
                recv > 0               ? ""
                : g->binfo.cpu_device ? " (GRAIN_RECV_THREADS=0 on a CPU device, whose workers take the spare cores)"
