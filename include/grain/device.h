@@ -358,7 +358,7 @@ GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u3
     }
 #endif
     for (grain_u32 k = 0; k < passes; k++) {
-        int mine = active && (grain_local_linear_id() % GRAIN_RESERVE_SEGMENT) / per_pass == k;
+        int mine = active && (!wide || (grain_local_linear_id() % GRAIN_RESERVE_SEGMENT) / per_pass == k);
         grain_slot_t s = grain_wg_reserve_(wg, d, mine, k == 0 && in_place, k == 0 && bypass && !in_place, wide);
         if (mine) {
             GRAIN_GLOBAL grain_u64 *p = grain_slot_word_(d, s, s.col);
