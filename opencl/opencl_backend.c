@@ -633,6 +633,12 @@ static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, 
     snprintf(opts, sizeof opts, "-cl-std=%s%s %s", b->cl_std,
              b->info.no_device_launch[0] == '\0' ? " -DGRAIN_DEVICE_LAUNCH=1" : "", options ? options : "");
     err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
+    /* PoCL's kernel cache races when processes build the same program at
+     * once (pocl/pocl#1480): a rank's build fails with no diagnostics while
+     * the others' succeed.  One more build, once the entry is written,
+     * passes; a real error fails again the same way. */
+    if (err == CL_BUILD_PROGRAM_FAILURE)
+        err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
         size_t n = 0;
         clGetProgramBuildInfo(prog->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
