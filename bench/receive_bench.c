@@ -170,14 +170,14 @@ static double copy_ceiling(grain_t *g, size_t bytes, uint64_t rounds)
 {
     void *src, *dst;
     check(g->bops->alloc_shared(g->backend, bytes, &src), "pinned memory for the baseline");
-    check(grain_mem_alloc(g, bytes, &dst), "device memory for the baseline");
+    check(g->bops->alloc_device(g->backend, bytes, &dst), "device memory for the baseline");
     memset(src, 1, bytes);
     check(grain_memcpy(g, dst, src, bytes), "grain_memcpy");
     double t0 = bench_now();
     for (uint64_t r = 0; r < rounds; r++)
         check(grain_memcpy(g, dst, src, bytes), "grain_memcpy");
     double t = bench_now() - t0;
-    check(grain_mem_free(g, dst), "grain_mem_free");
+    g->bops->free_device(g->backend, dst);
     g->bops->free_shared(g->backend, src);
     return t;
 }
