@@ -14,6 +14,12 @@ extern const char grain_apply_kernel_source[];
  * and the next launch takes all of them. */
 #define IN_FLIGHT 2u
 
+/* How often a thread that polls asks the backend whether the application's
+ * kernels still run, while the resident agent does: a query costs about a
+ * microsecond, and an agent that runs on a little after the producers only
+ * holds compute units nobody wants. */
+#define AGENT_IDLE_CHECK_NS 100000u
+
 /* A stage (grain/device/apply.h): one buffer's words and bitmap, in a
  * block of shared memory that holds every stage, `stride` words apart, and
  * last an empty one for warm-up launches. */
@@ -67,23 +73,44 @@ struct grain_applier {
     kept_t *kept_head, *kept_tail;
     unsigned filling; /* kept buffers being copied into stages, without the lock */
     atomic_int waiting; /* stages or kept buffers wait for a launch: a hint for grain_applier_progress */
+    /* The resident apply agent (grain_apply_agent), NULL where it is off:
+     * while a launch of it takes tickets (agent_on), filled stages are
+     * posted to its ring instead of waiting for a launch.  Ticket t holds
+     * its stage until the agent's done word for it says so; tickets are
+     * reaped, and their stages freed, in order. */
+    grain_kernel_t *agent;
+    unsigned agent_groups;
+    uint64_t *ring; /* shared memory, GRAIN_APPLY_RING_WORDS(n_stages) words */
+    uint64_t tickets, reaped;
+    atomic_int agent_on;
+    uint64_t agent_launches;
+    uint64_t agent_marks[2];   /* the side-stream launch that last used each control word */
+    unsigned app_launching;    /* application launches between grain_applier_before_launch and after */
+    atomic_ullong idle_check_ns; /* when a poller last asked whether the application's kernels run */
     grain_applier_stats_t stats;
 };
 
 /* One kernel over the `n` stages of `list`, whose work-groups find their
  * stage through the list, written into the stage `list_in`. */
+/* The arguments both apply kernels begin with: where the stages are. */
+static grain_status_t set_stage_args(grain_applier_t *a, grain_kernel_t *k)
+{
+    grain_u64 stride = a->layout.stride_words, data = a->layout.data_words;
+    grain_status_t st = grain_kernel_set_arg_ptr(k, 1, a->block);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(k, 2, sizeof stride, &stride);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(k, 3, sizeof data, &data);
+    return st;
+}
+
 static grain_status_t launch_list(grain_applier_t *a, unsigned list_in, const unsigned *list, unsigned n,
                                   uint64_t *mark_p)
 {
     memcpy(a->block + list_in * a->layout.stride_words + GRAIN_APPLY_LIST_AT(a->layout.data_words), list,
            n * sizeof *list);
-    grain_u64 stride = a->layout.stride_words, data = a->layout.data_words;
     grain_u32 tiles = (grain_u32)a->tiles, in = list_in;
-    grain_status_t st = grain_kernel_set_arg_ptr(a->kernel, 1, a->block);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(a->kernel, 2, sizeof stride, &stride);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(a->kernel, 3, sizeof data, &data);
+    grain_status_t st = set_stage_args(a, a->kernel);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(a->kernel, 4, sizeof tiles, &tiles);
     if (st == GRAIN_OK)
@@ -104,6 +131,80 @@ static int done(grain_applier_t *a, uint64_t mark)
         return 0;
     a->done_mark = mark;
     return 1;
+}
+
+static _Atomic uint64_t *ring_word(grain_applier_t *a, size_t i)
+{
+    return (_Atomic uint64_t *)(a->ring + i);
+}
+
+static _Atomic uint32_t *done_word(grain_applier_t *a, uint64_t ticket)
+{
+    return (_Atomic uint32_t *)(a->ring + GRAIN_APPLY_RING_DONE(a->n_stages)) + ticket % a->n_stages;
+}
+
+/* Under the lock: frees the stages of the oldest tickets the agent has
+ * applied; with `all`, of every ticket, applied or not (after a failed
+ * agent, whose messages are lost). */
+static void reap(grain_applier_t *a, int all)
+{
+    for (; a->reaped < a->tickets; a->reaped++) {
+        uint64_t t = a->reaped;
+        if (!all && atomic_load_explicit(done_word(a, t), memory_order_acquire) != (uint32_t)(t + 1))
+            break;
+        uint64_t post = atomic_load_explicit(ring_word(a, GRAIN_APPLY_RING_POST + t % a->n_stages),
+                                             memory_order_relaxed);
+        a->free_list[a->n_free++] = (unsigned)(post & 0xffffffffu);
+    }
+}
+
+/* Under the lock: the agent applies no ticket from the next one on; the
+ * launch returns once it has applied those before. */
+static void agent_stop(grain_applier_t *a)
+{
+    if (!atomic_load_explicit(&a->agent_on, memory_order_relaxed))
+        return;
+    unsigned ctl = (unsigned)((a->agent_launches - 1) % 2);
+    atomic_store_explicit(ring_word(a, ctl), GRAIN_APPLY_RING_STOP | (uint32_t)a->tickets, memory_order_release);
+    atomic_store_explicit(&a->agent_on, 0, memory_order_relaxed);
+}
+
+/* Under the lock, with no other thread launching: one launch of the agent
+ * from ticket `first` with control word `ctl`. */
+static grain_status_t launch_agent(grain_applier_t *a, uint64_t first, unsigned ctl, unsigned groups, uint64_t *mark_p)
+{
+    grain_u32 slots = a->n_stages, from = (grain_u32)first, word = ctl;
+    grain_status_t st = set_stage_args(a, a->agent);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg_ptr(a->agent, 4, a->ring);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->agent, 5, sizeof slots, &slots);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->agent, 6, sizeof from, &from);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->agent, 7, sizeof word, &word);
+    if (st == GRAIN_OK)
+        st = grain_kernel_launch_side(a->agent, groups * a->wg, a->wg, mark_p);
+    return st;
+}
+
+/*
+ * Under the lock: a filled stage goes to the agent when one takes tickets,
+ * else to the filled ones that wait for a launch.  Its ticket's ring entry
+ * is free: every ticket not yet reaped holds a stage other than this one,
+ * so fewer than n_stages are.
+ */
+static void place(grain_applier_t *a, stage_t *s)
+{
+    unsigned i = (unsigned)(s - a->stages);
+    if (!atomic_load_explicit(&a->agent_on, memory_order_relaxed)) {
+        a->ready[a->n_ready++] = i;
+        return;
+    }
+    uint64_t t = a->tickets++;
+    atomic_store_explicit(ring_word(a, GRAIN_APPLY_RING_POST + t % a->n_stages), (uint64_t)(uint32_t)(t + 1) << 32 | i,
+                          memory_order_release);
+    a->stats.agent_stages++;
 }
 
 /*
@@ -165,34 +266,51 @@ static void wait_others(grain_applier_t *a, int copies)
 }
 
 /*
- * One empty launch now: CUDA loads a kernel's code lazily, on its first
- * launch, and loading waits for the kernels running in the context.  The
- * first apply would then wait for a producer that may be spinning on a full
- * queue, which waits for this rank's network thread: a deadlock.
+ * One empty launch of each kernel now: CUDA loads a kernel's code lazily, on
+ * its first launch, and loading waits for the kernels running in the
+ * context.  The first apply would then wait for a producer that may be
+ * spinning on a full queue, which waits for this rank's network thread: a
+ * deadlock.  The agent's empty launch finds its control word stopping it at
+ * its first ticket.
  */
 static grain_status_t use_kernel(grain_applier_t *a, grain_program_t *program)
 {
     grain_t *g = a->grain;
-    grain_kernel_t *k;
+    grain_kernel_t *k = NULL, *agent = NULL;
     wait_others(a, 0); /* a launch in progress uses the old kernel */
+    agent_stop(a);
     grain_status_t st = g->bops->side_synchronize(g->backend);
+    reap(a, 1);
     if (st == GRAIN_OK)
         st = grain_kernel_create(program, "grain_apply_wire", &k);
-    if (st != GRAIN_OK)
+    if (st == GRAIN_OK && a->agent_groups > 0)
+        st = grain_kernel_create(program, "grain_apply_agent", &agent);
+    if (st != GRAIN_OK) {
+        grain_kernel_destroy(k);
         return st;
-    grain_kernel_t *old = a->kernel;
+    }
+    grain_kernel_t *old = a->kernel, *old_agent = a->agent;
     a->kernel = k;
+    a->agent = agent;
     unsigned empty = a->n_stages;
     uint64_t mark;
     st = launch_list(a, empty, &empty, 1, &mark);
+    if (st == GRAIN_OK && agent != NULL) {
+        atomic_store_explicit(ring_word(a, 0), GRAIN_APPLY_RING_STOP | (uint32_t)a->tickets, memory_order_release);
+        st = launch_agent(a, a->tickets, 0, 1, &mark);
+    }
     if (st == GRAIN_OK)
         st = g->bops->side_synchronize(g->backend);
     if (st != GRAIN_OK) {
         a->kernel = old;
+        a->agent = old_agent;
         grain_kernel_destroy(k);
+        grain_kernel_destroy(agent);
         return st;
     }
     grain_kernel_destroy(old);
+    grain_kernel_destroy(old_agent);
+    a->agent_marks[0] = a->agent_marks[1] = 0;
     grain_program_retain(program);
     grain_program_destroy(a->program);
     a->program = program;
@@ -207,6 +325,7 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
     a->grain = g;
     pthread_mutex_init(&a->lock, NULL);
     a->wg = g->binfo.max_wg_size < GRAIN_APPLY_WG ? g->binfo.max_wg_size / 8 * 8 : GRAIN_APPLY_WG;
+    a->agent_groups = g->apply_agent_groups;
     a->layout = layout_for(grain_wire_words(g->config.buffer_size), stages);
     grain_status_t st = GRAIN_OK;
     if (a->wg == 0)
@@ -225,6 +344,12 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
     void *block = NULL;
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, (stages + 1) * a->layout.stride_words * sizeof(uint64_t), &block);
+    void *ring = NULL;
+    if (st == GRAIN_OK && a->agent_groups > 0 &&
+        (st = g->bops->alloc_shared(g->backend, GRAIN_APPLY_RING_WORDS(stages) * sizeof(uint64_t), &ring)) == GRAIN_OK) {
+        a->ring = ring;
+        memset(ring, 0, GRAIN_APPLY_RING_WORDS(stages) * sizeof(uint64_t));
+    }
     if (st == GRAIN_OK) {
         a->block = block;
         for (a->n_stages = 0; a->n_stages < stages; a->n_stages++) {
@@ -254,6 +379,8 @@ void grain_applier_destroy(grain_applier_t *a)
     grain_t *g = a->grain;
     if (a->block != NULL)
         g->bops->free_shared(g->backend, a->block);
+    if (a->ring != NULL)
+        g->bops->free_shared(g->backend, a->ring);
     while (a->kept_head != NULL) {
         kept_t *k = a->kept_head;
         a->kept_head = k->next;
@@ -265,6 +392,7 @@ void grain_applier_destroy(grain_applier_t *a)
     free(a->batch);
     free(a->launched);
     grain_kernel_destroy(a->kernel);
+    grain_kernel_destroy(a->agent);
     grain_program_destroy(a->program);
     pthread_mutex_destroy(&a->lock);
     free(a);
@@ -283,10 +411,12 @@ grain_status_t grain_applier_use(grain_applier_t *a, grain_program_t *program)
 static stage_t *take_stage(grain_applier_t *a)
 {
     grain_t *g = a->grain;
+    if (a->n_free == 0)
+        reap(a, 0);
     if (a->n_free > 0)
         return &a->stages[a->free_list[--a->n_free]];
     if (a->n_launched == 0)
-        return NULL; /* every stage is being filled or waits for a launch */
+        return NULL; /* every stage is being filled, waits for a launch or is the agent's */
     stage_t *s = &a->stages[a->launched[a->launched_first]];
     if (!done(a, s->launch))
         return NULL;
@@ -338,7 +468,7 @@ static void stage_kept(grain_applier_t *a)
         free(k);
         pthread_mutex_lock(&a->lock);
         a->filling--;
-        a->ready[a->n_ready++] = (unsigned)(s - a->stages);
+        place(a, s);
     }
 }
 
@@ -385,21 +515,83 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
         return keep(a, buf, marks, staged);
     fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe);
     pthread_mutex_lock(&a->lock);
-    a->ready[a->n_ready++] = (unsigned)(s - a->stages);
+    place(a, s);
     grain_status_t st = launch_ready(a, 0);
     pthread_mutex_unlock(&a->lock);
     return st;
 }
 
+/* Under the lock: stops the agent once the application's kernels are done
+ * (it must not outlive them: allocating pinned memory, among other calls,
+ * waits for every running kernel). */
+static void stop_if_idle(grain_applier_t *a)
+{
+    grain_t *g = a->grain;
+    if (atomic_load_explicit(&a->agent_on, memory_order_relaxed) && a->app_launching == 0 &&
+        !g->bops->busy(g->backend))
+        agent_stop(a);
+}
+
 grain_status_t grain_applier_progress(grain_applier_t *a, int copy)
 {
-    if (!atomic_load_explicit(&a->waiting, memory_order_relaxed) || pthread_mutex_trylock(&a->lock) != 0)
+    int check = 0;
+    if (atomic_load_explicit(&a->agent_on, memory_order_relaxed)) {
+        uint64_t now = grain_now_ns(), last = atomic_load_explicit(&a->idle_check_ns, memory_order_relaxed);
+        check = now - last >= AGENT_IDLE_CHECK_NS &&
+                atomic_compare_exchange_strong_explicit(&a->idle_check_ns, &last, now, memory_order_relaxed,
+                                                        memory_order_relaxed);
+    }
+    if ((!check && !atomic_load_explicit(&a->waiting, memory_order_relaxed)) || pthread_mutex_trylock(&a->lock) != 0)
         return GRAIN_OK; /* a thread that holds it moves the stages on */
+    if (check)
+        stop_if_idle(a);
     if (copy)
         stage_kept(a);
     grain_status_t st = launch_ready(a, 0);
     pthread_mutex_unlock(&a->lock);
     return st;
+}
+
+/*
+ * Launched before the application's kernel, on the side stream, whose
+ * priority puts its work-groups first: they hold their compute units
+ * before the producer's fill the device.  A launch waits behind the one
+ * before it if that one is still stopping; its control word is then the
+ * other one.  If the launch two before has not returned either (it would
+ * be the one using that word), this application launch goes without an
+ * agent: stages then wait for launches of grain_apply_wire, as where the
+ * agent is off.
+ */
+grain_status_t grain_applier_before_launch(grain_applier_t *a)
+{
+    grain_t *g = a->grain;
+    grain_status_t st = GRAIN_OK;
+    pthread_mutex_lock(&a->lock);
+    a->app_launching++;
+    if (a->agent != NULL)
+        wait_others(a, 0); /* the side stream's launches, one thread at a time */
+    unsigned ctl = (unsigned)(a->agent_launches % 2);
+    if (a->agent != NULL && !atomic_load_explicit(&a->agent_on, memory_order_relaxed) &&
+        (a->agent_marks[ctl] == 0 || g->bops->side_done(g->backend, a->agent_marks[ctl]))) {
+        atomic_store_explicit(ring_word(a, ctl), 0, memory_order_release);
+        uint64_t mark = 0;
+        st = launch_agent(a, a->tickets, ctl, a->agent_groups, &mark);
+        if (st == GRAIN_OK) {
+            a->agent_marks[ctl] = mark;
+            a->agent_launches++;
+            a->stats.agents++;
+            atomic_store_explicit(&a->agent_on, 1, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+void grain_applier_after_launch(grain_applier_t *a)
+{
+    pthread_mutex_lock(&a->lock);
+    a->app_launching--;
+    pthread_mutex_unlock(&a->lock);
 }
 
 grain_status_t grain_applier_wait(grain_applier_t *a)
@@ -409,8 +601,10 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
     /* Every launch must be synchronized before the launched stages are
      * freed: the last synchronize comes after the last launch, since
      * nobody launches or fills while this thread holds the lock from the
-     * synchronize to the test. */
+     * synchronize to the test.  The agent is stopped first, so that the
+     * synchronize sees it return; stages filled after go to launches. */
     pthread_mutex_lock(&a->lock);
+    agent_stop(a);
     do {
         wait_others(a, 1);
         stage_kept(a);
@@ -421,6 +615,12 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
     for (; a->n_launched > 0; a->n_launched--) {
         a->free_list[a->n_free++] = a->launched[a->launched_first];
         a->launched_first = (a->launched_first + 1) % a->n_stages;
+    }
+    reap(a, st != GRAIN_OK);
+    if (st == GRAIN_OK && a->reaped != a->tickets) {
+        st = grain_fail(GRAIN_ERR_BACKEND, "the resident apply agent returned without applying %llu received "
+                        "buffers: their messages are lost", (unsigned long long)(a->tickets - a->reaped));
+        reap(a, 1);
     }
     pthread_mutex_unlock(&a->lock);
     return st;

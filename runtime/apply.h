@@ -62,6 +62,14 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
  * threads, whose MPI progress would wait behind the copies. */
 grain_status_t grain_applier_progress(grain_applier_t *a, int copy);
 
+/* Around each launch of an application kernel, by the thread that
+ * launches: the resident apply agent (GRAIN_APPLY_AGENT), if on and not
+ * running, is launched before the kernel, so that it holds its compute units
+ * first; it stops once a thread that polls (grain_applier_progress) sees
+ * the application's kernels done. */
+grain_status_t grain_applier_before_launch(grain_applier_t *a);
+void grain_applier_after_launch(grain_applier_t *a);
+
 /* Waits until every submitted buffer is applied; with no producer kernel
  * running (buffers kept back are launched first). */
 grain_status_t grain_applier_wait(grain_applier_t *a);
@@ -72,6 +80,8 @@ typedef struct grain_applier_stats {
     uint64_t kept;       /* messages kept back in host memory for a later kernel */
     uint64_t overlapped; /* apply kernels seen to start and finish while an application kernel ran
                             (a lower bound: a stage's kernel is looked at only when it is reused) */
+    uint64_t agents;       /* launches of the resident apply agent */
+    uint64_t agent_stages; /* buffers it applied */
 } grain_applier_stats_t;
 
 grain_applier_stats_t grain_applier_stats(grain_applier_t *a);

@@ -56,6 +56,10 @@
       "applied by a kernel, the rank's own messages in place by their sender), host (the heap "  \
       "in host memory, the rank's own messages and received buffers applied by host threads), " \
       "auto (device on GPUs with memory of their own)")                                          \
+    X(apply_agent, APPLY_AGENT, STR, "auto", 0, 0,                                                \
+      "work-groups of the resident apply agent, a kernel that applies received buffers beside "   \
+      "the producers instead of after them (CUDA, HIP, GRAIN_APPLY=device): a number, off, or "    \
+      "auto (32 where ranks are reached through the transport, else off)")                        \
     X(peer, PEER, STR, "auto", 0, 0,                                                              \
       "the direct path: auto (the ranks of a node map each other's heaps and a work-item "       \
       "applies a message to such a rank itself, never through the queue; on CUDA and HIP the "   \

@@ -96,6 +96,7 @@ struct grain {
 
     grain_am_table_t am;
     unsigned apply_stages; /* stages of the apply engine, made when first needed */
+    unsigned apply_agent_groups; /* work-groups of its resident agent (GRAIN_APPLY_AGENT); 0: none */
 
     grain_aggregator_t *aggs;
     unsigned n_aggs;

@@ -5,6 +5,7 @@
 
 #include "grain/device.h"
 #include "runtime/backoff.h"
+#include "runtime/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 
@@ -197,7 +198,12 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
     atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
     if (!g->kernels_in_flight)
         g->epoch_start_ns = grain_now_ns();
-    grain_status_t st = g->bops->launch(k->bkernel, dims, global, chosen);
+    struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
+    grain_status_t st = applier != NULL ? grain_applier_before_launch(applier) : GRAIN_OK;
+    if (st == GRAIN_OK)
+        st = g->bops->launch(k->bkernel, dims, global, chosen);
+    if (applier != NULL)
+        grain_applier_after_launch(applier);
     if (st == GRAIN_OK)
         g->kernels_in_flight = 1;
     return st;

@@ -118,6 +118,41 @@ static void log_direct_path(grain_t *g, const char *why_not)
     free(set);
 }
 
+/*
+ * GRAIN_APPLY_AGENT, once the direct path is known: auto runs the agent where
+ * buffers arrive through the transport to be applied on the device; a
+ * number asks for it wherever it can run.
+ */
+#define APPLY_AGENT_AUTO 32u
+
+static grain_status_t resolve_apply_agent(grain_t *g)
+{
+    const char *v = g->config.apply_agent;
+    int can = g->apply_on_device && g->bops->launch_agent != NULL;
+    char *end;
+    if (strcmp(v, "auto") == 0) {
+        g->apply_agent_groups = can && g->heap_peers.mapped + 1 < (unsigned)g->n_pes ? APPLY_AGENT_AUTO : 0;
+        return GRAIN_OK;
+    }
+    if (strcmp(v, "off") == 0) {
+        g->apply_agent_groups = 0;
+        return GRAIN_OK;
+    }
+    unsigned long n = strtoul(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end != '\0' || n > 1024)
+        return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_APPLY_AGENT=\"%s\": expected a number of work-groups (0 to 1024), "
+                          "off or auto", v);
+    if (n > 0 && !can)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_APPLY_AGENT=\"%s\": the resident apply agent is a kernel that polls beside the "
+                          "producers, so it needs received buffers applied on the device (GRAIN_APPLY=device; "
+                          "here %s) and a backend that runs such a kernel (CUDA, HIP; here %s): use "
+                          "GRAIN_APPLY_AGENT=off or auto",
+                          v, g->apply_on_device ? "device" : "host", g->bops->name);
+    g->apply_agent_groups = (unsigned)n;
+    return GRAIN_OK;
+}
+
 /* The heap: peer memory that the node's other ranks can map where it may
  * be (its handle in `handle`), else what GRAIN_APPLY asks for.  *why_not
  * says why it is not peer memory ("" without node peers). */
@@ -232,8 +267,11 @@ static grain_status_t place_heap(grain_t *g)
         .my_pe = (grain_u32)g->my_pe,
         .n_pes = (grain_u32)g->n_pes,
     };
-    if ((st = grain_dev_upload(g)) != GRAIN_OK)
+    if ((st = grain_dev_upload(g)) != GRAIN_OK || (st = resolve_apply_agent(g)) != GRAIN_OK)
         return st;
+    if (g->apply_agent_groups > 0)
+        grain_info("rank %d: a resident apply agent of %u work-groups applies received buffers beside the "
+                   "producers", g->my_pe, g->apply_agent_groups);
     if (g->apply_on_device) {
         struct grain_applier *applier;
         if ((st = grain_applier_create(g, g->apply_stages, &applier)) != GRAIN_OK)

@@ -14,7 +14,7 @@
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS,
-    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_BUSY_NS, S_WAIT_NS, S_SEND_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_APPLY_AGENTS, S_APPLY_AGENT_BUFFERS, S_BUSY_NS, S_WAIT_NS, S_SEND_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
     S_RECV_THREAD_MAX_BUFFERS, S_PHASE0,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
@@ -83,6 +83,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_APPLY_BUFFERS] = as.stages;
         r[S_APPLY_KEPT] = as.kept;
         r[S_APPLY_OVERLAPPED] = as.overlapped;
+        r[S_APPLY_AGENTS] = as.agents;
+        r[S_APPLY_AGENT_BUFFERS] = as.agent_stages;
     }
     if (grain_allreduce(g, rows, n * width, GRAIN_UINT64, GRAIN_SUM) != GRAIN_OK) {
         grain_warn("statistics could not be gathered");
@@ -133,7 +135,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             "\"mean_buffer_fill\":%.4f,\"flushes\":{\"full\":%llu,\"timeout\":%llu,\"quiet\":%llu,\"scope\":%llu},"
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"apply_buffers\":%llu,\"apply_messages_kept\":%llu,"
-            "\"apply_kernels_overlapped\":%llu,\"aggregator_busy_s\":%.6f,\"aggregator_buffer_wait_s\":%.6f,"
+            "\"apply_kernels_overlapped\":%llu,\"apply_agents\":%llu,\"apply_agent_buffers\":%llu,"
+            "\"aggregator_busy_s\":%.6f,\"aggregator_buffer_wait_s\":%.6f,"
             "\"aggregator_send_s\":%.6f,\"receive_busy_s\":%.6f,"
             "\"receive_threads\":%llu,\"receive_threads_busy_s\":%.6f,\"receive_thread_max_share\":%.4f,"
             "\"rejected_buffers\":%llu,\"rejected_messages\":%llu",
@@ -146,7 +149,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_BUFFER_WAITS], (unsigned long long)r[S_RECV_BUFFERS],
             (unsigned long long)r[S_RECV_BYTES], (unsigned long long)r[S_APPLY_KERNELS],
             (unsigned long long)r[S_APPLY_BUFFERS], (unsigned long long)r[S_APPLY_KEPT],
-            (unsigned long long)r[S_APPLY_OVERLAPPED],
+            (unsigned long long)r[S_APPLY_OVERLAPPED], (unsigned long long)r[S_APPLY_AGENTS],
+            (unsigned long long)r[S_APPLY_AGENT_BUFFERS],
             (double)r[S_BUSY_NS] * 1e-9, (double)r[S_WAIT_NS] * 1e-9, (double)r[S_SEND_NS] * 1e-9,
             (double)r[S_RECV_BUSY_NS] * 1e-9, (unsigned long long)r[S_RECV_THREADS],
             (double)r[S_RECV_THREADS_BUSY_NS] * 1e-9, ratio(r[S_RECV_THREAD_MAX_BUFFERS], r[S_RECV_BUFFERS]),

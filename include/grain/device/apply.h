@@ -31,6 +31,18 @@
 #define GRAIN_APPLY_MARKS_AT(data_words) (1u + (data_words))
 #define GRAIN_APPLY_LIST_AT(data_words) (GRAIN_APPLY_MARKS_AT(data_words) + ((data_words) + 63u) / 64u)
 
+/* The resident apply agent's ring, 64-bit words in shared memory: two
+ * control words (one a launch of the agent, by its parity: 0 while it runs,
+ * GRAIN_APPLY_RING_STOP | t once it is to apply no ticket from t on), a
+ * post word an entry (the ticket plus one above bit 32, its stage below),
+ * then a 32-bit done word an entry (the ticket plus one, once applied).
+ * Ticket t uses entry t % slots. */
+#define GRAIN_APPLY_RING_STOP (1ull << 32)
+#define GRAIN_APPLY_RING_POST 2u
+#define GRAIN_APPLY_RING_DONE(slots) (GRAIN_APPLY_RING_POST + (slots))
+#define GRAIN_APPLY_RING_WORDS(slots) (GRAIN_APPLY_RING_DONE(slots) + ((slots) + 1u) / 2u)
+#define GRAIN_APPLY_RING_NONE (~(grain_u64)0) /* no post word is all ones */
+
 /* `offset` was checked against the heap by the sender and the receiver. */
 GRAIN_INLINE void grain_apply_msg(GRAIN_GLOBAL char *heap, grain_u32 cmd, grain_u64 offset, grain_u64 value)
 {

@@ -5,6 +5,7 @@
  *   grain_apply_wire  applies received buffers as they came off the wire
  *                     on devices whose heap the host cannot apply to, and
  *                     active messages for device handlers;
+ *   grain_apply_agent the same, resident beside the producers;
  *   grain_am_census   tells grain_am_register_program which handler ids the
  *                     program defines;
  *   grain_chunk_agent the device transfer agent of counter-triggered
@@ -14,33 +15,25 @@
 #define GRAIN_DEVICE_RUNTIME_KERNELS_H
 
 /*
- * Applies the stages (grain/device/apply.h) that the list in stage
- * `list_in` names, `tiles` work-groups a stage.  A work-group decodes a
- * tile of GRAIN_APPLY_TILE_WORDS(local size) data words of its stage's
- * buffer with the bitmap of the words that start a message left to it
+ * Work-group-wide: applies data words [base, base + span) of a stage
+ * (grain/device/apply.h), span = GRAIN_APPLY_TILE_WORDS(local size), with
+ * the bitmap of the words that start a message left to it
  * (grain_wire_validate): the tile and its bits are read once, in wide
  * coalesced loads over the host link, into local memory, with the three
  * words after it, where a message that starts in the tile may end; then
- * each work-item applies the messages that start at its words.
+ * each work-item applies the messages that start at its words.  The caller
+ * makes sure base is below the stage's words, and that nobody still reads
+ * `tile` and `bits` from an earlier call.
  */
-GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
-                                   grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
+GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL const grain_u64 *stage, grain_u64 data_words,
+                                    grain_u64 base, GRAIN_LOCAL grain_u64 *tile, GRAIN_LOCAL grain_u32 *bits)
 {
-    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
-    GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
     grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(wg);
-    grain_u64 group = grain_group_linear_id();
-    GRAIN_GLOBAL const grain_u32 *list =
-        (GRAIN_GLOBAL const grain_u32 *)(block + list_in * stride + GRAIN_APPLY_LIST_AT(data_words));
-    GRAIN_GLOBAL const grain_u64 *stage = block + (grain_u64)list[group / tiles] * stride;
     grain_u64 hdr = stage[0], n_words = hdr & 0xffffffffu;
     grain_u32 src_pe = (grain_u32)(hdr >> 32);
     GRAIN_GLOBAL const grain_u64 *words = stage + 1;
     GRAIN_GLOBAL const grain_u32 *marks = (GRAIN_GLOBAL const grain_u32 *)(stage + GRAIN_APPLY_MARKS_AT(data_words));
-    grain_u64 base = (group % tiles) * span;
-    if (base >= n_words)
-        return; /* the whole work-group: a short buffer */
     grain_u32 have = n_words - base < span + 3 ? (grain_u32)(n_words - base) : span + 3;
     for (grain_u32 j = lid; j < have; j += wg)
         tile[j] = words[base + j];
@@ -53,12 +46,82 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u6
         grain_u64 w0 = tile[j];
         grain_u32 cmd = (grain_u32)(w0 & 0xffu);
         if (cmd == GRAIN_CMD_AM)
-            grain_am_dispatch_((grain_u32)(w0 >> 8), grain_ctx_->heap, src_pe, tile[j + 1], tile[j + 2]);
+            grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
         else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
-            grain_apply_put_signal(grain_ctx_->heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
+            grain_apply_put_signal(heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
         else /* an increment, the buffer's last word, has no value word */
-            grain_apply_msg(grain_ctx_->heap, cmd, w0 >> 8,
-                            cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+            grain_apply_msg(heap, cmd, w0 >> 8, cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+    }
+}
+
+/* Applies the stages that the list in stage `list_in` names, `tiles`
+ * work-groups a stage, a tile each. */
+GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
+                                   grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
+{
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
+    GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
+    grain_u64 group = grain_group_linear_id();
+    GRAIN_GLOBAL const grain_u32 *list =
+        (GRAIN_GLOBAL const grain_u32 *)(block + list_in * stride + GRAIN_APPLY_LIST_AT(data_words));
+    GRAIN_GLOBAL const grain_u64 *stage = block + (grain_u64)list[group / tiles] * stride;
+    grain_u64 base = (group % tiles) * GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
+    if (base >= (stage[0] & 0xffffffffu))
+        return; /* the whole work-group: a short buffer */
+    grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits);
+}
+
+/*
+ * The resident apply agent (runtime/apply.c): launched before a producer,
+ * so that its work-groups hold their compute units while the producer's
+ * fill the rest, it applies the stages the host posts to its ring
+ * (grain/device/apply.h) as they come.  Work-group w of G applies the
+ * tickets first + w, first + w + G, ...: it waits until the ticket's post
+ * word names its stage, applies the stage tile by tile, and stores the
+ * ticket into the entry's done word, which frees the stage for the host.
+ * It returns at the first ticket that the launch's control word (`ctl`,
+ * one a launch, so that the next launch may wait behind a stopping one)
+ * stops it at; the host posts every ticket before the stop.
+ */
+GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
+                                    grain_u64 data_words, GRAIN_GLOBAL grain_u64 *ring, grain_u32 slots,
+                                    grain_u32 first, grain_u32 ctl)
+{
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
+    GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
+    GRAIN_LOCAL_DECL grain_u64 posted[1];
+    GRAIN_GLOBAL grain_u32 *done = (GRAIN_GLOBAL grain_u32 *)(ring + GRAIN_APPLY_RING_DONE(slots));
+    grain_u32 lid = (grain_u32)grain_local_linear_id();
+    grain_u32 span = GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
+    grain_u32 groups = (grain_u32)grain_group_linear_count();
+    for (grain_u32 t = first + (grain_u32)grain_group_linear_id();; t += groups) {
+        if (lid == 0) {
+            grain_u64 p = GRAIN_APPLY_RING_NONE;
+            for (;;) {
+                grain_u64 post = grain_atomic_load_acquire_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
+                if ((grain_u32)(post >> 32) == t + 1u) {
+                    p = post;
+                    break;
+                }
+                grain_u64 c = grain_atomic_load_acquire_u64(&ring[ctl]);
+                if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u)
+                    break; /* t is at or past the stop */
+                grain_poll_nap();
+            }
+            posted[0] = p;
+        }
+        grain_wg_barrier();
+        grain_u64 p = posted[0];
+        if (p == GRAIN_APPLY_RING_NONE)
+            return;
+        GRAIN_GLOBAL const grain_u64 *stage = block + (p & 0xffffffffu) * stride;
+        grain_u64 n_words = stage[0] & 0xffffffffu;
+        for (grain_u64 base = 0; base < n_words; base += span) {
+            grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits);
+            grain_wg_barrier(); /* before the next tile overwrites what others read */
+        }
+        if (lid == 0)
+            grain_atomic_store_release_u32(&done[t % slots], t + 1u);
     }
 }
 
