@@ -38,6 +38,7 @@ WORDS = {
     "queue": ["ring", "paper"],
     "aggregation": ["gpu", "wg", "none"],
     "apply": ["auto", "device", "host"],
+    "apply_agent": ["auto", "off", "0", "4", "32"],
     "peer": ["auto", "off"],
     "mpi_threads": ["auto", "multiple", "serialized"],
     "transfer_agent": ["auto", "bulk", "host", "device", "launch", "inline", "ideal"],
