@@ -99,11 +99,35 @@ static grain_status_t take_device_error(grain_t *g)
                         "sent nor written",
                         item, g->my_pe, pe, value);
         break;
-    case GRAIN_DEV_ERR_BAD_SIZE:
+    case GRAIN_DEV_ERR_BAD_SIZE: {
+        int put = d->cmd == GRAIN_CMD_PUT32;
         st = grain_fail(GRAIN_ERR_INVALID,
-                        "a work-group of a kernel on rank %d (work-item %llu) put %llu bytes to PE %d with "
-                        "grain_putmem, which is not a multiple of 4 (the smallest message); nothing was sent",
-                        g->my_pe, item, value, pe);
+                        "a work-group of a kernel on rank %d (work-item %llu) %s %llu bytes %s PE %d with "
+                        "grain_%smem, which is not a multiple of 4 (the smallest word); nothing was %s",
+                        g->my_pe, item, put ? "put" : "got", value, put ? "to" : "from", pe, put ? "put" : "get",
+                        put ? "sent" : "read");
+        break;
+    }
+    case GRAIN_DEV_ERR_BAD_FETCH_PE:
+        st = grain_fail(GRAIN_ERR_BAD_PE,
+                        "work-item %llu of a kernel on rank %d read (a get or a fetching atomic) a %u-bit word of "
+                        "PE %lld, but the job has %d PEs (0 to %d); the lane got 0",
+                        item, g->my_pe, 8 * d->cmd, (long long)(int64_t)value, g->n_pes, g->n_pes - 1);
+        break;
+    case GRAIN_DEV_ERR_BAD_FETCH:
+        st = grain_fail(GRAIN_ERR_BAD_OFFSET,
+                        "work-item %llu of a kernel on rank %d read (a get or a fetching atomic) a %u-bit word of "
+                        "PE %d at heap offset %llu, outside the %llu-byte symmetric heap or misaligned (the word "
+                        "must be in grain_malloc memory); the lane got 0 and nothing was written",
+                        item, g->my_pe, 8 * d->cmd, pe, value, (unsigned long long)g->config.heap_size);
+        break;
+    case GRAIN_DEV_ERR_FETCH_UNREACHABLE:
+        st = grain_fail(GRAIN_ERR_UNSUPPORTED,
+                        "work-item %llu of a kernel on rank %d read (a get or a fetching atomic) a %u-bit word of "
+                        "PE %d, which this rank reaches only through the transport, where gets and fetching "
+                        "atomics are not there yet: only this rank's words and those of the ranks of its node "
+                        "whose heaps are mapped (the direct path, GRAIN_PEER=auto) are in reach; the lane got 0",
+                        item, g->my_pe, 8 * d->cmd, pe);
         break;
     case GRAIN_DEV_ERR_BAD_WAIT:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,

@@ -444,26 +444,146 @@ GRAIN_INLINE void grain_put64_signal(const grain_wg_t *wg, GRAIN_GLOBAL grain_i6
 }
 
 /*
- * Bulk PUT by the whole work-group, OpenSHMEM's putmem (NVSHMEM's
- * putmem_block): `nbytes` from `src` (global memory) to `dest` (the
- * symmetric heap) on PE `pe`.  Every lane passes the same arguments.  The
- * lanes take consecutive words, 64-bit ones where `dest`, `src` and
- * `nbytes` allow, else 32-bit: on the direct path they store into the
- * peer's heap, else each word is a message, which quiet completes like any
- * other.  `nbytes` must be a multiple of 4 (there is no smaller message):
- * another size is a device error and nothing is sent.
+ * Gets and fetching atomics (OpenSHMEM's g, atomic_fetch, atomic_fetch_add,
+ * atomic_fetch_inc, atomic_swap, atomic_compare_swap and atomic_fetch_and,
+ * _or and _xor), called by every work-item of the work-group like the
+ * sends; each active lane gets the old value of its word, the others 0.
+ * Where the word is in reach, in this rank's heap or in a peer's mapped on
+ * the direct path, the lane reads or updates it itself, atomically at the
+ * heap's scope (system scope where a peer device's memory is mapped), and
+ * the value comes back at once.  A rank reached only through the transport
+ * needs a request and a reply, which grain does not have yet
+ * (docs/shmem-api.md): there the lane gets 0 and the next grain_wait
+ * reports the rank, as it does a word outside the heap or misaligned or a
+ * PE that does not exist.
+ */
+GRAIN_INLINE GRAIN_GLOBAL char *grain_fetch_word_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 width, grain_u64 offset,
+                                                  grain_i32 pe)
+{
+    grain_u64 item = grain_global_linear_id();
+    if (pe < 0 || (grain_u32)pe >= ctx->n_pes) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_FETCH_PE, width, pe, (grain_u64)(grain_i64)pe, item);
+        return 0;
+    }
+    if (offset > ctx->heap_size - width || offset % width != 0) {
+        grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_FETCH, width, pe, offset, item);
+        return 0;
+    }
+    GRAIN_GLOBAL char *heap = (grain_u32)pe == ctx->my_pe ? ctx->heap : 0;
+#if GRAIN_PEER_DIRECT
+    if (heap == 0)
+        heap = ctx->peers[pe].heap;
+#endif
+    if (heap == 0)
+        grain_dev_error(ctx, GRAIN_DEV_ERR_FETCH_UNREACHABLE, width, pe, (grain_u64)(grain_i64)pe, item);
+    return heap != 0 ? heap + offset : 0;
+}
+
+#define GRAIN_AMO_CALL_(bits)                                                                              \
+    GRAIN_INLINE grain_u##bits grain_amo##bits##_(const grain_wg_t *wg, grain_u32 op, GRAIN_GLOBAL void *addr, \
+                                                  grain_u##bits value, grain_u##bits cond, grain_i32 pe,       \
+                                                  int active)                                                  \
+    {                                                                                                      \
+        GRAIN_GLOBAL char *p = active ? grain_fetch_word_(wg->ctx, bits / 8, grain_offset(wg, addr), pe) : 0; \
+        return p != 0 ? grain_apply_amo##bits(p, op, value, cond) : 0;                                       \
+    }
+GRAIN_AMO_CALL_(32)
+GRAIN_AMO_CALL_(64)
+
+/* Get: the word at `src` (a symmetric-heap address) on PE `pe`. */
+GRAIN_INLINE grain_i64 grain_get64(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *src, grain_i32 pe, int active)
+{
+    return (grain_i64)grain_amo64_(wg, GRAIN_AMO_FETCH, src, 0, 0, pe, active);
+}
+
+GRAIN_INLINE grain_i32 grain_get32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 *src, grain_i32 pe, int active)
+{
+    return (grain_i32)grain_amo32_(wg, GRAIN_AMO_FETCH, src, 0, 0, pe, active);
+}
+
+/*
+ * The fetching atomics, 64- and 32-bit: fetch (an atomic read), fetch_add,
+ * fetch_inc, swap, compare_swap (stores `value` where the word equals
+ * `cond`) and the bitwise fetch_and, fetch_or and fetch_xor.
+ */
+#define GRAIN_AMO_API_(bits, T, U)                                                                         \
+    GRAIN_INLINE T grain_atomic_fetch##bits(const grain_wg_t *wg, GRAIN_GLOBAL T *src, grain_i32 pe, int active) \
+    {                                                                                                      \
+        return (T)grain_amo##bits##_(wg, GRAIN_AMO_FETCH, src, 0, 0, pe, active);                          \
+    }                                                                                                      \
+    GRAIN_INLINE T grain_atomic_fetch_add##bits(const grain_wg_t *wg, GRAIN_GLOBAL T *dest, T value, grain_i32 pe, \
+                                                int active)                                                \
+    {                                                                                                      \
+        return (T)grain_amo##bits##_(wg, GRAIN_AMO_ADD, dest, (U)value, 0, pe, active);                    \
+    }                                                                                                      \
+    GRAIN_INLINE T grain_atomic_fetch_inc##bits(const grain_wg_t *wg, GRAIN_GLOBAL T *dest, grain_i32 pe,    \
+                                                int active)                                                \
+    {                                                                                                      \
+        return (T)grain_amo##bits##_(wg, GRAIN_AMO_ADD, dest, 1, 0, pe, active);                           \
+    }                                                                                                      \
+    GRAIN_INLINE T grain_atomic_swap##bits(const grain_wg_t *wg, GRAIN_GLOBAL T *dest, T value, grain_i32 pe,  \
+                                           int active)                                                     \
+    {                                                                                                      \
+        return (T)grain_amo##bits##_(wg, GRAIN_AMO_SWAP, dest, (U)value, 0, pe, active);                   \
+    }                                                                                                      \
+    GRAIN_INLINE T grain_atomic_compare_swap##bits(const grain_wg_t *wg, GRAIN_GLOBAL T *dest, T cond, T value, \
+                                                   grain_i32 pe, int active)                               \
+    {                                                                                                      \
+        return (T)grain_amo##bits##_(wg, GRAIN_AMO_CSWAP, dest, (U)value, (U)cond, pe, active);            \
+    }                                                                                                      \
+    GRAIN_INLINE U grain_atomic_fetch_and##bits(const grain_wg_t *wg, GRAIN_GLOBAL U *dest, U value, grain_i32 pe, \
+                                                int active)                                                \
+    {                                                                                                      \
+        return grain_amo##bits##_(wg, GRAIN_AMO_AND, dest, value, 0, pe, active);                          \
+    }                                                                                                      \
+    GRAIN_INLINE U grain_atomic_fetch_or##bits(const grain_wg_t *wg, GRAIN_GLOBAL U *dest, U value, grain_i32 pe, \
+                                               int active)                                                 \
+    {                                                                                                      \
+        return grain_amo##bits##_(wg, GRAIN_AMO_OR, dest, value, 0, pe, active);                           \
+    }                                                                                                      \
+    GRAIN_INLINE U grain_atomic_fetch_xor##bits(const grain_wg_t *wg, GRAIN_GLOBAL U *dest, U value, grain_i32 pe, \
+                                                int active)                                                \
+    {                                                                                                      \
+        return grain_amo##bits##_(wg, GRAIN_AMO_XOR, dest, value, 0, pe, active);                          \
+    }
+GRAIN_AMO_API_(64, grain_i64, grain_u64)
+GRAIN_AMO_API_(32, grain_i32, grain_u32)
+
+/*
+ * Bulk transfers by the whole work-group, every lane passing the same
+ * arguments: `nbytes` between `src` and `dest`, as consecutive words taken
+ * by consecutive lanes, 64-bit ones where both addresses and `nbytes`
+ * allow, else 32-bit.  The words a lane takes in round r: base + lane, base
+ * = r x the work-group's size.  `nbytes` must be a multiple of 4 (there is
+ * no smaller message): another size is a device error (`cmd` says whether
+ * a put or a get) and nothing moves.  Returns the words, 0 for none; *wide_p
+ * says their size.
+ */
+GRAIN_INLINE grain_u64 grain_mem_words_(const grain_wg_t *wg, GRAIN_GLOBAL const void *dest,
+                                        GRAIN_GLOBAL const void *src, grain_u64 nbytes, grain_u32 cmd, grain_i32 pe,
+                                        int active, int *wide_p)
+{
+    if (active && nbytes % 4 != 0) {
+        if (grain_local_linear_id() == 0)
+            grain_dev_error(wg->ctx, GRAIN_DEV_ERR_BAD_SIZE, cmd, pe, nbytes, grain_global_linear_id());
+        active = 0;
+    }
+    *wide_p = ((grain_u64)dest | (grain_u64)src | nbytes) % 8 == 0;
+    return active ? nbytes / (*wide_p ? 8 : 4) : 0;
+}
+
+/*
+ * Bulk PUT, OpenSHMEM's putmem (NVSHMEM's putmem_block): from `src` (global
+ * memory) to `dest` (the symmetric heap) on PE `pe`.  On the direct path
+ * the lanes store into the peer's heap, else each word is a message, which
+ * quiet completes like any other.
  */
 GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
                                grain_u64 nbytes, grain_i32 pe, int active)
 {
-    if (active && nbytes % 4 != 0) {
-        if (grain_local_linear_id() == 0)
-            grain_dev_error(wg->ctx, GRAIN_DEV_ERR_BAD_SIZE, GRAIN_CMD_PUT32, pe, nbytes, grain_global_linear_id());
-        active = 0;
-    }
+    int wide;
+    grain_u64 words = grain_mem_words_(wg, dest, src, nbytes, GRAIN_CMD_PUT32, pe, active, &wide);
     grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
-    int wide = (grain_offset(wg, dest) | (grain_u64)src | nbytes) % 8 == 0;
-    grain_u64 words = active ? nbytes / (wide ? 8 : 4) : 0;
     for (grain_u64 base = 0; base < words; base += n) {
         grain_u64 i = base + lid;
         if (wide)
@@ -472,6 +592,27 @@ GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GR
         else
             grain_put32(wg, (GRAIN_GLOBAL grain_i32 *)dest + i,
                         i < words ? ((GRAIN_GLOBAL const grain_i32 *)src)[i] : 0, pe, i < words);
+    }
+}
+
+/*
+ * Bulk get, OpenSHMEM's getmem (NVSHMEM's getmem_block): from `src` (the
+ * symmetric heap) on PE `pe` into `dest` (global memory: the caller's heap
+ * or any buffer of the device), each word read as grain_get64/32 reads it.
+ * The lanes' reads are done when the call returns for each lane's own words;
+ * a barrier makes all of them visible to the work-group.
+ */
+GRAIN_INLINE void grain_getmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
+                               grain_u64 nbytes, grain_i32 pe, int active)
+{
+    int wide;
+    grain_u64 words = grain_mem_words_(wg, dest, src, nbytes, 0, pe, active, &wide);
+    grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
+    for (grain_u64 i = lid; i < words; i += n) {
+        if (wide)
+            ((GRAIN_GLOBAL grain_i64 *)dest)[i] = grain_get64(wg, (GRAIN_GLOBAL grain_i64 *)src + i, pe, 1);
+        else
+            ((GRAIN_GLOBAL grain_i32 *)dest)[i] = grain_get32(wg, (GRAIN_GLOBAL grain_i32 *)src + i, pe, 1);
     }
 }
 

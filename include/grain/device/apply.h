@@ -87,4 +87,39 @@ GRAIN_INLINE void grain_apply_put_signal(GRAIN_GLOBAL char *heap, grain_u64 offs
         grain_heap_store_u64(s, sig_value);
 }
 
+/* Fetching atomics and gets (grain/device.h): the operation on a 32- or
+ * 64-bit heap word, its operand, and the value compare-and-swap compares
+ * with; the old value comes back. */
+#define GRAIN_AMO_FETCH 0u
+#define GRAIN_AMO_ADD 1u
+#define GRAIN_AMO_SWAP 2u
+#define GRAIN_AMO_CSWAP 3u
+#define GRAIN_AMO_AND 4u
+#define GRAIN_AMO_OR 5u
+#define GRAIN_AMO_XOR 6u
+
+#define GRAIN_APPLY_AMO_(bits)                                                                              \
+    GRAIN_INLINE grain_u##bits grain_apply_amo##bits(GRAIN_GLOBAL char *p, grain_u32 op, grain_u##bits value,     \
+                                                     grain_u##bits cond)                                      \
+    {                                                                                                       \
+        switch (op) {                                                                                       \
+        case GRAIN_AMO_ADD:                                                                                 \
+            return grain_heap_rmw_u##bits(fetch_add, p, value);                                             \
+        case GRAIN_AMO_SWAP:                                                                                \
+            return grain_heap_rmw_u##bits(exchange, p, value);                                              \
+        case GRAIN_AMO_CSWAP:                                                                               \
+            return grain_heap_cas_u##bits(p, cond, value);                                                  \
+        case GRAIN_AMO_AND:                                                                                 \
+            return grain_heap_rmw_u##bits(fetch_and, p, value);                                             \
+        case GRAIN_AMO_OR:                                                                                  \
+            return grain_heap_rmw_u##bits(fetch_or, p, value);                                              \
+        case GRAIN_AMO_XOR:                                                                                 \
+            return grain_heap_rmw_u##bits(fetch_xor, p, value);                                             \
+        default:                                                                                            \
+            return grain_heap_load_u##bits(p);                                                              \
+        }                                                                                                   \
+    }
+GRAIN_APPLY_AMO_(32)
+GRAIN_APPLY_AMO_(64)
+
 #endif /* GRAIN_DEVICE_APPLY_H */

@@ -51,7 +51,10 @@
 #define GRAIN_DEV_ERR_BAD_CMP 5u  /* cmd: the word's width; value: the comparison */
 #define GRAIN_DEV_ERR_BAD_SIGNAL 6u    /* value: the signal word's offset */
 #define GRAIN_DEV_ERR_BAD_SIGNAL_OP 7u /* value: the operation */
-#define GRAIN_DEV_ERR_BAD_SIZE 8u      /* value: a bulk put's bytes */
+#define GRAIN_DEV_ERR_BAD_SIZE 8u      /* cmd: PUT32 for a bulk put, 0 for a bulk get; value: its bytes */
+#define GRAIN_DEV_ERR_BAD_FETCH_PE 9u  /* a get or fetching atomic; cmd: the word's width; value: the PE */
+#define GRAIN_DEV_ERR_BAD_FETCH 10u    /* cmd: the word's width; value: its offset */
+#define GRAIN_DEV_ERR_FETCH_UNREACHABLE 11u /* value: the PE, reached only through the transport */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */

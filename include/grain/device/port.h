@@ -161,6 +161,22 @@ GRAIN_INLINE grain_u64 grain_heap_cas_u64(__global void *p, grain_u64 expected, 
     return seen;
 }
 
+GRAIN_INLINE grain_u32 grain_heap_cas_u32(__global void *p, grain_u32 expected, grain_u32 desired)
+{
+    uint seen = expected;
+    atomic_compare_exchange_strong_explicit(GRAIN_A32(p), &seen, desired, memory_order_relaxed,
+                                            memory_order_relaxed, GRAIN_HEAP_SCOPE);
+    return seen;
+}
+/* Fetching atomics (grain_apply_amo*): `op` is exchange, fetch_add,
+ * fetch_and, fetch_or or fetch_xor; the old value comes back. */
+#define grain_heap_rmw_u32(op, p, v) \
+    atomic_##op##_explicit(GRAIN_A32(p), (uint)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
+#define grain_heap_rmw_u64(op, p, v) \
+    atomic_##op##_explicit(GRAIN_A64(p), (ulong)(v), memory_order_relaxed, GRAIN_HEAP_SCOPE)
+#define grain_heap_load_u32(p) atomic_load_explicit(GRAIN_A32(p), memory_order_relaxed, GRAIN_HEAP_SCOPE)
+#define grain_heap_load_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_relaxed, GRAIN_HEAP_SCOPE)
+
 /* A double's bits and back: a message word carries a double this way, and
  * the bits of non-negative doubles order as the numbers do, so an integer
  * min-update is a min-update of distances. */
@@ -369,6 +385,18 @@ GRAIN_INLINE grain_i64 grain_heap_fetch_min_i64(GRAIN_GLOBAL void *p, grain_i64 
 #define grain_heap_cas_u64(p, expected, desired)                                              \
     ((grain_u64)GRAIN_HEAP_ATOMIC_(atomicCAS)((unsigned long long *)(p), (unsigned long long)(expected), \
                                               (unsigned long long)(desired)))
+#define grain_heap_cas_u32(p, expected, desired) \
+    ((grain_u32)GRAIN_HEAP_ATOMIC_(atomicCAS)((unsigned int *)(p), (unsigned int)(expected), (unsigned int)(desired)))
+#define GRAIN_HEAP_RMW_exchange GRAIN_HEAP_ATOMIC_(atomicExch)
+#define GRAIN_HEAP_RMW_fetch_add GRAIN_HEAP_ATOMIC_(atomicAdd)
+#define GRAIN_HEAP_RMW_fetch_and GRAIN_HEAP_ATOMIC_(atomicAnd)
+#define GRAIN_HEAP_RMW_fetch_or GRAIN_HEAP_ATOMIC_(atomicOr)
+#define GRAIN_HEAP_RMW_fetch_xor GRAIN_HEAP_ATOMIC_(atomicXor)
+#define grain_heap_rmw_u32(op, p, v) ((grain_u32)GRAIN_HEAP_RMW_##op((unsigned int *)(p), (unsigned int)(v)))
+#define grain_heap_rmw_u64(op, p, v) \
+    ((grain_u64)GRAIN_HEAP_RMW_##op((unsigned long long *)(p), (unsigned long long)(v)))
+#define grain_heap_load_u32(p) ((grain_u32)*GRAIN_A32(p))
+#define grain_heap_load_u64(p) ((grain_u64)*GRAIN_A64(p))
 #define grain_f64_bits(x) ((grain_i64)__double_as_longlong((double)(x)))
 #define grain_bits_f64(b) __longlong_as_double((long long)(b))
 
@@ -577,6 +605,18 @@ GRAIN_INLINE grain_u64 grain_heap_cas_u64(void *p, grain_u64 expected, grain_u64
                                             memory_order_relaxed);
     return expected;
 }
+
+GRAIN_INLINE grain_u32 grain_heap_cas_u32(void *p, grain_u32 expected, grain_u32 desired)
+{
+    atomic_compare_exchange_strong_explicit(GRAIN_A32(p), &expected, desired, memory_order_relaxed,
+                                            memory_order_relaxed);
+    return expected;
+}
+
+#define grain_heap_rmw_u32(op, p, v) atomic_##op##_explicit(GRAIN_A32(p), (grain_u32)(v), memory_order_relaxed)
+#define grain_heap_rmw_u64(op, p, v) atomic_##op##_explicit(GRAIN_A64(p), (grain_u64)(v), memory_order_relaxed)
+#define grain_heap_load_u32(p) atomic_load_explicit(GRAIN_A32(p), memory_order_relaxed)
+#define grain_heap_load_u64(p) atomic_load_explicit(GRAIN_A64(p), memory_order_relaxed)
 
 GRAIN_INLINE grain_i64 grain_f64_bits(double x)
 {

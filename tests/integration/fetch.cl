@@ -1,0 +1,52 @@
+/*
+ * Gets and fetching atomics: every lane of every rank updates or reads words
+ * of PE (rank + lane) mod n and keeps what came back; each work-group then
+ * gets a block of 64-bit and one of 32-bit words from the next rank.  The
+ * bad modes make one lane ask for something it cannot have.
+ */
+#include "fetch_layout.h"
+#include "grain/device.h"
+
+GRAIN_KERNEL void fetch_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    grain_u32 lane = (grain_u32)grain_global_linear_id(), group = (grain_u32)grain_group_linear_id();
+    int pe = (int)(((grain_u32)me + lane) % (grain_u32)n);
+    grain_i64 id = (grain_i64)me * FETCH_LANES + lane + 1;
+    grain_u64 bit = (grain_u64)1 << (lane % 64);
+    GRAIN_GLOBAL grain_i64 *out = &w[FETCH_OUT + lane * R_N];
+    out[R_INC64] = grain_atomic_fetch_inc64(&wg, &w[FETCH_COUNT64], pe, 1);
+    out[R_INC32] = grain_atomic_fetch_inc32(&wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_COUNT32], pe, 1);
+    out[R_CAS64] = grain_atomic_compare_swap64(&wg, &w[FETCH_CLAIM64 + lane % FETCH_CLAIMS], 0, id, pe, 1);
+    out[R_CAS32] = grain_atomic_compare_swap32(&wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_CLAIM32 + lane % FETCH_CLAIMS],
+                                               0, (grain_i32)id, pe, 1);
+    out[R_SWAP] = grain_atomic_swap64(&wg, &w[FETCH_SWAP], id, pe, 1);
+    out[R_OR] = (grain_i64)grain_atomic_fetch_or64(&wg, (GRAIN_GLOBAL grain_u64 *)&w[FETCH_OR], bit, pe, 1);
+    out[R_AND] = (grain_i64)grain_atomic_fetch_and64(&wg, (GRAIN_GLOBAL grain_u64 *)&w[FETCH_AND], ~bit, pe, 1);
+    out[R_XOR32] = grain_atomic_fetch_xor32(&wg, (GRAIN_GLOBAL grain_u32 *)&w[FETCH_XOR32], (grain_u32)id, pe, 1);
+    out[R_ADD32] = grain_atomic_fetch_add32(&wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_ADD32], (grain_i32)id, pe, 1);
+    out[R_GET64] = grain_get64(&wg, &w[FETCH_DATA + lane], pe, 1);
+    out[R_GET32] = grain_get32(&wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_DATA32] + lane, pe, 1);
+    out[R_FETCH64] = grain_atomic_fetch64(&wg, &w[FETCH_DATA + lane], pe, 1);
+    int next = (int)(((grain_u32)me + 1u + group) % (grain_u32)n);
+    grain_getmem(&wg, &w[FETCH_GOT64 + group * FETCH_BLOCK64], &w[FETCH_DATA], 8 * FETCH_BLOCK64, next, 1);
+    grain_getmem(&wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_GOT32] + 1 + group * FETCH_BLOCK32,
+                 (GRAIN_GLOBAL grain_i32 *)&w[FETCH_DATA32] + 1, 4 * FETCH_BLOCK32, next, 1);
+}
+
+/* mode 1: a PE that does not exist; 2: a misaligned word; 3: the next rank
+ * (through the transport with GRAIN_PEER=off); 4: a bulk get of 6 bytes. */
+GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 mode)
+{
+    GRAIN_WG_BEGIN(wg);
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg), first = grain_global_linear_id() == 0;
+    if (mode == 1)
+        w[FETCH_OUT] = grain_atomic_fetch_add64(&wg, &w[FETCH_COUNT64], 5, n, first);
+    else if (mode == 2)
+        w[FETCH_OUT] = grain_get64(&wg, (GRAIN_GLOBAL grain_i64 *)((GRAIN_GLOBAL char *)&w[FETCH_DATA] + 4), me, first);
+    else if (mode == 3)
+        w[FETCH_OUT] = grain_atomic_swap64(&wg, &w[FETCH_SWAP], 5, (me + 1) % n, first);
+    else
+        grain_getmem(&wg, &w[FETCH_GOT64], &w[FETCH_DATA], 6, me, 1);
+}
