@@ -104,12 +104,24 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
     uint32_t cmd = GRAIN_HDR_CMD(hdr), more = GRAIN_HDR_HANDLER(hdr);
     if (cmd == GRAIN_CMD_MORE)
         return;
+    int fetch = cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64;
     /* The device wrote both columns; a slot that disagrees was corrupted. */
-    if (cmd != GRAIN_CMD_PUT64_SIGNAL || more >= count || GRAIN_HDR_CMD(p[more]) != GRAIN_CMD_MORE) {
+    if ((cmd != GRAIN_CMD_PUT64_SIGNAL && !fetch) || more >= count || GRAIN_HDR_CMD(p[more]) != GRAIN_CMD_MORE) {
         reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
         return;
     }
+    /* A fetch's second column: the value compared and the reply ticket, as
+     * the wire carries them; a put's: the signal word and its value. */
     grain_u64 sig_offset = p[width + more];
+    if (fetch && GRAIN_HDR_PE(hdr) == (uint32_t)a->grain->my_pe) { /* the sender applies those itself */
+        reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
+        return;
+    }
+    if (fetch) {
+        dispatch(a, hdr, p[width + c], p[2 * width + c], sig_offset, p[2 * width + more], now);
+        a->fetched = 1;
+        return;
+    }
     if (sig_offset > GRAIN_WIRE_MAX_OFFSET) {
         reject(a, GRAIN_ERR_BAD_OFFSET, cmd, GRAIN_HDR_PE(hdr));
         return;
@@ -152,8 +164,11 @@ static int consume_slot(grain_aggregator_t *a, uint64_t *now)
             dispatch(a, hdr, p[width + c], p[2 * width + c], 0, 0, *now);
     }
     grain_queue_done(&a->reader, s);
-    if (a->scope == GRAIN_AGGREGATE_WG)
+    /* A lane waits for the reply to each fetch: they go with the slot's
+     * other messages, not after the flush timeout. */
+    if (a->scope == GRAIN_AGGREGATE_WG || a->fetched)
         grain_packer_flush_all(&a->packer, GRAIN_FLUSH_SCOPE);
+    a->fetched = 0;
     a->slots++;
     return 1;
 }

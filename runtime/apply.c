@@ -6,6 +6,7 @@
 #include "grain/device/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/replier.h"
 #include "runtime/wire.h"
 
 extern const char grain_apply_kernel_source[];
@@ -35,6 +36,7 @@ static layout_t layout_for(size_t data_words, unsigned stages)
 
 typedef struct stage {
     uint64_t *mem;   /* in the shared block: grain/device/apply.h's layout */
+    size_t fetches;  /* fetches among its messages: their replies go out once it is applied */
     uint64_t launch; /* the side-stream launch that reads it */
     /* At that launch: the application's launch count, when one of its
      * kernels was running (else 0). */
@@ -45,6 +47,7 @@ typedef struct stage {
 typedef struct kept {
     struct kept *next;
     uint32_t src_pe;
+    size_t fetches;
     size_t n_words;
     uint64_t words[]; /* then the bitmap */
 } kept_t;
@@ -87,6 +90,7 @@ struct grain_applier {
     uint64_t agent_marks[2];   /* the side-stream launch that last used each control word */
     unsigned app_launching;    /* application launches between grain_applier_before_launch and after */
     atomic_ullong idle_check_ns; /* when a poller last asked whether the application's kernels run */
+    atomic_uint fetching;        /* stages with fetches not yet known applied: pollers look for them */
     grain_applier_stats_t stats;
 };
 
@@ -143,6 +147,24 @@ static _Atomic uint32_t *done_word(grain_applier_t *a, uint64_t ticket)
     return (_Atomic uint32_t *)(a->ring + GRAIN_APPLY_RING_DONE(a->n_stages)) + ticket % a->n_stages;
 }
 
+/* Under the lock: a stage whose kernel is done, before it is filled again:
+ * the replies of its fetches go out, with the old values the kernel left in
+ * place of their operands; without `ok` (the kernel failed, and the error
+ * says so) they are lost with the rest. */
+static void applied(grain_applier_t *a, stage_t *s, int ok)
+{
+    if (s->fetches == 0)
+        return;
+    grain_t *g = a->grain;
+    uint64_t hdr = s->mem[0];
+    if (ok)
+        grain_wire_stage_replies(s->mem + 1, hdr & 0xffffffffu,
+                                 (const uint32_t *)(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words)),
+                                 (uint32_t)(hdr >> 32), &g->reply_sink);
+    s->fetches = 0;
+    atomic_fetch_sub_explicit(&a->fetching, 1, memory_order_relaxed);
+}
+
 /* Under the lock: frees the stages of the oldest tickets the agent has
  * applied; with `all`, of every ticket, applied or not (after a failed
  * agent, whose messages are lost). */
@@ -154,7 +176,9 @@ static void reap(grain_applier_t *a, int all)
             break;
         uint64_t post = atomic_load_explicit(ring_word(a, GRAIN_APPLY_RING_POST + t % a->n_stages),
                                              memory_order_relaxed);
-        a->free_list[a->n_free++] = (unsigned)(post & 0xffffffffu);
+        unsigned i = (unsigned)(post & 0xffffffffu);
+        applied(a, &a->stages[i], !all);
+        a->free_list[a->n_free++] = i;
     }
 }
 
@@ -430,6 +454,7 @@ static stage_t *take_stage(grain_applier_t *a)
     }
     a->launched_first = (a->launched_first + 1) % a->n_stages;
     a->n_launched--;
+    applied(a, s, 1);
     return s;
 }
 
@@ -439,8 +464,11 @@ static size_t mark_bytes(size_t n_words)
 }
 
 static void fill(grain_applier_t *a, stage_t *s, const uint64_t *words, const uint32_t *marks, size_t n_words,
-                 uint32_t src_pe)
+                 uint32_t src_pe, size_t fetches)
 {
+    s->fetches = fetches;
+    if (fetches > 0)
+        atomic_fetch_add_explicit(&a->fetching, 1, memory_order_relaxed);
     s->mem[0] = GRAIN_APPLY_STAGE_HDR(n_words, src_pe);
     memcpy(s->mem + 1, words, n_words * sizeof *words);
     memcpy(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words), marks, mark_bytes(n_words));
@@ -464,7 +492,7 @@ static void stage_kept(grain_applier_t *a)
             a->kept_tail = NULL;
         a->filling++;
         pthread_mutex_unlock(&a->lock);
-        fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe);
+        fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe, k->fetches);
         free(k);
         pthread_mutex_lock(&a->lock);
         a->filling--;
@@ -473,7 +501,8 @@ static void stage_kept(grain_applier_t *a)
 }
 
 /* Keeps a buffer that found no stage in host memory. */
-static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged)
+static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
+                           size_t fetches)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
@@ -482,7 +511,7 @@ static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *
     if (k == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to keep %zu messages until an apply kernel can run them",
                           staged);
-    *k = (kept_t){NULL, h.src_pe, n_words};
+    *k = (kept_t){NULL, h.src_pe, fetches, n_words};
     memcpy(k->words, (const char *)buf + sizeof h, n_words * sizeof(uint64_t));
     memcpy(k->words + n_words, marks, mark_bytes(n_words));
     pthread_mutex_lock(&a->lock);
@@ -498,7 +527,8 @@ static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *
     return st;
 }
 
-grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged)
+grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
+                                    size_t fetches)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
@@ -512,13 +542,30 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
      * took 48 s that way (1722 of 3146 buffers applied here), and 3.9 s
      * with the messages kept for the apply kernels. */
     if (s == NULL)
-        return keep(a, buf, marks, staged);
-    fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe);
+        return keep(a, buf, marks, staged, fetches);
+    fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe, fetches);
     pthread_mutex_lock(&a->lock);
     place(a, s);
     grain_status_t st = launch_ready(a, 0);
     pthread_mutex_unlock(&a->lock);
     return st;
+}
+
+/* Under the lock: frees the stages known applied, so that the replies of
+ * their fetches go out now, not when the stages are next needed: a lane
+ * waits for each. */
+static void collect_applied(grain_applier_t *a)
+{
+    reap(a, 0);
+    while (a->n_launched > 0 && done(a, a->stages[a->launched[a->launched_first]].launch)) {
+        unsigned i = a->launched[a->launched_first];
+        a->launched_first = (a->launched_first + 1) % a->n_stages;
+        a->n_launched--;
+        applied(a, &a->stages[i], 1);
+        a->free_list[a->n_free++] = i;
+    }
+    if (a->grain->replier != NULL)
+        grain_replier_flush(a->grain->replier);
 }
 
 /* Under the lock: stops the agent once the application's kernels are done
@@ -541,10 +588,14 @@ grain_status_t grain_applier_progress(grain_applier_t *a, int copy)
                 atomic_compare_exchange_strong_explicit(&a->idle_check_ns, &last, now, memory_order_relaxed,
                                                         memory_order_relaxed);
     }
-    if ((!check && !atomic_load_explicit(&a->waiting, memory_order_relaxed)) || pthread_mutex_trylock(&a->lock) != 0)
+    int fetching = atomic_load_explicit(&a->fetching, memory_order_relaxed) > 0;
+    if ((!check && !fetching && !atomic_load_explicit(&a->waiting, memory_order_relaxed)) ||
+        pthread_mutex_trylock(&a->lock) != 0)
         return GRAIN_OK; /* a thread that holds it moves the stages on */
     if (check)
         stop_if_idle(a);
+    if (fetching)
+        collect_applied(a);
     if (copy)
         stage_kept(a);
     grain_status_t st = launch_ready(a, 0);
@@ -613,6 +664,7 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
             st = g->bops->side_synchronize(g->backend);
     } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching || a->filling > 0));
     for (; a->n_launched > 0; a->n_launched--) {
+        applied(a, &a->stages[a->launched[a->launched_first]], st == GRAIN_OK);
         a->free_list[a->n_free++] = a->launched[a->launched_first];
         a->launched_first = (a->launched_first + 1) % a->n_stages;
     }

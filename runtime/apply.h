@@ -51,9 +51,11 @@ void grain_applier_destroy(grain_applier_t *a);
 grain_status_t grain_applier_use(grain_applier_t *a, grain_program_t *program);
 
 /* Applies by a kernel the `staged` messages (> 0) of a validated buffer
- * that `marks` marks (grain_wire_validate); the caller applies the rest.
- * Any thread, several at once. */
-grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged);
+ * that `marks` marks (grain_wire_validate), `fetches` of them fetches,
+ * whose replies go out once the kernel is done; the caller applies the
+ * rest.  Any thread, several at once. */
+grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
+                                    size_t fetches);
 
 /* Launches what waits for a launch, if the side stream has room; for a
  * thread that polls, never waiting for the lock.  With `copy`, it first

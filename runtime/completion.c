@@ -18,6 +18,7 @@
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/recv_threads.h"
+#include "runtime/replier.h"
 #include "runtime/region.h"
 #include "runtime/wire.h"
 
@@ -57,7 +58,7 @@ static const char *cmd_name(uint32_t cmd)
 {
     static const char *const names[GRAIN_CMD_COUNT] = {"a ?",      "a put32",  "a put64", "an add32",
                                                        "an add64", "an inc32", "an inc64", "an am",
-                                                       "a put64_signal"};
+                                                       "a put64_signal", "a fetch32", "a fetch64", "a reply"};
     return cmd < GRAIN_CMD_COUNT ? names[cmd] : "a ?";
 }
 
@@ -120,14 +121,6 @@ static grain_status_t take_device_error(grain_t *g)
                         "PE %d at heap offset %llu, outside the %llu-byte symmetric heap or misaligned (the word "
                         "must be in grain_malloc memory); the lane got 0 and nothing was written",
                         item, g->my_pe, 8 * d->cmd, pe, value, (unsigned long long)g->config.heap_size);
-        break;
-    case GRAIN_DEV_ERR_FETCH_UNREACHABLE:
-        st = grain_fail(GRAIN_ERR_UNSUPPORTED,
-                        "work-item %llu of a kernel on rank %d read (a get or a fetching atomic) a %u-bit word of "
-                        "PE %d, which this rank reaches only through the transport, where gets and fetching "
-                        "atomics are not there yet: only this rank's words and those of the ranks of its node "
-                        "whose heaps are mapped (the direct path, GRAIN_PEER=auto) are in reach; the lane got 0",
-                        item, g->my_pe, 8 * d->cmd, pe);
         break;
     case GRAIN_DEV_ERR_BAD_WAIT:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,
@@ -211,14 +204,14 @@ size_t grain_receive_marks_bytes(const grain_t *g)
 
 void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len, uint32_t *marks)
 {
-    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, &g->am};
+    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, (uint32_t)g->config.reply_slots, &g->am};
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     uint32_t *own = NULL;
     if (applier != NULL && marks == NULL && (marks = own = malloc(grain_receive_marks_bytes(g))) == NULL) {
         grain_async_error(g, GRAIN_ERR_NO_MEMORY, "no memory to receive a buffer");
         return;
     }
-    grain_wire_marks_t m = {marks, g->apply_on_device, 0};
+    grain_wire_marks_t m = {marks, g->apply_on_device, 0, 0};
     char why[512];
     grain_status_t st = grain_wire_validate(data, len, src, &limits, applier != NULL ? &m : NULL, why, sizeof why);
     grain_wire_hdr_t h = {0};
@@ -229,9 +222,19 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
         free(own);
         return;
     }
-    if (m.staged < h.count)
-        grain_wire_apply(data, g->heap, &g->am, applier != NULL && g->apply_on_device);
-    if (m.staged > 0 && (st = grain_applier_submit(applier, data, marks, m.staged)) != GRAIN_OK)
+    if (m.staged < h.count) {
+        unsigned stray = grain_wire_apply(data, g->heap, &g->am, &g->reply_sink, applier != NULL && g->apply_on_device);
+        if (stray > 0) {
+            snprintf(why, sizeof why,
+                     "a buffer from rank %u held %u replies for reply slots of rank %d that waited for none (a "
+                     "reply sent twice, or late); they were dropped",
+                     src, stray, g->my_pe);
+            grain_async_error(g, GRAIN_ERR_BAD_MESSAGE, why);
+        }
+        if (g->replier != NULL)
+            grain_replier_flush(g->replier); /* a lane waits for each reply */
+    }
+    if (m.staged > 0 && (st = grain_applier_submit(applier, data, marks, m.staged, m.fetches)) != GRAIN_OK)
         grain_async_error(g, st, grain_error_message(g));
     free(own);
     /* A buffer left to an apply kernel counts once launched (or kept for
@@ -269,6 +272,8 @@ unsigned grain_transport_settle(void *arg, int wait)
     grain_status_t st = applier != NULL ? grain_applier_progress(applier, g->receivers == NULL) : GRAIN_OK;
     if (st != GRAIN_OK)
         grain_async_error(g, st, grain_error_message(g));
+    if (g->replier != NULL)
+        grain_replier_flush(g->replier); /* replies that found no free buffer before */
     if (g->n_lent == 0 && g->lent_freed == 0)
         return 0; /* polled often: not worth a clock read */
     uint64_t t0 = grain_now_ns();
@@ -313,6 +318,8 @@ static grain_status_t wait_for_senders(grain_t *g)
     for (size_t p = 0; p < n; p++) {
         for (unsigned a = 0; a < g->n_aggs; a++)
             sent[2 * p] += g->aggs[a].packer.dest_msgs[p];
+        if (g->replier != NULL)
+            sent[2 * p] += grain_replier_sent(g->replier, (uint32_t)p);
         sent[2 * p + 1] = atomic_load_explicit(&g->pieces_to[p], memory_order_relaxed);
     }
     grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = sent, .recv = expect, .count = 2};

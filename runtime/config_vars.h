@@ -60,6 +60,9 @@
       "work-groups of the resident apply agent, a kernel that applies received buffers beside "   \
       "the producers instead of after them (CUDA, HIP, GRAIN_APPLY=device): a number, off, or "    \
       "auto (32 where ranks are reached through the transport, else off)")                        \
+    X(reply_slots, REPLY_SLOTS, UINT, "4096", 1, 1u << 24,                                        \
+      "gets and fetching atomics through the transport a rank may have waiting for their replies "  \
+      "at once; a lane that finds none free waits for one")                                       \
     X(peer, PEER, STR, "auto", 0, 0,                                                              \
       "the direct path: auto (the ranks of a node map each other's heaps and a work-item "       \
       "applies a message to such a rank itself, never through the queue; on CUDA and HIP the "   \

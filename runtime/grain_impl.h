@@ -44,6 +44,7 @@ typedef struct grain_aggregator {
     grain_packer_t packer;
     grain_queue_reader_t reader;
     grain_aggregation_t scope; /* GRAIN_AGGREGATION */
+    int fetched;               /* the slot being dispatched held a fetch */
     /* Owned by the thread; read by others only after a flush handshake. */
     uint64_t slots;
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];
@@ -85,6 +86,10 @@ struct grain {
     int heap_scope_system;       /* some rank maps another device's heap: system-scope heap atomics */
     grain_peer_maps_t heap_peers;
     grain_peer_t *peers_dev;     /* device memory, n_pes entries */
+    uint64_t *replies;           /* reply slots (grain_dev_t.replies) */
+    uint64_t *reply_next;        /* device memory */
+    struct grain_replier *replier; /* sends the replies to other ranks' fetches */
+    grain_wire_replies_t reply_sink; /* what host threads apply fetches and replies with */
     int heap_puts;               /* the transport writes into every rank's heap (transport.h put) */
     atomic_uint_fast64_t app_launches; /* kernels the application has launched */
     /* Apply kernels: made at init with apply_on_device, else by the first

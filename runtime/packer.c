@@ -162,6 +162,16 @@ void grain_packer_flush_all(grain_packer_t *p, grain_flush_cause_t cause)
             flush(p, d, cause);
 }
 
+int grain_packer_has_room(grain_packer_t *p, uint32_t dest)
+{
+    if (p->filling[dest] != NULL)
+        return 1;
+    pthread_mutex_lock(&p->lock);
+    int room = p->free[dest] != NULL;
+    pthread_mutex_unlock(&p->lock);
+    return room;
+}
+
 void grain_packer_release(grain_outbuf_t *buf)
 {
     grain_packer_t *p = buf->owner;

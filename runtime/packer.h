@@ -114,6 +114,8 @@ static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t des
         grain_packer_flush_full_(p, dest);
     return GRAIN_OK;
 }
+/* Whether an append for `dest` would find a buffer without waiting. */
+int grain_packer_has_room(grain_packer_t *p, uint32_t dest);
 /* Sends `dest`'s filling buffer, if it has one. */
 void grain_packer_flush_dest(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause);
 /* Sends every buffer whose first message is older than the timeout. */

@@ -10,6 +10,7 @@
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
 #include "runtime/recv_threads.h"
+#include "runtime/replier.h"
 
 /* Apply stages at most; and at least, where fewer receive buffers would
  * give fewer, the smaller of a number and a size (see grain_init_transport):
@@ -21,21 +22,30 @@
 
 static grain_status_t check_symmetric_config(grain_t *g)
 {
-    /* Receives are sized by this rank's buffer_size and heap offsets are
-     * checked against its heap_size: every rank must agree on both. */
-    uint64_t mins[2] = {g->config.buffer_size, g->config.heap_size};
-    uint64_t maxs[2] = {g->config.buffer_size, g->config.heap_size};
-    grain_status_t st = grain_allreduce(g, mins, 2, GRAIN_UINT64, GRAIN_MIN);
+    /* A work-group takes a reply slot for each of its lanes at once
+     * (grain/device.h), and waits for all of them. */
+    if (g->config.reply_slots < g->config.queue_width)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_REPLY_SLOTS (%llu) is below GRAIN_QUEUE_WIDTH (%llu), the lanes of the widest "
+                          "work-group, which take their reply slots at once",
+                          (unsigned long long)g->config.reply_slots, (unsigned long long)g->config.queue_width);
+    /* Receives are sized by this rank's buffer_size, and heap offsets and
+     * reply slots are checked against its heap_size and reply_slots: every
+     * rank must agree on all three. */
+    uint64_t mins[3] = {g->config.buffer_size, g->config.heap_size, g->config.reply_slots};
+    uint64_t maxs[3] = {g->config.buffer_size, g->config.heap_size, g->config.reply_slots};
+    grain_status_t st = grain_allreduce(g, mins, 3, GRAIN_UINT64, GRAIN_MIN);
     if (st == GRAIN_OK)
-        st = grain_allreduce(g, maxs, 2, GRAIN_UINT64, GRAIN_MAX);
+        st = grain_allreduce(g, maxs, 3, GRAIN_UINT64, GRAIN_MAX);
     if (st != GRAIN_OK)
         return st;
-    if (mins[0] != maxs[0] || mins[1] != maxs[1])
+    if (mins[0] != maxs[0] || mins[1] != maxs[1] || mins[2] != maxs[2])
         return grain_fail(GRAIN_ERR_CONFIG,
-                          "ranks disagree on GRAIN_BUFFER_SIZE (%llu..%llu) or GRAIN_HEAP_SIZE "
-                          "(%llu..%llu); give every rank the same settings",
+                          "ranks disagree on GRAIN_BUFFER_SIZE (%llu..%llu), GRAIN_HEAP_SIZE (%llu..%llu) or "
+                          "GRAIN_REPLY_SLOTS (%llu..%llu); give every rank the same settings",
                           (unsigned long long)mins[0], (unsigned long long)maxs[0],
-                          (unsigned long long)mins[1], (unsigned long long)maxs[1]);
+                          (unsigned long long)mins[1], (unsigned long long)maxs[1],
+                          (unsigned long long)mins[2], (unsigned long long)maxs[2]);
     return GRAIN_OK;
 }
 
@@ -179,6 +189,40 @@ static grain_status_t alloc_node_heap(grain_t *g, void *handle, const char **why
 }
 
 /* The heaps this rank maps, as kernels get them (grain_dev_t.peers). */
+/* The reply slots of gets and fetching atomics through the transport
+ * (grain_dev_t): in shared memory, which the receiving host threads write
+ * and the requesting lanes poll; the slot counter in device memory. */
+static grain_status_t alloc_replies(grain_t *g)
+{
+    size_t bytes = 2 * sizeof(uint64_t) * g->config.reply_slots;
+    void *replies = NULL, *next = NULL;
+    grain_status_t st = g->bops->alloc_shared(g->backend, bytes, &replies);
+    if (st == GRAIN_OK) {
+        g->replies = replies;
+        memset(replies, 0, bytes);
+        st = g->bops->alloc_device(g->backend, sizeof(uint64_t), &next);
+    }
+    if (st == GRAIN_OK) {
+        g->reply_next = next;
+        st = g->bops->zero(g->backend, next, sizeof(uint64_t));
+    }
+    return st;
+}
+
+static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    grain_replier_add(arg, dest, ticket, value);
+}
+
+/* What host threads apply other ranks' fetches and their replies with. */
+static grain_status_t start_replies(grain_t *g)
+{
+    grain_status_t st = grain_replier_create(g, &g->replier);
+    if (st == GRAIN_OK)
+        g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, g->replier};
+    return st;
+}
+
 static grain_status_t upload_peers(grain_t *g)
 {
     size_t n = (size_t)g->n_pes;
@@ -254,7 +298,7 @@ static grain_status_t place_heap(grain_t *g)
                                           &g->heap_peers)) != GRAIN_OK)
         return st;
     g->heap_scope_system = g->heap_peers.any_remote;
-    if ((st = upload_peers(g)) != GRAIN_OK)
+    if ((st = upload_peers(g)) != GRAIN_OK || (st = alloc_replies(g)) != GRAIN_OK)
         return st;
     if (n > 1)
         log_direct_path(g, why_not);
@@ -264,6 +308,9 @@ static grain_status_t place_heap(grain_t *g)
         .queue = g->queue.desc,
         .err = g->dev_err,
         .peers = g->peers_dev,
+        .replies = g->replies,
+        .reply_next = g->reply_next,
+        .reply_slots = (grain_u32)g->config.reply_slots,
         .my_pe = (grain_u32)g->my_pe,
         .n_pes = (grain_u32)g->n_pes,
     };
@@ -288,6 +335,7 @@ static void release(grain_t *g)
     if (g->transport != NULL)
         g->tops->close(g->transport);
     grain_receivers_stop(g->receivers); /* the transport waited for their jobs */
+    grain_replier_destroy(g->replier);  /* and returned its buffers */
     if (g->backend != NULL) {
         if (g->applier != NULL) {
             grain_applier_wait(g->applier);
@@ -298,6 +346,10 @@ static void release(grain_t *g)
         grain_peer_unmap_all(g, &g->heap_peers);
         if (g->peers_dev != NULL)
             g->bops->free_device(g->backend, g->peers_dev);
+        if (g->reply_next != NULL)
+            g->bops->free_device(g->backend, g->reply_next);
+        if (g->replies != NULL)
+            g->bops->free_shared(g->backend, g->replies);
         if (g->heap != NULL && g->heap_peer)
             g->bops->free_peer(g->backend, g->heap);
         else if (g->heap != NULL && g->apply_on_device)
@@ -485,6 +537,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         st = place_heap(g);
     if (st == GRAIN_OK && g->n_pes > 1 && g->tops->register_heap != NULL)
         st = g->tops->register_heap(g->transport, g->heap, g->config.heap_size, &g->heap_puts);
+    if (st == GRAIN_OK && g->n_pes > 1)
+        st = start_replies(g);
     if (st == GRAIN_OK)
         st = grain_aggregators_start(g);
     /* No rank sends before every rank has a heap and an apply engine to

@@ -20,8 +20,9 @@ enum {
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
 
-static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL,    "put32", "put64", "add32",       "add64",
-                                                       "inc32", "inc64", "am",    "put64_signal"};
+static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL,    "put32", "put64",        "add32",   "add64",
+                                                       "inc32", "inc64", "am",           "put64_signal",
+                                                       "fetch32", "fetch64", "reply"};
 
 /* rows[n_pes][width]: every rank's counters, after an allreduce; NULL (and
  * a warning) when they could not be gathered. */

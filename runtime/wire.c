@@ -1,5 +1,6 @@
 #include "runtime/wire.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +46,8 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     size_t cur_at = 0;
     if (bits != NULL)
         memset(bits, 0, grain_wire_mark_words(grain_wire_words(len)) * sizeof *bits);
+    if (marks != NULL)
+        marks->fetches = 0;
     /* What depends only on the command, for the run of messages that share
      * the last one's.  A branch on a change of command, not a lookup per
      * message: the predictor follows a run, so that the next message's
@@ -66,7 +69,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                 snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
                 return GRAIN_ERR_BAD_MESSAGE;
             }
-            uint64_t width = cmd == GRAIN_CMD_AM ? 1 : grain_cmd_width(cmd);
+            uint64_t width = cmd == GRAIN_CMD_AM || cmd == GRAIN_CMD_REPLY ? 1 : grain_cmd_width(cmd);
             align = width - 1;
             limit = limits->heap_size >= width ? limits->heap_size - width : 0;
             last = cmd;
@@ -76,7 +79,13 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
             return GRAIN_ERR_BAD_MESSAGE;
         }
         uint64_t arg = w0 >> 8;
-        if (cmd == GRAIN_CMD_AM) {
+        if (__builtin_expect(cmd == GRAIN_CMD_REPLY, 0)) {
+            if (GRAIN_TICKET_SLOT(w0) >= limits->reply_slots) {
+                snprintf(why, why_size, "reply %u from rank %u is for reply slot %u; ranks have %u", i, src_pe,
+                         GRAIN_TICKET_SLOT(w0), limits->reply_slots);
+                return GRAIN_ERR_BAD_MESSAGE;
+            }
+        } else if (cmd == GRAIN_CMD_AM) {
             if (!grain_am_registered(limits->am, arg)) {
                 snprintf(why, why_size,
                          "active message %u from rank %u names handler %llu, which is not registered",
@@ -105,6 +114,18 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                          i, src_pe, (unsigned long long)(sig >> 8), (unsigned long long)limits->heap_size);
                 return GRAIN_ERR_BAD_OFFSET;
             }
+        } else if (__builtin_expect(cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64, 0)) {
+            uint64_t ticket;
+            memcpy(&ticket, p + 24, sizeof ticket);
+            if (GRAIN_TICKET_OP(ticket) > GRAIN_AMO_XOR || GRAIN_TICKET_SLOT(ticket) >= limits->reply_slots) {
+                snprintf(why, why_size,
+                         "fetch %u from rank %u names operation %u and reply slot %u (operations 0 to %u, %u slots)",
+                         i, src_pe, GRAIN_TICKET_OP(ticket), GRAIN_TICKET_SLOT(ticket), GRAIN_AMO_XOR,
+                         limits->reply_slots);
+                return GRAIN_ERR_BAD_MESSAGE;
+            }
+            if (marks != NULL)
+                marks->fetches += marks->stage_puts;
         }
         /* Marked in the same walk: the walk is most of a receiving
          * thread's time. */
@@ -132,19 +153,54 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     return GRAIN_OK;
 }
 
-static void apply(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint32_t cmd, uint64_t arg,
-                  uint64_t v1, uint64_t v2, uint64_t v3)
+/* A reply into this rank's slot, for the lane that waits there: the value,
+ * then the tag that says it is in.  A slot that waits for another
+ * generation (or none) is left alone, and 0 returned: a late or forged
+ * reply must not overwrite what a lane is about to read. */
+static int fill_reply(const grain_wire_replies_t *r, uint64_t w0, uint64_t value)
 {
+    uint32_t slot = GRAIN_TICKET_SLOT(w0), gen = GRAIN_TICKET_GEN(w0);
+    _Atomic uint64_t *tag = (_Atomic uint64_t *)&r->slots[2 * slot + 1];
+    if ((uint32_t)atomic_load_explicit(tag, memory_order_relaxed) != 2u * gen)
+        return 0;
+    r->slots[2 * slot] = value;
+    atomic_store_explicit(tag, 2u * gen + 1u, memory_order_release);
+    return 1;
+}
+
+/* A fetch applied here: its old value goes back to `src_pe`. */
+static void fetch(char *heap, const grain_wire_replies_t *r, uint32_t src_pe, uint32_t cmd, uint64_t offset,
+                  uint64_t operand, uint64_t cond, uint64_t ticket)
+{
+    uint32_t op = GRAIN_TICKET_OP(ticket);
+    uint64_t old = cmd == GRAIN_CMD_FETCH64
+                       ? grain_apply_amo64(heap + offset, op, operand, cond)
+                       : grain_apply_amo32(heap + offset, op, (uint32_t)operand, (uint32_t)cond);
+    r->send(r->arg, src_pe, ticket, old);
+}
+
+/* Returns 0 for a reply that found its slot waiting for no reply. */
+static int apply(char *heap, const grain_am_table_t *am, const grain_wire_replies_t *r, uint32_t src_pe,
+                 uint32_t cmd, uint64_t w0, uint64_t v1, uint64_t v2, uint64_t v3)
+{
+    uint64_t arg = w0 >> 8;
     if (cmd == GRAIN_CMD_AM)
         am->host[arg](heap, src_pe, v1, v2);
     else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
         grain_apply_put_signal(heap, arg, v1, v2, v3);
+    else if (cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64)
+        fetch(heap, r, src_pe, cmd, arg, v1, v2, v3);
+    else if (cmd == GRAIN_CMD_REPLY)
+        return fill_reply(r, w0, v1);
     else
         grain_apply_msg(heap, cmd, arg, v1);
+    return 1;
 }
 
-void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, int stage_puts)
+unsigned grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am,
+                          const grain_wire_replies_t *replies, int stage_puts)
 {
+    unsigned stray = 0;
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
     const uint8_t *p = (const uint8_t *)buf + sizeof h;
@@ -169,10 +225,11 @@ void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, i
                 memcpy(&w[2], p + 16, sizeof w[2]);
             if (size > 24)
                 memcpy(&w[3], p + 24, sizeof w[3]);
-            apply(heap, am, h.src_pe, cmd, arg, w[1], w[2], w[3]);
+            stray += !apply(heap, am, replies, h.src_pe, cmd, w[0], w[1], w[2], w[3]);
         }
         p += size;
     }
+    return stray;
 }
 
 void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, uint64_t hdr, uint64_t w1,
@@ -180,7 +237,19 @@ void grain_apply_one(char *heap, const grain_am_table_t *am, uint32_t src_pe, ui
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     if (cmd == GRAIN_CMD_AM)
-        apply(heap, am, src_pe, cmd, GRAIN_HDR_HANDLER(hdr), w1, w2, 0);
+        apply(heap, am, NULL, src_pe, cmd, (uint64_t)GRAIN_HDR_HANDLER(hdr) << 8, w1, w2, 0);
     else
-        apply(heap, am, src_pe, cmd, w1, w2, sig, sig_value);
+        apply(heap, am, NULL, src_pe, cmd, w1 << 8 | cmd, w2, sig, sig_value);
+}
+
+void grain_wire_stage_replies(const uint64_t *words, size_t n_words, const uint32_t *bits, uint32_t src_pe,
+                              const grain_wire_replies_t *replies)
+{
+    for (size_t j = 0; j < n_words; j++) {
+        if (((bits[j / 32] >> (j % 32)) & 1u) == 0)
+            continue;
+        uint32_t cmd = (uint32_t)(words[j] & 0xff);
+        if (cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64)
+            replies->send(replies->arg, src_pe, words[j + 3], words[j + 1]);
+    }
 }

@@ -2,10 +2,12 @@
  * The wire format of per-destination buffers, and the receiver's checks.
  *
  * A buffer is a 24-byte header and packed messages of 8 (increment), 16 (PUT,
- * add), 24 (active message) or 32 bytes (PUT with signal: then the signal
- * word, its operation in the low 8 bits and its offset above, and the
- * signal value).  The first word of a message is the command in its low 8
- * bits and the heap offset (or handler id) above.
+ * add, reply), 24 (active message) or 32 bytes (PUT with signal: then the
+ * signal word, its operation in the low 8 bits and its offset above, and
+ * the signal value; fetch: the operand, the value compared and the reply
+ * ticket).  The first word of a message is the command in its low 8 bits
+ * and the heap offset (or handler id) above; a reply's holds the ticket's
+ * slot and generation (GRAIN_TICKET) above its command, then the value.
  */
 #ifndef GRAIN_RUNTIME_WIRE_H
 #define GRAIN_RUNTIME_WIRE_H
@@ -36,6 +38,7 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
     static const uint8_t sizes[GRAIN_CMD_COUNT] = {
         [GRAIN_CMD_PUT32] = 16, [GRAIN_CMD_PUT64] = 16, [GRAIN_CMD_ADD32] = 16, [GRAIN_CMD_ADD64] = 16,
         [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24, [GRAIN_CMD_PUT64_SIGNAL] = 32,
+        [GRAIN_CMD_FETCH32] = 32, [GRAIN_CMD_FETCH64] = 32, [GRAIN_CMD_REPLY] = 16,
     };
     return cmd < GRAIN_CMD_COUNT ? sizes[cmd] : 0;
 }
@@ -93,8 +96,17 @@ static inline int grain_am_registered(const grain_am_table_t *am, uint64_t id)
 typedef struct grain_wire_limits {
     uint32_t n_pes;
     uint64_t heap_size;
+    uint32_t reply_slots; /* every rank's GRAIN_REPLY_SLOTS */
     const grain_am_table_t *am;
 } grain_wire_limits_t;
+
+/* Where a host thread's fetches and replies go: this rank's reply slots, and
+ * the sender of replies to other ranks' fetches. */
+typedef struct grain_wire_replies {
+    uint64_t *slots;
+    void (*send)(void *arg, uint32_t dest, uint64_t ticket, uint64_t value);
+    void *arg;
+} grain_wire_replies_t;
 
 /* Whether a received `what` ("buffer", "chunk piece") of `len` bytes from
  * rank `src` says so itself (`said_src`, `said_bytes`): 0, or -1 with a
@@ -120,7 +132,7 @@ static inline size_t grain_wire_mark_words(size_t words)
  * rest. */
 static inline int grain_wire_staged(const grain_am_table_t *am, uint32_t cmd, uint64_t arg, int stage_puts)
 {
-    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : stage_puts;
+    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : cmd != GRAIN_CMD_REPLY && stage_puts;
 }
 
 /* Where a buffer's messages for the apply kernel start, which the kernel
@@ -132,6 +144,7 @@ typedef struct grain_wire_marks {
     uint32_t *bits;
     int stage_puts; /* as grain_wire_staged */
     size_t staged;  /* set by grain_wire_validate: the bits it set */
+    size_t fetches; /* and the fetches among them, whose replies go out once applied */
 } grain_wire_marks_t;
 
 /*
@@ -148,8 +161,17 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
 
 /* Applies from a host thread the messages of a validated buffer that the
  * apply kernel does not take (grain_wire_staged), into `heap` or by host
- * handlers. */
-void grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am, int stage_puts);
+ * handlers; fetches send their replies, and replies fill this rank's slots.
+ * Returns the replies that found their slot waiting for none, which it
+ * left alone. */
+unsigned grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *am,
+                          const grain_wire_replies_t *replies, int stage_puts);
+
+/* The replies of a stage's fetches, which an apply kernel applied and
+ * left their old values in place of their operands: `words` as the stage
+ * holds them, `bits` as grain_wire_validate marked them. */
+void grain_wire_stage_replies(const uint64_t *words, size_t n_words, const uint32_t *bits, uint32_t src_pe,
+                              const grain_wire_replies_t *replies);
 
 /* Applies one queue message addressed to this rank on this thread (already
  * checked by the device; `hdr` carries the command; an active message's

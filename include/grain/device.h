@@ -318,18 +318,20 @@ GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_sl
 /* The send path: validate, apply here where the destination's heap is in
  * reach, else reserve, write the lane's column and publish.  A put with
  * signal (GRAIN_CMD_PUT64_SIGNAL) also carries the signal word's offset,
- * its operation and its value, in a second column. */
+ * its operation and its value, in a second column; a fetch (GRAIN_CMD_FETCH*)
+ * the value compared and its reply ticket in the second column's rows. */
 GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 handler, grain_i32 pe,
                                    grain_u64 w1, grain_u64 w2, grain_u64 sig_offset, grain_u32 sig_op,
                                    grain_u64 sig_value, int active)
 {
     GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
     GRAIN_GLOBAL grain_queue_desc_t *d = &ctx->queue;
-    int wide = cmd == GRAIN_CMD_PUT64_SIGNAL;
+    int fetch = cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64, wide = fetch || cmd == GRAIN_CMD_PUT64_SIGNAL;
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1) &&
-                 (!wide || grain_signal_valid_(ctx, pe, sig_offset, sig_op));
-    GRAIN_GLOBAL char *heap = active ? grain_bypass_heap_(ctx, cmd, pe) : 0;
+                 (fetch || !wide || grain_signal_valid_(ctx, pe, sig_offset, sig_op));
+    /* A fetch comes here only for a rank out of reach. */
+    GRAIN_GLOBAL char *heap = active && !fetch ? grain_bypass_heap_(ctx, cmd, pe) : 0;
     int bypass = 0;
     if (heap != 0 && wide) {
         grain_apply_put_signal(heap, w1, w2, (grain_u64)sig_op | sig_offset << 8, sig_value);
@@ -345,16 +347,18 @@ GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u3
     }
     int in_place = bypass && (grain_u32)pe == ctx->my_pe;
     active = active && !bypass;
-    /* A slot holds `width` columns, and wide messages take two: a segment
-     * whose lanes could fill more sends in passes of width / 2 lanes
-     * (GRAIN_QUEUE_WIDTH is at least 2).  Uniform: every lane passes alike. */
+    /* A slot holds `width` columns (GRAIN_MAX_WG, at least 2), and wide
+     * messages take two: a segment's lanes send in passes of width / 2.  As
+     * many passes as the largest segment needs, a constant, so that the loop
+     * unrolls: PoCL copies the rest of a kernel for each loop with barriers
+     * whose count it cannot see, and a kernel with eight fetches took
+     * minutes to compile. */
     grain_u32 per_pass = GRAIN_RESERVE_SEGMENT, passes = 1;
 #if GRAIN_RESERVE != GRAIN_RESERVE_WI
     if (wide) {
-        grain_u32 lanes = grain_local_linear_size() < GRAIN_RESERVE_SEGMENT ? grain_local_linear_size()
-                                                                           : GRAIN_RESERVE_SEGMENT;
-        per_pass = d->geom.width / 2;
-        passes = (lanes + per_pass - 1) / per_pass;
+        per_pass = GRAIN_MAX_WG / 2;
+        passes = ((GRAIN_RESERVE_SEGMENT < GRAIN_MAX_WG ? GRAIN_RESERVE_SEGMENT : GRAIN_MAX_WG) + per_pass - 1) /
+                 per_pass;
     }
 #endif
     for (grain_u32 k = 0; k < passes; k++) {
@@ -450,17 +454,21 @@ GRAIN_INLINE void grain_put64_signal(const grain_wg_t *wg, GRAIN_GLOBAL grain_i6
  * sends; each active lane gets the old value of its word, the others 0.
  * Where the word is in reach, in this rank's heap or in a peer's mapped on
  * the direct path, the lane reads or updates it itself, atomically at the
- * heap's scope (system scope where a peer device's memory is mapped), and
- * the value comes back at once.  A rank reached only through the transport
- * needs a request and a reply, which grain does not have yet
- * (docs/shmem-api.md): there the lane gets 0 and the next grain_wait
- * reports the rank, as it does a word outside the heap or misaligned or a
- * PE that does not exist.
+ * heap's scope (system scope where a peer device's memory is mapped).  A
+ * word of a rank reached through the transport is a request, a wide message
+ * that carries a reply ticket; whoever applies it at the destination sends
+ * the old value back (GRAIN_CMD_REPLY) into the ticket's reply slot, and
+ * the lane waits for it there (docs/shmem-api.md).  A word outside the heap
+ * or misaligned, or a PE that does not exist, is a device error reported at
+ * the next grain_wait with the rank, and the lane gets 0.
  */
+/* The word's address where it is in reach; 0 otherwise, with *far_p set
+ * where it is valid but needs a request. */
 GRAIN_INLINE GRAIN_GLOBAL char *grain_fetch_word_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 width, grain_u64 offset,
-                                                  grain_i32 pe)
+                                                  grain_i32 pe, int *far_p)
 {
     grain_u64 item = grain_global_linear_id();
+    *far_p = 0;
     if (pe < 0 || (grain_u32)pe >= ctx->n_pes) {
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_FETCH_PE, width, pe, (grain_u64)(grain_i64)pe, item);
         return 0;
@@ -474,9 +482,68 @@ GRAIN_INLINE GRAIN_GLOBAL char *grain_fetch_word_(GRAIN_GLOBAL grain_dev_t *ctx,
     if (heap == 0)
         heap = ctx->peers[pe].heap;
 #endif
-    if (heap == 0)
-        grain_dev_error(ctx, GRAIN_DEV_ERR_FETCH_UNREACHABLE, width, pe, (grain_u64)(grain_i64)pe, item);
+    *far_p = heap == 0;
     return heap != 0 ? heap + offset : 0;
+}
+
+/* Waits until reply slot number `c` (of the rank's counter) is free for its
+ * generation: its previous user has read its reply. */
+GRAIN_INLINE void grain_reply_slot_wait_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u64 c)
+{
+    GRAIN_GLOBAL grain_u64 *tag = ctx->replies + 2 * (c % ctx->reply_slots) + 1;
+    while ((grain_u32)grain_atomic_load_acquire_u64(tag) != 2u * (grain_u32)(c / ctx->reply_slots))
+        grain_poll_nap();
+}
+
+/*
+ * The requests of the lanes with `far` set, then their replies; every lane
+ * calls it.  The work-group takes consecutive reply slots from the rank's
+ * counter in one atomic, and its first work-item waits until each is free
+ * before anyone sends (with GRAIN_RESERVE_WI, whose sends hold no barrier,
+ * each lane takes and waits for its own).  Slots are taken in counter order
+ * and each waits only for earlier ones, whose lanes have sent their
+ * requests, so waiting for slots cannot close a cycle, and no lane holds a
+ * slot at a barrier that another lane waits at for a slot.
+ * GRAIN_REPLY_SLOTS is at least a work-group's lanes.  A lane frees its
+ * slot once it has read the reply.
+ */
+GRAIN_INLINE grain_u64 grain_fetch_far_(const grain_wg_t *wg, grain_u32 cmd, grain_u32 op, grain_u64 offset,
+                                        grain_u64 value, grain_u64 cond, grain_i32 pe, int far, grain_u64 got)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+#if GRAIN_RESERVE == GRAIN_RESERVE_WI
+    grain_u64 c = far ? grain_atomic_fetch_add_dev_u64(ctx->reply_next, 1) : 0;
+    if (far)
+        grain_reply_slot_wait_(ctx, c);
+#else
+    /* claims[0] is 0 between sends; the send below reserves after a barrier
+     * that follows every lane's read of the base. */
+    grain_u32 mine = grain_local_claim_u32(&wg->claims[0], far, grain_local_linear_size());
+    grain_wg_barrier();
+    if (grain_local_linear_id() == 0) {
+        grain_u32 total = wg->claims[0];
+        wg->claims[0] = 0;
+        grain_u64 base = total > 0 ? grain_atomic_fetch_add_dev_u64(ctx->reply_next, total) : 0;
+        for (grain_u64 k = base; k < base + total; k++)
+            grain_reply_slot_wait_(ctx, k);
+        wg->scratch[0] = (grain_i64)base;
+    }
+    /* No branch around the barriers that follow, though no lane may be far:
+     * PoCL copies the rest of a kernel for each such branch, and a kernel
+     * with a dozen of these calls took it longer to compile than to run. */
+    grain_wg_barrier();
+    grain_u64 c = (grain_u64)wg->scratch[0] + mine;
+#endif
+    grain_u32 slot = (grain_u32)(c % ctx->reply_slots), gen = (grain_u32)(c / ctx->reply_slots);
+    grain_send_wide_(wg, cmd, 0, pe, offset, value, cond, 0, GRAIN_TICKET(op, slot, gen), far);
+    if (far) {
+        GRAIN_GLOBAL grain_u64 *r = ctx->replies + 2 * slot;
+        while ((grain_u32)grain_atomic_load_acquire_u64(&r[1]) != 2u * gen + 1u)
+            grain_poll_nap();
+        got = r[0];
+        grain_atomic_store_release_u32(&r[1], 2u * gen + 2u);
+    }
+    return got;
 }
 
 #define GRAIN_AMO_CALL_(bits)                                                                              \
@@ -484,8 +551,11 @@ GRAIN_INLINE GRAIN_GLOBAL char *grain_fetch_word_(GRAIN_GLOBAL grain_dev_t *ctx,
                                                   grain_u##bits value, grain_u##bits cond, grain_i32 pe,       \
                                                   int active)                                                  \
     {                                                                                                      \
-        GRAIN_GLOBAL char *p = active ? grain_fetch_word_(wg->ctx, bits / 8, grain_offset(wg, addr), pe) : 0; \
-        return p != 0 ? grain_apply_amo##bits(p, op, value, cond) : 0;                                       \
+        grain_u64 offset = grain_offset(wg, addr);                                                         \
+        int far = 0;                                                                                       \
+        GRAIN_GLOBAL char *p = active ? grain_fetch_word_(wg->ctx, bits / 8, offset, pe, &far) : 0;        \
+        grain_u64 got = p != 0 ? grain_apply_amo##bits(p, op, value, cond) : 0;                             \
+        return (grain_u##bits)grain_fetch_far_(wg, GRAIN_CMD_FETCH##bits, op, offset, value, cond, pe, far, got); \
     }
 GRAIN_AMO_CALL_(32)
 GRAIN_AMO_CALL_(64)
@@ -598,9 +668,10 @@ GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GR
 /*
  * Bulk get, OpenSHMEM's getmem (NVSHMEM's getmem_block): from `src` (the
  * symmetric heap) on PE `pe` into `dest` (global memory: the caller's heap
- * or any buffer of the device), each word read as grain_get64/32 reads it.
- * The lanes' reads are done when the call returns for each lane's own words;
- * a barrier makes all of them visible to the work-group.
+ * or any buffer of the device), each word read as grain_get64/32 reads it,
+ * in rounds of the work-group's size (through the transport, a request each
+ * and their replies).  When the call returns each lane has stored its own
+ * words; a barrier makes all of them visible to the work-group.
  */
 GRAIN_INLINE void grain_getmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
                                grain_u64 nbytes, grain_i32 pe, int active)
@@ -608,11 +679,17 @@ GRAIN_INLINE void grain_getmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GR
     int wide;
     grain_u64 words = grain_mem_words_(wg, dest, src, nbytes, 0, pe, active, &wide);
     grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
-    for (grain_u64 i = lid; i < words; i += n) {
-        if (wide)
-            ((GRAIN_GLOBAL grain_i64 *)dest)[i] = grain_get64(wg, (GRAIN_GLOBAL grain_i64 *)src + i, pe, 1);
-        else
-            ((GRAIN_GLOBAL grain_i32 *)dest)[i] = grain_get32(wg, (GRAIN_GLOBAL grain_i32 *)src + i, pe, 1);
+    for (grain_u64 base = 0; base < words; base += n) {
+        grain_u64 i = base + lid;
+        if (wide) {
+            grain_i64 v = grain_get64(wg, (GRAIN_GLOBAL grain_i64 *)src + i, pe, i < words);
+            if (i < words)
+                ((GRAIN_GLOBAL grain_i64 *)dest)[i] = v;
+        } else {
+            grain_i32 v = grain_get32(wg, (GRAIN_GLOBAL grain_i32 *)src + i, pe, i < words);
+            if (i < words)
+                ((GRAIN_GLOBAL grain_i32 *)dest)[i] = v;
+        }
     }
 }
 

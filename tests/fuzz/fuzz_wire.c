@@ -23,10 +23,19 @@ static void handler(char *heap, uint32_t src_pe, uint64_t a0, uint64_t a1)
     heap[a0 % HEAP_BYTES] ^= (char)a1;
 }
 
+static void reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    (void)arg, (void)value;
+    if (dest != 1 || GRAIN_TICKET_SLOT(ticket) >= 8)
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static grain_am_table_t am = {.host = {[3] = handler}, .device = {1u << 5}};
-    grain_wire_limits_t limits = {4, HEAP_BYTES, &am};
+    static uint64_t slots[16];
+    static const grain_wire_replies_t replies = {slots, reply, NULL};
+    grain_wire_limits_t limits = {4, HEAP_BYTES, 8, &am};
     char why[256] = "";
     /* Copied: the receiver reads buffers of its own, 8-byte aligned. */
     uint64_t *buf = malloc(size + 8);
@@ -35,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t mark_words = size >= sizeof(grain_wire_hdr_t) ? grain_wire_mark_words(grain_wire_words(size)) : 0;
     uint32_t *marks = malloc(mark_words * sizeof *marks + 1);
     int stage_puts = size > 24 && ((const uint8_t *)data)[24] & 0x80;
-    grain_wire_marks_t m = {marks, stage_puts, 0};
+    grain_wire_marks_t m = {marks, stage_puts, 0, 0};
     if (grain_wire_validate(buf, size, 1, &limits, &m, why, sizeof why) != GRAIN_OK) {
         if (why[0] == '\0')
             abort();
@@ -50,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Exactly sized: ASan sees a heap write beyond it. */
     char *heap = aligned_alloc(64, HEAP_BYTES);
     memset(heap, 0, HEAP_BYTES);
-    grain_wire_apply(buf, heap, &am, stage_puts);
+    grain_wire_apply(buf, heap, &am, &replies, stage_puts);
     free(marks);
     free(heap);
     free(buf);

@@ -35,8 +35,8 @@ GRAIN_KERNEL void fetch_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
                  (GRAIN_GLOBAL grain_i32 *)&w[FETCH_DATA32] + 1, 4 * FETCH_BLOCK32, next, 1);
 }
 
-/* mode 1: a PE that does not exist; 2: a misaligned word; 3: the next rank
- * (through the transport with GRAIN_PEER=off); 4: a bulk get of 6 bytes. */
+/* mode 1: a PE that does not exist; 2: a misaligned word; 3: a bulk get of
+ * 6 bytes. */
 GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 mode)
 {
     GRAIN_WG_BEGIN(wg);
@@ -45,8 +45,6 @@ GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u
         w[FETCH_OUT] = grain_atomic_fetch_add64(&wg, &w[FETCH_COUNT64], 5, n, first);
     else if (mode == 2)
         w[FETCH_OUT] = grain_get64(&wg, (GRAIN_GLOBAL grain_i64 *)((GRAIN_GLOBAL char *)&w[FETCH_DATA] + 4), me, first);
-    else if (mode == 3)
-        w[FETCH_OUT] = grain_atomic_swap64(&wg, &w[FETCH_SWAP], 5, (me + 1) % n, first);
     else
         grain_getmem(&wg, &w[FETCH_GOT64], &w[FETCH_DATA], 6, me, 1);
 }

@@ -24,7 +24,26 @@ static void am_handler(char *heap, uint32_t src, uint64_t a0, uint64_t a1)
 }
 
 static grain_am_table_t am;
-static const grain_wire_limits_t limits = {4, HEAP, &am};
+static const grain_wire_limits_t limits = {4, HEAP, 8, &am};
+
+/* Replies the host's apply sends, and this rank's reply slots. */
+static uint64_t reply_slots[16];
+static struct {
+    uint32_t dest;
+    uint64_t ticket, value;
+} sent[8];
+static unsigned n_sent;
+
+static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    (void)arg;
+    assert_true(n_sent < 8);
+    sent[n_sent].dest = dest;
+    sent[n_sent].ticket = ticket;
+    sent[n_sent++].value = value;
+}
+
+static const grain_wire_replies_t replies = {reply_slots, send_reply, NULL};
 
 /* Builds a buffer from rank 2 with the given queue messages. */
 static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
@@ -76,7 +95,7 @@ static void test_valid_buffer_applies_every_command(void **state)
     size_t len = build(buf, msgs, 8);
     assert_int_equal(check(buf, len, why), GRAIN_OK);
     am_sum = 0;
-    grain_wire_apply(buf, heap, &am, 0);
+    grain_wire_apply(buf, heap, &am, &replies, 0);
     uint64_t u64;
     uint32_t u32;
     int64_t i64;
@@ -125,20 +144,20 @@ static void test_marks_apply_like_the_host(void **state)
     size_t n_words = grain_wire_words(len);
     /* Host apply: only the device handler's message is marked, where it
      * starts (after 2 + 3 + 2 + 2 words). */
-    grain_wire_marks_t m = {marks, 0, 0};
+    grain_wire_marks_t m = {marks, 0, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
     assert_int_equal(m.staged, 1);
     assert_int_equal(marks[0], 1u << 9);
     assert_int_equal(words[9], GRAIN_CMD_AM | (9u << 8));
     assert_int_equal(words[10], 100);
     assert_int_equal(words[11], 200);
-    grain_wire_apply(buf, direct, &am, 0);
+    grain_wire_apply(buf, direct, &am, &replies, 0);
     am_sum = 0;
-    m = (grain_wire_marks_t){marks, 1, 0};
+    m = (grain_wire_marks_t){marks, 1, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
     size_t n = m.staged;
     assert_int_equal(n, 7);
-    grain_wire_apply(buf, staged, &am, 1);
+    grain_wire_apply(buf, staged, &am, &replies, 1);
     assert_int_equal(am_sum, 42);
     /* Decoded as the apply kernel decodes: a message at every marked word. */
     int device_ams = 0;
@@ -217,9 +236,9 @@ static void test_each_bad_field_is_rejected(void **state)
     am.device[0] = 0;
 
     len = build(buf, good, 1);
-    uint64_t w0 = 9 | (64ull << 8);
+    uint64_t w0 = GRAIN_CMD_COUNT | (64ull << 8);
     memcpy(buf + sizeof h, &w0, 8);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "unknown command 9");
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "unknown command 12");
 
     len = build(buf, good, 1);
     memset(buf + len, 0, 8);
@@ -259,11 +278,11 @@ static void test_put_signal(void **state)
     char why[256];
     size_t len = build_signals(buf, msgs, 3);
     uint32_t marks[2];
-    grain_wire_marks_t m = {marks, 1, 0};
+    grain_wire_marks_t m = {marks, 1, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
     assert_int_equal(m.staged, 3);
     assert_int_equal(marks[0], 1u | 1u << 4 | 1u << 8);
-    grain_wire_apply(buf, host, &am, 0);
+    grain_wire_apply(buf, host, &am, &replies, 0);
     const uint64_t *words = (const uint64_t *)(buf + sizeof(grain_wire_hdr_t));
     for (size_t i = 0; i < grain_wire_words(len); i++)
         if ((marks[i / 32] >> (i % 32)) & 1u)
@@ -289,6 +308,96 @@ static void test_put_signal(void **state)
     expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
 }
 
+/* Fetches (the operand, the value compared, the ticket) and replies, as
+ * the aggregator and the replier encode them. */
+static size_t build_fetches(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
+{
+    size_t used = sizeof(grain_wire_hdr_t);
+    for (unsigned i = 0; i < n; i++) {
+        size_t k = msgs[i][0] == GRAIN_CMD_REPLY
+                       ? grain_wire_encode(buf + used, GRAIN_HDR(GRAIN_CMD_REPLY, 0, 1), msgs[i][4] >> 8, msgs[i][2],
+                                           0, 0)
+                       : grain_wire_encode(buf + used, GRAIN_HDR(msgs[i][0], 0, 1), msgs[i][1], msgs[i][2],
+                                           msgs[i][3], msgs[i][4]);
+        assert_true(k > 0);
+        used += k;
+    }
+    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, n, (uint32_t)used, 0};
+    memcpy(buf, &h, sizeof h);
+    return used;
+}
+
+/* A host thread applies fetches and sends each old value to the requester
+ * with its ticket; a reply fills its slot only when the slot waits for that
+ * generation; an apply kernel's fetches are marked and counted, and their
+ * replies read from the words it leaves. */
+static void test_fetch_and_reply(void **state)
+{
+    _Alignas(8) char heap[HEAP] = {0};
+    uint64_t ten = 10, sixty = 60;
+    memcpy(heap + 8, &ten, 8);
+    memcpy(heap + 16, &sixty, 8);
+    const uint64_t msgs[][5] = {
+        {GRAIN_CMD_FETCH64, 8, 5, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 3, 0)},
+        {GRAIN_CMD_FETCH64, 16, 7, 60, GRAIN_TICKET(GRAIN_AMO_CSWAP, 4, 9)},
+        {GRAIN_CMD_FETCH32, 8, 0, 0, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1)},
+        {GRAIN_CMD_REPLY, 0, 42, 0, GRAIN_TICKET(0, 6, 2)},
+        {GRAIN_CMD_REPLY, 0, 43, 0, GRAIN_TICKET(0, 7, 1)},
+    };
+    _Alignas(8) uint8_t buf[256];
+    char why[256];
+    size_t len = build_fetches(buf, msgs, 5);
+    uint32_t marks[2];
+    grain_wire_marks_t m = {marks, 1, 0, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    assert_int_equal(m.staged, 3); /* replies are the host's */
+    assert_int_equal(m.fetches, 3);
+    memset(reply_slots, 0, sizeof reply_slots);
+    reply_slots[2 * 6 + 1] = 4; /* slot 6 waits for generation 2; slot 7 for none */
+    n_sent = 0;
+    grain_wire_apply(buf, heap, &am, &replies, 0);
+    assert_int_equal(n_sent, 3);
+    assert_int_equal(sent[0].dest, 2);
+    assert_int_equal(sent[0].value, 10);
+    assert_int_equal(sent[0].ticket, GRAIN_TICKET(GRAIN_AMO_ADD, 3, 0));
+    assert_int_equal(sent[1].value, 60);
+    assert_int_equal(sent[2].value, 15); /* the low half of the word fetch-add left */
+    uint64_t v[2];
+    memcpy(v, heap + 8, sizeof v);
+    assert_int_equal(v[0], 15);
+    assert_int_equal(v[1], 7);
+    assert_int_equal(reply_slots[12], 42);
+    assert_int_equal(reply_slots[13], 5);
+    assert_int_equal(reply_slots[14], 0);
+    assert_int_equal(reply_slots[15], 0);
+
+    /* What an apply kernel leaves: old values in place of the operands. */
+    uint64_t *words = (uint64_t *)(buf + sizeof(grain_wire_hdr_t));
+    words[1] = 111;
+    words[5] = 222;
+    words[9] = 333;
+    n_sent = 0;
+    grain_wire_stage_replies(words, grain_wire_words(len), marks, 2, &replies);
+    assert_int_equal(n_sent, 3);
+    assert_int_equal(sent[0].value, 111);
+    assert_int_equal(sent[1].value, 222);
+    assert_int_equal(sent[2].value, 333);
+    assert_int_equal(sent[2].ticket, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1));
+
+    const uint64_t bad_op[][5] = {{GRAIN_CMD_FETCH64, 8, 1, 0, GRAIN_TICKET(7, 0, 0)}};
+    len = build_fetches(buf, bad_op, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "names operation 7 and reply slot 0");
+    const uint64_t bad_slot[][5] = {{GRAIN_CMD_FETCH32, 8, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 8, 0)}};
+    len = build_fetches(buf, bad_slot, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply slot 8");
+    const uint64_t misaligned[][5] = {{GRAIN_CMD_FETCH64, 12, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 0, 0)}};
+    len = build_fetches(buf, misaligned, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
+    const uint64_t bad_reply[][5] = {{GRAIN_CMD_REPLY, 0, 1, 0, GRAIN_TICKET(0, 8, 0)}};
+    len = build_fetches(buf, bad_reply, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "is for reply slot 8; ranks have 8");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_marks_apply_like_the_host),
         cmocka_unit_test(test_each_bad_field_is_rejected),
         cmocka_unit_test(test_put_signal),
+        cmocka_unit_test(test_fetch_and_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,12 +18,25 @@
 #define GRAIN_CMD_INC64 6u
 #define GRAIN_CMD_AM 7u
 #define GRAIN_CMD_PUT64_SIGNAL 8u /* a PUT, then a set or add on a signal word */
-#define GRAIN_CMD_COUNT 9u
+#define GRAIN_CMD_FETCH32 9u      /* a get or fetching atomic whose old value comes back as a reply */
+#define GRAIN_CMD_FETCH64 10u
+#define GRAIN_CMD_REPLY 11u       /* the old value, into the requester's reply slot */
+#define GRAIN_CMD_COUNT 12u
 /* A message of four words takes two columns of its slot (never the wire):
  * the first column's handler field names the second, whose command is
  * this, whose handler field holds the signal operation and whose rows hold
- * the signal word's offset and the signal value. */
+ * the signal word's offset and the signal value (a put with signal), or the
+ * value compared and the reply ticket (a fetch). */
 #define GRAIN_CMD_MORE 0xffu
+
+/* A fetch's reply ticket: the operation (GRAIN_AMO_*), the requester's reply
+ * slot and the slot's generation; the wire carries it as the fetch's last
+ * word, and the reply its slot and generation in its first. */
+#define GRAIN_TICKET(op, slot, gen) ((grain_u64)(op) | ((grain_u64)(slot) << 8) | ((grain_u64)(gen) << 32))
+#define GRAIN_TICKET_OP(t) ((grain_u32)((t) & 0xffu))
+#define GRAIN_TICKET_SLOT(t) ((grain_u32)(((t) >> 8) & 0xffffffu))
+#define GRAIN_TICKET_GEN(t) ((grain_u32)((t) >> 32))
+#define GRAIN_REPLY_SLOTS_MAX (1u << 24)
 
 /* Signal operations, OpenSHMEM's SHMEM_SIGNAL_SET and SHMEM_SIGNAL_ADD. */
 #define GRAIN_SIGNAL_SET 0u
@@ -54,7 +67,6 @@
 #define GRAIN_DEV_ERR_BAD_SIZE 8u      /* cmd: PUT32 for a bulk put, 0 for a bulk get; value: its bytes */
 #define GRAIN_DEV_ERR_BAD_FETCH_PE 9u  /* a get or fetching atomic; cmd: the word's width; value: the PE */
 #define GRAIN_DEV_ERR_BAD_FETCH 10u    /* cmd: the word's width; value: its offset */
-#define GRAIN_DEV_ERR_FETCH_UNREACHABLE 11u /* value: the PE, reached only through the transport */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */
@@ -83,6 +95,14 @@ typedef struct grain_dev {
     grain_queue_desc_t queue;        /* this rank's device-to-host queue */
     GRAIN_DPTR(grain_dev_err_t) err;
     GRAIN_DPTR(grain_peer_t) peers;  /* n_pes entries: the ranks whose heaps are mapped here */
+    /* Reply slots of this rank's gets and fetching atomics through the
+     * transport: a value and a tag a slot, in memory the host and apply
+     * kernels write; the tag is 2 x generation while the slot is free for
+     * that generation, one more once its reply is in.  reply_next, in
+     * device memory, hands out slot and generation. */
+    GRAIN_DPTR(grain_u64) replies;
+    GRAIN_DPTR(grain_u64) reply_next;
+    grain_u32 reply_slots;
     grain_u32 my_pe;
     grain_u32 n_pes;
     grain_u32 handlers[GRAIN_MAX_HANDLERS / 32];        /* bit set: handler id registered */
@@ -125,11 +145,13 @@ GRAIN_INLINE grain_u32 grain_cmd_width(grain_u32 cmd)
     case GRAIN_CMD_PUT32:
     case GRAIN_CMD_ADD32:
     case GRAIN_CMD_INC32:
+    case GRAIN_CMD_FETCH32:
         return 4;
     case GRAIN_CMD_PUT64:
     case GRAIN_CMD_ADD64:
     case GRAIN_CMD_INC64:
     case GRAIN_CMD_PUT64_SIGNAL: /* its data word; the signal word is 64-bit too */
+    case GRAIN_CMD_FETCH64:
         return 8;
     default:
         return 0;

@@ -25,14 +25,14 @@
  * makes sure base is below the stage's words, and that nobody still reads
  * `tile` and `bits` from an earlier call.
  */
-GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL const grain_u64 *stage, grain_u64 data_words,
+GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_u64 *stage, grain_u64 data_words,
                                     grain_u64 base, GRAIN_LOCAL grain_u64 *tile, GRAIN_LOCAL grain_u32 *bits)
 {
     grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(wg);
     grain_u64 hdr = stage[0], n_words = hdr & 0xffffffffu;
     grain_u32 src_pe = (grain_u32)(hdr >> 32);
-    GRAIN_GLOBAL const grain_u64 *words = stage + 1;
+    GRAIN_GLOBAL grain_u64 *words = stage + 1;
     GRAIN_GLOBAL const grain_u32 *marks = (GRAIN_GLOBAL const grain_u32 *)(stage + GRAIN_APPLY_MARKS_AT(data_words));
     grain_u32 have = n_words - base < span + 3 ? (grain_u32)(n_words - base) : span + 3;
     for (grain_u32 j = lid; j < have; j += wg)
@@ -45,18 +45,24 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL const 
             continue;
         grain_u64 w0 = tile[j];
         grain_u32 cmd = (grain_u32)(w0 & 0xffu);
-        if (cmd == GRAIN_CMD_AM)
+        if (cmd < GRAIN_CMD_AM) /* an increment, the buffer's last word, has no value word */
+            grain_apply_msg(heap, cmd, w0 >> 8, cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+        else if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
         else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
             grain_apply_put_signal(heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
-        else /* an increment, the buffer's last word, has no value word */
-            grain_apply_msg(heap, cmd, w0 >> 8, cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+        else /* a fetch: its old value replaces its operand, where the host reads it for the reply */
+            words[base + j + 1] = cmd == GRAIN_CMD_FETCH64
+                                      ? grain_apply_amo64(heap + (w0 >> 8), GRAIN_TICKET_OP(tile[j + 3]), tile[j + 1],
+                                                          tile[j + 2])
+                                      : grain_apply_amo32(heap + (w0 >> 8), GRAIN_TICKET_OP(tile[j + 3]),
+                                                          (grain_u32)tile[j + 1], (grain_u32)tile[j + 2]);
     }
 }
 
 /* Applies the stages that the list in stage `list_in` names, `tiles`
  * work-groups a stage, a tile each. */
-GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
+GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *block, grain_u64 stride,
                                    grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
 {
     GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
@@ -64,7 +70,7 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u6
     grain_u64 group = grain_group_linear_id();
     GRAIN_GLOBAL const grain_u32 *list =
         (GRAIN_GLOBAL const grain_u32 *)(block + list_in * stride + GRAIN_APPLY_LIST_AT(data_words));
-    GRAIN_GLOBAL const grain_u64 *stage = block + (grain_u64)list[group / tiles] * stride;
+    GRAIN_GLOBAL grain_u64 *stage = block + (grain_u64)list[group / tiles] * stride;
     grain_u64 base = (group % tiles) * GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
     if (base >= (stage[0] & 0xffffffffu))
         return; /* the whole work-group: a short buffer */
@@ -83,7 +89,7 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u6
  * one a launch, so that the next launch may wait behind a stopping one)
  * stops it at; the host posts every ticket before the stop.
  */
-GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u64 *block, grain_u64 stride,
+GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *block, grain_u64 stride,
                                     grain_u64 data_words, GRAIN_GLOBAL grain_u64 *ring, grain_u32 slots,
                                     grain_u32 first, grain_u32 ctl)
 {
@@ -114,7 +120,7 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_u
         grain_u64 p = posted[0];
         if (p == GRAIN_APPLY_RING_NONE)
             return;
-        GRAIN_GLOBAL const grain_u64 *stage = block + (p & 0xffffffffu) * stride;
+        GRAIN_GLOBAL grain_u64 *stage = block + (p & 0xffffffffu) * stride;
         grain_u64 n_words = stage[0] & 0xffffffffu;
         for (grain_u64 base = 0; base < n_words; base += span) {
             grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits);

@@ -1,0 +1,125 @@
+#include "runtime/replier.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/packer.h"
+
+typedef struct kept_reply {
+    uint32_t dest;
+    uint64_t ticket, value;
+} kept_reply_t;
+
+struct grain_replier {
+    grain_t *grain;
+    pthread_mutex_t lock;
+    grain_packer_t packer;
+    kept_reply_t *kept; /* replies that found no buffer, oldest first */
+    size_t n_kept, cap_kept;
+    atomic_int pending; /* replies added since the last flush, or kept */
+};
+
+static void send_buffer(void *arg, grain_outbuf_t *buf)
+{
+    grain_replier_t *r = arg;
+    grain_t *g = r->grain;
+    grain_status_t st = g->tops->send(g->transport, buf->dest, buf->data, buf->used, &buf->token);
+    if (st != GRAIN_OK) {
+        r->packer.dest_msgs[buf->dest] -= buf->count; /* not sent: quiet must not wait for them */
+        if (st != GRAIN_ERR_PEER)
+            grain_async_error(g, st, grain_error_message(g));
+        grain_packer_release(buf);
+    }
+}
+
+grain_status_t grain_replier_create(grain_t *g, grain_replier_t **replier_p)
+{
+    grain_replier_t *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the reply sender");
+    r->grain = g;
+    grain_status_t st = grain_packer_init(&r->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes, g->config.buffer_size,
+                                          (uint32_t)g->config.buffers_per_dest, UINT64_MAX, g->next_seq,
+                                          send_buffer, r);
+    if (st != GRAIN_OK) {
+        free(r);
+        return st;
+    }
+    r->packer.abandon = &g->failed;
+    pthread_mutex_init(&r->lock, NULL);
+    *replier_p = r;
+    return GRAIN_OK;
+}
+
+void grain_replier_destroy(grain_replier_t *r)
+{
+    if (r == NULL)
+        return;
+    if (r->n_kept > 0)
+        grain_warn("%zu replies to other ranks' fetches were never sent", r->n_kept);
+    grain_packer_destroy(&r->packer);
+    pthread_mutex_destroy(&r->lock);
+    free(r->kept);
+    free(r);
+}
+
+/* Under the lock: packs one reply if its requester has a buffer to take it. */
+static int pack(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    if (!grain_packer_has_room(&r->packer, dest))
+        return 0;
+    /* The wire's first word: the ticket's slot and generation above the
+     * command, as an offset travels (grain_wire_encode). */
+    grain_status_t st = grain_packer_append(&r->packer, dest, GRAIN_HDR(GRAIN_CMD_REPLY, 0, dest), ticket >> 8, value,
+                                            0, 0, 0);
+    if (st != GRAIN_OK && st != GRAIN_ERR_PEER)
+        grain_async_error(r->grain, st, "a reply the wire cannot carry");
+    return 1;
+}
+
+void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->n_kept > 0 || !pack(r, dest, ticket, value)) {
+        if (r->n_kept == r->cap_kept) {
+            size_t cap = r->cap_kept ? 2 * r->cap_kept : 64;
+            kept_reply_t *k = realloc(r->kept, cap * sizeof *k);
+            if (k == NULL) {
+                pthread_mutex_unlock(&r->lock);
+                grain_async_error(r->grain, GRAIN_ERR_NO_MEMORY, "no memory to keep a reply until a buffer frees");
+                return;
+            }
+            r->kept = k;
+            r->cap_kept = cap;
+        }
+        r->kept[r->n_kept++] = (kept_reply_t){dest, ticket, value};
+    }
+    atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void grain_replier_flush(grain_replier_t *r)
+{
+    if (!atomic_load_explicit(&r->pending, memory_order_relaxed) || pthread_mutex_trylock(&r->lock) != 0)
+        return; /* the thread that holds it flushes */
+    size_t done = 0;
+    while (done < r->n_kept && pack(r, r->kept[done].dest, r->kept[done].ticket, r->kept[done].value))
+        done++;
+    r->n_kept -= done;
+    memmove(r->kept, r->kept + done, r->n_kept * sizeof *r->kept);
+    grain_packer_flush_all(&r->packer, GRAIN_FLUSH_QUIET);
+    atomic_store_explicit(&r->pending, r->n_kept > 0, memory_order_relaxed);
+    pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t grain_replier_sent(grain_replier_t *r, uint32_t dest)
+{
+    pthread_mutex_lock(&r->lock);
+    uint64_t n = r->packer.dest_msgs[dest];
+    pthread_mutex_unlock(&r->lock);
+    return n;
+}

@@ -1,0 +1,35 @@
+/*
+ * Replies to other ranks' gets and fetching atomics (docs/shmem-api.md):
+ * the old values that the threads and kernels applying their requests here
+ * leave, packed per requester and sent by the transport like the
+ * aggregators' buffers, on the same sequence numbers.
+ *
+ * Any thread adds replies; nothing here waits.  A receiving thread must not
+ * wait for a send buffer: two ranks whose receiving threads waited for each
+ * other's buffers would stop receiving for good.  So a reply that finds
+ * every buffer of its requester in flight is kept, and goes with a later
+ * flush.  Replies are sent at each flush, not when a buffer fills or times
+ * out: a lane waits for each.
+ */
+#ifndef GRAIN_RUNTIME_REPLIER_H
+#define GRAIN_RUNTIME_REPLIER_H
+
+#include <stdint.h>
+
+#include "grain/grain.h"
+
+struct grain;
+typedef struct grain_replier grain_replier_t;
+
+grain_status_t grain_replier_create(struct grain *g, grain_replier_t **replier_p);
+/* After the transport has returned every buffer. */
+void grain_replier_destroy(grain_replier_t *r);
+
+/* The reply to rank `dest`'s fetch with `ticket` (GRAIN_TICKET): `value`. */
+void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value);
+/* Sends what was added (what buffers are free for); cheap when nothing was. */
+void grain_replier_flush(grain_replier_t *r);
+/* Replies to `dest` handed to the transport so far (quiet counts them). */
+uint64_t grain_replier_sent(grain_replier_t *r, uint32_t dest);
+
+#endif
