@@ -209,9 +209,13 @@ static grain_status_t alloc_replies(grain_t *g)
     return st;
 }
 
+/* Replies that come due once the replier is gone (the apply kernels that
+ * finalize waits for) have nobody to go to. */
 static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
 {
-    grain_replier_add(arg, dest, ticket, value);
+    grain_t *g = arg;
+    if (g->replier != NULL)
+        grain_replier_add(g->replier, dest, ticket, value);
 }
 
 /* What host threads apply other ranks' fetches and their replies with. */
@@ -219,7 +223,7 @@ static grain_status_t start_replies(grain_t *g)
 {
     grain_status_t st = grain_replier_create(g, &g->replier);
     if (st == GRAIN_OK)
-        g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, g->replier};
+        g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, g};
     return st;
 }
 
@@ -336,6 +340,7 @@ static void release(grain_t *g)
         g->tops->close(g->transport);
     grain_receivers_stop(g->receivers); /* the transport waited for their jobs */
     grain_replier_destroy(g->replier);  /* and returned its buffers */
+    g->replier = NULL;
     if (g->backend != NULL) {
         if (g->applier != NULL) {
             grain_applier_wait(g->applier);
