@@ -1,17 +1,21 @@
 /*
- * sync_latency: the round trip of point-to-point synchronization between
- * two ranks, a put followed by grain_wait_until on each side, one work-item
- * each, through the path GRAIN_PEER picks (the direct path between ranks of
- * a node, else the queue, the aggregators and the transport, whose flush
- * timeout, GRAIN_FLUSH_TIMEOUT_US, then bounds it from below).
+ * sync_latency: round trips between two ranks, one work-item each, through
+ * the path GRAIN_PEER picks (the direct path between ranks of a node, else
+ * the queue, the aggregators and the transport, whose flush timeout,
+ * GRAIN_FLUSH_TIMEOUT_US, then bounds them from below):
+ *
+ *   put+wait   a put followed by grain_wait_until on each side
+ *   fetch_add  one grain_atomic_fetch_add64 to the other rank's word after
+ *              another, both ranks at once
  *
  *   mpirun -np 2 sync_latency [--iters N] [--csv FILE] [--json]
  *
- * The baseline, measured on rank 0 in the same run, is the same round trip
- * between two work-groups of one kernel on its own device through plain
- * atomic stores: the device's own ceiling.  A CPU device gets none, since
- * its work-groups need not run at once.  Every figure is the median of
- * three runs of N round trips (default 1000).
+ * The baselines, measured on rank 0 in the same run: the same put+wait
+ * round trip between two work-groups of one kernel on its own device
+ * through plain atomic stores (none on a CPU device, whose work-groups need
+ * not run at once), and the same chain of plain atomic fetch-adds on its
+ * own word.  Every figure is the median of three runs of N round trips
+ * (default 1000).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,13 +83,17 @@ int main(int argc, char **argv)
         grain_finalize(g);
         return 2;
     }
+    /* flags[0..1]: the put+wait flags; flags[2]: the word fetched from;
+     * flags[3]: where a chain leaves its sum. */
     int64_t *flags;
     grain_program_t *prog;
-    grain_kernel_t *ping, *local;
-    check(grain_malloc(g, 2 * sizeof *flags, (void **)&flags), "grain_malloc");
+    grain_kernel_t *ping, *local, *chain, *chain_local;
+    check(grain_malloc(g, 4 * sizeof *flags, (void **)&flags), "grain_malloc");
     check(grain_program_create(g, sync_latency_source, NULL, &prog), "build");
     check(grain_kernel_create(prog, "pingpong", &ping), "kernel");
     check(grain_kernel_create(prog, "pingpong_local", &local), "kernel");
+    check(grain_kernel_create(prog, "fetch_chain", &chain), "kernel");
+    check(grain_kernel_create(prog, "fetch_chain_local", &chain_local), "kernel");
     int32_t peer = 1 - me, first = me == 0;
     check(grain_kernel_set_arg_ptr(ping, 1, flags), "arg");
     check(grain_kernel_set_arg(ping, 2, sizeof iters, &iters), "arg");
@@ -93,54 +101,71 @@ int main(int argc, char **argv)
     check(grain_kernel_set_arg(ping, 4, sizeof first, &first), "arg");
     check(grain_kernel_set_arg_ptr(local, 1, flags), "arg");
     check(grain_kernel_set_arg(local, 2, sizeof iters, &iters), "arg");
+    check(grain_kernel_set_arg_ptr(chain, 1, &flags[2]), "arg");
+    check(grain_kernel_set_arg(chain, 2, sizeof iters, &iters), "arg");
+    check(grain_kernel_set_arg(chain, 3, sizeof peer, &peer), "arg");
+    check(grain_kernel_set_arg_ptr(chain, 4, &flags[3]), "arg");
+    check(grain_kernel_set_arg_ptr(chain_local, 1, &flags[2]), "arg");
+    check(grain_kernel_set_arg(chain_local, 2, sizeof iters, &iters), "arg");
+    check(grain_kernel_set_arg_ptr(chain_local, 3, &flags[3]), "arg");
 
     const char *path = g->heap_peers.mapped > 0 ? "direct" : "transport";
-    double grain_us = round_trip_us(g, ping, 1, iters, flags);
-    /* The baseline on rank 0 alone: rank 1 launches nothing. */
-    int baseline = !g->binfo.cpu_device;
-    double local_us = 0;
-    if (baseline) {
-        uint64_t none = 0;
+    /* The baselines on rank 0 alone: rank 1 launches nothing. */
+    uint64_t none = 0;
+    struct {
+        const char *op;
+        grain_kernel_t *k, *base;
+        size_t base_groups;
+        int baseline;
+        double us, base_us;
+    } rows[2] = {{"put+wait", ping, local, 2, !g->binfo.cpu_device, 0, 0},
+                 {"fetch_add", chain, chain_local, 1, 1, 0, 0}};
+    for (int r = 0; r < 2; r++) {
+        rows[r].us = round_trip_us(g, rows[r].k, 1, iters, flags);
+        if (!rows[r].baseline)
+            continue;
         if (me == 1)
-            check(grain_kernel_set_arg(local, 2, sizeof none, &none), "arg");
-        local_us = round_trip_us(g, local, 2, iters, flags);
+            check(grain_kernel_set_arg(rows[r].base, 2, sizeof none, &none), "arg");
+        rows[r].base_us = round_trip_us(g, rows[r].base, rows[r].base_groups, iters, flags);
     }
     if (me == 0) {
         printf("sync_latency: %s, %s, %llu round trips, median of 3\n", grain_device_name(g), path,
                (unsigned long long)iters);
-        printf("%-10s %14s %18s %8s\n", "path", "us/round trip", "baseline us/trip", "ratio");
-        if (baseline)
-            printf("%-10s %14.3f %18.3f %8.2f\n", path, grain_us, local_us, grain_us / local_us);
-        else
-            printf("%-10s %14.3f %18s %8s   (no baseline on a CPU device)\n", path, grain_us, "-", "-");
-        if (csv != NULL) {
-            FILE *f = fopen(csv, "w");
-            if (f == NULL) {
-                fprintf(stderr, "sync_latency: cannot write %s\n", csv);
-                return 2;
-            }
-            fprintf(f, "device,path,iters,round_trip_us,baseline_round_trip_us,ratio\n");
-            if (baseline)
-                fprintf(f, "\"%s\",%s,%llu,%.4f,%.4f,%.4f\n", grain_device_name(g), path,
-                        (unsigned long long)iters, grain_us, local_us, grain_us / local_us);
-            else
-                fprintf(f, "\"%s\",%s,%llu,%.4f,,\n", grain_device_name(g), path, (unsigned long long)iters,
-                        grain_us);
-            fclose(f);
+        printf("%-10s %-10s %14s %18s %8s\n", "path", "op", "us/round trip", "baseline us/trip", "ratio");
+        FILE *f = csv != NULL ? fopen(csv, "w") : NULL;
+        if (csv != NULL && f == NULL) {
+            fprintf(stderr, "sync_latency: cannot write %s\n", csv);
+            return 2;
         }
-        if (json) {
+        if (f != NULL)
+            fprintf(f, "device,path,op,iters,round_trip_us,baseline_round_trip_us,ratio\n");
+        for (int r = 0; r < 2; r++) {
             char base[32] = "null", ratio[32] = "null";
-            if (baseline) {
-                snprintf(base, sizeof base, "%.4f", local_us);
-                snprintf(ratio, sizeof ratio, "%.4f", grain_us / local_us);
+            if (rows[r].baseline) {
+                snprintf(base, sizeof base, "%.4f", rows[r].base_us);
+                snprintf(ratio, sizeof ratio, "%.4f", rows[r].us / rows[r].base_us);
+                printf("%-10s %-10s %14.3f %18.3f %8.2f\n", path, rows[r].op, rows[r].us, rows[r].base_us,
+                       rows[r].us / rows[r].base_us);
+            } else {
+                printf("%-10s %-10s %14.3f %18s %8s   (no baseline on a CPU device)\n", path, rows[r].op,
+                       rows[r].us, "-", "-");
             }
-            printf("{\"device\":\"%s\",\"path\":\"%s\",\"iters\":%llu,\"round_trip_us\":%.4f,"
-                   "\"baseline_round_trip_us\":%s,\"ratio\":%s}\n",
-                   grain_device_name(g), path, (unsigned long long)iters, grain_us, base, ratio);
+            if (f != NULL)
+                fprintf(f, "\"%s\",%s,%s,%llu,%.4f,%s,%s\n", grain_device_name(g), path, rows[r].op,
+                        (unsigned long long)iters, rows[r].us, rows[r].baseline ? base : "",
+                        rows[r].baseline ? ratio : "");
+            if (json)
+                printf("{\"device\":\"%s\",\"path\":\"%s\",\"op\":\"%s\",\"iters\":%llu,"
+                       "\"round_trip_us\":%.4f,\"baseline_round_trip_us\":%s,\"ratio\":%s}\n",
+                       grain_device_name(g), path, rows[r].op, (unsigned long long)iters, rows[r].us, base, ratio);
         }
+        if (f != NULL)
+            fclose(f);
     }
     grain_kernel_destroy(ping);
     grain_kernel_destroy(local);
+    grain_kernel_destroy(chain);
+    grain_kernel_destroy(chain_local);
     grain_program_destroy(prog);
     check(grain_free(g, flags), "grain_free");
     check(grain_finalize(g), "grain_finalize");

@@ -1,7 +1,8 @@
 /*
  * Round trips of point-to-point synchronization (grain/device/sync.h): one
  * work-item puts i to its peer's flag and waits for its own flag to reach
- * i, the peer the other way round.
+ * i, the peer the other way round; and of fetching atomics, one fetch-add
+ * after another to the peer's word.
  */
 #include "grain/device.h"
 
@@ -29,4 +30,27 @@ GRAIN_KERNEL void pingpong_local(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *flags
         grain_heap_store_u64(theirs, i);
         grain_wait_until64(&wg, mine, GRAIN_CMP_GE, (grain_i64)i, first);
     }
+}
+
+/* Fetch-adds to the peer's word, each waiting for the one before; the sum
+ * of what came back goes to `sum`, so that none is left out. */
+GRAIN_KERNEL void fetch_chain(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *word, grain_u64 iters, grain_i32 peer,
+                              GRAIN_GLOBAL grain_i64 *sum)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_i64 s = 0;
+    for (grain_u64 i = 0; i < iters; i++)
+        s += grain_atomic_fetch_add64(&wg, word, 1, peer, 1);
+    *sum = s;
+}
+
+/* The baseline: the same chain of plain atomics on this device's own word. */
+GRAIN_KERNEL void fetch_chain_local(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *word, grain_u64 iters,
+                                    GRAIN_GLOBAL grain_i64 *sum)
+{
+    (void)grain_ctx_;
+    grain_i64 s = 0;
+    for (grain_u64 i = 0; i < iters; i++)
+        s += (grain_i64)grain_heap_rmw_u64(fetch_add, word, 1);
+    *sum = s;
 }
