@@ -6,9 +6,11 @@
 #   verbs_check.sh chunks COMMAND...    counter-triggered transfers over verbs, verified: jacobi's halos and
 #                                       the chunks test's slices RDMA-written into the peers' heaps
 #                                       (bytes_written), and with GRAIN_IB_PUT=0 sent as pieces instead
+#   verbs_check.sh fetch COMMAND...     gets and fetching atomics over verbs: requests and replies (tiny
+#                                       rings), every old value checked by the fetch test
 #   verbs_check.sh no-device COMMAND... without a device: the error that names what is missing, and
 #                                       GRAIN_TRANSPORT=verbs,mpi running over MPI with a warning
-# COMMAND is an mpirun line; $GUPS, $JACOBI and $CHUNKS are the programs.  The ranks share this host, so
+# COMMAND is an mpirun line; $GUPS, $JACOBI, $CHUNKS and $FETCH are the programs.  The ranks share this host, so
 # GRAIN_PEER=off keeps what they send each other on the transport (not the direct path, not peer memory).
 mode=$1
 shift
@@ -46,6 +48,14 @@ gups)
         [ "$threads" = 1 ] || echo "$out" | grep -q "\"receive_threads\":$threads," ||
             { echo "FAILED: not $threads receive threads"; exit 1; }
     done
+    ;;
+fetch)
+    need_device
+    out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_BUFFER_SIZE=512 -x GRAIN_RECV_BUFFERS=2 -x GRAIN_LOG_LEVEL=info \
+          "$FETCH" 2>&1) || { echo "FAILED: $out"; exit 1; }
+    echo "$out" | grep -q "transport verbs" || { echo "FAILED: not over verbs: $out"; exit 1; }
+    echo "$out" | grep -q "^fetch: .* passed" || { echo "FAILED: $out"; exit 1; }
+    echo "$out" | grep "^fetch:"
     ;;
 chunks)
     need_device
