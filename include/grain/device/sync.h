@@ -20,8 +20,10 @@
  * Progress: the word changes while the kernel spins only if whoever applies
  * the messages runs meanwhile: always on the direct path and where host
  * threads apply (GRAIN_APPLY=host); with GRAIN_APPLY=device through the
- * transport, the apply kernels must find room on the device beside the
- * waiting kernel, so a kernel that waits should not fill it.  On a CPU
+ * transport, the resident apply agent (GRAIN_APPLY_AGENT, CUDA and HIP)
+ * launched before the kernel does; without it, the apply kernels must find
+ * room on the device beside the waiting kernel, so a kernel that waits
+ * should not fill it.  On a CPU
  * device, a work-group waits for messages only from other ranks or from
  * work-groups that already ran: its workers run work-groups one after the
  * other.
