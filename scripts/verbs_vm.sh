@@ -19,7 +19,7 @@ accel=${GRAIN_VM_ACCEL:-tcg}
 timeout_s=${GRAIN_VM_TIMEOUT:-1200}
 if [ $# -eq 0 ]; then
     cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF >/dev/null
-    cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks test_verbs_proto >/dev/null
+    cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks fetch test_verbs_proto >/dev/null
     set -- ctest --test-dir "$repo/build-vm" -R verbs --output-on-failure --timeout 600
 fi
 
