@@ -109,8 +109,10 @@ void grain_replier_flush(grain_replier_t *r)
     size_t done = 0;
     while (done < r->n_kept && pack(r, r->kept[done].dest, r->kept[done].ticket, r->kept[done].value))
         done++;
-    r->n_kept -= done;
-    memmove(r->kept, r->kept + done, r->n_kept * sizeof *r->kept);
+    if (done > 0) {
+        r->n_kept -= done;
+        memmove(r->kept, r->kept + done, r->n_kept * sizeof *r->kept);
+    }
     grain_packer_flush_all(&r->packer, GRAIN_FLUSH_QUIET);
     atomic_store_explicit(&r->pending, r->n_kept > 0, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
