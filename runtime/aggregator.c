@@ -51,7 +51,8 @@ static void __attribute__((noinline, cold)) reject(grain_aggregator_t *a, grain_
     grain_async_error(a->grain, st, why);
 }
 
-/* `sig` and `sig_value`: a PUT's signal, as on the wire (0 for others). */
+/* `sig` and `sig_value`: a PUT's signal, or a fetch's value compared and
+ * reply ticket, as on the wire (0 for the others). */
 static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, grain_u64 sig,
                             grain_u64 sig_value, uint64_t now)
 {
@@ -110,24 +111,23 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
         reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
         return;
     }
-    /* A fetch's second column: the value compared and the reply ticket, as
-     * the wire carries them; a put's: the signal word and its value. */
-    grain_u64 sig_offset = p[width + more];
-    if (fetch && GRAIN_HDR_PE(hdr) == (uint32_t)a->grain->my_pe) { /* the sender applies those itself */
-        reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
-        return;
-    }
+    /* The second column's rows: a fetch's value compared and reply ticket,
+     * as the wire carries them; a put's signal offset and value. */
+    grain_u64 second = p[width + more], third = p[2 * width + more];
     if (fetch) {
-        dispatch(a, hdr, p[width + c], p[2 * width + c], sig_offset, p[2 * width + more], now);
+        if (GRAIN_HDR_PE(hdr) == (uint32_t)a->grain->my_pe) { /* the sender applies those itself */
+            reject(a, GRAIN_ERR_BAD_MESSAGE, cmd, GRAIN_HDR_PE(hdr));
+            return;
+        }
+        dispatch(a, hdr, p[width + c], p[2 * width + c], second, third, now);
         a->fetched = 1;
         return;
     }
-    if (sig_offset > GRAIN_WIRE_MAX_OFFSET) {
+    if (second > GRAIN_WIRE_MAX_OFFSET) {
         reject(a, GRAIN_ERR_BAD_OFFSET, cmd, GRAIN_HDR_PE(hdr));
         return;
     }
-    dispatch(a, hdr, p[width + c], p[2 * width + c], GRAIN_HDR_HANDLER(p[more]) | sig_offset << 8,
-             p[2 * width + more], now);
+    dispatch(a, hdr, p[width + c], p[2 * width + c], GRAIN_HDR_HANDLER(p[more]) | second << 8, third, now);
 }
 
 /* Processes one slot if there is one to take; returns whether it did. */

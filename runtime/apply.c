@@ -94,8 +94,6 @@ struct grain_applier {
     grain_applier_stats_t stats;
 };
 
-/* One kernel over the `n` stages of `list`, whose work-groups find their
- * stage through the list, written into the stage `list_in`. */
 /* The arguments both apply kernels begin with: where the stages are. */
 static grain_status_t set_stage_args(grain_applier_t *a, grain_kernel_t *k)
 {
@@ -108,6 +106,8 @@ static grain_status_t set_stage_args(grain_applier_t *a, grain_kernel_t *k)
     return st;
 }
 
+/* One kernel over the `n` stages of `list`, whose work-groups find their
+ * stage through the list, written into the stage `list_in`. */
 static grain_status_t launch_list(grain_applier_t *a, unsigned list_in, const unsigned *list, unsigned n,
                                   uint64_t *mark_p)
 {
@@ -180,6 +180,17 @@ static void reap(grain_applier_t *a, int all)
         applied(a, &a->stages[i], !all);
         a->free_list[a->n_free++] = i;
     }
+}
+
+/* Under the lock: takes the oldest launched stage off the launched ones,
+ * its kernel done (`ok`: it applied its messages), and returns its index. */
+static unsigned pop_launched(grain_applier_t *a, int ok)
+{
+    unsigned i = a->launched[a->launched_first];
+    a->launched_first = (a->launched_first + 1) % a->n_stages;
+    a->n_launched--;
+    applied(a, &a->stages[i], ok);
+    return i;
 }
 
 /* Under the lock: the agent applies no ticket from the next one on; the
@@ -452,9 +463,7 @@ static stage_t *take_stage(grain_applier_t *a)
         a->stats.overlapped++;
         a->overlap_counted = s->launch;
     }
-    a->launched_first = (a->launched_first + 1) % a->n_stages;
-    a->n_launched--;
-    applied(a, s, 1);
+    pop_launched(a, 1);
     return s;
 }
 
@@ -557,13 +566,8 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
 static void collect_applied(grain_applier_t *a)
 {
     reap(a, 0);
-    while (a->n_launched > 0 && done(a, a->stages[a->launched[a->launched_first]].launch)) {
-        unsigned i = a->launched[a->launched_first];
-        a->launched_first = (a->launched_first + 1) % a->n_stages;
-        a->n_launched--;
-        applied(a, &a->stages[i], 1);
-        a->free_list[a->n_free++] = i;
-    }
+    while (a->n_launched > 0 && done(a, a->stages[a->launched[a->launched_first]].launch))
+        a->free_list[a->n_free++] = pop_launched(a, 1);
     if (a->grain->replier != NULL)
         grain_replier_flush(a->grain->replier);
 }
@@ -663,11 +667,8 @@ grain_status_t grain_applier_wait(grain_applier_t *a)
         if (st == GRAIN_OK)
             st = g->bops->side_synchronize(g->backend);
     } while (st == GRAIN_OK && (a->kept_head != NULL || a->n_ready > 0 || a->launching || a->filling > 0));
-    for (; a->n_launched > 0; a->n_launched--) {
-        applied(a, &a->stages[a->launched[a->launched_first]], st == GRAIN_OK);
-        a->free_list[a->n_free++] = a->launched[a->launched_first];
-        a->launched_first = (a->launched_first + 1) % a->n_stages;
-    }
+    while (a->n_launched > 0)
+        a->free_list[a->n_free++] = pop_launched(a, st == GRAIN_OK);
     reap(a, st != GRAIN_OK);
     if (st == GRAIN_OK && a->reaped != a->tickets) {
         st = grain_fail(GRAIN_ERR_BACKEND, "the resident apply agent returned without applying %llu received "

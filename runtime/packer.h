@@ -94,7 +94,8 @@ grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t no
 void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 
 /* Appends the queue message (hdr, w1, w2) for destination `dest`, with a
- * PUT's signal word and value (grain_wire_encode); `now_ns` stamps a
+ * PUT's signal word and value or a fetch's value compared and ticket
+ * (grain_wire_encode); `now_ns` stamps a
  * buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
  * message the wire cannot carry, GRAIN_ERR_PEER for one dropped as the job
  * ends (`abandon`).  Inline: once per message. */

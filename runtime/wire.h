@@ -44,9 +44,11 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
 }
 
 /* Encodes the queue message (hdr, w1, w2) at `dst`, with a PUT's signal
- * word and value (`sig`, `sig_value`, as on the wire, its offset checked
- * by the caller; 0 for the others); returns its wire size, 0 if the
- * command is unknown or the offset does not fit.  Inline: the aggregator calls it once per message. */
+ * word and value, or a fetch's value compared and ticket (`sig`,
+ * `sig_value`, as on the wire, a signal's offset checked by the caller; 0
+ * for the others); returns its wire size, 0 if the command is unknown or
+ * the offset does not fit.  Inline: the aggregator calls it once per
+ * message. */
 static inline size_t grain_wire_encode(uint8_t *dst, uint64_t hdr, uint64_t w1, uint64_t w2, uint64_t sig,
                                        uint64_t sig_value)
 {

@@ -248,15 +248,20 @@ static void test_each_bad_field_is_rejected(void **state)
     expect_rejected(buf, len + 8, GRAIN_ERR_BAD_MESSAGE, "after its 1 messages");
 }
 
-/* A buffer from rank 2 of puts with signal: (data offset, value, signal
- * operation, signal offset, signal value) each. */
-static size_t build_signals(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
+/* A buffer from rank 2 of 32- and 16-byte messages, each row the arguments
+ * of grain_wire_encode after the header's: (command, w1, w2, sig,
+ * sig_value).  A put with signal's sig is its operation | its offset << 8;
+ * a fetch's w1 its offset, w2 its operand, then the value compared and the
+ * ticket; a reply's w1 its ticket >> 8 (slot and generation, as the replier
+ * packs it), w2 its value. */
+static size_t build_wide(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
 {
     size_t used = sizeof(grain_wire_hdr_t);
     for (unsigned i = 0; i < n; i++) {
-        size_t k = grain_wire_encode(buf + used, GRAIN_HDR(GRAIN_CMD_PUT64_SIGNAL, 0, 1), msgs[i][0], msgs[i][1],
-                                     msgs[i][2] | msgs[i][3] << 8, msgs[i][4]);
-        assert_int_equal(k, 32);
+        size_t k = grain_wire_encode(buf + used, GRAIN_HDR(msgs[i][0], 0, 1), msgs[i][1], msgs[i][2], msgs[i][3],
+                                     msgs[i][4]);
+        assert_int_equal(k, grain_wire_msg_size((uint32_t)msgs[i][0]));
+        assert_true(k > 0);
         used += k;
     }
     grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, n, (uint32_t)used, 0};
@@ -264,19 +269,21 @@ static size_t build_signals(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
     return used;
 }
 
+#define SIGNAL(op, offset) ((op) | (uint64_t)(offset) << 8)
+
 /* Data, then its signal: added to twice, then set; the same heap from the
  * host's apply and from the words the apply kernel decodes. */
 static void test_put_signal(void **state)
 {
     _Alignas(8) char host[HEAP] = {0}, staged[HEAP] = {0};
     const uint64_t msgs[][5] = {
-        {0, 11, GRAIN_SIGNAL_ADD, 64, 1},
-        {8, 22, GRAIN_SIGNAL_ADD, 64, 1},
-        {16, 33, GRAIN_SIGNAL_SET, 72, 99},
+        {GRAIN_CMD_PUT64_SIGNAL, 0, 11, SIGNAL(GRAIN_SIGNAL_ADD, 64), 1},
+        {GRAIN_CMD_PUT64_SIGNAL, 8, 22, SIGNAL(GRAIN_SIGNAL_ADD, 64), 1},
+        {GRAIN_CMD_PUT64_SIGNAL, 16, 33, SIGNAL(GRAIN_SIGNAL_SET, 72), 99},
     };
     _Alignas(8) uint8_t buf[256];
     char why[256];
-    size_t len = build_signals(buf, msgs, 3);
+    size_t len = build_wide(buf, msgs, 3);
     uint32_t marks[2];
     grain_wire_marks_t m = {marks, 1, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
@@ -297,34 +304,15 @@ static void test_put_signal(void **state)
     assert_int_equal(sig[1], 99);
     assert_memory_equal(host, staged, HEAP);
 
-    const uint64_t bad_op[][5] = {{0, 1, 2, 64, 1}};
-    len = build_signals(buf, bad_op, 1);
+    const uint64_t bad_op[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(2, 64), 1}};
+    len = build_wide(buf, bad_op, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "signal operation 2");
-    const uint64_t outside[][5] = {{0, 1, GRAIN_SIGNAL_ADD, HEAP, 1}};
-    len = build_signals(buf, outside, 1);
+    const uint64_t outside[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(GRAIN_SIGNAL_ADD, HEAP), 1}};
+    len = build_wide(buf, outside, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "signals the word at heap offset 4096");
-    const uint64_t misaligned[][5] = {{0, 1, GRAIN_SIGNAL_SET, 68, 1}};
-    len = build_signals(buf, misaligned, 1);
+    const uint64_t misaligned[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(GRAIN_SIGNAL_SET, 68), 1}};
+    len = build_wide(buf, misaligned, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
-}
-
-/* Fetches (the operand, the value compared, the ticket) and replies, as
- * the aggregator and the replier encode them. */
-static size_t build_fetches(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
-{
-    size_t used = sizeof(grain_wire_hdr_t);
-    for (unsigned i = 0; i < n; i++) {
-        size_t k = msgs[i][0] == GRAIN_CMD_REPLY
-                       ? grain_wire_encode(buf + used, GRAIN_HDR(GRAIN_CMD_REPLY, 0, 1), msgs[i][4] >> 8, msgs[i][2],
-                                           0, 0)
-                       : grain_wire_encode(buf + used, GRAIN_HDR(msgs[i][0], 0, 1), msgs[i][1], msgs[i][2],
-                                           msgs[i][3], msgs[i][4]);
-        assert_true(k > 0);
-        used += k;
-    }
-    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, n, (uint32_t)used, 0};
-    memcpy(buf, &h, sizeof h);
-    return used;
 }
 
 /* A host thread applies fetches and sends each old value to the requester
@@ -341,12 +329,12 @@ static void test_fetch_and_reply(void **state)
         {GRAIN_CMD_FETCH64, 8, 5, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 3, 0)},
         {GRAIN_CMD_FETCH64, 16, 7, 60, GRAIN_TICKET(GRAIN_AMO_CSWAP, 4, 9)},
         {GRAIN_CMD_FETCH32, 8, 0, 0, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1)},
-        {GRAIN_CMD_REPLY, 0, 42, 0, GRAIN_TICKET(0, 6, 2)},
-        {GRAIN_CMD_REPLY, 0, 43, 0, GRAIN_TICKET(0, 7, 1)},
+        {GRAIN_CMD_REPLY, GRAIN_TICKET(0, 6, 2) >> 8, 42, 0, 0},
+        {GRAIN_CMD_REPLY, GRAIN_TICKET(0, 7, 1) >> 8, 43, 0, 0},
     };
     _Alignas(8) uint8_t buf[256];
     char why[256];
-    size_t len = build_fetches(buf, msgs, 5);
+    size_t len = build_wide(buf, msgs, 5);
     uint32_t marks[2];
     grain_wire_marks_t m = {marks, 1, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
@@ -385,16 +373,16 @@ static void test_fetch_and_reply(void **state)
     assert_int_equal(sent[2].ticket, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1));
 
     const uint64_t bad_op[][5] = {{GRAIN_CMD_FETCH64, 8, 1, 0, GRAIN_TICKET(7, 0, 0)}};
-    len = build_fetches(buf, bad_op, 1);
+    len = build_wide(buf, bad_op, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "names operation 7 and reply slot 0");
     const uint64_t bad_slot[][5] = {{GRAIN_CMD_FETCH32, 8, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 8, 0)}};
-    len = build_fetches(buf, bad_slot, 1);
+    len = build_wide(buf, bad_slot, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply slot 8");
     const uint64_t misaligned[][5] = {{GRAIN_CMD_FETCH64, 12, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 0, 0)}};
-    len = build_fetches(buf, misaligned, 1);
+    len = build_wide(buf, misaligned, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
-    const uint64_t bad_reply[][5] = {{GRAIN_CMD_REPLY, 0, 1, 0, GRAIN_TICKET(0, 8, 0)}};
-    len = build_fetches(buf, bad_reply, 1);
+    const uint64_t bad_reply[][5] = {{GRAIN_CMD_REPLY, GRAIN_TICKET(0, 8, 0) >> 8, 1, 0, 0}};
+    len = build_wide(buf, bad_reply, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "is for reply slot 8; ranks have 8");
 }
 
