@@ -11,6 +11,7 @@
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
+#include "runtime/quiets.h"
 #include "runtime/wire.h"
 
 /* Slots between two looks at the clock while the queue is busy. */
@@ -21,7 +22,7 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
     grain_aggregator_t *a = arg;
     grain_t *g = a->grain;
     if (buf->dest == (uint32_t)g->my_pe) { /* active messages for an apply kernel here (dispatch) */
-        grain_receive_buffer(g, buf->dest, buf->data, buf->used, NULL);
+        grain_receive_buffer(g, buf->dest, buf->data, buf->used, NULL, grain_quiets_arrived(g->quiets));
         grain_packer_release(buf);
         return;
     }
@@ -51,6 +52,19 @@ static void __attribute__((noinline, cold)) reject(grain_aggregator_t *a, grain_
     grain_async_error(a->grain, st, why);
 }
 
+/* A work-group's quiet request to its own rank: answered once what this
+ * rank's apply kernels hold for it is applied (its other messages to itself
+ * are applied by now, by it or by this thread).  Such active messages wait
+ * in this rank's own buffer: it goes first. */
+static void __attribute__((noinline)) quiet_self(grain_aggregator_t *a, grain_u64 w1)
+{
+    grain_t *g = a->grain;
+    grain_packer_flush_dest(&a->packer, (uint32_t)g->my_pe, GRAIN_FLUSH_SCOPE);
+    grain_status_t st = grain_quiets_request(g->quiets, (uint32_t)g->my_pe, GRAIN_CMD_QUIET | w1 << 8);
+    if (st != GRAIN_OK)
+        grain_async_error(g, st, grain_error_message(g));
+}
+
 /* `sig` and `sig_value`: a PUT's signal, or a fetch's value compared and
  * reply ticket, as on the wire (0 for the others). */
 static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, grain_u64 sig,
@@ -66,6 +80,10 @@ static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, 
     a->cmd_msgs[cmd]++;
     if (pe == (uint32_t)g->my_pe) {
         a->local_msgs++;
+        if (__builtin_expect(cmd == GRAIN_CMD_QUIET, 0)) {
+            quiet_self(a, w1);
+            return;
+        }
         /* Every current backend lets host threads write the heap.  A device
          * handler that the sending program does not define runs in an apply
          * kernel, packed like a remote message and handed back to this rank. */
@@ -97,7 +115,8 @@ static inline void prefetch_rows(const grain_u64 *p, grain_u32 width, grain_u32 
 }
 
 /* Column `c` of a slot of `count` messages, a message that takes two
- * columns, or the second column of one (read with its first). */
+ * columns, the second column of one (read with its first), or a quiet
+ * request (held until the slot is done). */
 static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width,
                                                     grain_u32 count, grain_u32 c, uint64_t now)
 {
@@ -105,6 +124,11 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
     uint32_t cmd = GRAIN_HDR_CMD(hdr), more = GRAIN_HDR_HANDLER(hdr);
     if (cmd == GRAIN_CMD_MORE)
         return;
+    if (cmd == GRAIN_CMD_QUIET) {
+        a->quiets[2 * a->n_quiets] = hdr;
+        a->quiets[2 * a->n_quiets++ + 1] = p[width + c];
+        return;
+    }
     int fetch = cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64;
     /* The device wrote both columns; a slot that disagrees was corrupted. */
     if ((cmd != GRAIN_CMD_PUT64_SIGNAL && !fetch) || more >= count || GRAIN_HDR_CMD(p[more]) != GRAIN_CMD_MORE) {
@@ -120,7 +144,7 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
             return;
         }
         dispatch(a, hdr, p[width + c], p[2 * width + c], second, third, now);
-        a->fetched = 1;
+        a->awaited = 1;
         return;
     }
     if (second > GRAIN_WIRE_MAX_OFFSET) {
@@ -128,6 +152,57 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
         return;
     }
     dispatch(a, hdr, p[width + c], p[2 * width + c], GRAIN_HDR_HANDLER(p[more]) | second << 8, third, now);
+}
+
+/* Flushes what this thread dispatched if a quiet request asked it to
+ * (settle_others). */
+static void ack_quiets(grain_aggregator_t *a)
+{
+    uint64_t epoch = atomic_load_explicit(&a->grain->quiet_epoch, memory_order_acquire);
+    if (epoch != atomic_load_explicit(&a->quiet_ack, memory_order_relaxed)) {
+        grain_packer_flush_all(&a->packer, GRAIN_FLUSH_QUIET);
+        atomic_store_explicit(&a->quiet_ack, epoch, memory_order_release);
+    }
+}
+
+/*
+ * A quiet request must leave after every buffer that holds its work-group's
+ * earlier messages to the same rank.  Under the ring protocol one thread
+ * takes a work-group's slots in order, so they are in this thread's earlier
+ * buffers or ahead of the request in the same one.  Under the paper
+ * protocol any thread takes any slot: every other thread flushes what it
+ * dispatched (quiet_ack), which holds every slot before this one, since
+ * they were all taken before it and a thread acknowledges only between
+ * slots.  This thread has handed its slot back (the request was held), and
+ * acknowledges others' requests while it waits, so that requests waiting
+ * for each other, or a producer waiting for this slot, close no cycle.
+ */
+static void settle_others(grain_aggregator_t *a)
+{
+    grain_t *g = a->grain;
+    if (a->reader.q->geom.protocol != GRAIN_QUEUE_PAPER || g->n_aggs == 1)
+        return;
+    uint64_t epoch = atomic_fetch_add_explicit(&g->quiet_epoch, 1, memory_order_acq_rel) + 1;
+    grain_bell_ring(&g->agg_bell);
+    unsigned spins = 0;
+    for (unsigned i = 0; i < g->n_aggs; i++) {
+        while (atomic_load_explicit(&g->aggs[i].quiet_ack, memory_order_acquire) < epoch &&
+               !atomic_load_explicit(&g->stop, memory_order_acquire) &&
+               !atomic_load_explicit(&g->failed, memory_order_acquire)) {
+            ack_quiets(a);
+            grain_wait_a_little(&spins);
+        }
+    }
+}
+
+/* The quiet requests of the slot just done. */
+static void send_quiets(grain_aggregator_t *a, uint64_t now)
+{
+    settle_others(a);
+    for (unsigned i = 0; i < a->n_quiets; i++)
+        dispatch(a, a->quiets[2 * i], a->quiets[2 * i + 1], 0, 0, 0, now);
+    a->n_quiets = 0;
+    a->awaited = 1;
 }
 
 /* Processes one slot if there is one to take; returns whether it did. */
@@ -164,11 +239,14 @@ static int consume_slot(grain_aggregator_t *a, uint64_t *now)
             dispatch(a, hdr, p[width + c], p[2 * width + c], 0, 0, *now);
     }
     grain_queue_done(&a->reader, s);
-    /* A lane waits for the reply to each fetch: they go with the slot's
-     * other messages, not after the flush timeout. */
-    if (a->scope == GRAIN_AGGREGATE_WG || a->fetched)
+    if (a->n_quiets > 0)
+        send_quiets(a, *now);
+    /* A lane waits for the reply to each fetch or quiet: they go with the
+     * slot's other messages, not after the flush timeout. */
+    if (a->scope == GRAIN_AGGREGATE_WG || a->awaited)
         grain_packer_flush_all(&a->packer, GRAIN_FLUSH_SCOPE);
-    a->fetched = 0;
+    a->awaited = 0;
+    ack_quiets(a);
     a->slots++;
     return 1;
 }
@@ -213,6 +291,7 @@ static void *aggregator_thread(void *arg)
             }
             atomic_store_explicit(&a->flush_ack, epoch, memory_order_release);
         }
+        ack_quiets(a);
         grain_backoff_idle_bell(&backoff, &g->agg_bell, seen);
     }
     return NULL;
@@ -231,16 +310,19 @@ grain_status_t grain_aggregators_start(grain_t *g)
         a->grain = g;
         a->index = i;
         a->scope = grain_config_aggregation(&g->config);
-        if (!grain_queue_reader_init(&a->reader, g->queue.shared, i, g->n_aggs)) {
+        a->quiets = malloc(2 * g->queue.shared->geom.width * sizeof *a->quiets);
+        if (a->quiets == NULL || !grain_queue_reader_init(&a->reader, g->queue.shared, i, g->n_aggs)) {
+            free(a->quiets);
             g->n_aggs = i;
             grain_aggregators_stop(g);
             return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for aggregator %u's queue reader", i);
         }
         grain_status_t st = grain_packer_init(&a->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes,
                                               g->config.buffer_size, (uint32_t)g->config.buffers_per_dest,
-                                              g->config.flush_timeout_us * 1000u, g->next_seq, send_buffer, a);
+                                              g->config.flush_timeout_us * 1000u, g->next_seq, g->send_order, send_buffer, a);
         if (st != GRAIN_OK) {
             grain_queue_reader_destroy(&a->reader);
+            free(a->quiets);
             g->n_aggs = i;
             grain_aggregators_stop(g);
             return st;
@@ -249,6 +331,7 @@ grain_status_t grain_aggregators_start(grain_t *g)
         if (pthread_create(&a->thread, NULL, aggregator_thread, a) != 0) {
             grain_packer_destroy(&a->packer);
             grain_queue_reader_destroy(&a->reader);
+            free(a->quiets);
             g->n_aggs = i;
             grain_aggregators_stop(g);
             return grain_fail(GRAIN_ERR_NO_MEMORY, "cannot start aggregator thread %u", i);
@@ -265,6 +348,7 @@ void grain_aggregators_stop(grain_t *g)
         pthread_join(g->aggs[i].thread, NULL);
         grain_packer_destroy(&g->aggs[i].packer);
         grain_queue_reader_destroy(&g->aggs[i].reader);
+        free(g->aggs[i].quiets);
     }
     free(g->aggs);
     g->aggs = NULL;

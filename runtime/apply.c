@@ -6,6 +6,7 @@
 #include "grain/device/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/quiets.h"
 #include "runtime/replier.h"
 #include "runtime/wire.h"
 
@@ -37,6 +38,7 @@ static layout_t layout_for(size_t data_words, unsigned stages)
 typedef struct stage {
     uint64_t *mem;   /* in the shared block: grain/device/apply.h's layout */
     size_t fetches;  /* fetches among its messages: their replies go out once it is applied */
+    grain_epoch_t *epoch; /* its buffer's (quiets.h), left once it is applied */
     uint64_t launch; /* the side-stream launch that reads it */
     /* At that launch: the application's launch count, when one of its
      * kernels was running (else 0). */
@@ -48,6 +50,7 @@ typedef struct kept {
     struct kept *next;
     uint32_t src_pe;
     size_t fetches;
+    grain_epoch_t *epoch;
     size_t n_words;
     uint64_t words[]; /* then the bitmap */
 } kept_t;
@@ -149,20 +152,24 @@ static _Atomic uint32_t *done_word(grain_applier_t *a, uint64_t ticket)
 
 /* Under the lock: a stage whose kernel is done, before it is filled again:
  * the replies of its fetches go out, with the old values the kernel left in
- * place of their operands; without `ok` (the kernel failed, and the error
- * says so) they are lost with the rest. */
+ * place of their operands, and quiet requests that waited for it may be
+ * answered; without `ok` (the kernel failed, and the error says so) the
+ * replies are lost with the rest. */
 static void applied(grain_applier_t *a, stage_t *s, int ok)
 {
-    if (s->fetches == 0)
-        return;
     grain_t *g = a->grain;
-    uint64_t hdr = s->mem[0];
-    if (ok)
-        grain_wire_stage_replies(s->mem + 1, hdr & 0xffffffffu,
-                                 (const uint32_t *)(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words)),
-                                 (uint32_t)(hdr >> 32), &g->reply_sink);
-    s->fetches = 0;
-    atomic_fetch_sub_explicit(&a->fetching, 1, memory_order_relaxed);
+    if (s->fetches > 0) {
+        uint64_t hdr = s->mem[0];
+        if (ok)
+            grain_wire_stage_replies(s->mem + 1, hdr & 0xffffffffu,
+                                     (const uint32_t *)(s->mem + GRAIN_APPLY_MARKS_AT(a->layout.data_words)),
+                                     (uint32_t)(hdr >> 32), &g->reply_sink);
+        s->fetches = 0;
+        atomic_fetch_sub_explicit(&a->fetching, 1, memory_order_relaxed);
+    }
+    if (s->epoch != NULL)
+        grain_quiets_applied(g->quiets, s->epoch);
+    s->epoch = NULL;
 }
 
 /* Under the lock: frees the stages of the oldest tickets the agent has
@@ -473,9 +480,10 @@ static size_t mark_bytes(size_t n_words)
 }
 
 static void fill(grain_applier_t *a, stage_t *s, const uint64_t *words, const uint32_t *marks, size_t n_words,
-                 uint32_t src_pe, size_t fetches)
+                 uint32_t src_pe, size_t fetches, grain_epoch_t *epoch)
 {
     s->fetches = fetches;
+    s->epoch = epoch;
     if (fetches > 0)
         atomic_fetch_add_explicit(&a->fetching, 1, memory_order_relaxed);
     s->mem[0] = GRAIN_APPLY_STAGE_HDR(n_words, src_pe);
@@ -501,7 +509,8 @@ static void stage_kept(grain_applier_t *a)
             a->kept_tail = NULL;
         a->filling++;
         pthread_mutex_unlock(&a->lock);
-        fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe, k->fetches);
+        fill(a, s, k->words, (const uint32_t *)(k->words + k->n_words), k->n_words, k->src_pe, k->fetches,
+             k->epoch);
         free(k);
         pthread_mutex_lock(&a->lock);
         a->filling--;
@@ -511,16 +520,18 @@ static void stage_kept(grain_applier_t *a)
 
 /* Keeps a buffer that found no stage in host memory. */
 static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
-                           size_t fetches)
+                           size_t fetches, grain_epoch_t *epoch)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
     size_t n_words = grain_wire_words(h.bytes);
     kept_t *k = malloc(sizeof *k + n_words * sizeof(uint64_t) + mark_bytes(n_words));
-    if (k == NULL)
+    if (k == NULL) {
+        grain_quiets_applied(a->grain->quiets, epoch); /* never will be: a quiet must not wait for them */
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory to keep %zu messages until an apply kernel can run them",
                           staged);
-    *k = (kept_t){NULL, h.src_pe, fetches, n_words};
+    }
+    *k = (kept_t){NULL, h.src_pe, fetches, epoch, n_words};
     memcpy(k->words, (const char *)buf + sizeof h, n_words * sizeof(uint64_t));
     memcpy(k->words + n_words, marks, mark_bytes(n_words));
     pthread_mutex_lock(&a->lock);
@@ -537,7 +548,7 @@ static grain_status_t keep(grain_applier_t *a, const void *buf, const uint32_t *
 }
 
 grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
-                                    size_t fetches)
+                                    size_t fetches, grain_epoch_t *epoch)
 {
     grain_wire_hdr_t h;
     memcpy(&h, buf, sizeof h);
@@ -551,8 +562,9 @@ grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const u
      * took 48 s that way (1722 of 3146 buffers applied here), and 3.9 s
      * with the messages kept for the apply kernels. */
     if (s == NULL)
-        return keep(a, buf, marks, staged, fetches);
-    fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe, fetches);
+        return keep(a, buf, marks, staged, fetches, epoch);
+    fill(a, s, (const uint64_t *)((const char *)buf + sizeof h), marks, grain_wire_words(h.bytes), h.src_pe, fetches,
+         epoch);
     pthread_mutex_lock(&a->lock);
     place(a, s);
     grain_status_t st = launch_ready(a, 0);
@@ -592,7 +604,9 @@ grain_status_t grain_applier_progress(grain_applier_t *a, int copy)
                 atomic_compare_exchange_strong_explicit(&a->idle_check_ns, &last, now, memory_order_relaxed,
                                                         memory_order_relaxed);
     }
-    int fetching = atomic_load_explicit(&a->fetching, memory_order_relaxed) > 0;
+    /* A lane waits for each fetch's reply and each quiet's answer. */
+    int fetching = atomic_load_explicit(&a->fetching, memory_order_relaxed) > 0 ||
+                   grain_quiets_waiting(a->grain->quiets) > 0;
     if ((!check && !fetching && !atomic_load_explicit(&a->waiting, memory_order_relaxed)) ||
         pthread_mutex_trylock(&a->lock) != 0)
         return GRAIN_OK; /* a thread that holds it moves the stages on */

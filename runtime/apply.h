@@ -38,6 +38,7 @@
 #include "grain/grain.h"
 
 struct grain;
+struct grain_epoch;
 typedef struct grain_applier grain_applier_t;
 
 /* Builds the apply kernel and `stages` stages; called once the device
@@ -53,9 +54,10 @@ grain_status_t grain_applier_use(grain_applier_t *a, grain_program_t *program);
 /* Applies by a kernel the `staged` messages (> 0) of a validated buffer
  * that `marks` marks (grain_wire_validate), `fetches` of them fetches,
  * whose replies go out once the kernel is done; the caller applies the
- * rest.  Any thread, several at once. */
+ * rest.  The buffer's `epoch` (quiets.h) is left once they are applied, or
+ * at once if they never will be.  Any thread, several at once. */
 grain_status_t grain_applier_submit(grain_applier_t *a, const void *buf, const uint32_t *marks, size_t staged,
-                                    size_t fetches);
+                                    size_t fetches, struct grain_epoch *epoch);
 
 /* Launches what waits for a launch, if the side stream has room; for a
  * thread that polls, never waiting for the lock.  With `copy`, it first

@@ -17,6 +17,7 @@
 #include "runtime/backoff.h"
 #include "runtime/grain_impl.h"
 #include "runtime/log.h"
+#include "runtime/quiets.h"
 #include "runtime/recv_threads.h"
 #include "runtime/replier.h"
 #include "runtime/region.h"
@@ -58,7 +59,8 @@ static const char *cmd_name(uint32_t cmd)
 {
     static const char *const names[GRAIN_CMD_COUNT] = {"a ?",      "a put32",  "a put64", "an add32",
                                                        "an add64", "an inc32", "an inc64", "an am",
-                                                       "a put64_signal", "a fetch32", "a fetch64", "a reply"};
+                                                       "a put64_signal", "a fetch32", "a fetch64", "a reply",
+                                                       "a quiet"};
     return cmd < GRAIN_CMD_COUNT ? names[cmd] : "a ?";
 }
 
@@ -202,13 +204,15 @@ size_t grain_receive_marks_bytes(const grain_t *g)
     return grain_wire_mark_words(grain_wire_words(g->config.buffer_size)) * sizeof(uint32_t);
 }
 
-void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len, uint32_t *marks)
+void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len, uint32_t *marks,
+                          grain_epoch_t *epoch)
 {
     grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, (uint32_t)g->config.reply_slots, &g->am};
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     uint32_t *own = NULL;
     if (applier != NULL && marks == NULL && (marks = own = malloc(grain_receive_marks_bytes(g))) == NULL) {
         grain_async_error(g, GRAIN_ERR_NO_MEMORY, "no memory to receive a buffer");
+        grain_quiets_applied(g->quiets, epoch);
         return;
     }
     grain_wire_marks_t m = {marks, g->apply_on_device, 0, 0};
@@ -219,6 +223,7 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
         memcpy(&h, data, sizeof h);
     if (st != GRAIN_OK) {
         reject(g, src, &h, st, why);
+        grain_quiets_applied(g->quiets, epoch);
         free(own);
         return;
     }
@@ -234,8 +239,10 @@ void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len
         if (g->replier != NULL)
             grain_replier_flush(g->replier); /* a lane waits for each reply */
     }
-    if (m.staged > 0 && (st = grain_applier_submit(applier, data, marks, m.staged, m.fetches)) != GRAIN_OK)
+    if (m.staged > 0 && (st = grain_applier_submit(applier, data, marks, m.staged, m.fetches, epoch)) != GRAIN_OK)
         grain_async_error(g, st, grain_error_message(g));
+    else if (m.staged == 0)
+        grain_quiets_applied(g->quiets, epoch);
     free(own);
     /* A buffer left to an apply kernel counts once launched (or kept for
      * one), and quiet waits for the kernels. */
@@ -255,10 +262,10 @@ int grain_transport_received(void *arg, uint32_t src, const void *data, size_t l
     if (magic == GRAIN_PIECE_MAGIC)
         held = grain_region_receive(g, src, data, len);
     else if (g->receivers != NULL) {
-        grain_receivers_post(g, src, data, len);
+        grain_receivers_post(g, src, data, len, grain_quiets_arrived(g->quiets));
         held = 1;
     } else
-        grain_receive_buffer(g, src, data, len, g->recv_marks);
+        grain_receive_buffer(g, src, data, len, g->recv_marks, grain_quiets_arrived(g->quiets));
     g->recv_busy_ns += grain_now_ns() - t0;
     return held;
 }

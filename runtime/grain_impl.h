@@ -44,7 +44,12 @@ typedef struct grain_aggregator {
     grain_packer_t packer;
     grain_queue_reader_t reader;
     grain_aggregation_t scope; /* GRAIN_AGGREGATION */
-    int fetched;               /* the slot being dispatched held a fetch */
+    int awaited;               /* the slot being dispatched held a fetch or quiet: a lane waits for its reply */
+    /* Quiet requests of the slot being dispatched (header, first row),
+     * sent once the slot is done: queue width x 2 words. */
+    uint64_t *quiets;
+    unsigned n_quiets;
+    atomic_uint_fast64_t quiet_ack; /* last quiet_epoch served: what it dispatched before is flushed */
     /* Owned by the thread; read by others only after a flush handshake. */
     uint64_t slots;
     uint64_t cmd_msgs[GRAIN_CMD_COUNT];
@@ -89,7 +94,8 @@ struct grain {
     uint64_t *replies;           /* reply slots (grain_dev_t.replies) */
     uint64_t *reply_next;        /* device memory */
     struct grain_replier *replier; /* sends the replies to other ranks' fetches */
-    grain_wire_replies_t reply_sink; /* what host threads apply fetches and replies with */
+    grain_wire_replies_t reply_sink; /* what host threads apply fetches, replies and quiet requests with */
+    struct grain_quiets *quiets;     /* answers work-group quiet requests (quiets.h) */
     int heap_puts;               /* the transport writes into every rank's heap (transport.h put) */
     atomic_uint_fast64_t app_launches; /* kernels the application has launched */
     /* Apply kernels: made at init with apply_on_device, else by the first
@@ -110,12 +116,14 @@ struct grain {
      * messages are dropped rather than waited for. */
     atomic_int failed;
     char failed_why[512]; /* the transport's sentence, written before `failed` */
-    atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators flush */
+    atomic_uint_fast64_t flush_epoch; /* bumped to make aggregators drain the queue and flush */
+    atomic_uint_fast64_t quiet_epoch; /* bumped to make them flush what they dispatched (a quiet request) */
     grain_bell_t agg_bell;            /* rung with it, and at stop */
 
     /* Completion counting (cumulative, never reset). */
     _Atomic uint64_t *applied_from; /* messages from each rank applied here */
     _Atomic uint64_t *next_seq;     /* buffers sent to each rank */
+    pthread_mutex_t *send_order;    /* per rank, where the transport does not restore order (restores_order) */
     uint64_t *recv_buffers_from;    /* network thread only */
     _Atomic uint64_t *rejected_from; /* buffers, then messages, rejected per source (2n): the network
                                         thread counts, others read */
@@ -208,8 +216,11 @@ unsigned grain_transport_settle(void *arg, int wait);
 /* Validates and applies a buffer from `src` (the transport's, or one this
  * rank sent itself) and counts it for quiet; any thread.  `marks` is the
  * caller's scratch for the apply kernel's bitmap (wire.h), of
- * grain_receive_marks_bytes, or NULL: allocated here when needed. */
-void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len, uint32_t *marks);
+ * grain_receive_marks_bytes, or NULL: allocated here when needed.  `epoch`
+ * is what the buffer took when it arrived (grain_quiets_arrived), left once
+ * its messages are applied. */
+void grain_receive_buffer(struct grain *g, uint32_t src, const void *data, size_t len, uint32_t *marks,
+                          struct grain_epoch *epoch);
 size_t grain_receive_marks_bytes(const struct grain *g);
 void grain_transport_sent(void *arg, void *token);
 

@@ -26,6 +26,7 @@ typedef struct grain_recv_job {
     uint32_t src;
     const void *data;
     size_t len;
+    struct grain_epoch *epoch; /* quiets.h */
     atomic_int done;
 } grain_recv_job_t;
 

@@ -15,8 +15,8 @@ static void release_token(grain_send_token_t *token)
 
 grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
                                  size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
-                                 _Atomic uint64_t *next_seq, grain_packer_send_fn send,
-                                 void *send_arg)
+                                 _Atomic uint64_t *next_seq, pthread_mutex_t *send_order,
+                                 grain_packer_send_fn send, void *send_arg)
 {
     memset(p, 0, sizeof *p);
     if (buf_size < sizeof(grain_wire_hdr_t) + GRAIN_WIRE_MAX_MSG || per_dest == 0 || n_dest == 0)
@@ -34,6 +34,7 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
     p->filling = calloc(n_dest, sizeof *p->filling);
     p->free = calloc(n_dest, sizeof *p->free);
     p->next_seq = next_seq;
+    p->send_order = send_order;
     p->dest_msgs = calloc(n_dest, sizeof *p->dest_msgs);
     p->dest_bytes = calloc(n_dest, sizeof *p->dest_bytes);
     p->all = calloc(n_bufs, sizeof *p->all);
@@ -103,6 +104,8 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
     grain_outbuf_t *b = p->filling[dest];
     p->filling[dest] = NULL;
     p->n_filling--;
+    if (p->send_order != NULL)
+        pthread_mutex_lock(&p->send_order[dest]);
     grain_wire_hdr_t h = {
         .magic = GRAIN_WIRE_MAGIC,
         .src_pe = p->my_pe,
@@ -120,6 +123,8 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
     uint64_t t0 = grain_now_ns();
     p->send(p->send_arg, b);
     p->stats.send_ns += grain_now_ns() - t0;
+    if (p->send_order != NULL)
+        pthread_mutex_unlock(&p->send_order[dest]);
 }
 
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns)

@@ -66,6 +66,7 @@ typedef struct grain_packer {
     grain_outbuf_t **filling;  /* per destination, NULL when none */
     grain_outbuf_t **free;     /* per destination free lists, under lock */
     _Atomic uint64_t *next_seq; /* per destination, shared by a rank's aggregators */
+    pthread_mutex_t *send_order; /* per destination, shared too, or NULL: held from numbering to sending */
     uint64_t *dest_msgs;       /* per destination messages handed to the transport */
     uint64_t *dest_bytes;
     grain_outbuf_t *all;       /* n_dest * per_dest buffers */
@@ -80,11 +81,13 @@ typedef struct grain_packer {
 } grain_packer_t;
 
 /* `next_seq` (n_dest counters) numbers the buffers to each destination; the
- * aggregators of one rank share it so that the receiver can restore order. */
+ * aggregators of one rank share it so that the receiver sees their order.
+ * `send_order` (n_dest locks, or NULL where the transport restores the
+ * order) makes numbering and sending one step. */
 grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_dest,
                                  size_t buf_size, uint32_t per_dest, uint64_t timeout_ns,
-                                 _Atomic uint64_t *next_seq, grain_packer_send_fn send,
-                                 void *send_arg);
+                                 _Atomic uint64_t *next_seq, pthread_mutex_t *send_order,
+                                 grain_packer_send_fn send, void *send_arg);
 void grain_packer_destroy(grain_packer_t *p);
 
 /* The slow paths of append: a destination's next buffer (waiting for one

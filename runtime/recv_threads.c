@@ -49,7 +49,7 @@ static void *receive_thread(void *arg)
         grain_recv_job_t *job = take(rx);
         if (job != NULL) {
             uint64_t t0 = grain_now_ns();
-            grain_receive_buffer(rx->grain, job->src, job->data, job->len, me->marks);
+            grain_receive_buffer(rx->grain, job->src, job->data, job->len, me->marks, job->epoch);
             atomic_store_explicit(&job->done, 1, memory_order_release);
             atomic_fetch_add_explicit(&me->busy_ns, grain_now_ns() - t0, memory_order_relaxed);
             atomic_fetch_add_explicit(&me->buffers, 1, memory_order_relaxed);
@@ -117,7 +117,7 @@ void grain_receivers_stop(grain_receivers_t *rx)
     free(rx);
 }
 
-void grain_receivers_post(grain_t *g, uint32_t src, const void *data, size_t len)
+void grain_receivers_post(grain_t *g, uint32_t src, const void *data, size_t len, struct grain_epoch *epoch)
 {
     grain_receivers_t *rx = g->receivers;
     grain_lent_make_room(g);
@@ -125,6 +125,7 @@ void grain_receivers_post(grain_t *g, uint32_t src, const void *data, size_t len
     job->src = src;
     job->data = data;
     job->len = len;
+    job->epoch = epoch;
     atomic_store_explicit(&job->done, 0, memory_order_relaxed);
     grain_lent_add(g, &(grain_lent_t){.job = job, .src = src});
     pthread_mutex_lock(&rx->lock);

@@ -15,6 +15,7 @@
 #include "grain/grain.h"
 
 struct grain;
+struct grain_epoch;
 typedef struct grain_receivers grain_receivers_t;
 
 grain_status_t grain_receivers_start(struct grain *g, unsigned threads, grain_receivers_t **rx_p);
@@ -22,7 +23,7 @@ grain_status_t grain_receivers_start(struct grain *g, unsigned threads, grain_re
 void grain_receivers_stop(grain_receivers_t *rx);
 /* Network thread: hands a packed buffer to a receive thread; the buffer
  * is lent until the job is done. */
-void grain_receivers_post(struct grain *g, uint32_t src, const void *data, size_t len);
+void grain_receivers_post(struct grain *g, uint32_t src, const void *data, size_t len, struct grain_epoch *epoch);
 
 typedef struct grain_receivers_stats {
     unsigned threads;

@@ -44,7 +44,7 @@ grain_status_t grain_replier_create(grain_t *g, grain_replier_t **replier_p)
     r->grain = g;
     grain_status_t st = grain_packer_init(&r->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes, g->config.buffer_size,
                                           (uint32_t)g->config.buffers_per_dest, UINT64_MAX, g->next_seq,
-                                          send_buffer, r);
+                                          g->send_order, send_buffer, r);
     if (st != GRAIN_OK) {
         free(r);
         return st;

@@ -10,6 +10,7 @@
 #include "runtime/log.h"
 #include "runtime/queue_consumer.h"
 #include "runtime/recv_threads.h"
+#include "runtime/quiets.h"
 #include "runtime/replier.h"
 
 /* Apply stages at most; and at least, where fewer receive buffers would
@@ -210,21 +211,33 @@ static grain_status_t alloc_replies(grain_t *g)
 }
 
 /* Replies that come due once the replier is gone (the apply kernels that
- * finalize waits for) have nobody to go to. */
+ * finalize waits for) have nobody to go to.  Only quiet requests are
+ * answered to this rank itself. */
 static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
 {
     grain_t *g = arg;
-    if (g->replier != NULL)
+    if (dest == (uint32_t)g->my_pe && !grain_wire_fill_reply(&g->reply_sink, ticket, value))
+        grain_async_error(g, GRAIN_ERR_BAD_MESSAGE, "the answer to a quiet request found its reply slot waiting "
+                                                    "for no answer");
+    else if (dest != (uint32_t)g->my_pe && g->replier != NULL)
         grain_replier_add(g->replier, dest, ticket, value);
 }
 
-/* What host threads apply other ranks' fetches and their replies with. */
+static void quiet_request(void *arg, uint32_t src, uint64_t ticket)
+{
+    grain_t *g = arg;
+    grain_status_t st = grain_quiets_request(g->quiets, src, ticket);
+    if (st != GRAIN_OK)
+        grain_async_error(g, st, grain_error_message(g));
+}
+
+/* What host threads apply other ranks' fetches, their replies and quiet
+ * requests with. */
 static grain_status_t start_replies(grain_t *g)
 {
-    grain_status_t st = grain_replier_create(g, &g->replier);
-    if (st == GRAIN_OK)
-        g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, g};
-    return st;
+    g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, quiet_request, g};
+    grain_status_t st = g->n_pes > 1 ? grain_replier_create(g, &g->replier) : GRAIN_OK;
+    return st == GRAIN_OK ? grain_quiets_create(&g->reply_sink, &g->quiets) : st;
 }
 
 static grain_status_t upload_peers(grain_t *g)
@@ -302,7 +315,8 @@ static grain_status_t place_heap(grain_t *g)
                                           &g->heap_peers)) != GRAIN_OK)
         return st;
     g->heap_scope_system = g->heap_peers.any_remote;
-    if ((st = upload_peers(g)) != GRAIN_OK || (st = alloc_replies(g)) != GRAIN_OK)
+    if ((st = upload_peers(g)) != GRAIN_OK || (st = alloc_replies(g)) != GRAIN_OK ||
+        (st = start_replies(g)) != GRAIN_OK)
         return st;
     if (n > 1)
         log_direct_path(g, why_not);
@@ -368,6 +382,7 @@ static void release(grain_t *g)
             g->bops->free_device(g->backend, g->dev);
         g->bops->close(g->backend);
     }
+    grain_quiets_destroy(g->quiets); /* after the stages, which answer its requests */
     grain_heap_destroy(&g->heap_alloc);
     free(g->heap_peers.maps);
     free(g->node_of);
@@ -375,6 +390,9 @@ static void release(grain_t *g)
     free(g->recv_buffers_from);
     free((void *)g->rejected_from);
     free((void *)g->next_seq);
+    for (int p = 0; g->send_order != NULL && p < g->n_pes; p++)
+        pthread_mutex_destroy(&g->send_order[p]);
+    free(g->send_order);
     free((void *)g->pieces_to);
     free((void *)g->pieces_from);
     free(g->recv_marks);
@@ -489,7 +507,12 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     g->pieces_to = calloc((size_t)g->n_pes, sizeof *g->pieces_to);
     g->pieces_from = calloc((size_t)g->n_pes, sizeof *g->pieces_from);
     g->recv_marks = malloc(grain_receive_marks_bytes(g));
-    if (g->applied_from == NULL || g->recv_buffers_from == NULL || g->rejected_from == NULL || g->next_seq == NULL ||
+    int order = !g->tops->restores_order;
+    if (order && (g->send_order = calloc((size_t)g->n_pes, sizeof *g->send_order)) != NULL)
+        for (int p = 0; p < g->n_pes; p++)
+            pthread_mutex_init(&g->send_order[p], NULL);
+    if ((order && g->send_order == NULL) || g->applied_from == NULL || g->recv_buffers_from == NULL ||
+        g->rejected_from == NULL || g->next_seq == NULL ||
         g->pieces_to == NULL || g->pieces_from == NULL || g->recv_marks == NULL) {
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for per-rank counters");
         goto err;
@@ -542,8 +565,6 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
         st = place_heap(g);
     if (st == GRAIN_OK && g->n_pes > 1 && g->tops->register_heap != NULL)
         st = g->tops->register_heap(g->transport, g->heap, g->config.heap_size, &g->heap_puts);
-    if (st == GRAIN_OK && g->n_pes > 1)
-        st = start_replies(g);
     if (st == GRAIN_OK)
         st = grain_aggregators_start(g);
     /* No rank sends before every rank has a heap and an apply engine to

@@ -92,6 +92,13 @@ typedef struct grain_transport_ops {
     /* Whether start's `recv_buffers` counts the receives of each peer (a
      * ring per peer) rather than of all peers together. */
     int receives_per_peer;
+    /* Buffers of one source reach `received` in the order of their
+     * sequence numbers (grain_wire_hdr_t.seq): work-group quiets rely on it
+     * (quiets.h).  A transport that restores that order itself says so
+     * here; for the others the runtime numbers and sends each destination's
+     * buffers under one lock, and the transport keeps the order of its
+     * send() calls to one destination. */
+    int restores_order;
 
     /* One-sided writes between symmetric heaps, for the chunks of
      * counter-triggered transfers; NULL where the transport has none. */

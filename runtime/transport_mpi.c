@@ -593,4 +593,5 @@ const grain_transport_ops_t grain_transport_mpi = {
     .collective = mpi_collective,
     .close = mpi_close,
     .uses_thread = 1,
+    .restores_order = 1,
 };

@@ -69,7 +69,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                 snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
                 return GRAIN_ERR_BAD_MESSAGE;
             }
-            uint64_t width = cmd == GRAIN_CMD_AM || cmd == GRAIN_CMD_REPLY ? 1 : grain_cmd_width(cmd);
+            uint64_t width = cmd == GRAIN_CMD_AM || cmd >= GRAIN_CMD_REPLY ? 1 : grain_cmd_width(cmd);
             align = width - 1;
             limit = limits->heap_size >= width ? limits->heap_size - width : 0;
             last = cmd;
@@ -79,10 +79,11 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
             return GRAIN_ERR_BAD_MESSAGE;
         }
         uint64_t arg = w0 >> 8;
-        if (__builtin_expect(cmd == GRAIN_CMD_REPLY, 0)) {
+        if (__builtin_expect(cmd >= GRAIN_CMD_REPLY, 0)) {
             if (GRAIN_TICKET_SLOT(w0) >= limits->reply_slots) {
-                snprintf(why, why_size, "reply %u from rank %u is for reply slot %u; ranks have %u", i, src_pe,
-                         GRAIN_TICKET_SLOT(w0), limits->reply_slots);
+                snprintf(why, why_size, "%s %u from rank %u is for reply slot %u; ranks have %u",
+                         cmd == GRAIN_CMD_REPLY ? "reply" : "quiet request", i, src_pe, GRAIN_TICKET_SLOT(w0),
+                         limits->reply_slots);
                 return GRAIN_ERR_BAD_MESSAGE;
             }
         } else if (cmd == GRAIN_CMD_AM) {
@@ -153,11 +154,10 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     return GRAIN_OK;
 }
 
-/* A reply into this rank's slot, for the lane that waits there: the value,
- * then the tag that says it is in.  A slot that waits for another
- * generation (or none) is left alone, and 0 returned: a late or forged
- * reply must not overwrite what a lane is about to read. */
-static int fill_reply(const grain_wire_replies_t *r, uint64_t w0, uint64_t value)
+/* The value, then the tag that says it is in.  A slot that waits for
+ * another generation (or none) is left alone: a late or forged reply must
+ * not overwrite what a lane is about to read. */
+int grain_wire_fill_reply(const grain_wire_replies_t *r, uint64_t w0, uint64_t value)
 {
     uint32_t slot = GRAIN_TICKET_SLOT(w0), gen = GRAIN_TICKET_GEN(w0);
     _Atomic uint64_t *tag = (_Atomic uint64_t *)&r->slots[2 * slot + 1];
@@ -191,7 +191,9 @@ static int apply(char *heap, const grain_am_table_t *am, const grain_wire_replie
     else if (cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64)
         fetch(heap, r, src_pe, cmd, arg, v1, v2, v3);
     else if (cmd == GRAIN_CMD_REPLY)
-        return fill_reply(r, w0, v1);
+        return grain_wire_fill_reply(r, w0, v1);
+    else if (cmd == GRAIN_CMD_QUIET)
+        r->quiet(r->arg, src_pe, w0);
     else
         grain_apply_msg(heap, cmd, arg, v1);
     return 1;

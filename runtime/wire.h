@@ -1,13 +1,14 @@
 /*
  * The wire format of per-destination buffers, and the receiver's checks.
  *
- * A buffer is a 24-byte header and packed messages of 8 (increment), 16 (PUT,
- * add, reply), 24 (active message) or 32 bytes (PUT with signal: then the
+ * A buffer is a 24-byte header and packed messages of 8 (increment, quiet
+ * request), 16 (PUT, add, reply), 24 (active message) or 32 bytes (PUT with signal: then the
  * signal word, its operation in the low 8 bits and its offset above, and
  * the signal value; fetch: the operand, the value compared and the reply
  * ticket).  The first word of a message is the command in its low 8 bits
  * and the heap offset (or handler id) above; a reply's holds the ticket's
- * slot and generation (GRAIN_TICKET) above its command, then the value.
+ * slot and generation (GRAIN_TICKET) above its command, then the value, and
+ * a quiet request's the slot and generation its reply goes to.
  */
 #ifndef GRAIN_RUNTIME_WIRE_H
 #define GRAIN_RUNTIME_WIRE_H
@@ -39,6 +40,7 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
         [GRAIN_CMD_PUT32] = 16, [GRAIN_CMD_PUT64] = 16, [GRAIN_CMD_ADD32] = 16, [GRAIN_CMD_ADD64] = 16,
         [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24, [GRAIN_CMD_PUT64_SIGNAL] = 32,
         [GRAIN_CMD_FETCH32] = 32, [GRAIN_CMD_FETCH64] = 32, [GRAIN_CMD_REPLY] = 16,
+        [GRAIN_CMD_QUIET] = 8,
     };
     return cmd < GRAIN_CMD_COUNT ? sizes[cmd] : 0;
 }
@@ -102,13 +104,20 @@ typedef struct grain_wire_limits {
     const grain_am_table_t *am;
 } grain_wire_limits_t;
 
-/* Where a host thread's fetches and replies go: this rank's reply slots, and
- * the sender of replies to other ranks' fetches. */
+/* Where a host thread's fetches and replies go: this rank's reply slots, the
+ * sender of replies to other ranks' fetches, and who answers their quiet
+ * requests (the message's first word is the ticket). */
 typedef struct grain_wire_replies {
     uint64_t *slots;
     void (*send)(void *arg, uint32_t dest, uint64_t ticket, uint64_t value);
+    void (*quiet)(void *arg, uint32_t src, uint64_t ticket);
     void *arg;
 } grain_wire_replies_t;
+
+/* Writes a reply into this rank's slot, for the lane that waits there;
+ * returns 0, writing nothing, where the slot waits for no reply of that
+ * generation. */
+int grain_wire_fill_reply(const grain_wire_replies_t *r, uint64_t ticket, uint64_t value);
 
 /* Whether a received `what` ("buffer", "chunk piece") of `len` bytes from
  * rank `src` says so itself (`said_src`, `said_bytes`): 0, or -1 with a
@@ -129,12 +138,12 @@ static inline size_t grain_wire_mark_words(size_t words)
 }
 
 /* Whether the apply kernel takes a message (grain/device/runtime_kernels.h):
- * active messages for device handlers always, PUTs, adds and increments
- * when `stage_puts` (the heap in device memory); host threads apply the
- * rest. */
+ * active messages for device handlers always, PUTs, adds, increments and
+ * fetches when `stage_puts` (the heap in device memory); host threads apply
+ * the rest (replies, quiet requests, host handlers). */
 static inline int grain_wire_staged(const grain_am_table_t *am, uint32_t cmd, uint64_t arg, int stage_puts)
 {
-    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : cmd != GRAIN_CMD_REPLY && stage_puts;
+    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : cmd < GRAIN_CMD_REPLY && stage_puts;
 }
 
 /* Where a buffer's messages for the apply kernel start, which the kernel

@@ -158,6 +158,8 @@ GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, 
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_PE, cmd, pe, (grain_u64)(grain_i64)pe, item);
         return 0;
     }
+    if (cmd == GRAIN_CMD_QUIET)
+        return 1; /* its first row is a reply ticket, no offset */
     if (cmd == GRAIN_CMD_AM) {
         if (!grain_handler_registered(ctx, handler)) {
             grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_HANDLER, cmd, pe, handler, item);
@@ -330,8 +332,9 @@ GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u3
     if (active)
         active = grain_msg_valid_(ctx, cmd, handler, pe, w1) &&
                  (fetch || !wide || grain_signal_valid_(ctx, pe, sig_offset, sig_op));
-    /* A fetch comes here only for a rank out of reach. */
-    GRAIN_GLOBAL char *heap = active && !fetch ? grain_bypass_heap_(ctx, cmd, pe) : 0;
+    /* A fetch comes here only for a rank out of reach; a quiet request is
+     * answered by the destination's host, whatever the path. */
+    GRAIN_GLOBAL char *heap = active && !fetch && cmd != GRAIN_CMD_QUIET ? grain_bypass_heap_(ctx, cmd, pe) : 0;
     int bypass = 0;
     if (heap != 0 && wide) {
         grain_apply_put_signal(heap, w1, w2, (grain_u64)sig_op | sig_offset << 8, sig_value);
@@ -535,7 +538,18 @@ GRAIN_INLINE grain_u64 grain_fetch_far_(const grain_wg_t *wg, grain_u32 cmd, gra
     grain_u64 c = (grain_u64)wg->scratch[0] + mine;
 #endif
     grain_u32 slot = (grain_u32)(c % ctx->reply_slots), gen = (grain_u32)(c / ctx->reply_slots);
-    grain_send_wide_(wg, cmd, 0, pe, offset, value, cond, 0, GRAIN_TICKET(op, slot, gen), far);
+    grain_u64 ticket = GRAIN_TICKET(op, slot, gen);
+    /* A quiet request is a plain message whose first row is the ticket,
+     * as a reply's; one call for both, so no branch holds the barriers. */
+    int quiet = cmd == GRAIN_CMD_QUIET;
+    grain_send_wide_(wg, cmd, 0, pe, quiet ? ticket >> 8 : offset, value, cond, 0, quiet ? 0 : ticket, far);
+#if GRAIN_RESERVE != GRAIN_RESERVE_WI
+    /* Every slot is published before any lane spins: PoCL runs a
+     * work-group's lanes one after another between barriers, and a kernel
+     * whose later code changed how it cut them spun before the publishing
+     * lane's store. */
+    grain_wg_barrier();
+#endif
     if (far) {
         GRAIN_GLOBAL grain_u64 *r = ctx->replies + 2 * slot;
         while ((grain_u32)grain_atomic_load_acquire_u64(&r[1]) != 2u * gen + 1u)
@@ -618,6 +632,50 @@ GRAIN_INLINE grain_i32 grain_get32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 
     }
 GRAIN_AMO_API_(64, grain_i64, grain_u64)
 GRAIN_AMO_API_(32, grain_i32, grain_u32)
+
+/*
+ * Work-group quiet, OpenSHMEM's shmem_quiet for the calling work-group
+ * (NVSHMEM's nvshmemx_quiet_block): returns once every message its lanes
+ * sent before the call is applied at its destination, on every path, and
+ * visible there to kernels and to the host.  Every work-item calls it.
+ *
+ * In place and on the direct path the lanes applied their messages
+ * themselves: a release fence at the heap's scope makes them visible.  A
+ * queued message may be anywhere between the queue and an apply kernel of
+ * its destination, so the work-group asks each rank (one lane a rank): the
+ * request is a queue message behind the work-group's earlier ones, which
+ * leaves after every buffer that holds them, and the destination answers
+ * once every buffer that reached it before the request is applied
+ * (runtime/quiets.h; docs/shmem-api.md).  The answer comes back like a
+ * fetch's reply, into a reply slot, and each asking lane waits for its own.
+ * The cost is a round trip through each rank's host, whatever the work-group
+ * sent.
+ */
+GRAIN_INLINE void grain_quiet(const grain_wg_t *wg)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+    grain_heap_fence_release();
+    /* Every lane's earlier messages are in the queue before any request
+     * (lanes that reserve alone, GRAIN_RESERVE_WI, may be behind). */
+    grain_wg_barrier();
+    grain_u32 n = grain_local_linear_size();
+    for (grain_u32 base = 0; base < ctx->n_pes; base += n) {
+        grain_u32 pe = base + grain_local_linear_id();
+        (void)grain_fetch_far_(wg, GRAIN_CMD_QUIET, 0, 0, 0, 0, (grain_i32)pe, pe < ctx->n_pes, 0);
+    }
+}
+
+/*
+ * Fence, OpenSHMEM's shmem_fence for the calling work-group: its messages
+ * to a rank before the call are applied before those after it.  Queued
+ * messages keep no order of their own (aggregators, receive threads and
+ * apply kernels work side by side), so the fence is a quiet: what it orders
+ * after is sent only once what it orders before is applied.
+ */
+GRAIN_INLINE void grain_fence(const grain_wg_t *wg)
+{
+    grain_quiet(wg);
+}
 
 /*
  * Bulk transfers by the whole work-group, every lane passing the same

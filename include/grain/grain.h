@@ -166,8 +166,10 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * side, receive threads (GRAIN_RECV_THREADS) apply buffers side by side,
  * and an apply kernel applies a buffer's messages in parallel.  Nothing
  * orders a direct message after a queued one, or the messages of two
- * work-items: a kernel that needs that order ends and quiets first (there
- * is no device-side fence or quiet yet).  Every apply is an atomic, so concurrent
+ * work-items: a kernel that needs that order ends and quiets first, or a
+ * work-group calls grain_quiet or grain_fence (grain/device.h), which
+ * return once its earlier messages are applied at their destinations.
+ * Every apply is an atomic, so concurrent
  * messages to one word combine and never tear (grain/device.h).  Within a
  * kernel, a lane sees a message applied to its own rank's heap when it
  * waits for it (grain_wait_until, grain/device/sync.h): since queued

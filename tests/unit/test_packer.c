@@ -43,7 +43,7 @@ static void test_full_flush_at_capacity(void **state)
     grain_packer_t p;
     /* 24-byte header + room for 5 increments (8 B) before less than the
      * largest message (32 B) remains. */
-    assert_int_equal(grain_packer_init(&p, 0, 2, 24 + 8 * 8, 1, 1000, seq, sink_send, &s), GRAIN_OK);
+    assert_int_equal(grain_packer_init(&p, 0, 2, 24 + 8 * 8, 1, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
     for (int i = 0; i < 4; i++)
         assert_int_equal(grain_packer_append(&p, 1, inc, 8 * i, 0, 0, 0, 0), GRAIN_OK);
     assert_int_equal(s.n, 0);
@@ -63,7 +63,7 @@ static void test_timeout_and_quiet(void **state)
     memset(seq, 0, sizeof seq);
     sink_t s = {.release = 1};
     grain_packer_t p;
-    assert_int_equal(grain_packer_init(&p, 1, 3, 1024, 3, 1000, seq, sink_send, &s), GRAIN_OK);
+    assert_int_equal(grain_packer_init(&p, 1, 3, 1024, 3, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
     grain_packer_append(&p, 0, inc, 0, 0, 0, 0, 5000);
     grain_packer_append(&p, 2, GRAIN_HDR(GRAIN_CMD_AM, 3, 2), 1, 2, 0, 0, 5500);
     grain_packer_flush_expired(&p, 5999); /* neither is 1000 ns old */
@@ -91,11 +91,11 @@ static void test_rejects_unencodable(void **state)
 {
     sink_t s = {.release = 1};
     grain_packer_t p;
-    assert_int_equal(grain_packer_init(&p, 0, 2, 256, 1, 1000, seq, sink_send, &s), GRAIN_OK);
+    assert_int_equal(grain_packer_init(&p, 0, 2, 256, 1, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
     assert_int_equal(grain_packer_append(&p, 1, GRAIN_HDR(0, 0, 1), 0, 0, 0, 0, 0), GRAIN_ERR_BAD_MESSAGE);
     assert_int_equal(grain_packer_append(&p, 1, inc, 1ull << 60, 0, 0, 0, 0), GRAIN_ERR_BAD_MESSAGE);
     grain_packer_destroy(&p);
-    assert_int_equal(grain_packer_init(&p, 0, 2, 40, 1, 1000, seq, sink_send, &s), GRAIN_ERR_CONFIG);
+    assert_int_equal(grain_packer_init(&p, 0, 2, 40, 1, 1000, seq, NULL, sink_send, &s), GRAIN_ERR_CONFIG);
 }
 
 static void *release_later(void *arg)
@@ -110,7 +110,7 @@ static void test_waits_for_a_returned_buffer(void **state)
 {
     sink_t s = {.release = 0};
     grain_packer_t p;
-    assert_int_equal(grain_packer_init(&p, 0, 2, 72, 1, 1000, seq, sink_send, &s), GRAIN_OK);
+    assert_int_equal(grain_packer_init(&p, 0, 2, 72, 1, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
     for (int i = 0; i < 3; i++) /* 24 + 3 x 8 leaves less than 32 of 72: full after 3 */
         grain_packer_append(&p, 1, inc, 0, 0, 0, 0, 0);
     assert_int_equal(s.n, 1);

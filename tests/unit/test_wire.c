@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -43,7 +44,19 @@ static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value
     sent[n_sent++].value = value;
 }
 
-static const grain_wire_replies_t replies = {reply_slots, send_reply, NULL};
+/* Quiet requests the host's apply hands on. */
+static uint64_t quiets[4];
+static unsigned n_quiets;
+
+static void quiet_request(void *arg, uint32_t src, uint64_t ticket)
+{
+    (void)arg;
+    assert_int_equal(src, 2);
+    assert_true(n_quiets < 4);
+    quiets[n_quiets++] = ticket;
+}
+
+static const grain_wire_replies_t replies = {reply_slots, send_reply, quiet_request, NULL};
 
 /* Builds a buffer from rank 2 with the given queue messages. */
 static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
@@ -238,7 +251,9 @@ static void test_each_bad_field_is_rejected(void **state)
     len = build(buf, good, 1);
     uint64_t w0 = GRAIN_CMD_COUNT | (64ull << 8);
     memcpy(buf + sizeof h, &w0, 8);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "unknown command 12");
+    char unknown[32];
+    snprintf(unknown, sizeof unknown, "unknown command %u", GRAIN_CMD_COUNT);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, unknown);
 
     len = build(buf, good, 1);
     memset(buf + len, 0, 8);
@@ -331,19 +346,25 @@ static void test_fetch_and_reply(void **state)
         {GRAIN_CMD_FETCH32, 8, 0, 0, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1)},
         {GRAIN_CMD_REPLY, GRAIN_TICKET(0, 6, 2) >> 8, 42, 0, 0},
         {GRAIN_CMD_REPLY, GRAIN_TICKET(0, 7, 1) >> 8, 43, 0, 0},
+        {GRAIN_CMD_QUIET, GRAIN_TICKET(0, 2, 5) >> 8, 0, 0, 0},
     };
     _Alignas(8) uint8_t buf[256];
     char why[256];
-    size_t len = build_wide(buf, msgs, 5);
+    size_t len = build_wide(buf, msgs, 6);
+    assert_int_equal(len, sizeof(grain_wire_hdr_t) + 3 * 32 + 2 * 16 + 8);
     uint32_t marks[2];
     grain_wire_marks_t m = {marks, 1, 0, 0};
     assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
-    assert_int_equal(m.staged, 3); /* replies are the host's */
+    assert_int_equal(m.staged, 3); /* replies and quiet requests are the host's */
     assert_int_equal(m.fetches, 3);
     memset(reply_slots, 0, sizeof reply_slots);
     reply_slots[2 * 6 + 1] = 4; /* slot 6 waits for generation 2; slot 7 for none */
     n_sent = 0;
+    n_quiets = 0;
     grain_wire_apply(buf, heap, &am, &replies, 0);
+    assert_int_equal(n_quiets, 1);
+    assert_int_equal(GRAIN_TICKET_SLOT(quiets[0]), 2);
+    assert_int_equal(GRAIN_TICKET_GEN(quiets[0]), 5);
     assert_int_equal(n_sent, 3);
     assert_int_equal(sent[0].dest, 2);
     assert_int_equal(sent[0].value, 10);
@@ -384,6 +405,9 @@ static void test_fetch_and_reply(void **state)
     const uint64_t bad_reply[][5] = {{GRAIN_CMD_REPLY, GRAIN_TICKET(0, 8, 0) >> 8, 1, 0, 0}};
     len = build_wide(buf, bad_reply, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "is for reply slot 8; ranks have 8");
+    const uint64_t bad_quiet[][5] = {{GRAIN_CMD_QUIET, GRAIN_TICKET(0, 9, 0) >> 8, 0, 0, 0}};
+    len = build_wide(buf, bad_quiet, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "quiet request 0 from rank 2 is for reply slot 9");
 }
 
 int main(void)

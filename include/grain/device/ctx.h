@@ -21,7 +21,8 @@
 #define GRAIN_CMD_FETCH32 9u      /* a get or fetching atomic whose old value comes back as a reply */
 #define GRAIN_CMD_FETCH64 10u
 #define GRAIN_CMD_REPLY 11u       /* the old value, into the requester's reply slot */
-#define GRAIN_CMD_COUNT 12u
+#define GRAIN_CMD_QUIET 12u       /* a work-group quiet: answered once all that arrived before it is applied */
+#define GRAIN_CMD_COUNT 13u
 /* A message of four words takes two columns of its slot (never the wire):
  * the first column's handler field names the second, whose command is
  * this, whose handler field holds the signal operation and whose rows hold

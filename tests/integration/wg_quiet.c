@@ -1,0 +1,91 @@
+/*
+ * Integration test under mpirun (1 to 4 ranks) of the work-group quiet and
+ * fence (grain_quiet, grain_fence in grain/device.h): in each round every
+ * lane of one work-group a rank writes a word on every rank, quiets, gets
+ * its words back, then raises a flag on every rank; a rank that sees a
+ * sender's flag of a round finds the sender's words of that round in its
+ * heap (wg_quiet.cl).
+ *
+ *   wg_quiet         words written by puts, then grain_quiet
+ *   wg_quiet fence   the same with grain_fence
+ *   wg_quiet slow    words written by an active message whose host handler
+ *                    sleeps before it stores: with receive threads, a flag
+ *                    in a later buffer is applied while they sleep unless
+ *                    the quiet waited for them
+ *
+ * Exit 0 only if every rank agrees; 77 (skipped) for `slow` where ranks have
+ * no host handlers.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "check_ok.h"
+#include "grain/grain.h"
+#include "wg_quiet_layout.h"
+
+extern const char wg_quiet_source[];
+
+static void slow_store(char *heap, uint32_t src, uint64_t offset, uint64_t value)
+{
+    (void)src;
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+    __atomic_store_n((int64_t *)(heap + offset), (int64_t)value, __ATOMIC_RELEASE);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "quiet";
+    uint32_t slow = strcmp(mode, "slow") == 0, fence = strcmp(mode, "fence") == 0;
+    uint32_t rounds = slow ? 4 : 16;
+    grain_t *g;
+    OK(grain_init(NULL, &g));
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    if (n > QUIET_MAX_PES) {
+        if (me == 0)
+            fprintf(stderr, "wg_quiet: at most %d ranks, not %d\n", QUIET_MAX_PES, n);
+        grain_finalize(g);
+        return 2;
+    }
+    if (slow && grain_am_register(g, QUIET_SLOW_AM, slow_store) == GRAIN_ERR_UNSUPPORTED) {
+        if (me == 0)
+            printf("wg_quiet slow: skipped: %s\n", grain_error_message(g));
+        OK(grain_finalize(g));
+        return 77;
+    }
+    int64_t *w;
+    OK(grain_malloc(g, QUIET_WORDS * sizeof *w, (void **)&w));
+    static int64_t host[QUIET_WORDS];
+    OK(grain_memcpy(g, w, host, sizeof host));
+    OK(grain_barrier(g)); /* every rank's words are zero before any is written */
+    grain_program_t *prog;
+    grain_kernel_t *k;
+    OK(grain_program_create(g, wg_quiet_source, NULL, &prog));
+    OK(grain_kernel_create(prog, "quiet_rounds", &k));
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    OK(grain_kernel_set_arg(k, 2, sizeof rounds, &rounds));
+    OK(grain_kernel_set_arg(k, 3, sizeof slow, &slow));
+    OK(grain_kernel_set_arg(k, 4, sizeof fence, &fence));
+    size_t global = QUIET_LANES, local = QUIET_LANES;
+    OK(grain_launch(k, 1, &global, &local));
+    OK(grain_quiet(g));
+    OK(grain_memcpy(g, host, w, sizeof host));
+    uint64_t bad = (uint64_t)host[QUIET_ERRORS];
+    if (bad > 0)
+        fprintf(stderr, "wg_quiet %s: rank %d found %llu words short of their round\n", mode, me,
+                (unsigned long long)bad);
+    for (int r = 0; r < n; r++)
+        if (host[QUIET_FLAG(r)] != (int64_t)rounds && ++bad)
+            fprintf(stderr, "wg_quiet %s: rank %d: rank %d's flag is %lld, not %u\n", mode, me, r,
+                    (long long)host[QUIET_FLAG(r)], rounds);
+    OK(grain_allreduce(g, &bad, 1, GRAIN_UINT64, GRAIN_SUM));
+    if (me == 0)
+        printf("wg_quiet %s: %d ranks, %u rounds: %s (%llu wrong)\n", mode, n, rounds, bad ? "FAILED" : "passed",
+               (unsigned long long)bad);
+    grain_kernel_destroy(k);
+    grain_program_destroy(prog);
+    OK(grain_free(g, w));
+    OK(grain_finalize(g));
+    return bad ? 1 : 0;
+}
