@@ -543,13 +543,6 @@ GRAIN_INLINE grain_u64 grain_fetch_far_(const grain_wg_t *wg, grain_u32 cmd, gra
      * as a reply's; one call for both, so no branch holds the barriers. */
     int quiet = cmd == GRAIN_CMD_QUIET;
     grain_send_wide_(wg, cmd, 0, pe, quiet ? ticket >> 8 : offset, value, cond, 0, quiet ? 0 : ticket, far);
-#if GRAIN_RESERVE != GRAIN_RESERVE_WI
-    /* Every slot is published before any lane spins: PoCL runs a
-     * work-group's lanes one after another between barriers, and a kernel
-     * whose later code changed how it cut them spun before the publishing
-     * lane's store. */
-    grain_wg_barrier();
-#endif
     if (far) {
         GRAIN_GLOBAL grain_u64 *r = ctx->replies + 2 * slot;
         while ((grain_u32)grain_atomic_load_acquire_u64(&r[1]) != 2u * gen + 1u)
