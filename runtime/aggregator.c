@@ -319,7 +319,8 @@ grain_status_t grain_aggregators_start(grain_t *g)
         }
         grain_status_t st = grain_packer_init(&a->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes,
                                               g->config.buffer_size, (uint32_t)g->config.buffers_per_dest,
-                                              g->config.flush_timeout_us * 1000u, g->next_seq, g->send_order, send_buffer, a);
+                                              g->config.flush_timeout_us * 1000u, g->next_seq, g->send_order,
+                                              send_buffer, a);
         if (st != GRAIN_OK) {
             grain_queue_reader_destroy(&a->reader);
             free(a->quiets);

@@ -216,11 +216,13 @@ static grain_status_t alloc_replies(grain_t *g)
 static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
 {
     grain_t *g = arg;
-    if (dest == (uint32_t)g->my_pe && !grain_wire_fill_reply(&g->reply_sink, ticket, value))
+    if (dest != (uint32_t)g->my_pe) {
+        if (g->replier != NULL)
+            grain_replier_add(g->replier, dest, ticket, value);
+    } else if (!grain_wire_fill_reply(&g->reply_sink, ticket, value)) {
         grain_async_error(g, GRAIN_ERR_BAD_MESSAGE, "the answer to a quiet request found its reply slot waiting "
                                                     "for no answer");
-    else if (dest != (uint32_t)g->my_pe && g->replier != NULL)
-        grain_replier_add(g->replier, dest, ticket, value);
+    }
 }
 
 static void quiet_request(void *arg, uint32_t src, uint64_t ticket)
