@@ -656,6 +656,9 @@ GRAIN_INLINE void grain_quiet(const grain_wg_t *wg)
         grain_u32 pe = base + grain_local_linear_id();
         (void)grain_fetch_far_(wg, GRAIN_CMD_QUIET, 0, 0, 0, 0, (grain_i32)pe, pe < ctx->n_pes, 0);
     }
+    /* Only the asking lanes waited: the others return once every answer is
+     * in, or a lane's next read of its own heap would come first. */
+    grain_wg_barrier();
 }
 
 /*

@@ -71,10 +71,12 @@ int main(int argc, char **argv)
     OK(grain_launch(k, 1, &global, &local));
     OK(grain_quiet(g));
     OK(grain_memcpy(g, host, w, sizeof host));
-    uint64_t bad = (uint64_t)host[QUIET_ERRORS];
+    uint64_t bad = (uint64_t)(host[QUIET_ERRORS] + host[QUIET_FLAGGED_ERRORS]);
     if (bad > 0)
-        fprintf(stderr, "wg_quiet %s: rank %d found %llu words short of their round\n", mode, me,
-                (unsigned long long)bad);
+        fprintf(stderr,
+                "wg_quiet %s: rank %d found words short of their round: %lld by gets after the quiet, %lld behind "
+                "a flag\n",
+                mode, me, (long long)host[QUIET_ERRORS], (long long)host[QUIET_FLAGGED_ERRORS]);
     for (int r = 0; r < n; r++)
         if (host[QUIET_FLAG(r)] != (int64_t)rounds && ++bad)
             fprintf(stderr, "wg_quiet %s: rank %d: rank %d's flag is %lld, not %u\n", mode, me, r,

@@ -17,7 +17,7 @@ GRAIN_KERNEL void quiet_rounds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grai
     int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
     grain_u32 lane = grain_local_linear_id();
     GRAIN_GLOBAL grain_i64 *mine = &w[QUIET_DATA(me, lane)];
-    grain_u64 short_words = 0;
+    grain_u64 short_got = 0, short_flagged = 0;
     for (grain_u32 r = 1; r <= rounds; r++) {
         grain_i64 v = QUIET_VALUE(r, me, lane);
         for (int pe = 0; pe < n; pe++) {
@@ -29,14 +29,16 @@ GRAIN_KERNEL void quiet_rounds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grai
         else
             grain_quiet(&wg);
         for (int pe = 0; pe < n; pe++)
-            short_words += grain_get64(&wg, mine, pe, 1) != v;
+            short_got += grain_get64(&wg, mine, pe, 1) != v;
         for (int pe = 0; pe < n; pe++)
             grain_put64(&wg, &w[QUIET_FLAG(me)], (grain_i64)r, pe, lane == 0);
         for (int src = 0; src < n; src++) {
             grain_wait_until64(&wg, &w[QUIET_FLAG(src)], GRAIN_CMP_GE, (grain_i64)r, 1);
-            short_words += w[QUIET_DATA(src, lane)] < QUIET_VALUE(r, src, lane);
+            short_flagged += w[QUIET_DATA(src, lane)] < QUIET_VALUE(r, src, lane);
         }
     }
-    if (short_words > 0)
-        grain_heap_add_u64((GRAIN_GLOBAL char *)&w[QUIET_ERRORS], short_words);
+    if (short_got > 0)
+        grain_heap_add_u64((GRAIN_GLOBAL char *)&w[QUIET_ERRORS], short_got);
+    if (short_flagged > 0)
+        grain_heap_add_u64((GRAIN_GLOBAL char *)&w[QUIET_FLAGGED_ERRORS], short_flagged);
 }
