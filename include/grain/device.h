@@ -315,6 +315,9 @@ GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_sl
         grain_fence_release();
         grain_queue_publish(d->shared, &d->geom, s.ring, s.ticket, s.count);
     }
+#if GRAIN_RESERVE != GRAIN_RESERVE_WI
+    grain_wg_rejoin();
+#endif
 }
 
 /* The send path: validate, apply here where the destination's heap is in

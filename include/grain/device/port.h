@@ -235,6 +235,16 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
 }
 
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+/*
+ * Ends a work-group call whose last statements only some lanes run (the
+ * publisher's store).  PoCL 3.1 puts an implicit barrier at the start of the
+ * branch arm that leads to the next barrier it deems conditional, and then
+ * takes the branch as uniform, decided by one work-item: the publisher's
+ * store was skipped when the last work-item was not the publisher, and lanes
+ * waited for ever for replies to requests never published.  A barrier here
+ * closes the branch before any later one.  GPUs need none.
+ */
+#define grain_wg_rejoin() grain_wg_barrier()
 #define grain_spin_pause() ((void)0)
 #define grain_poll_nap() ((void)0)
 #define grain_fence_release() \
@@ -495,6 +505,7 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
     return base + (grain_u32)__popcll(mine & ((1ull << lane) - 1ull));
 }
 #define grain_wg_barrier() __syncthreads()
+#define grain_wg_rejoin() ((void)0)
 #define grain_spin_pause() ((void)0)
 /* Between polls of a work-item that waits for the producer beside it (the
  * device agent): a spinning work-item takes issue slots from the producer's
