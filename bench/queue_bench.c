@@ -146,10 +146,10 @@ static double send_path_rate(const opts_t *o, const char *queue, const char *res
     /* A first small launch warms up; the second is measured. */
     size_t warm = wg;
     check(grain_launch(k, 1, &warm, &wg), "launch");
-    check(grain_quiet(g), "quiet");
+    check(grain_barrier_all(g), "quiet");
     double t0 = bench_now();
     check(grain_launch(k, 1, &global, &wg), "launch");
-    check(grain_quiet(g), "quiet");
+    check(grain_barrier_all(g), "quiet");
     double rate = (double)(global * per_wi) / (bench_now() - t0);
     int64_t total = 0;
     for (int i = 0; i < 64; i++)

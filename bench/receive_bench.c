@@ -158,7 +158,7 @@ static double replay(grain_t *g, unsigned n_bufs, uint64_t rounds)
     for (uint64_t r = 0; r < rounds; r++)
         for (unsigned i = 0; i < n_bufs; i++)
             bench_transport_deliver(i);
-    check(grain_quiet(g), "quiet");
+    check(grain_barrier_all(g), "quiet");
     double t = bench_now() - t0;
     bench_transport_settle_all();
     return t;

@@ -42,13 +42,13 @@ static double round_trip_us(grain_t *g, grain_kernel_t *k, size_t groups, uint64
     int64_t zero[2] = {0, 0};
     for (int r = 0; r < 3; r++) {
         check(grain_memcpy(g, flags, zero, sizeof zero), "clear the flags");
-        check(grain_barrier(g), "barrier");
+        check(grain_barrier_all(g), "barrier");
         size_t global = groups, local = 1;
         double t0 = bench_now();
         check(grain_launch(k, 1, &global, &local), "launch");
         check(grain_wait(g), "wait");
         t[r] = bench_now() - t0;
-        check(grain_quiet(g), "quiet");
+        check(grain_barrier_all(g), "quiet");
     }
     return bench_median3(t[0], t[1], t[2]) / (double)iters * 1e6;
 }

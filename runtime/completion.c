@@ -313,8 +313,19 @@ static grain_status_t collective(grain_t *g, grain_coll_t *c)
     return g->tops->collective(g->transport, c);
 }
 
+/* Whether an error or a rank's failure was recorded: a wait for other ranks
+ * stops then, since what it waits for may never come. */
+static int gave_up(grain_t *g)
+{
+    pthread_mutex_lock(&g->error_lock);
+    int failed = g->async_status != GRAIN_OK || atomic_load_explicit(&g->failed, memory_order_acquire);
+    pthread_mutex_unlock(&g->error_lock);
+    return failed;
+}
+
 /* Waits until this rank has applied every message and chunk piece the
- * others sent it before they called quiet (their counts exchanged here). */
+ * others sent it before they called grain_barrier_all (their counts
+ * exchanged here). */
 static grain_status_t wait_for_senders(grain_t *g)
 {
     size_t n = (size_t)g->n_pes;
@@ -335,16 +346,61 @@ static grain_status_t wait_for_senders(grain_t *g)
     for (size_t p = 0; st == GRAIN_OK && p < n; p++) {
         while (atomic_load_explicit(&g->applied_from[p], memory_order_acquire) < expect[2 * p] ||
                atomic_load_explicit(&g->pieces_from[p], memory_order_acquire) < expect[2 * p + 1]) {
-            pthread_mutex_lock(&g->error_lock);
-            int failed = g->async_status != GRAIN_OK || atomic_load_explicit(&g->failed, memory_order_acquire);
-            pthread_mutex_unlock(&g->error_lock);
-            if (failed)
+            if (gave_up(g))
                 break;
             grain_wait_a_little(&spins);
         }
     }
     free(sent);
     return st;
+}
+
+/*
+ * The host's quiet requests, one to every rank (this one too), in rounds of
+ * at most the reply slots: each is answered into a reply slot once every
+ * buffer that reached its rank before it is applied (runtime/quiets.h).
+ * The slots come from the counter the kernels take theirs from; none of
+ * this rank's kernels runs, and each freed its slots before it ended, so
+ * the host is their only taker and finds them free.
+ */
+static grain_status_t ask_every_rank(grain_t *g)
+{
+    uint32_t n = (uint32_t)g->n_pes, slots = (uint32_t)g->config.reply_slots;
+    for (uint32_t first = 0; first < n; first += slots) {
+        uint32_t count = n - first < slots ? n - first : slots;
+        uint64_t base = 0, next;
+        grain_status_t st = g->bops->copy(g->backend, &base, g->reply_next, sizeof base);
+        next = base + count;
+        if (st == GRAIN_OK)
+            st = g->bops->copy(g->backend, g->reply_next, &next, sizeof next);
+        if (st != GRAIN_OK)
+            return st;
+        for (uint32_t i = 0; i < count; i++) {
+            uint64_t c = base + i, ticket = GRAIN_TICKET(0, c % slots, c / slots);
+            uint32_t pe = first + i;
+            if (pe == (uint32_t)g->my_pe)
+                st = grain_quiets_request(g->quiets, pe, GRAIN_CMD_QUIET | ticket);
+            else
+                grain_replier_ask_quiet(g->replier, pe, ticket);
+            if (st != GRAIN_OK)
+                return st;
+        }
+        if (g->replier != NULL)
+            grain_replier_flush(g->replier); /* or the network thread's next settle does */
+        unsigned spins = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            uint64_t c = base + i;
+            uint32_t gen = (uint32_t)(c / slots);
+            _Atomic uint64_t *tag = (_Atomic uint64_t *)&g->replies[2 * (c % slots) + 1];
+            while ((uint32_t)atomic_load_explicit(tag, memory_order_acquire) != 2u * gen + 1u) {
+                if (gave_up(g))
+                    return GRAIN_OK; /* the error or failure is what quiet reports */
+                grain_wait_a_little(&spins);
+            }
+            atomic_store_explicit(tag, 2u * gen + 2u, memory_order_release);
+        }
+    }
+    return GRAIN_OK;
 }
 
 /* What every quiet says once a rank failed, whatever else went wrong
@@ -363,7 +419,10 @@ static grain_status_t peer_failure(grain_t *g)
     return GRAIN_ERR_PEER;
 }
 
-grain_status_t grain_quiet(grain_t *g)
+/* The part of both completions that involves only this rank: its kernels
+ * end, its aggregators hand every message to the transport, and its puts
+ * land.  The phases are accounted here. */
+static grain_status_t finish_own(grain_t *g, uint64_t *flushed_p)
 {
     grain_status_t st = grain_wait(g);
     uint64_t kernels_done = grain_now_ns();
@@ -372,23 +431,46 @@ grain_status_t grain_quiet(grain_t *g)
     drained = drained < kernels_done ? kernels_done : drained > flushed ? flushed : drained;
     g->phase_ns[GRAIN_PHASE_QUEUE] += drained - kernels_done;
     g->phase_ns[GRAIN_PHASE_AGGREGATION] += flushed - drained;
-    /* Puts land unannounced: their writer waits for them before the counts. */
+    /* Puts land unannounced: their writer waits for them. */
     grain_status_t pst = g->heap_puts ? g->tops->put_wait(g->transport) : GRAIN_OK;
+    *flushed_p = flushed;
+    return st != GRAIN_OK ? st : pst;
+}
+
+/* The end of both: the first error, or the failure of a rank. */
+static grain_status_t finish(grain_t *g, grain_status_t st, uint64_t flushed)
+{
+    g->phase_ns[GRAIN_PHASE_NETWORK] += grain_now_ns() - flushed;
+    grain_status_t errs = grain_take_errors(g);
+    if (atomic_load_explicit(&g->failed, memory_order_acquire))
+        return peer_failure(g);
+    return st != GRAIN_OK ? st : errs;
+}
+
+grain_status_t grain_quiet(grain_t *g)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_quiet of a NULL handle");
+    uint64_t flushed;
+    grain_status_t st = finish_own(g, &flushed);
+    grain_status_t ast = ask_every_rank(g);
+    return finish(g, st != GRAIN_OK ? st : ast, flushed);
+}
+
+grain_status_t grain_barrier_all(grain_t *g)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_barrier_all of a NULL handle");
+    uint64_t flushed;
+    grain_status_t st = finish_own(g, &flushed);
     grain_status_t cst = g->n_pes > 1 ? wait_for_senders(g) : GRAIN_OK;
-    cst = pst != GRAIN_OK ? pst : cst;
     /* One rank too: its own active messages may have gone to apply kernels. */
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (cst == GRAIN_OK && applier != NULL)
         cst = grain_applier_wait(applier);
     if (cst == GRAIN_OK)
         cst = grain_ranks_barrier(g);
-    g->phase_ns[GRAIN_PHASE_NETWORK] += grain_now_ns() - flushed;
-    if (st == GRAIN_OK)
-        st = cst;
-    grain_status_t errs = grain_take_errors(g);
-    if (atomic_load_explicit(&g->failed, memory_order_acquire))
-        return peer_failure(g);
-    return st != GRAIN_OK ? st : errs;
+    return finish(g, st != GRAIN_OK ? st : cst, flushed);
 }
 
 grain_status_t grain_ranks_barrier(grain_t *g)
@@ -399,7 +481,7 @@ grain_status_t grain_ranks_barrier(grain_t *g)
 
 grain_status_t grain_barrier(grain_t *g)
 {
-    return grain_quiet(g);
+    return grain_barrier_all(g);
 }
 
 grain_status_t grain_allreduce(grain_t *g, void *buf, size_t count, grain_dtype_t dtype, grain_op_t op)

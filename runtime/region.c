@@ -634,7 +634,7 @@ grain_status_t grain_region_end(grain_region_t *r)
         r->broken = 1;
     uint64_t t2 = grain_now_ns();
     /* Always: the other ranks wait for this rank's pieces and barrier. */
-    grain_status_t qst = grain_quiet(g);
+    grain_status_t qst = grain_barrier_all(g);
     r->producer_wait_ns += t1 - t0;
     r->drain_ns += t2 - t1;
     r->others_ns += grain_now_ns() - t2;

@@ -10,7 +10,7 @@
 #include "runtime/packer.h"
 
 typedef struct kept_reply {
-    uint32_t dest;
+    uint32_t cmd, dest; /* GRAIN_CMD_REPLY, or GRAIN_CMD_QUIET (the host's request) */
     uint64_t ticket, value;
 } kept_reply_t;
 
@@ -67,24 +67,27 @@ void grain_replier_destroy(grain_replier_t *r)
     free(r);
 }
 
-/* Under the lock: packs one reply if its requester has a buffer to take it. */
-static int pack(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
+/* Under the lock: packs one message if its destination has a buffer to take
+ * it. */
+static int pack(grain_replier_t *r, kept_reply_t m)
 {
-    if (!grain_packer_has_room(&r->packer, dest))
+    if (!grain_packer_has_room(&r->packer, m.dest))
         return 0;
     /* The wire's first word: the ticket's slot and generation above the
      * command, as an offset travels (grain_wire_encode). */
-    grain_status_t st = grain_packer_append(&r->packer, dest, GRAIN_HDR(GRAIN_CMD_REPLY, 0, dest), ticket >> 8, value,
-                                            0, 0, 0);
+    grain_status_t st =
+        grain_packer_append(&r->packer, m.dest, GRAIN_HDR(m.cmd, 0, m.dest), m.ticket >> 8, m.value, 0, 0, 0);
     if (st != GRAIN_OK && st != GRAIN_ERR_PEER)
-        grain_async_error(r->grain, st, "a reply the wire cannot carry");
+        grain_async_error(r->grain, st, "a reply or quiet request the wire cannot carry");
     return 1;
 }
 
-void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
+/* Messages go in the order they were added: one that finds no buffer is
+ * kept, and so is every later one until it has gone. */
+static void add(grain_replier_t *r, kept_reply_t m)
 {
     pthread_mutex_lock(&r->lock);
-    if (r->n_kept > 0 || !pack(r, dest, ticket, value)) {
+    if (r->n_kept > 0 || !pack(r, m)) {
         if (r->n_kept == r->cap_kept) {
             size_t cap = r->cap_kept ? 2 * r->cap_kept : 64;
             kept_reply_t *k = realloc(r->kept, cap * sizeof *k);
@@ -96,10 +99,20 @@ void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint6
             r->kept = k;
             r->cap_kept = cap;
         }
-        r->kept[r->n_kept++] = (kept_reply_t){dest, ticket, value};
+        r->kept[r->n_kept++] = m;
     }
     atomic_store_explicit(&r->pending, 1, memory_order_relaxed);
     pthread_mutex_unlock(&r->lock);
+}
+
+void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    add(r, (kept_reply_t){GRAIN_CMD_REPLY, dest, ticket, value});
+}
+
+void grain_replier_ask_quiet(grain_replier_t *r, uint32_t dest, uint64_t ticket)
+{
+    add(r, (kept_reply_t){GRAIN_CMD_QUIET, dest, ticket, 0});
 }
 
 void grain_replier_flush(grain_replier_t *r)
@@ -107,7 +120,7 @@ void grain_replier_flush(grain_replier_t *r)
     if (!atomic_load_explicit(&r->pending, memory_order_relaxed) || pthread_mutex_trylock(&r->lock) != 0)
         return; /* the thread that holds it flushes */
     size_t done = 0;
-    while (done < r->n_kept && pack(r, r->kept[done].dest, r->kept[done].ticket, r->kept[done].value))
+    while (done < r->n_kept && pack(r, r->kept[done]))
         done++;
     if (done > 0) {
         r->n_kept -= done;

@@ -2,7 +2,8 @@
  * Replies to other ranks' gets and fetching atomics (docs/shmem-api.md):
  * the old values that the threads and kernels applying their requests here
  * leave, packed per requester and sent by the transport like the
- * aggregators' buffers, on the same sequence numbers.
+ * aggregators' buffers, on the same sequence numbers.  The host's quiet
+ * requests to other ranks go the same way.
  *
  * Any thread adds replies; nothing here waits.  A receiving thread must not
  * wait for a send buffer: two ranks whose receiving threads waited for each
@@ -27,6 +28,10 @@ void grain_replier_destroy(grain_replier_t *r);
 
 /* The reply to rank `dest`'s fetch with `ticket` (GRAIN_TICKET): `value`. */
 void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value);
+/* The host's quiet request to rank `dest` (grain_quiet), answered into this
+ * rank's reply slot of `ticket`.  It leaves after every buffer this rank
+ * numbered for `dest` before: its packer numbers it after them. */
+void grain_replier_ask_quiet(grain_replier_t *r, uint32_t dest, uint64_t ticket);
 /* Sends what was added (what buffers are free for); cheap when nothing was. */
 void grain_replier_flush(grain_replier_t *r);
 /* Replies to `dest` handed to the transport so far (quiet counts them). */

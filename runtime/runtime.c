@@ -593,7 +593,7 @@ grain_status_t grain_finalize(grain_t *g)
 {
     if (g == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_finalize of a NULL handle");
-    grain_status_t st = grain_quiet(g);
+    grain_status_t st = grain_barrier_all(g);
     if (g->config.stats)
         grain_stats_print(g, stderr);
     /* No rank frees its heap while another still has it mapped. */

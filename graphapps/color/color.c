@@ -130,13 +130,13 @@ static color_result_t run(grain_t *g, const app_graph_t *graph, uint64_t seed, i
 
     memset(colors, 0xff, n * sizeof *colors); /* -1: no color yet */
     app_check(grain_memcpy(g, heap_colors, colors, n * sizeof *colors), "writing the colors");
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     color_result_t r = {0};
     app_clock_t clock;
     app_clock_start(g, &clock);
     for (int64_t uncolored = 1; uncolored > 0;) {
         app_check(grain_launch(k, 1, &global, &wg), "launching color");
-        app_check(grain_quiet(g), "grain_quiet after color");
+        app_check(grain_barrier_all(g), "grain_barrier_all after color");
         r.rounds++;
         app_group_sums(g, left, groups, 1, host_left, &uncolored);
         app_check(grain_allreduce(g, &uncolored, 1, GRAIN_INT64, GRAIN_SUM), "counting uncolored vertices");

@@ -139,14 +139,14 @@ static void coprocessor_chunks(grain_t *g, grain_kernel_t *k, app_coprocessor_t 
 static app_timing_t timed_run(grain_t *g, grain_kernel_t *k, size_t global, size_t wg, app_coprocessor_t *c,
                               int64_t *table, const uint64_t args[5], uint64_t max_count)
 {
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     if (c != NULL)
         coprocessor_chunks(g, k, c, table, args, max_count, wg);
     else
         app_check(grain_launch(k, 1, &global, &wg), "launching gups");
-    app_check(grain_quiet(g), "grain_quiet after gups");
+    app_check(grain_barrier_all(g), "grain_barrier_all after gups");
     return app_clock_stop(g, &clock);
 }
 

@@ -189,7 +189,7 @@ int main(int argc, char **argv)
     size_t global[2] = {(size_t)((n + WG_X - 1) / WG_X * WG_X), (size_t)((rows + o.tile_rows - 1) / o.tile_rows * WG_Y)};
     size_t local[2] = {WG_X, WG_Y};
 
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     for (uint64_t it = 0; it < o.iterations; it++) {

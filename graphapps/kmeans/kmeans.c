@@ -177,15 +177,15 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     memset(zeros, 0, own * row * sizeof *zeros);
     memcpy(centres, pts->x, k * dims * sizeof *centres);
     km_result_t r = {0};
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     while (r.iterations < max_iterations) {
         app_check(grain_memcpy(g, sums, zeros, own * row * sizeof *sums), "zeroing the cluster sums");
         app_check(grain_memcpy(g, dev_centres, centres, k * dims * sizeof *centres), "writing the centres");
-        app_check(grain_barrier(g), "the barrier before an iteration"); /* every rank has zeroed its sums */
+        app_check(grain_barrier_all(g), "the barrier before an iteration"); /* every rank has zeroed its sums */
         app_check(grain_launch(kern, 1, &global, &wg), "launching kmeans");
-        app_check(grain_quiet(g), "grain_quiet after kmeans");
+        app_check(grain_barrier_all(g), "grain_barrier_all after kmeans");
         r.iterations++;
         app_check(grain_memcpy(g, host_sums, sums, own * row * sizeof *sums), "reading the cluster sums");
         memset(update, 0, (k * dims + k) * sizeof *update);

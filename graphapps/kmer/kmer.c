@@ -239,11 +239,11 @@ int main(int argc, char **argv)
     app_check(grain_kernel_set_arg(kern, 6, sizeof ranks, &ranks), "setting kernel arguments");
     size_t wg = 256, global = app_grid(block, wg);
 
-    app_check(grain_barrier(g), "the barrier before the run"); /* every table is clear */
+    app_check(grain_barrier_all(g), "the barrier before the run"); /* every table is clear */
     app_clock_t clock;
     app_clock_start(g, &clock);
     app_check(grain_launch(kern, 1, &global, &wg), "launching kmer");
-    app_check(grain_quiet(g), "grain_quiet after kmer");
+    app_check(grain_barrier_all(g), "grain_barrier_all after kmer");
     app_timing_t timing = app_clock_stop(g, &clock);
     app_check(grain_memcpy(g, host, table, table_words * sizeof *host), "reading the k-mer table");
 

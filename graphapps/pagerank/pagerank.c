@@ -214,7 +214,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
 
     pr_result_t r = {0};
     unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     double sums_now[2]; /* change, dangling rank */
@@ -224,7 +224,7 @@ static pr_result_t run(grain_t *g, const app_graph_t *graph, const pr_options_t 
     app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the dangling rank");
     while (r.iterations < limit) {
         push(g, pusher, &graph->local, local_n, global, wg, coproc, chunks, acc);
-        app_check(grain_quiet(g), "grain_quiet after pagerank");
+        app_check(grain_barrier_all(g), "grain_barrier_all after pagerank");
         step(g, k, global, wg, sums, host_sums, sums_now[1] / (double)n, 1, sums_now);
         app_check(grain_allreduce(g, sums_now, 2, GRAIN_DOUBLE, GRAIN_SUM), "reducing the change");
         if (pr_step_done(&r, o, sums_now[0], n))

@@ -160,7 +160,7 @@ pr_result_t pr_run_replicated(grain_t *g, const app_graph_t *graph, const pr_opt
 
     pr_result_t r = {0};
     unsigned long long limit = o->iterations ? o->iterations : o->max_iterations;
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     while (r.iterations < limit) {

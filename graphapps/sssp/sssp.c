@@ -215,7 +215,7 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
     app_check(grain_memcpy(g, state, host_state, 2 * rows * sizeof *state), "writing the distances");
 
     sssp_result_t r = {0};
-    app_check(grain_barrier(g), "the barrier before the run");
+    app_check(grain_barrier_all(g), "the barrier before the run");
     app_clock_t clock;
     app_clock_start(g, &clock);
     for (;;) {
@@ -230,7 +230,7 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
         r.relaxed += (unsigned long long)improved;
         r.rounds++;
         app_check(grain_launch(k, 1, &global, &wg), "launching sssp");
-        app_check(grain_quiet(g), "grain_quiet after sssp");
+        app_check(grain_barrier_all(g), "grain_barrier_all after sssp");
     }
     r.timing = app_clock_stop(g, &clock);
     app_check(grain_memcpy(g, host_state, state, 2 * rows * sizeof *state), "reading the distances");

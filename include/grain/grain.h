@@ -6,7 +6,8 @@
  * and device queue, and starts the aggregator and network threads.  Kernels
  * built with grain_program_create() take the device context as their first
  * argument (GRAIN_KERNEL_CTX in grain/device.h) and send one-sided messages;
- * grain_quiet() returns once all of them are applied everywhere.
+ * grain_quiet() returns once this rank's are applied at their destinations,
+ * grain_barrier_all() once every rank's are.
  *
  * Every call returns a grain_status_t; the call that first sees an error logs
  * a sentence naming what was wrong, and grain_error_message() returns it.
@@ -20,6 +21,13 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* Names kept for one version after a rename. */
+#if defined(__GNUC__) || defined(__clang__)
+#define GRAIN_DEPRECATED(why) __attribute__((deprecated(why)))
+#else
+#define GRAIN_DEPRECATED(why)
 #endif
 
 typedef enum grain_status {
@@ -149,19 +157,28 @@ grain_status_t grain_am_register(grain_t *grain, unsigned id, grain_am_fn handle
 grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *program);
 
 /* ---- completion ----------------------------------------------------------
- * Both collective: they return when every message issued before the call, by
- * every rank, has been applied at its destination, and its effect is visible
- * to the destination's host (grain_memcpy) and kernels.  grain_barrier() is
- * the name OpenSHMEM users reach for; in grain, quiet already synchronizes.
+ * grain_quiet() is OpenSHMEM's shmem_quiet for this rank: it waits for this
+ * rank's kernels, then returns once every message they sent has been
+ * applied at its destination, visible there to the host (grain_memcpy) and
+ * to kernels.  Other ranks need not call it, and it does not wait for their
+ * messages to this rank.  Each rank answers a request that follows this
+ * rank's last buffer to it (a round trip to every rank: docs/shmem-api.md).
  *
- * Messages travel one of three paths, and quiet completes all of them: in
+ * grain_barrier_all() is the collective (shmem_barrier_all): every rank
+ * calls it, and it returns once every message issued before the call, by
+ * every rank, has been applied at its destination; counts of messages out
+ * and in are exchanged instead of round trips.  Read the results that
+ * other ranks' messages leave in this rank's heap after it, not after
+ * grain_quiet.  grain_barrier() is its old name, kept for one version.
+ *
+ * Messages travel one of three paths, and both complete all of them: in
  * place (to the sender's own rank, applied by the sending work-item), direct
  * (to another rank of the node whose heap this rank maps, GRAIN_PEER=auto:
- * applied by the sending work-item into that heap; the quiet waits for the
- * sending kernels, then a barrier) and the queue (everything else: host
- * handlers, other nodes; counted out and in per rank).  Before quiet, only
- * this holds: one work-item's messages to one word, in place or direct, are
- * applied in its program order.  Queued messages keep no order, not even
+ * applied by the sending work-item into that heap, done when the sending
+ * kernel is) and the queue (everything else: host handlers, other nodes).
+ * Before either, only this holds: one work-item's messages to one word, in
+ * place or direct, are applied in its program order.  Queued messages keep
+ * no order, not even
  * one source's to one destination: aggregator threads pack slots side by
  * side, receive threads (GRAIN_RECV_THREADS) apply buffers side by side,
  * and an apply kernel applies a buffer's messages in parallel.  Nothing
@@ -178,7 +195,8 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * signal of a put with signal (grain_put64_signal), whose data is applied
  * before its signal on every path: not data that another message carried. */
 grain_status_t grain_quiet(grain_t *grain);
-grain_status_t grain_barrier(grain_t *grain);
+grain_status_t grain_barrier_all(grain_t *grain);
+GRAIN_DEPRECATED("grain_barrier is grain_barrier_all now") grain_status_t grain_barrier(grain_t *grain);
 
 /* ---- host collectives (the transport is grain's; do not call MPI while
  * grain is initialized) ---------------------------------------------------- */

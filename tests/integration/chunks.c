@@ -146,7 +146,7 @@ static int transfers(run_t *t, grain_agent_t agent, size_t chunk, uint64_t itera
         if (agent != GRAIN_AGENT_IDEAL)
             bad += check_iteration(t, r, it, d.size, copy);
         /* The next iteration's chunks land in the copies just checked. */
-        OK(grain_barrier(t->g));
+        OK(grain_barrier_all(t->g));
     }
     grain_region_stats_t s;
     OK(grain_region_stats(r, &s));

@@ -181,7 +181,7 @@ static int run_bad(grain_t *g, grain_program_t *prog, int64_t *w, const char *mo
     OK(grain_kernel_set_arg(k, 2, sizeof m, &m));
     size_t global = FETCH_WG, local = FETCH_WG;
     OK(grain_launch(k, 1, &global, &local));
-    grain_status_t st = grain_quiet(g);
+    grain_status_t st = grain_barrier_all(g);
     static const grain_status_t want[] = {GRAIN_ERR_BAD_PE, GRAIN_ERR_BAD_OFFSET, GRAIN_ERR_INVALID};
     char rank[32];
     snprintf(rank, sizeof rank, "rank %d", grain_my_pe(g));
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
     int64_t *w;
     OK(grain_malloc(g, sizeof host, (void **)&w));
     OK(grain_memcpy(g, w, host, sizeof host));
-    OK(grain_barrier(g)); /* every rank's words are there before any lane reads them */
+    OK(grain_barrier_all(g)); /* every rank's words are there before any lane reads them */
     grain_program_t *prog;
     OK(grain_program_create(g, fetch_source, NULL, &prog));
     if (argc > 1) {
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
         OK(grain_kernel_set_arg_ptr(k, 1, w));
         size_t global = FETCH_LANES, local = FETCH_WG;
         OK(grain_launch(k, 1, &global, &local));
-        OK(grain_quiet(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, w, sizeof host));
         tables_t *t = calloc(1, sizeof *t);
         if (t == NULL)

@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         memcpy(&host[P2P_STATUS], status, sizeof status);
         memcpy(&host[P2P_EXCLUDE_ALL], exclude_all, sizeof exclude_all);
         OK(grain_memcpy(g, w, host, sizeof host));
-        OK(grain_barrier(g)); /* every rank's words are set before any message */
+        OK(grain_barrier_all(g)); /* every rank's words are set before any message */
         grain_kernel_t *truth, *wait, *many, *many_wait, *signal;
         OK(grain_kernel_create(prog, "truth", &truth));
         OK(grain_kernel_create(prog, "arrive_and_wait", &wait));
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
                         (long long)host[P2P_TRUTH + l]);
         }
         launch(wait, w);
-        OK(grain_quiet(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, w, sizeof host));
         for (int l = 0; l < P2P_LANES; l++) {
             int kind = l % P2P_KINDS;
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
         launch(many, w);
         OK(grain_wait(g));
         launch(many_wait, w);
-        OK(grain_quiet(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, w, sizeof host));
         for (int l = 0; l < P2P_LANES; l++)
             if (!many_ok(l, n, host[P2P_MANY + l], host[P2P_DETAIL + l]) && ++bad <= 10)
@@ -189,7 +189,7 @@ int main(int argc, char **argv)
         grain_kernel_destroy(truth);
         grain_kernel_destroy(wait);
         launch(signal, w);
-        OK(grain_quiet(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, w, sizeof host));
         for (int l = 0; l < P2P_LANES; l++)
             if (host[P2P_WRONG + l] != 0 && ++bad <= 10)

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         }
         if (me == victim && round == VICTIM_ROUND)
             die(strcmp(argv[1], "stop") == 0, timeout_s);
-        if (st == GRAIN_OK && (st = grain_quiet(g)) == GRAIN_OK)
+        if (st == GRAIN_OK && (st = grain_barrier_all(g)) == GRAIN_OK)
             last_ok = seconds();
     }
     double after = seconds() - last_ok;

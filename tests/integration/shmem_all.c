@@ -82,11 +82,11 @@ int main(void)
     int bad = 0;
     for (uint32_t pattern = 0; pattern < PATTERNS; pattern++) {
         OK(grain_memcpy(g, heap, zeros, bytes));
-        OK(grain_barrier(g));
+        OK(grain_barrier_all(g));
         OK(grain_kernel_set_arg(k, 9, sizeof pattern, &pattern));
         size_t global = ITEMS, local = WG;
         OK(grain_launch(k, 1, &global, &local));
-        OK(grain_barrier(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, heap, bytes));
 
         long long want_cnt = 0, want_sum = 0, want_sum32 = 0, want_am = 0, want_div = 0;

@@ -42,3 +42,37 @@ GRAIN_KERNEL void quiet_rounds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grai
     if (short_flagged > 0)
         grain_heap_add_u64((GRAIN_GLOBAL char *)&w[QUIET_FLAGGED_ERRORS], short_flagged);
 }
+
+/* The host quiet's rounds (wg_quiet host): the writer's words of round
+ * `round` on every rank, by a put or with `slow` the slow active message. */
+GRAIN_KERNEL void write_words(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 round, grain_u32 slow)
+{
+    GRAIN_WG_BEGIN(wg);
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    grain_u32 lane = grain_local_linear_id();
+    GRAIN_GLOBAL grain_i64 *mine = &w[QUIET_DATA(me, lane)];
+    grain_i64 v = QUIET_VALUE(round, me, lane);
+    for (int pe = 0; pe < n; pe++) {
+        grain_am(&wg, QUIET_SLOW_AM, (grain_u64)grain_offset(&wg, mine), (grain_u64)v, pe, slow != 0);
+        grain_put64(&wg, mine, v, pe, slow == 0);
+    }
+}
+
+/* The writer's flag, set to the round on every rank. */
+GRAIN_KERNEL void raise_flag(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 round)
+{
+    GRAIN_WG_BEGIN(wg);
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    for (int pe = 0; pe < n; pe++)
+        grain_put64(&wg, &w[QUIET_FLAG(me)], (grain_i64)round, pe, grain_local_linear_id() == 0);
+}
+
+/* Waits for `writer`'s flag of the round, then counts its words short. */
+GRAIN_KERNEL void check_words(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 round, grain_u32 writer)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u32 lane = grain_local_linear_id();
+    grain_wait_until64(&wg, &w[QUIET_FLAG(writer)], GRAIN_CMP_GE, (grain_i64)round, 1);
+    if (w[QUIET_DATA(writer, lane)] < QUIET_VALUE(round, writer, lane))
+        grain_heap_add_u64((GRAIN_GLOBAL char *)&w[QUIET_FLAGGED_ERRORS], 1);
+}

@@ -107,7 +107,7 @@ static int gap(grain_t *g, uint64_t base, uint64_t *heap_words)
     double start = seconds(), after = 0;
     grain_status_t st = GRAIN_OK;
     while (st == GRAIN_OK && after < 4 * timeout) {
-        st = grain_quiet(g);
+        st = grain_barrier_all(g);
         after = seconds() - start;
     }
     char why[1024];
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     OK(grain_malloc(g, WORDS * sizeof *heap_words, (void **)&heap_words));
     uint64_t base;
     OK(grain_heap_offset(g, heap_words, &base));
-    OK(grain_barrier(g));
+    OK(grain_barrier_all(g));
     /* Rank 1 past its barrier, whose end reports errors, before rank 0
      * sends: an allreduce reports none. */
     int64_t ready = 0;
@@ -188,7 +188,7 @@ int main(int argc, char **argv)
     }
 
     /* The first error, on rank 1, and how many came after it. */
-    grain_status_t st = grain_quiet(g);
+    grain_status_t st = grain_barrier_all(g);
     if (me == 1) {
         const char *why = grain_error_message(g);
         expect(st == GRAIN_ERR_BAD_MESSAGE, "quiet did not report the rejected buffers");
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
     } else {
         expect(st == GRAIN_OK, "quiet failed on the sending rank");
     }
-    OK(grain_quiet(g)); /* the job goes on */
+    OK(grain_barrier_all(g)); /* the job goes on */
 
     char *json = NULL;
     size_t size = 0;
