@@ -629,6 +629,26 @@ GRAIN_INLINE grain_i32 grain_get32(const grain_wg_t *wg, GRAIN_GLOBAL grain_i32 
 GRAIN_AMO_API_(64, grain_i64, grain_u64)
 GRAIN_AMO_API_(32, grain_i32, grain_u32)
 
+/* The work-group quiet's steps, asking every rank (`only` < 0) or rank
+ * `only` alone, and no rank unless `ask`; every work-item calls it. */
+GRAIN_INLINE void grain_quiet_ranks_(const grain_wg_t *wg, grain_i32 only, int ask)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+    grain_heap_fence_release();
+    /* Every lane's earlier messages are in the queue before any request
+     * (lanes that reserve alone, GRAIN_RESERVE_WI, may be behind). */
+    grain_wg_barrier();
+    grain_u32 n = grain_local_linear_size(), asked = only < 0 ? ctx->n_pes : 1;
+    for (grain_u32 base = 0; base < asked; base += n) {
+        grain_u32 k = base + grain_local_linear_id();
+        grain_i32 pe = only < 0 ? (grain_i32)k : only;
+        (void)grain_fetch_far_(wg, GRAIN_CMD_QUIET, 0, 0, 0, 0, pe, ask && k < asked, 0);
+    }
+    /* Only the asking lanes waited: the others return once every answer is
+     * in, or a lane's next read of its own heap would come first. */
+    grain_wg_barrier();
+}
+
 /*
  * Work-group quiet, OpenSHMEM's shmem_quiet for the calling work-group
  * (NVSHMEM's nvshmemx_quiet_block): returns once every message its lanes
@@ -649,19 +669,7 @@ GRAIN_AMO_API_(32, grain_i32, grain_u32)
  */
 GRAIN_INLINE void grain_quiet(const grain_wg_t *wg)
 {
-    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
-    grain_heap_fence_release();
-    /* Every lane's earlier messages are in the queue before any request
-     * (lanes that reserve alone, GRAIN_RESERVE_WI, may be behind). */
-    grain_wg_barrier();
-    grain_u32 n = grain_local_linear_size();
-    for (grain_u32 base = 0; base < ctx->n_pes; base += n) {
-        grain_u32 pe = base + grain_local_linear_id();
-        (void)grain_fetch_far_(wg, GRAIN_CMD_QUIET, 0, 0, 0, 0, (grain_i32)pe, pe < ctx->n_pes, 0);
-    }
-    /* Only the asking lanes waited: the others return once every answer is
-     * in, or a lane's next read of its own heap would come first. */
-    grain_wg_barrier();
+    grain_quiet_ranks_(wg, -1, 1);
 }
 
 /*
@@ -720,6 +728,35 @@ GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GR
             grain_put32(wg, (GRAIN_GLOBAL grain_i32 *)dest + i,
                         i < words ? ((GRAIN_GLOBAL const grain_i32 *)src)[i] : 0, pe, i < words);
     }
+}
+
+/*
+ * Bulk PUT with signal, OpenSHMEM's putmem_signal (NVSHMEM's
+ * putmem_signal_block): grain_putmem, then the 64-bit signal word
+ * `sig_addr` on PE `pe` set to `signal` (GRAIN_SIGNAL_SET) or increased by
+ * it (GRAIN_SIGNAL_ADD) once every word is applied there, so that a lane
+ * that waits for the signal (grain_signal_wait_until) reads the whole
+ * block.  In place and on the direct path the lanes stored the words
+ * themselves, and a release fence and a barrier order them before the
+ * signal; through the queue the work-group first asks `pe` whether they are
+ * applied (a quiet to that rank alone: a round trip through its host).  A
+ * signal word outside the heap or misaligned, or another operation, is a
+ * device error, and no signal is sent.
+ */
+GRAIN_INLINE void grain_putmem_signal(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
+                                      grain_u64 nbytes, GRAIN_GLOBAL grain_u64 *sig_addr, grain_u64 signal,
+                                      grain_u32 sig_op, grain_i32 pe, int active)
+{
+    GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
+    grain_putmem(wg, dest, src, nbytes, pe, active);
+    int valid = active && pe >= 0 && (grain_u32)pe < ctx->n_pes;
+    grain_quiet_ranks_(wg, pe, valid && grain_bypass_heap_(ctx, GRAIN_CMD_PUT64, pe) == 0);
+    /* The signal's lane releases what the barrier showed it of the others. */
+    grain_heap_fence_release();
+    int lead = valid && grain_local_linear_id() == 0 &&
+               grain_signal_valid_(ctx, pe, grain_offset(wg, sig_addr), sig_op);
+    grain_add64(wg, (GRAIN_GLOBAL grain_i64 *)sig_addr, (grain_i64)signal, pe, lead && sig_op == GRAIN_SIGNAL_ADD);
+    grain_put64(wg, (GRAIN_GLOBAL grain_i64 *)sig_addr, (grain_i64)signal, pe, lead && sig_op == GRAIN_SIGNAL_SET);
 }
 
 /*

@@ -6,6 +6,10 @@
  *
  *   putmem             the blocks
  *   putmem bad-size    a put of 6 bytes: refused, reported with the rank
+ *   putmem signal      rounds of the 64-bit block with a signal
+ *                      (grain_putmem_signal): every rank waits for every
+ *                      sender's signal of the round, then counts the words
+ *                      of its block that the signal overtook
  *
  * Exit 0 only if every rank agrees.
  */
@@ -31,7 +35,8 @@ static int32_t value32(int rank, int i)
 
 int main(int argc, char **argv)
 {
-    int bad_size = argc > 1 && strcmp(argv[1], "bad-size") == 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+    int bad_size = strcmp(mode, "bad-size") == 0, signal = strcmp(mode, "signal") == 0;
     grain_t *g;
     OK(grain_init(NULL, &g));
     int me = grain_my_pe(g), n = grain_n_pes(g);
@@ -50,26 +55,46 @@ int main(int argc, char **argv)
     int64_t *w;
     OK(grain_malloc(g, sizeof host, (void **)&w));
     OK(grain_memcpy(g, w, host, sizeof host));
-    OK(grain_barrier(g)); /* every rank's sources are there before any put */
+    OK(grain_barrier_all(g)); /* every rank's sources are there before any put */
     grain_program_t *prog;
     grain_kernel_t *k;
     OK(grain_program_create(g, putmem_source, NULL, &prog));
-    OK(grain_kernel_create(prog, "put_blocks", &k));
-    uint64_t bytes64 = 8 * PUTMEM_WORDS64, bytes32 = bad_size ? 6 : 4 * PUTMEM_WORDS32;
+    uint64_t bytes64 = 8 * PUTMEM_WORDS64, bytes32 = bad_size ? 6 : 4 * PUTMEM_WORDS32, rounds = 8;
+    OK(grain_kernel_create(prog, signal ? "signal_rounds" : "put_blocks", &k));
     OK(grain_kernel_set_arg_ptr(k, 1, w));
-    OK(grain_kernel_set_arg(k, 2, sizeof bytes64, &bytes64));
-    OK(grain_kernel_set_arg(k, 3, sizeof bytes32, &bytes32));
+    if (signal) {
+        OK(grain_kernel_set_arg(k, 2, sizeof rounds, &rounds));
+    } else {
+        OK(grain_kernel_set_arg(k, 2, sizeof bytes64, &bytes64));
+        OK(grain_kernel_set_arg(k, 3, sizeof bytes32, &bytes32));
+    }
     size_t global = PUTMEM_LANES, local = PUTMEM_LANES;
     OK(grain_launch(k, 1, &global, &local));
     int bad = 0;
     if (bad_size) {
-        grain_status_t st = grain_quiet(g);
+        grain_status_t st = grain_barrier_all(g);
         char rank[32];
         snprintf(rank, sizeof rank, "rank %d", me);
         printf("putmem: rank %d: %s: %s\n", me, grain_strerror(st), grain_error_message(g));
         bad = st != GRAIN_ERR_INVALID || strstr(grain_error_message(g), rank) == NULL;
+    } else if (signal) {
+        OK(grain_barrier_all(g));
+        OK(grain_memcpy(g, host, w, sizeof host));
+        if (host[PUTMEM_ERRORS] != 0 && ++bad)
+            fprintf(stderr, "rank %d: %lld words short behind their signals\n", me, (long long)host[PUTMEM_ERRORS]);
+        for (int r = 0; r < n; r++) {
+            if (host[PUTMEM_SIG(r)] != (int64_t)rounds && ++bad)
+                fprintf(stderr, "rank %d: rank %d's signal is %lld, not %llu\n", me, r,
+                        (long long)host[PUTMEM_SIG(r)], (unsigned long long)rounds);
+            for (int64_t i = 0; i < PUTMEM_WORDS64; i++) {
+                int64_t want = PUTMEM_ROUND_VALUE((int64_t)rounds, (int64_t)r, i);
+                if (host[PUTMEM_DST64 + r * PUTMEM_WORDS64 + i] != want && ++bad <= 10)
+                    fprintf(stderr, "rank %d: word %lld of rank %d's block is %lld, expected %lld\n", me,
+                            (long long)i, r, (long long)host[PUTMEM_DST64 + r * PUTMEM_WORDS64 + i], (long long)want);
+            }
+        }
     } else {
-        OK(grain_quiet(g));
+        OK(grain_barrier_all(g));
         OK(grain_memcpy(g, host, w, sizeof host));
         for (int r = 0; r < n; r++) {
             for (int i = 0; i < PUTMEM_WORDS64; i++)
@@ -87,7 +112,7 @@ int main(int argc, char **argv)
     uint64_t total_bad = (uint64_t)bad;
     OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));
     if (me == 0)
-        printf("putmem%s: %d ranks: %s (%llu mismatches)\n", bad_size ? " bad-size" : "", n,
+        printf("putmem%s%s: %d ranks: %s (%llu mismatches)\n", *mode ? " " : "", mode, n,
                total_bad ? "FAILED" : "passed", (unsigned long long)total_bad);
     grain_kernel_destroy(k);
     grain_program_destroy(prog);
