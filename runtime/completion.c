@@ -207,7 +207,8 @@ size_t grain_receive_marks_bytes(const grain_t *g)
 void grain_receive_buffer(grain_t *g, uint32_t src, const void *data, size_t len, uint32_t *marks,
                           grain_epoch_t *epoch)
 {
-    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size, (uint32_t)g->config.reply_slots, &g->am};
+    grain_wire_limits_t limits = {(uint32_t)g->n_pes, g->config.heap_size,
+                                  (uint32_t)g->config.reply_slots + (uint32_t)g->n_pes, &g->am};
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     uint32_t *own = NULL;
     if (applier != NULL && marks == NULL && (marks = own = malloc(grain_receive_marks_bytes(g))) == NULL) {
@@ -356,49 +357,36 @@ static grain_status_t wait_for_senders(grain_t *g)
 }
 
 /*
- * The host's quiet requests, one to every rank (this one too), in rounds of
- * at most the reply slots: each is answered into a reply slot once every
- * buffer that reached its rank before it is applied (runtime/quiets.h).
- * The slots come from the counter the kernels take theirs from; none of
- * this rank's kernels runs, and each freed its slots before it ended, so
- * the host is their only taker and finds them free.
+ * The host's quiet requests, one to every rank (this one too): each is
+ * answered into this rank's host reply slot for that rank (after the
+ * kernels' slots) once every buffer that reached the rank before it is
+ * applied (runtime/quiets.h).  The slots' generation is the number of
+ * earlier host quiets.
  */
 static grain_status_t ask_every_rank(grain_t *g)
 {
-    uint32_t n = (uint32_t)g->n_pes, slots = (uint32_t)g->config.reply_slots;
-    for (uint32_t first = 0; first < n; first += slots) {
-        uint32_t count = n - first < slots ? n - first : slots;
-        uint64_t base = 0, next;
-        grain_status_t st = g->bops->copy(g->backend, &base, g->reply_next, sizeof base);
-        next = base + count;
-        if (st == GRAIN_OK)
-            st = g->bops->copy(g->backend, g->reply_next, &next, sizeof next);
+    uint32_t n = (uint32_t)g->n_pes, first = (uint32_t)g->config.reply_slots, gen = g->host_quiets++;
+    for (uint32_t pe = 0; pe < n; pe++) {
+        uint64_t ticket = GRAIN_TICKET(0, first + pe, gen);
+        if (pe != (uint32_t)g->my_pe) {
+            grain_replier_ask_quiet(g->replier, pe, ticket);
+            continue;
+        }
+        grain_status_t st = grain_quiets_request(g->quiets, pe, GRAIN_CMD_QUIET | ticket);
         if (st != GRAIN_OK)
             return st;
-        for (uint32_t i = 0; i < count; i++) {
-            uint64_t c = base + i, ticket = GRAIN_TICKET(0, c % slots, c / slots);
-            uint32_t pe = first + i;
-            if (pe == (uint32_t)g->my_pe)
-                st = grain_quiets_request(g->quiets, pe, GRAIN_CMD_QUIET | ticket);
-            else
-                grain_replier_ask_quiet(g->replier, pe, ticket);
-            if (st != GRAIN_OK)
-                return st;
+    }
+    if (g->replier != NULL)
+        grain_replier_flush(g->replier); /* or the network thread's next settle does */
+    unsigned spins = 0;
+    for (uint32_t pe = 0; pe < n; pe++) {
+        _Atomic uint64_t *tag = (_Atomic uint64_t *)&g->replies[2 * (first + pe) + 1];
+        while ((uint32_t)atomic_load_explicit(tag, memory_order_acquire) != 2u * gen + 1u) {
+            if (gave_up(g))
+                return GRAIN_OK; /* the error or failure is what quiet reports */
+            grain_wait_a_little(&spins);
         }
-        if (g->replier != NULL)
-            grain_replier_flush(g->replier); /* or the network thread's next settle does */
-        unsigned spins = 0;
-        for (uint32_t i = 0; i < count; i++) {
-            uint64_t c = base + i;
-            uint32_t gen = (uint32_t)(c / slots);
-            _Atomic uint64_t *tag = (_Atomic uint64_t *)&g->replies[2 * (c % slots) + 1];
-            while ((uint32_t)atomic_load_explicit(tag, memory_order_acquire) != 2u * gen + 1u) {
-                if (gave_up(g))
-                    return GRAIN_OK; /* the error or failure is what quiet reports */
-                grain_wait_a_little(&spins);
-            }
-            atomic_store_explicit(tag, 2u * gen + 2u, memory_order_release);
-        }
+        atomic_store_explicit(tag, 2u * gen + 2u, memory_order_release);
     }
     return GRAIN_OK;
 }

@@ -91,7 +91,8 @@ struct grain {
     int heap_scope_system;       /* some rank maps another device's heap: system-scope heap atomics */
     grain_peer_maps_t heap_peers;
     grain_peer_t *peers_dev;     /* device memory, n_pes entries */
-    uint64_t *replies;           /* reply slots (grain_dev_t.replies) */
+    uint64_t *replies;           /* reply slots (grain_dev_t.replies), then the host's, one a rank */
+    uint32_t host_quiets;        /* grain_quiet calls: the generation of the host's reply slots */
     uint64_t *reply_next;        /* device memory */
     struct grain_replier *replier; /* sends the replies to other ranks' fetches */
     grain_wire_replies_t reply_sink; /* what host threads apply fetches, replies and quiet requests with */

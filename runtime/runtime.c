@@ -30,6 +30,13 @@ static grain_status_t check_symmetric_config(grain_t *g)
                           "GRAIN_REPLY_SLOTS (%llu) is below GRAIN_QUEUE_WIDTH (%llu), the lanes of the widest "
                           "work-group, which take their reply slots at once",
                           (unsigned long long)g->config.reply_slots, (unsigned long long)g->config.queue_width);
+    /* The host's reply slots follow the kernels', and a ticket names a slot
+     * in 24 bits. */
+    if (g->config.reply_slots + (uint64_t)g->n_pes > GRAIN_REPLY_SLOTS_MAX)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_REPLY_SLOTS (%llu) and one reply slot for each of the %d ranks exceed the %u slots a "
+                          "reply can name",
+                          (unsigned long long)g->config.reply_slots, g->n_pes, GRAIN_REPLY_SLOTS_MAX);
     /* Receives are sized by this rank's buffer_size, and heap offsets and
      * reply slots are checked against its heap_size and reply_slots: every
      * rank must agree on all three. */
@@ -193,9 +200,13 @@ static grain_status_t alloc_node_heap(grain_t *g, void *handle, const char **why
 /* The reply slots of gets and fetching atomics through the transport
  * (grain_dev_t): in shared memory, which the receiving host threads write
  * and the requesting lanes poll; the slot counter in device memory. */
+/* The kernels' reply slots, then one a rank for the host's quiet requests
+ * (grain_quiet): the host takes no slot from the kernels' counter, which
+ * lives in device memory and would need a copy that waits for the
+ * resident apply agent. */
 static grain_status_t alloc_replies(grain_t *g)
 {
-    size_t bytes = 2 * sizeof(uint64_t) * g->config.reply_slots;
+    size_t bytes = 2 * sizeof(uint64_t) * (g->config.reply_slots + (size_t)g->n_pes);
     void *replies = NULL, *next = NULL;
     grain_status_t st = g->bops->alloc_shared(g->backend, bytes, &replies);
     if (st == GRAIN_OK) {
