@@ -10,6 +10,7 @@
 #define GRAIN_BACKENDS_GPU_API_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #if defined(GRAIN_GPU_CUDA)
 
@@ -100,10 +101,25 @@ static inline gpu_err_t gpuModuleLoad(gpu_module_t *m, const void *image)
 
 static inline gpu_err_t gpuModuleUnload(gpu_module_t m) { return cudaLibraryUnload(m); }
 
-/* The kernel, loaded into the device now: CUDA loads lazily, at the first
- * launch, and loading waits for the kernels running in the context; a
- * producer launched beside the device transfer agent, which waits for that
- * producer, would never start.  Reading an attribute loads it. */
+/*
+ * Before the first CUDA call: a program's kernels load with it, not one by
+ * one when first used.  Loading waits for the kernels running in the
+ * context, the resident apply agent among them, and under lazy loading a
+ * kernel created while the agent ran never loaded: two ranks through MPI
+ * that created each kernel just before its launch (wg_quiet host) hung on
+ * two H200s, and passed with CUDA_MODULE_LOADING=EAGER.  A user's own
+ * setting stands.
+ */
+static inline void gpuLoadEagerly(void)
+{
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
+/* The kernel, loaded into the device now, should lazy loading be on: CUDA
+ * then loads at the first launch, and loading waits for the kernels running
+ * in the context; a producer launched beside the device transfer agent,
+ * which waits for that producer, would never start.  Reading an attribute
+ * loads it. */
 static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, const char *name)
 {
     struct cudaFuncAttributes attr;
@@ -168,6 +184,9 @@ typedef nvrtcResult rtc_result_t;
 #include <hip/hiprtc.h>
 
 #include "runtime/log.h"
+
+/* hipModuleLoadData is not known to defer loading a kernel (never run on AMD hardware here). */
+static inline void gpuLoadEagerly(void) {}
 
 #define GPU_NAME "hip"
 #define GPU_VENDOR "HIP"

@@ -189,6 +189,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     if (b == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, GPU_NAME ": no memory for the backend");
     pthread_mutex_init(&b->lanes_lock, NULL);
+    gpuLoadEagerly();
     grain_status_t st = pick_device(config, &b->device);
     gpu_err_t err = GPU_SUCCESS;
     if (st == GRAIN_OK && (err = gpuSetDevice(b->device)) != GPU_SUCCESS)
