@@ -315,9 +315,6 @@ GRAIN_INLINE void grain_wg_publish_(GRAIN_GLOBAL grain_queue_desc_t *d, grain_sl
         grain_fence_release();
         grain_queue_publish(d->shared, &d->geom, s.ring, s.ticket, s.count);
     }
-#if GRAIN_RESERVE != GRAIN_RESERVE_WI
-    grain_wg_rejoin();
-#endif
 }
 
 /* The send path: validate, apply here where the destination's heap is in
@@ -384,6 +381,14 @@ GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u3
             }
         }
         grain_wg_publish_(d, s);
+#if GRAIN_RESERVE != GRAIN_RESERVE_WI
+        /* In the passes of wide messages only, the loop PoCL misread
+         * (port.h, grain_wg_rejoin); after the loop was too late.  A barrier
+         * after every send made PoCL compile shmem_all's kernel for more
+         * than five minutes. */
+        if (wide)
+            grain_wg_rejoin();
+#endif
     }
 }
 

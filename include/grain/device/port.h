@@ -237,12 +237,13 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 /*
  * Ends a work-group call whose last statements only some lanes run (the
- * publisher's store).  PoCL 3.1 puts an implicit barrier at the start of the
- * branch arm that leads to the next barrier it deems conditional, and then
- * takes the branch as uniform, decided by one work-item: the publisher's
- * store was skipped when the last work-item was not the publisher, and lanes
- * waited for ever for replies to requests never published.  A barrier here
- * closes the branch before any later one.  GPUs need none.
+ * publisher's store of a wide send, whose passes are a loop with barriers).
+ * PoCL 3.1 put an implicit barrier at the start of the branch arm that led
+ * to the next barrier it deemed conditional, and then took the branch as
+ * uniform, decided by one work-item: the publisher's store was skipped when
+ * the last work-item was not the publisher, and lanes waited for ever for
+ * replies to requests never published.  A barrier here closes the branch
+ * before any later one.  GPUs need none.
  */
 #define grain_wg_rejoin() grain_wg_barrier()
 #define grain_spin_pause() ((void)0)
