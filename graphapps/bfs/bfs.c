@@ -22,13 +22,6 @@
 
 extern const char bfs_kernel_source[];
 
-typedef struct bfs_options {
-    app_input_t input;
-    unsigned long long root; /* in the input's numbering */
-    int root_given;
-    app_common_t common;
-} bfs_options_t;
-
 static void usage(FILE *out)
 {
     fprintf(out, "usage: bfs (--graph FILE | --kronecker S[,E]) [--root V] [--out FILE] [--verify] [--json]\n"
@@ -38,27 +31,6 @@ static void usage(FILE *out)
                  "  --json      one JSON object with the result and statistics\n");
     app_input_usage(out);
     app_config_usage(out);
-}
-
-static grain_config_t *parse(int argc, char **argv, bfs_options_t *o)
-{
-    grain_config_t *config = app_config();
-    *o = (bfs_options_t){0};
-    app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_input_option(&o->input, argc, argv, &i))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--root") == 0) {
-            o->root = app_parse_u64(a, argv[++i]);
-            o->root_given = 1;
-        } else {
-            app_unknown_option("bfs", a, usage);
-        }
-    }
-    app_input_check("bfs", &o->input);
-    return config;
 }
 
 /* ---- the sequential reference ---- */
@@ -228,23 +200,20 @@ static bfs_result_t run(grain_t *g, const app_graph_t *graph, uint64_t root, int
 
 int main(int argc, char **argv)
 {
-    bfs_options_t o;
-    grain_t *g = app_init(parse(argc, argv, &o));
+    app_vertex_options_t o;
+    grain_t *g = app_init(app_parse_vertex_app(argc, argv, "bfs", "--root", usage, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
+    app_error_t err;
+    uint64_t root = 0;
     o.input.heap_per_part_vertex = sizeof(int64_t); /* the parent */
     double tl = app_load_graph(g, "bfs", &o.input, APP_LOAD_UNDIRECTED, &graph);
     const app_edges_t *e = &graph.all;
-    uint64_t root = o.root_given ? o.root : e->base;
-    if (root < e->base || root - e->base >= e->n) {
-        char msg[sizeof graph.name + 96];
-        snprintf(msg, sizeof msg, "%s: --root %llu is not a vertex (ids %llu to %llu)", graph.name,
-                 (unsigned long long)root, (unsigned long long)e->base, (unsigned long long)(e->n - 1 + e->base));
+    if (app_vertex_of(&graph, &o, "--root", &root, &err) != 0) {
         app_graph_free(&graph);
-        app_fail(g, "bfs", msg);
+        app_fail(g, "bfs", err.msg);
     }
-    root -= e->base;
     int64_t *parent = app_malloc((graph.part.local_n ? graph.part.local_n : 1) * sizeof *parent);
     bfs_result_t r = run(g, &graph, root, parent);
 

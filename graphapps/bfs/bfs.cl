@@ -22,10 +22,7 @@ GRAIN_KERNEL void bfs_level(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *parent, GR
 {
     GRAIN_WG_BEGIN(wg);
     APP_EXPAND_DECL(x);
-    grain_u64 u = grain_global_linear_id();
-    int mine = u < local_n && frontier[u] >= 0;
-    grain_u64 begin = mine ? offsets[u] : 0;
-    app_expand_start(&x, &wg, begin, mine ? offsets[u + 1] - begin : 0, mine ? frontier[u] : 0);
+    app_expand_frontier(&x, &wg, offsets, frontier, local_n);
     for (grain_u64 r = 0; r * x.lanes < x.total; r++) {
         grain_u64 edge;
         grain_i64 id;

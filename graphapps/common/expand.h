@@ -11,6 +11,7 @@
  *
  *   APP_EXPAND_DECL(x);                                  at kernel scope
  *   app_expand_start(&x, &wg, begin, degree, value);     every lane
+ *     (or app_expand_frontier for the vertices of a frontier)
  *   for (grain_u64 r = 0; r * x.lanes < x.total; r++) {  uniform
  *       grain_u64 edge; grain_i64 value;
  *       int active = app_expand_edge(&x, r, &edge, &value);
@@ -52,6 +53,18 @@ GRAIN_INLINE void app_expand_start(app_expand_t *x, const grain_wg_t *wg, grain_
     grain_wg_barrier();
     x->total = x->first[lanes];
     x->lanes = lanes;
+}
+
+/* app_expand_start for a frontier: the lane of local vertex u (the global
+ * id) takes u's out-edges where frontier[u] is 0 or more, which is then the
+ * value it sends along them. */
+GRAIN_INLINE void app_expand_frontier(app_expand_t *x, const grain_wg_t *wg, GRAIN_GLOBAL const grain_u64 *offsets,
+                                      GRAIN_GLOBAL const grain_i64 *frontier, grain_u64 local_n)
+{
+    grain_u64 u = grain_global_linear_id();
+    int mine = u < local_n && frontier[u] >= 0;
+    grain_u64 begin = mine ? offsets[u] : 0;
+    app_expand_start(x, wg, begin, mine ? offsets[u + 1] - begin : 0, mine ? frontier[u] : 0);
 }
 
 /* This lane's edge in round `round` (its CSR index) and the value of the

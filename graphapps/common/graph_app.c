@@ -195,3 +195,39 @@ void app_graph_json(FILE *out, const app_graph_t *g)
     fprintf(out, "\",\"vertices\":%llu,\"edges\":%llu,\"partition\":\"%s\"", (unsigned long long)g->all.n,
             (unsigned long long)g->all.count, app_scheme_name(g->part.scheme));
 }
+
+grain_config_t *app_parse_vertex_app(int argc, char **argv, const char *app, const char *vertex_option,
+                                     void (*usage)(FILE *out), app_vertex_options_t *o)
+{
+    grain_config_t *config = app_config();
+    *o = (app_vertex_options_t){0};
+    app_input_defaults(&o->input);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
+            app_input_option(&o->input, argc, argv, &i))
+            continue;
+        if (i + 1 < argc && strcmp(a, vertex_option) == 0) {
+            o->vertex = app_parse_u64(a, argv[++i]);
+            o->vertex_given = 1;
+        } else {
+            app_unknown_option(app, a, usage);
+        }
+    }
+    app_input_check(app, &o->input);
+    return config;
+}
+
+int app_vertex_of(const app_graph_t *g, const app_vertex_options_t *o, const char *vertex_option, uint64_t *v,
+                  app_error_t *err)
+{
+    const app_edges_t *e = &g->all;
+    uint64_t x = o->vertex_given ? o->vertex : e->base;
+    if (x < e->base || x - e->base >= e->n) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s %llu is not a vertex (ids %llu to %llu)", g->name, vertex_option,
+                 (unsigned long long)x, (unsigned long long)e->base, (unsigned long long)(e->n - 1 + e->base));
+        return -1;
+    }
+    *v = x - e->base;
+    return 0;
+}

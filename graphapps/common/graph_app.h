@@ -75,6 +75,22 @@ void app_device_graph_upload(grain_t *grain, const app_graph_t *g, int what, app
 void app_device_graph_free(grain_t *grain, app_device_graph_t *d);
 
 
+/* The command line of an app of a graph and one vertex: the input's options,
+ * the common ones, and `vertex_option` (sssp's --source, bfs's --root) with
+ * the vertex in the input's ids; anything else is an error. */
+typedef struct app_vertex_options {
+    app_input_t input;
+    unsigned long long vertex;
+    int vertex_given;
+    app_common_t common;
+} app_vertex_options_t;
+grain_config_t *app_parse_vertex_app(int argc, char **argv, const char *app, const char *vertex_option,
+                                     void (*usage)(FILE *out), app_vertex_options_t *o);
+/* The vertex of `o` as an internal id of `g` (its first vertex if none was
+ * given), or -1 with the sentence in `err`. */
+int app_vertex_of(const app_graph_t *g, const app_vertex_options_t *o, const char *vertex_option, uint64_t *v,
+                  app_error_t *err);
+
 /* app_grid for a work-item per vertex of the largest part. */
 size_t app_vertex_grid(const app_graph_t *g, size_t wg);
 

@@ -22,13 +22,6 @@
 
 extern const char sssp_kernel_source[];
 
-typedef struct sssp_options {
-    app_input_t input;
-    unsigned long long source; /* in the input's numbering */
-    int source_given;
-    app_common_t common;
-} sssp_options_t;
-
 static void usage(FILE *out)
 {
     fprintf(out, "usage: sssp (--graph FILE | --kronecker S[,E]) [--source V] [--out FILE] [--verify] [--json]\n"
@@ -40,38 +33,13 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static grain_config_t *parse(int argc, char **argv, sssp_options_t *o)
-{
-    grain_config_t *config = app_config();
-    *o = (sssp_options_t){0};
-    app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_input_option(&o->input, argc, argv, &i))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--source") == 0) {
-            o->source = app_parse_u64(a, argv[++i]);
-            o->source_given = 1;
-        } else {
-            app_unknown_option("sssp", a, usage);
-        }
-    }
-    app_input_check("sssp", &o->input);
-    return config;
-}
-
 /* The source as an internal id, or -1 with a message; and every weight must
  * be a non-negative number. */
-static int check_input(const app_graph_t *g, const sssp_options_t *o, uint64_t *source, app_error_t *err)
+static int check_input(const app_graph_t *g, const app_vertex_options_t *o, uint64_t *source, app_error_t *err)
 {
     const app_edges_t *e = &g->all;
-    uint64_t s = o->source_given ? o->source : e->base;
-    if (s < e->base || s - e->base >= e->n) {
-        snprintf(err->msg, sizeof err->msg, "%s: --source %llu is not a vertex (ids %llu to %llu)", g->name,
-                 (unsigned long long)s, (unsigned long long)e->base, (unsigned long long)(e->n - 1 + e->base));
+    if (app_vertex_of(g, o, "--source", source, err) != 0)
         return -1;
-    }
     for (size_t i = 0; i < e->count; i++) {
         if (!(e->edges[i].w >= 0)) {
             snprintf(err->msg, sizeof err->msg,
@@ -81,7 +49,6 @@ static int check_input(const app_graph_t *g, const sssp_options_t *o, uint64_t *
             return -1;
         }
     }
-    *source = s - e->base;
     return 0;
 }
 
@@ -251,8 +218,8 @@ static sssp_result_t run(grain_t *g, const app_graph_t *graph, uint64_t source, 
 
 int main(int argc, char **argv)
 {
-    sssp_options_t o;
-    grain_t *g = app_init(parse(argc, argv, &o));
+    app_vertex_options_t o;
+    grain_t *g = app_init(app_parse_vertex_app(argc, argv, "sssp", "--source", usage, &o));
     int me = grain_my_pe(g), npes = grain_n_pes(g);
 
     app_graph_t graph;
