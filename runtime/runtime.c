@@ -202,8 +202,7 @@ static grain_status_t alloc_node_heap(grain_t *g, void *handle, const char **why
  * and the requesting lanes poll; the slot counter in device memory. */
 /* The kernels' reply slots, then one a rank for the host's quiet requests
  * (grain_quiet): the host takes no slot from the kernels' counter, which
- * lives in device memory and would need a copy that waits for the
- * resident apply agent. */
+ * lives in device memory, so quiet touches no device memory. */
 static grain_status_t alloc_replies(grain_t *g)
 {
     size_t bytes = 2 * sizeof(uint64_t) * (g->config.reply_slots + (size_t)g->n_pes);

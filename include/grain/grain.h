@@ -178,22 +178,21 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * kernel is) and the queue (everything else: host handlers, other nodes).
  * Before either, only this holds: one work-item's messages to one word, in
  * place or direct, are applied in its program order.  Queued messages keep
- * no order, not even
- * one source's to one destination: aggregator threads pack slots side by
- * side, receive threads (GRAIN_RECV_THREADS) apply buffers side by side,
- * and an apply kernel applies a buffer's messages in parallel.  Nothing
- * orders a direct message after a queued one, or the messages of two
- * work-items: a kernel that needs that order ends and quiets first, or a
- * work-group calls grain_quiet or grain_fence (grain/device.h), which
- * return once its earlier messages are applied at their destinations.
- * Every apply is an atomic, so concurrent
- * messages to one word combine and never tear (grain/device.h).  Within a
- * kernel, a lane sees a message applied to its own rank's heap when it
- * waits for it (grain_wait_until, grain/device/sync.h): since queued
- * messages keep no order, what it waits for must be the messages
- * themselves (a count of arrivals, a word each sender writes), or the
- * signal of a put with signal (grain_put64_signal), whose data is applied
- * before its signal on every path: not data that another message carried. */
+ * no order, not even one source's to one destination: aggregator threads
+ * pack slots side by side, receive threads (GRAIN_RECV_THREADS) apply
+ * buffers side by side, and an apply kernel applies a buffer's messages in
+ * parallel.  Nothing orders a direct message after a queued one, or the
+ * messages of two work-items: a kernel that needs that order ends and quiets
+ * first, or a work-group calls grain_quiet or grain_fence (grain/device.h),
+ * which return once its earlier messages are applied at their destinations.
+ * Every apply is an atomic, so concurrent messages to one word combine and
+ * never tear (grain/device.h).  Within a kernel, a lane sees a message
+ * applied to its own rank's heap when it waits for it (grain_wait_until,
+ * grain/device/sync.h): since queued messages keep no order, what it waits
+ * for must be the messages themselves (a count of arrivals, a word each
+ * sender writes), or the signal of a put with signal (grain_put64_signal,
+ * grain_putmem_signal), whose data is applied before its signal on every
+ * path: not data that another message carried. */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier_all(grain_t *grain);
 GRAIN_DEPRECATED("grain_barrier is grain_barrier_all now") grain_status_t grain_barrier(grain_t *grain);
