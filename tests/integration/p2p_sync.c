@@ -57,6 +57,10 @@ static many_want_t many_want(int lane, int n)
     case 9: return (many_want_t){3, 0, 0};
     case 10: return (many_want_t){3, 4, 1}; /* 4, 6, 7; 5 left out */
     case 12: case 16: return (many_want_t){n, 0, 0};
+    case 17: case 19: case 22: return (many_want_t){1, 0, 0};
+    case 20: return (many_want_t){3, 3, 1}; /* 0, 3, 6 equal their values; 2 and 5 left out */
+    case 21: return (many_want_t){5, 7, 1}; /* 1, 2, 4, 5, 7 differ */
+    case 23: return (many_want_t){3, 6, 1};
     default: return (many_want_t){0, 0, 0};
     }
 }
@@ -130,9 +134,11 @@ int main(int argc, char **argv)
         int32_t w32s[2] = {0, (int32_t)all}, w32[2] = {P2P_V32, 0};
         memcpy(&host[P2P_W32S], w32s, sizeof w32s);
         memcpy(&host[P2P_W32], w32, sizeof w32);
-        int32_t arr32[8], status[8], exclude_all[8];
+        int32_t arr32[8], status[8], exclude_all[8], vals32[8];
         for (int i = 0; i < 8; i++) {
             host[P2P_ARR + i] = i;
+            host[P2P_VALS + i] = i % 3 ? i + 1 : i;
+            vals32[i] = i % 3 ? i + 1 : i;
             arr32[i] = i;
             status[i] = i == 2 || i == 5;
             exclude_all[i] = 1;
@@ -140,6 +146,7 @@ int main(int argc, char **argv)
         memcpy(&host[P2P_ARR32], arr32, sizeof arr32);
         memcpy(&host[P2P_STATUS], status, sizeof status);
         memcpy(&host[P2P_EXCLUDE_ALL], exclude_all, sizeof exclude_all);
+        memcpy(&host[P2P_VALS32], vals32, sizeof vals32);
         OK(grain_memcpy(g, w, host, sizeof host));
         OK(grain_barrier_all(g)); /* every rank's words are set before any message */
         grain_kernel_t *truth, *wait, *many, *many_wait, *signal;

@@ -81,7 +81,8 @@ GRAIN_KERNEL void arrive_and_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
 }
 
 /*
- * grain_test_all/any/some on known words (lanes 0-11), after every rank's
+ * grain_test_all/any/some on known words (lanes 0-11; their _vector forms:
+ * 17-21), after every rank's
  * token is sent, for many_wait's lanes 12-16 to wait for.  Each lane writes
  * its answer to P2P_MANY and, where there is one, a detail to P2P_DETAIL:
  * the word an index names or the first index found.
@@ -96,7 +97,9 @@ GRAIN_KERNEL void many(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     GRAIN_GLOBAL grain_i32 *tok32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_TOK32];
     GRAIN_GLOBAL const grain_i32 *st = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_STATUS];
     GRAIN_GLOBAL const grain_i32 *none = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_EXCLUDE_ALL];
-    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 16)];
+    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 32)];
+    GRAIN_GLOBAL const grain_i64 *vals = &w[P2P_VALS];
+    GRAIN_GLOBAL const grain_i32 *vals32 = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_VALS32];
     for (int pe = 0; pe < n; pe++) {
         grain_put64(&wg, &tok[me], me + 1, pe, l == 0);
         grain_put32(&wg, &tok32[me], me + 1, pe, l == 0);
@@ -124,6 +127,17 @@ GRAIN_KERNEL void many(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
         detail = (grain_i64)idx[0];
         break;
     case 11: r = grain_test_all64(&wg, arr, 8, none, GRAIN_CMP_EQ, 99, 1); break;
+    case 17: r = grain_test_all_vector64(&wg, arr, 8, st, GRAIN_CMP_LE, vals, 1); break;
+    case 18: r = grain_test_all_vector64(&wg, arr, 8, 0, GRAIN_CMP_EQ, vals, 1); break;
+    case 19: r = (grain_i64)grain_test_any_vector64(&wg, arr, 8, st, GRAIN_CMP_LT, vals, 1); break;
+    case 20:
+        r = (grain_i64)grain_test_some_vector64(&wg, arr, 8, idx, st, GRAIN_CMP_EQ, vals, 1);
+        detail = (grain_i64)idx[1];
+        break;
+    case 21:
+        r = (grain_i64)grain_test_some_vector32(&wg, arr32, 8, idx, 0, GRAIN_CMP_NE, vals32, 1);
+        detail = (grain_i64)idx[4];
+        break;
     default: break;
     }
     w[P2P_MANY + l] = r; /* lanes 12-16: many_wait's, which runs after */
@@ -131,7 +145,8 @@ GRAIN_KERNEL void many(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
 }
 
 /* Lanes 12-16 of the same table: waits for every rank's token (PoCL 3.1's
- * compiler recursed without end on them as cases of the switch above). */
+ * compiler recursed without end on them as cases of the switch above); 22
+ * and 23: waits of the _vector forms, satisfied at once. */
 GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
 {
     GRAIN_WG_BEGIN(wg);
@@ -140,7 +155,7 @@ GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     GRAIN_GLOBAL grain_i64 *arr = &w[P2P_ARR], *tok = &w[P2P_TOK];
     GRAIN_GLOBAL grain_i32 *tok32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_TOK32];
     GRAIN_GLOBAL const grain_i32 *none = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_EXCLUDE_ALL];
-    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 16)];
+    GRAIN_GLOBAL grain_u64 *idx = (GRAIN_GLOBAL grain_u64 *)&w[P2P_IDX + 8 * (l % 32)];
     grain_i64 r = 0, detail = 0;
     grain_wait_until_all64(&wg, tok, (grain_u64)n, 0, GRAIN_CMP_NE, 0, l == 12);
     grain_wait_until_all32(&wg, tok32, (grain_u64)n, 0, GRAIN_CMP_GT, 0, l == 16);
@@ -151,6 +166,12 @@ GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     grain_u64 any = grain_wait_until_any64(&wg, tok, (grain_u64)n, 0, GRAIN_CMP_NE, 0, l == 13);
     grain_u64 some = grain_wait_until_some64(&wg, tok, (grain_u64)n, idx, 0, GRAIN_CMP_NE, 0, l == 14);
     grain_u64 excluded = grain_wait_until_any64(&wg, arr, 4, none, GRAIN_CMP_EQ, 99, l == 15);
+    GRAIN_GLOBAL const grain_i64 *vals = &w[P2P_VALS];
+    GRAIN_GLOBAL const grain_i32 *vals32 = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_VALS32];
+    GRAIN_GLOBAL grain_i32 *arr32 = (GRAIN_GLOBAL grain_i32 *)&w[P2P_ARR32];
+    GRAIN_GLOBAL const grain_i32 *st = (GRAIN_GLOBAL const grain_i32 *)&w[P2P_STATUS];
+    grain_wait_until_all_vector32(&wg, arr32, 8, 0, GRAIN_CMP_LE, vals32, l == 22);
+    grain_u64 some_v = grain_wait_until_some_vector64(&wg, arr, 8, idx, st, GRAIN_CMP_EQ, vals, l == 23);
     if (l == 13) {
         r = (grain_i64)any;
         detail = (grain_i64)grain_atomic_load_acquire_u64(&tok[any]);
@@ -159,8 +180,13 @@ GRAIN_KERNEL void many_wait(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
         detail = (grain_i64)grain_atomic_load_acquire_u64(&tok[idx[0]]) - (grain_i64)idx[0];
     } else if (l == 15) {
         r = (grain_i64)excluded;
+    } else if (l == 22) {
+        r = 1; /* it returned */
+    } else if (l == 23) {
+        r = (grain_i64)some_v;
+        detail = (grain_i64)idx[2];
     }
-    if (l >= 12 && l <= 16) {
+    if ((l >= 12 && l <= 16) || l == 22 || l == 23) {
         w[P2P_MANY + l] = r;
         w[P2P_DETAIL + l] = detail;
     }

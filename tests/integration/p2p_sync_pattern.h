@@ -26,7 +26,7 @@
 #define P2P_TOK (P2P_EXCLUDE_ALL + 4)
 #define P2P_TOK32 (P2P_TOK + P2P_MAX_PES)
 #define P2P_IDX (P2P_TOK32 + P2P_MAX_PES / 2)
-#define P2P_MANY (P2P_IDX + 16 * 8)
+#define P2P_MANY (P2P_IDX + 32 * 8)
 #define P2P_DETAIL (P2P_MANY + P2P_LANES)
 /* Put with signal: a data word for each lane of each rank, the signal
  * every such put adds 1 to, a word and the signal a rank sets once on the
@@ -36,7 +36,9 @@
 #define P2P_DATA2 (P2P_SIG + 1)
 #define P2P_SIGSET (P2P_DATA2 + 1)
 #define P2P_WRONG (P2P_SIGSET + 1)
-#define P2P_WORDS (P2P_WRONG + P2P_LANES)
+#define P2P_VALS (P2P_WRONG + P2P_LANES) /* the _vector forms' values: i, or i + 1 where i % 3 != 0 */
+#define P2P_VALS32 (P2P_VALS + 8)        /* the same in 32 bits */
+#define P2P_WORDS (P2P_VALS32 + 4)
 #define P2P_VALUE(r, l) ((grain_i64)(r) * 1000 + (l) + 1)
 
 #define P2P_V64 (-5)

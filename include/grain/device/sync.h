@@ -128,6 +128,11 @@ GRAIN_INLINE grain_u64 grain_signal_wait_until(const grain_wg_t *wg, GRAIN_GLOBA
  *   grain_wait_until_all64, _any64, _some64: the same, waiting until the
  *   answer is 1, an index, or at least 1 (_any and _some return at once,
  *   GRAIN_NO_INDEX or 0, when every word is excluded)
+ *
+ * and OpenSHMEM 1.5's _vector forms of all six (grain_test_all_vector64,
+ * ..., grain_wait_until_some_vector32), which compare word i with
+ * values[i] instead of one value: `values`, nelems words of the same
+ * width, is global memory too.
  */
 #define GRAIN_NO_INDEX (~(grain_u64)0)
 
@@ -135,19 +140,24 @@ GRAIN_INLINE grain_u64 grain_signal_wait_until(const grain_wg_t *wg, GRAIN_GLOBA
 #define GRAIN_SCAN_ANY 1
 #define GRAIN_SCAN_SOME 2
 
-/* One look at every word left in: for _all, the words that do not satisfy
- * (0: all do); for _any, one index that does (GRAIN_NO_INDEX: none); for
- * _some, how many do.  *open_p: the words not excluded. */
+/* One look at every word left in, against `value` or, where `values` is
+ * not 0, against its word of the same index: for _all, the words that do
+ * not satisfy (0: all do); for _any, one index that does (GRAIN_NO_INDEX:
+ * none); for _some, how many do.  *open_p: the words not excluded. */
 GRAIN_INLINE grain_u64 grain_sync_scan_(GRAIN_GLOBAL void *ivars, grain_u32 width, grain_u64 nelems,
-                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value, int mode,
-                                        GRAIN_GLOBAL grain_u64 *indices, grain_u64 *open_p)
+                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value,
+                                        GRAIN_GLOBAL const void *values, int mode, GRAIN_GLOBAL grain_u64 *indices,
+                                        grain_u64 *open_p)
 {
     grain_u64 found = 0, open = 0;
     for (grain_u64 i = 0; i < nelems; i++) {
         if (status != 0 && status[i] != 0)
             continue;
         open++;
-        int ok = grain_cmp_i64_(grain_sync_load_((GRAIN_GLOBAL char *)ivars + i * width, width), cmp, value);
+        grain_i64 against = values == 0 ? value
+                            : width == 8 ? ((GRAIN_GLOBAL const grain_i64 *)values)[i]
+                                         : (grain_i64)((GRAIN_GLOBAL const grain_i32 *)values)[i];
+        int ok = grain_cmp_i64_(grain_sync_load_((GRAIN_GLOBAL char *)ivars + i * width, width), cmp, against);
         if (mode == GRAIN_SCAN_ALL) {
             found += !ok;
         } else if (ok && mode == GRAIN_SCAN_ANY) {
@@ -180,14 +190,15 @@ GRAIN_INLINE int grain_sync_valid_all_(const grain_wg_t *wg, GRAIN_GLOBAL void *
 /* The six calls over `width`-byte words; `wait` says whether to wait. */
 GRAIN_INLINE grain_u64 grain_sync_many_(const grain_wg_t *wg, GRAIN_GLOBAL void *ivars, grain_u32 width,
                                         grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,
-                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value, int mode,
-                                        int wait, int active)
+                                        GRAIN_GLOBAL const grain_i32 *status, int cmp, grain_i64 value,
+                                        GRAIN_GLOBAL const void *values, int mode, int wait, int active)
 {
     grain_u64 nothing = mode == GRAIN_SCAN_ANY ? GRAIN_NO_INDEX : 0;
     if (!active || !grain_sync_valid_all_(wg, ivars, width, nelems, cmp))
         return nothing;
     for (;;) {
-        grain_u64 open, r = grain_sync_scan_(ivars, width, nelems, status, cmp, value, mode, indices, &open);
+        grain_u64 open,
+            r = grain_sync_scan_(ivars, width, nelems, status, cmp, value, values, mode, indices, &open);
         int done = mode == GRAIN_SCAN_ALL ? r == 0 : mode == GRAIN_SCAN_ANY ? r != GRAIN_NO_INDEX : r > 0;
         if (mode == GRAIN_SCAN_ALL && !wait)
             return done;
@@ -197,49 +208,54 @@ GRAIN_INLINE grain_u64 grain_sync_many_(const grain_wg_t *wg, GRAIN_GLOBAL void 
     }
 }
 
-#define GRAIN_SYNC_MANY_(bits, type)                                                                                \
-    GRAIN_INLINE int grain_test_all##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,         \
-                                          GRAIN_GLOBAL const grain_i32 *status, int cmp, type value, int active)    \
+/* The six calls, for one value (V: `type value`, ARGS: value, 0) or one a
+ * word (the _vector forms, V: `GRAIN_GLOBAL const type *values`, ARGS: 0,
+ * values). */
+#define GRAIN_SYNC_MANY_(bits, type, sfx, V, ARGS)                                                                  \
+    GRAIN_INLINE int grain_test_all##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,    \
+                                               GRAIN_GLOBAL const grain_i32 *status, int cmp, V, int active)        \
     {                                                                                                               \
-        return (int)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ALL, 0,        \
-                                     active);                                                                       \
+        return (int)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, ARGS, GRAIN_SCAN_ALL, 0, active); \
     }                                                                                                               \
-    GRAIN_INLINE grain_u64 grain_test_any##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,   \
-                                                GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,          \
-                                                int active)                                                         \
+    GRAIN_INLINE grain_u64 grain_test_any##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,                \
+                                                     grain_u64 nelems, GRAIN_GLOBAL const grain_i32 *status,        \
+                                                     int cmp, V, int active)                                        \
     {                                                                                                               \
-        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ANY, 0, active);    \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, ARGS, GRAIN_SCAN_ANY, 0, active);     \
     }                                                                                                               \
-    GRAIN_INLINE grain_u64 grain_test_some##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,  \
-                                                 GRAIN_GLOBAL grain_u64 *indices,                                   \
-                                                 GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,         \
-                                                 int active)                                                        \
+    GRAIN_INLINE grain_u64 grain_test_some##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,               \
+                                                      grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,            \
+                                                      GRAIN_GLOBAL const grain_i32 *status, int cmp, V, int active) \
     {                                                                                                               \
-        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, value, GRAIN_SCAN_SOME, 0,      \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, ARGS, GRAIN_SCAN_SOME, 0,       \
                                 active);                                                                            \
     }                                                                                                               \
-    GRAIN_INLINE void grain_wait_until_all##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars, grain_u64 nelems,  \
-                                                 GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,         \
-                                                 int active)                                                        \
-    {                                                                                                               \
-        (void)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ALL, 1, active);     \
-    }                                                                                                               \
-    GRAIN_INLINE grain_u64 grain_wait_until_any##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,              \
+    GRAIN_INLINE void grain_wait_until_all##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,               \
                                                       grain_u64 nelems, GRAIN_GLOBAL const grain_i32 *status,       \
-                                                      int cmp, type value, int active)                              \
+                                                      int cmp, V, int active)                                       \
     {                                                                                                               \
-        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, value, GRAIN_SCAN_ANY, 1, active);    \
+        (void)grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, ARGS, GRAIN_SCAN_ALL, 1, active);      \
     }                                                                                                               \
-    GRAIN_INLINE grain_u64 grain_wait_until_some##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,             \
-                                                       grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,           \
-                                                       GRAIN_GLOBAL const grain_i32 *status, int cmp, type value,   \
-                                                       int active)                                                  \
+    GRAIN_INLINE grain_u64 grain_wait_until_any##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,          \
+                                                           grain_u64 nelems, GRAIN_GLOBAL const grain_i32 *status,  \
+                                                           int cmp, V, int active)                                  \
     {                                                                                                               \
-        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, value, GRAIN_SCAN_SOME, 1,      \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, 0, status, cmp, ARGS, GRAIN_SCAN_ANY, 1, active);     \
+    }                                                                                                               \
+    GRAIN_INLINE grain_u64 grain_wait_until_some##sfx##bits(const grain_wg_t *wg, GRAIN_GLOBAL type *ivars,         \
+                                                            grain_u64 nelems, GRAIN_GLOBAL grain_u64 *indices,      \
+                                                            GRAIN_GLOBAL const grain_i32 *status, int cmp, V,       \
+                                                            int active)                                             \
+    {                                                                                                               \
+        return grain_sync_many_(wg, ivars, bits / 8, nelems, indices, status, cmp, ARGS, GRAIN_SCAN_SOME, 1,       \
                                 active);                                                                            \
     }
-GRAIN_SYNC_MANY_(64, grain_i64)
-GRAIN_SYNC_MANY_(32, grain_i32)
+#define GRAIN_SYNC_ONE_VALUE_(value) (grain_i64)(value), 0
+#define GRAIN_SYNC_A_VALUE_EACH_(values) 0, (values)
+GRAIN_SYNC_MANY_(64, grain_i64, , grain_i64 value, GRAIN_SYNC_ONE_VALUE_(value))
+GRAIN_SYNC_MANY_(32, grain_i32, , grain_i32 value, GRAIN_SYNC_ONE_VALUE_(value))
+GRAIN_SYNC_MANY_(64, grain_i64, _vector, GRAIN_GLOBAL const grain_i64 *values, GRAIN_SYNC_A_VALUE_EACH_(values))
+GRAIN_SYNC_MANY_(32, grain_i32, _vector, GRAIN_GLOBAL const grain_i32 *values, GRAIN_SYNC_A_VALUE_EACH_(values))
 
 /* One word: whether it satisfies the comparison now (one load), and
  * returning once it does; an array of one. */
