@@ -76,7 +76,9 @@ static int64_t last_round(uint32_t rounds, int pe, int n)
     return r;
 }
 
-/* The host's per-rank quiet between the writer's data and its flag. */
+/* The host's per-rank quiet between the writer's data and its flag.  Each
+ * kernel is created just before its launch, as applications may: on CUDA
+ * under lazy loading that hung beside the apply agent (gpu_api.h). */
 static void host_rounds(grain_t *g, grain_program_t *prog, int64_t *w, uint32_t rounds, uint32_t slow)
 {
     int me = grain_my_pe(g), n = grain_n_pes(g);
