@@ -60,16 +60,28 @@ int main(int argc, char **argv)
     grain_kernel_t *k;
     OK(grain_program_create(g, putmem_source, NULL, &prog));
     uint64_t bytes64 = 8 * PUTMEM_WORDS64, bytes32 = bad_size ? 6 : 4 * PUTMEM_WORDS32, rounds = 8;
-    OK(grain_kernel_create(prog, signal ? "signal_rounds" : "put_blocks", &k));
+    OK(grain_kernel_create(prog, signal ? "signal_put" : "put_blocks", &k));
     OK(grain_kernel_set_arg_ptr(k, 1, w));
+    size_t global = PUTMEM_LANES, local = PUTMEM_LANES;
     if (signal) {
-        OK(grain_kernel_set_arg(k, 2, sizeof rounds, &rounds));
+        grain_kernel_t *check;
+        OK(grain_kernel_create(prog, "signal_check", &check));
+        OK(grain_kernel_set_arg_ptr(check, 1, w));
+        for (uint64_t r = 1; r <= rounds; r++) {
+            OK(grain_kernel_set_arg(k, 2, sizeof r, &r));
+            OK(grain_kernel_set_arg(check, 2, sizeof r, &r));
+            for (int32_t pe = 0; pe < n; pe++) {
+                OK(grain_kernel_set_arg(k, 3, sizeof pe, &pe));
+                OK(grain_launch(k, 1, &global, &local));
+            }
+            OK(grain_launch(check, 1, &global, &local));
+        }
+        grain_kernel_destroy(check);
     } else {
         OK(grain_kernel_set_arg(k, 2, sizeof bytes64, &bytes64));
         OK(grain_kernel_set_arg(k, 3, sizeof bytes32, &bytes32));
+        OK(grain_launch(k, 1, &global, &local));
     }
-    size_t global = PUTMEM_LANES, local = PUTMEM_LANES;
-    OK(grain_launch(k, 1, &global, &local));
     int bad = 0;
     if (bad_size) {
         grain_status_t st = grain_barrier_all(g);

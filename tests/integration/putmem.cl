@@ -19,33 +19,37 @@ GRAIN_KERNEL void put_blocks(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_
 }
 
 /*
- * Bulk puts with signal (grain_putmem_signal), `rounds` of them: each round
+ * Bulk puts with signal (grain_putmem_signal), a launch each (PoCL took
+ * minutes to compile them in loops of ranks and rounds): in round `round`
  * this rank's 64-bit source block takes the round's values and goes to
- * every rank with its signal set to the round; then the work-group waits
- * for every sender's signal of the round and counts the words of its block
- * that are older.  A signal that overtook its data leaves words short.
+ * rank `pe` with its signal set to the round.
  */
-GRAIN_KERNEL void signal_rounds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 rounds)
+GRAIN_KERNEL void signal_put(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 round, grain_i32 pe)
 {
     GRAIN_WG_BEGIN(wg);
-    grain_i64 me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    grain_i64 me = grain_my_pe(&wg);
     grain_u32 lid = grain_local_linear_id(), lanes = grain_local_linear_size();
     GRAIN_GLOBAL grain_i64 *src = &w[PUTMEM_SRC64];
+    /* Each lane rewrites the words it puts (grain_putmem's lane order),
+     * which its put of the launch before has read. */
+    for (grain_u32 i = lid; i < PUTMEM_WORDS64; i += lanes)
+        src[i] = PUTMEM_ROUND_VALUE((grain_i64)round, me, (grain_i64)i);
+    grain_putmem_signal(&wg, &w[PUTMEM_DST64 + me * PUTMEM_WORDS64], src, 8 * PUTMEM_WORDS64,
+                        (GRAIN_GLOBAL grain_u64 *)&w[PUTMEM_SIG(me)], round, GRAIN_SIGNAL_SET, pe, 1);
+}
+
+/* Waits for every sender's signal of the round and counts the words of its
+ * block that are older: a signal that overtook its data leaves some. */
+GRAIN_KERNEL void signal_check(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u64 round)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_i64 n = grain_n_pes(&wg), r = (grain_i64)round;
+    grain_u32 lid = grain_local_linear_id(), lanes = grain_local_linear_size();
     grain_u64 short_words = 0;
-    for (grain_i64 r = 1; r <= (grain_i64)rounds; r++) {
-        /* Each lane rewrites the words it puts (grain_putmem's lane order),
-         * which its earlier put has read. */
+    for (grain_i64 from = 0; from < n; from++) {
+        grain_signal_wait_until(&wg, (GRAIN_GLOBAL grain_u64 *)&w[PUTMEM_SIG(from)], GRAIN_CMP_GE, round, 1);
         for (grain_u32 i = lid; i < PUTMEM_WORDS64; i += lanes)
-            src[i] = PUTMEM_ROUND_VALUE(r, me, (grain_i64)i);
-        for (int pe = 0; pe < n; pe++)
-            grain_putmem_signal(&wg, &w[PUTMEM_DST64 + me * PUTMEM_WORDS64], src, 8 * PUTMEM_WORDS64,
-                                (GRAIN_GLOBAL grain_u64 *)&w[PUTMEM_SIG(me)], (grain_u64)r, GRAIN_SIGNAL_SET, pe, 1);
-        for (grain_i64 from = 0; from < n; from++) {
-            grain_signal_wait_until(&wg, (GRAIN_GLOBAL grain_u64 *)&w[PUTMEM_SIG(from)], GRAIN_CMP_GE, (grain_u64)r,
-                                    1);
-            for (grain_u32 i = lid; i < PUTMEM_WORDS64; i += lanes)
-                short_words += w[PUTMEM_DST64 + from * PUTMEM_WORDS64 + i] < PUTMEM_ROUND_VALUE(r, from, (grain_i64)i);
-        }
+            short_words += w[PUTMEM_DST64 + from * PUTMEM_WORDS64 + i] < PUTMEM_ROUND_VALUE(r, from, (grain_i64)i);
     }
     if (short_words > 0)
         grain_heap_add_u64((GRAIN_GLOBAL char *)&w[PUTMEM_ERRORS], short_words);
