@@ -15,6 +15,8 @@
  * rather than its lanes' rate.  Each figure is the median of three runs,
  * from launch to the kernel's end (each lane has its values by then).  The
  * fetch-adds check themselves: the tables' words add up to the calls made.
+ * "get_nbi" rows get without waiting (grain_get64_nbi) and time the calls
+ * with the work-group's quiet that completes them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,8 +128,9 @@ int main(int argc, char **argv)
     grain_program_t *prog;
     check(grain_program_create(g, amo_rate_source, NULL, &prog), "build");
     const char *path = n == 1 ? "self" : g->heap_peers.mapped > 0 ? "direct" : "transport";
-    static const char *ops[2] = {"fetch_add", "get"};
-    static const char *kernels[2][2] = {{"rate_fetch_add", "rate_fetch_add_local"}, {"rate_get", "rate_get_local"}};
+    static const char *ops[3] = {"fetch_add", "get", "get_nbi"};
+    static const char *kernels[3][2] = {
+        {"rate_fetch_add", "rate_fetch_add_local"}, {"rate_get", "rate_get_local"}, {"rate_get_nbi", "rate_get_local"}};
     FILE *f = NULL;
     if (me == 0) {
         printf("amo_rate: %s, %d ranks, %s, %zu work-groups of %zu, %llu calls a caller, median of 3\n",
@@ -141,7 +144,7 @@ int main(int argc, char **argv)
             fprintf(f, "device,ranks,path,op,caller,calls_per_rank,seconds,mcalls_per_s,baseline_mcalls_per_s,ratio\n");
     }
     int bad = 0;
-    for (int op = 0; op < 2; op++) {
+    for (int op = 0; op < 3; op++) {
         for (uint32_t one_lane = 0; one_lane < 2; one_lane++) {
             grain_kernel_t *k, *base;
             check(grain_kernel_create(prog, kernels[op][0], &k), "kernel");

@@ -2,9 +2,11 @@
  * Rates of fetching atomics and gets (grain/device.h): every work-item (or,
  * with `one_lane`, the first of each work-group) takes `per_lane` words of
  * a table at random, each on a rank other than its own where there is one,
- * and fetch-adds 1 to it or gets it.  The sum of what came back goes to
- * `sums[global id]`, so that no call is left out.  The baselines do the
- * same to the rank's own table with plain device atomics and loads.
+ * and fetch-adds 1 to it or gets it, or gets it without waiting into the
+ * same word of its own table and quiets once at the end.  The sum of what
+ * came back goes to `sums[global id]`, so that no call is left out.  The
+ * baselines do the same to the rank's own table with plain device atomics
+ * and loads.
  */
 #include "grain/device.h"
 
@@ -18,7 +20,7 @@ GRAIN_INLINE grain_u64 amo_rate_draw_(grain_u64 id, grain_u64 i)
     return z ^ (z >> 31);
 }
 
-#define AMO_RATE_KERNEL(name, CALL)                                                                            \
+#define AMO_RATE_KERNEL(name, CALL, END)                                                                          \
     GRAIN_KERNEL void name(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table, grain_u64 words, grain_u64 per_lane, \
                            grain_u32 one_lane, GRAIN_GLOBAL grain_i64 *sums)                                     \
     {                                                                                                          \
@@ -34,10 +36,12 @@ GRAIN_INLINE grain_u64 amo_rate_draw_(grain_u64 id, grain_u64 i)
             (void)pe;                                                                                          \
             s += CALL;                                                                                         \
         }                                                                                                      \
+        END;                                                                                                   \
         sums[id] = s;                                                                                          \
     }
 
-AMO_RATE_KERNEL(rate_fetch_add, grain_atomic_fetch_add64(&wg, word, 1, pe, active))
-AMO_RATE_KERNEL(rate_get, grain_get64(&wg, word, pe, active))
-AMO_RATE_KERNEL(rate_fetch_add_local, active ? (grain_i64)grain_heap_rmw_u64(fetch_add, word, 1) : 0)
-AMO_RATE_KERNEL(rate_get_local, active ? (grain_i64)grain_heap_load_u64(word) : 0)
+AMO_RATE_KERNEL(rate_fetch_add, grain_atomic_fetch_add64(&wg, word, 1, pe, active), (void)0)
+AMO_RATE_KERNEL(rate_get, grain_get64(&wg, word, pe, active), (void)0)
+AMO_RATE_KERNEL(rate_get_nbi, (grain_get64_nbi(&wg, word, word, pe, active), 0), grain_quiet(&wg))
+AMO_RATE_KERNEL(rate_fetch_add_local, active ? (grain_i64)grain_heap_rmw_u64(fetch_add, word, 1) : 0, (void)0)
+AMO_RATE_KERNEL(rate_get_local, active ? (grain_i64)grain_heap_load_u64(word) : 0, (void)0)

@@ -144,7 +144,10 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
             return;
         }
         dispatch(a, hdr, p[width + c], p[2 * width + c], second, third, now);
-        a->awaited = 1;
+        /* No lane waits for a get that does not wait: its buffer may fill. */
+        int nbi = GRAIN_TICKET_OP(third) == GRAIN_AMO_GET_NBI;
+        a->awaited |= !nbi;
+        a->gets_nbi += (uint64_t)nbi;
         return;
     }
     if (second > GRAIN_WIRE_MAX_OFFSET) {

@@ -60,7 +60,7 @@ static const char *cmd_name(uint32_t cmd)
     static const char *const names[GRAIN_CMD_COUNT] = {"a ?",      "a put32",  "a put64", "an add32",
                                                        "an add64", "an inc32", "an inc64", "an am",
                                                        "a put64_signal", "a fetch32", "a fetch64", "a reply",
-                                                       "a quiet"};
+                                                       "a quiet", "a reply_after"};
     return cmd < GRAIN_CMD_COUNT ? names[cmd] : "a ?";
 }
 
@@ -122,6 +122,13 @@ static grain_status_t take_device_error(grain_t *g)
                         "work-item %llu of a kernel on rank %d read (a get or a fetching atomic) a %u-bit word of "
                         "PE %d at heap offset %llu, outside the %llu-byte symmetric heap or misaligned (the word "
                         "must be in grain_malloc memory); the lane got 0 and nothing was written",
+                        item, g->my_pe, 8 * d->cmd, pe, value, (unsigned long long)g->config.heap_size);
+        break;
+    case GRAIN_DEV_ERR_BAD_GET_DEST:
+        st = grain_fail(GRAIN_ERR_BAD_OFFSET,
+                        "work-item %llu of a kernel on rank %d got a %u-bit word of PE %d without waiting into heap "
+                        "offset %llu, outside the %llu-byte symmetric heap or misaligned (a get that does not "
+                        "wait stores into this rank's grain_malloc memory); nothing was read",
                         item, g->my_pe, 8 * d->cmd, pe, value, (unsigned long long)g->config.heap_size);
         break;
     case GRAIN_DEV_ERR_BAD_WAIT:
@@ -441,12 +448,23 @@ static grain_status_t finish(grain_t *g, grain_status_t st, uint64_t flushed)
     return st != GRAIN_OK ? st : errs;
 }
 
+/* Gets that do not wait sent since the last host quiet; read after the
+ * drain's handshake. */
+static uint64_t gets_nbi(const grain_t *g)
+{
+    uint64_t n = 0;
+    for (unsigned a = 0; a < g->n_aggs; a++)
+        n += g->aggs[a].gets_nbi;
+    return n;
+}
+
 grain_status_t grain_quiet(grain_t *g)
 {
     if (g == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_quiet of a NULL handle");
     uint64_t flushed;
     grain_status_t st = finish_own(g, &flushed);
+    g->gets_nbi_done = gets_nbi(g);
     grain_status_t ast = ask_every_rank(g);
     return finish(g, st != GRAIN_OK ? st : ast, flushed);
 }
@@ -458,6 +476,14 @@ grain_status_t grain_barrier_all(grain_t *g)
     uint64_t flushed;
     grain_status_t st = finish_own(g, &flushed);
     grain_status_t cst = g->n_pes > 1 ? wait_for_senders(g) : GRAIN_OK;
+    /* The words of this rank's gets that do not wait come back only once
+     * their requests are applied, after the counts above were taken: a
+     * quiet's round trip waits for them (the answers wait behind them). */
+    uint64_t nbi = gets_nbi(g);
+    if (cst == GRAIN_OK && nbi != g->gets_nbi_done) {
+        g->gets_nbi_done = nbi;
+        cst = ask_every_rank(g);
+    }
     /* One rank too: its own active messages may have gone to apply kernels. */
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     if (cst == GRAIN_OK && applier != NULL)

@@ -56,6 +56,7 @@ typedef struct grain_aggregator {
     uint64_t local_msgs;
     uint64_t remote_msgs;
     uint64_t lost_msgs; /* dropped once a rank failed (GRAIN_ERR_PEER): the job is ending */
+    uint64_t gets_nbi;  /* gets that do not wait, which grain_barrier_all must complete */
     /* Time from a take that found a slot to the next one that found none:
      * with the run's length it says whether the aggregators keep up or wait
      * for the producers. */
@@ -93,6 +94,7 @@ struct grain {
     grain_peer_t *peers_dev;     /* device memory, n_pes entries */
     uint64_t *replies;           /* reply slots (grain_dev_t.replies), then the host's, one a rank */
     uint32_t host_quiets;        /* grain_quiet calls: the generation of the host's reply slots */
+    uint64_t gets_nbi_done;      /* the aggregators' gets_nbi at the last host quiet */
     uint64_t *reply_next;        /* device memory */
     struct grain_replier *replier; /* sends the replies to other ranks' fetches */
     grain_wire_replies_t reply_sink; /* what host threads apply fetches, replies and quiet requests with */

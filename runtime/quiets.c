@@ -72,7 +72,7 @@ static void answer_applied(grain_quiets_t *q)
         grain_epoch_t *e = q->oldest;
         q->oldest = e->next;
         for (request_t *r = e->requests; r != NULL; r = r->next) {
-            q->sink.send(q->sink.arg, r->src, r->ticket, 0);
+            q->sink.answer(q->sink.arg, r->src, r->ticket);
             atomic_fetch_sub_explicit(&q->waiting, 1, memory_order_relaxed);
         }
         free_requests(e->requests);
@@ -104,7 +104,7 @@ grain_status_t grain_quiets_request(grain_quiets_t *q, uint32_t src, uint64_t ti
     if (r == NULL || next == NULL) {
         free(r);
         free(next);
-        q->sink.send(q->sink.arg, src, ticket, 0);
+        q->sink.answer(q->sink.arg, src, ticket);
         return grain_fail(GRAIN_ERR_NO_MEMORY,
                           "no memory to hold a quiet request from rank %u: it was answered before the messages "
                           "that arrived before it were applied",

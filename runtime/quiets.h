@@ -29,7 +29,7 @@
 typedef struct grain_quiets grain_quiets_t;
 typedef struct grain_epoch grain_epoch_t;
 
-/* Answers go to `sink->send`, with the value 0. */
+/* Answers go to `sink->answer`. */
 grain_status_t grain_quiets_create(const grain_wire_replies_t *sink, grain_quiets_t **q_p);
 /* Requests still waiting are dropped: nobody is left to answer them. */
 void grain_quiets_destroy(grain_quiets_t *q);

@@ -9,9 +9,13 @@
 #include "runtime/log.h"
 #include "runtime/packer.h"
 
+/* GRAIN_CMD_REPLY, GRAIN_CMD_REPLY_AFTER (quiet answers) or GRAIN_CMD_QUIET
+ * (the host's request), whose first wire word holds the ticket's slot and
+ * generation above the command; or a get's word, a PUT32 or PUT64 to a heap
+ * offset. */
 typedef struct kept_reply {
-    uint32_t cmd, dest; /* GRAIN_CMD_REPLY, or GRAIN_CMD_QUIET (the host's request) */
-    uint64_t ticket, value;
+    uint32_t cmd, dest;
+    uint64_t first, value; /* what the first wire word holds above the command */
 } kept_reply_t;
 
 struct grain_replier {
@@ -21,6 +25,7 @@ struct grain_replier {
     kept_reply_t *kept; /* replies that found no buffer, oldest first */
     size_t n_kept, cap_kept;
     atomic_int pending; /* replies added since the last flush, or kept */
+    uint8_t *sent_data; /* per rank: a get's word went to it, so quiet answers wait there (REPLY_AFTER) */
 };
 
 static void send_buffer(void *arg, grain_outbuf_t *buf)
@@ -39,13 +44,19 @@ static void send_buffer(void *arg, grain_outbuf_t *buf)
 grain_status_t grain_replier_create(grain_t *g, grain_replier_t **replier_p)
 {
     grain_replier_t *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    uint8_t *sent_data = calloc((size_t)g->n_pes, 1);
+    if (r == NULL || sent_data == NULL) {
+        free(r);
+        free(sent_data);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the reply sender");
+    }
     r->grain = g;
+    r->sent_data = sent_data;
     grain_status_t st = grain_packer_init(&r->packer, (uint32_t)g->my_pe, (uint32_t)g->n_pes, g->config.buffer_size,
                                           (uint32_t)g->config.buffers_per_dest, UINT64_MAX, g->next_seq,
                                           g->send_order, send_buffer, r);
     if (st != GRAIN_OK) {
+        free(sent_data);
         free(r);
         return st;
     }
@@ -64,6 +75,7 @@ void grain_replier_destroy(grain_replier_t *r)
     grain_packer_destroy(&r->packer);
     pthread_mutex_destroy(&r->lock);
     free(r->kept);
+    free(r->sent_data);
     free(r);
 }
 
@@ -73,10 +85,7 @@ static int pack(grain_replier_t *r, kept_reply_t m)
 {
     if (!grain_packer_has_room(&r->packer, m.dest))
         return 0;
-    /* The wire's first word: the ticket's slot and generation above the
-     * command, as an offset travels (grain_wire_encode). */
-    grain_status_t st =
-        grain_packer_append(&r->packer, m.dest, GRAIN_HDR(m.cmd, 0, m.dest), m.ticket >> 8, m.value, 0, 0, 0);
+    grain_status_t st = grain_packer_append(&r->packer, m.dest, GRAIN_HDR(m.cmd, 0, m.dest), m.first, m.value, 0, 0, 0);
     if (st != GRAIN_OK && st != GRAIN_ERR_PEER)
         grain_async_error(r->grain, st, "a reply or quiet request the wire cannot carry");
     return 1;
@@ -87,6 +96,14 @@ static int pack(grain_replier_t *r, kept_reply_t m)
 static void add(grain_replier_t *r, kept_reply_t m)
 {
     pthread_mutex_lock(&r->lock);
+    /* Decided in the order messages are added, which is the order they
+     * leave in: an answer after a get's word waits for it at the requester.
+     * Once a rank has had one it keeps waiting (two work-groups' answers
+     * may straddle the word, and the later one must not overtake it). */
+    if (m.cmd == GRAIN_CMD_PUT32 || m.cmd == GRAIN_CMD_PUT64)
+        r->sent_data[m.dest] = 1;
+    else if (m.cmd == GRAIN_CMD_REPLY_AFTER && !r->sent_data[m.dest])
+        m.cmd = GRAIN_CMD_REPLY;
     if (r->n_kept > 0 || !pack(r, m)) {
         if (r->n_kept == r->cap_kept) {
             size_t cap = r->cap_kept ? 2 * r->cap_kept : 64;
@@ -105,14 +122,26 @@ static void add(grain_replier_t *r, kept_reply_t m)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* A ticket's slot and generation travel where an offset does
+ * (grain_wire_encode). */
 void grain_replier_add(grain_replier_t *r, uint32_t dest, uint64_t ticket, uint64_t value)
 {
-    add(r, (kept_reply_t){GRAIN_CMD_REPLY, dest, ticket, value});
+    add(r, (kept_reply_t){GRAIN_CMD_REPLY, dest, ticket >> 8, value});
+}
+
+void grain_replier_put(grain_replier_t *r, uint32_t dest, uint32_t cmd, uint64_t offset, uint64_t value)
+{
+    add(r, (kept_reply_t){cmd, dest, offset, value});
+}
+
+void grain_replier_answer(grain_replier_t *r, uint32_t dest, uint64_t ticket)
+{
+    add(r, (kept_reply_t){GRAIN_CMD_REPLY_AFTER, dest, ticket >> 8, 0});
 }
 
 void grain_replier_ask_quiet(grain_replier_t *r, uint32_t dest, uint64_t ticket)
 {
-    add(r, (kept_reply_t){GRAIN_CMD_QUIET, dest, ticket, 0});
+    add(r, (kept_reply_t){GRAIN_CMD_QUIET, dest, ticket >> 8, 0});
 }
 
 void grain_replier_flush(grain_replier_t *r)

@@ -220,16 +220,31 @@ static grain_status_t alloc_replies(grain_t *g)
     return st;
 }
 
-/* Replies that come due once the replier is gone (the apply kernels that
- * finalize waits for) have nobody to go to.  Only quiet requests are
- * answered to this rank itself. */
+/* Replies and data that come due once the replier is gone (the apply
+ * kernels that finalize waits for) have nobody to go to. */
 static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value)
+{
+    grain_t *g = arg;
+    if (g->replier != NULL)
+        grain_replier_add(g->replier, dest, ticket, value);
+}
+
+static void send_put(void *arg, uint32_t dest, uint32_t cmd, uint64_t offset, uint64_t value)
+{
+    grain_t *g = arg;
+    if (g->replier != NULL)
+        grain_replier_put(g->replier, dest, cmd, offset, value);
+}
+
+/* The ledger's answer: into this rank's own slot (its own work-groups' and
+ * host's requests, and replies after), else back to the asking rank. */
+static void send_answer(void *arg, uint32_t dest, uint64_t ticket)
 {
     grain_t *g = arg;
     if (dest != (uint32_t)g->my_pe) {
         if (g->replier != NULL)
-            grain_replier_add(g->replier, dest, ticket, value);
-    } else if (!grain_wire_fill_reply(&g->reply_sink, ticket, value)) {
+            grain_replier_answer(g->replier, dest, ticket);
+    } else if (!grain_wire_fill_reply(&g->reply_sink, ticket, 0)) {
         grain_async_error(g, GRAIN_ERR_BAD_MESSAGE, "the answer to a quiet request found its reply slot waiting "
                                                     "for no answer");
     }
@@ -247,7 +262,13 @@ static void quiet_request(void *arg, uint32_t src, uint64_t ticket)
  * requests with. */
 static grain_status_t start_replies(grain_t *g)
 {
-    g->reply_sink = (grain_wire_replies_t){g->replies, send_reply, quiet_request, g};
+    g->reply_sink = (grain_wire_replies_t){.slots = g->replies,
+                                           .self = (uint32_t)g->my_pe,
+                                           .send = send_reply,
+                                           .put = send_put,
+                                           .quiet = quiet_request,
+                                           .answer = send_answer,
+                                           .arg = g};
     grain_status_t st = g->n_pes > 1 ? grain_replier_create(g, &g->replier) : GRAIN_OK;
     return st == GRAIN_OK ? grain_quiets_create(&g->reply_sink, &g->quiets) : st;
 }

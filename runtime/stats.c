@@ -22,7 +22,7 @@ enum {
 
 static const char *const cmd_names[GRAIN_CMD_COUNT] = {NULL,    "put32", "put64",        "add32",   "add64",
                                                        "inc32", "inc64", "am",           "put64_signal",
-                                                       "fetch32", "fetch64", "reply", "quiet"};
+                                                       "fetch32", "fetch64", "reply", "quiet",   "reply_after"};
 
 /* rows[n_pes][width]: every rank's counters, after an allreduce; NULL (and
  * a warning) when they could not be gathered. */

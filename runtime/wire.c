@@ -82,7 +82,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         if (__builtin_expect(cmd >= GRAIN_CMD_REPLY, 0)) {
             if (GRAIN_TICKET_SLOT(w0) >= limits->reply_slots) {
                 snprintf(why, why_size, "%s %u from rank %u is for reply slot %u; ranks have %u",
-                         cmd == GRAIN_CMD_REPLY ? "reply" : "quiet request", i, src_pe, GRAIN_TICKET_SLOT(w0),
+                         cmd == GRAIN_CMD_QUIET ? "quiet request" : "reply", i, src_pe, GRAIN_TICKET_SLOT(w0),
                          limits->reply_slots);
                 return GRAIN_ERR_BAD_MESSAGE;
             }
@@ -116,14 +116,24 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                 return GRAIN_ERR_BAD_OFFSET;
             }
         } else if (__builtin_expect(cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64, 0)) {
-            uint64_t ticket;
+            uint64_t cond, ticket;
+            memcpy(&cond, p + 16, sizeof cond);
             memcpy(&ticket, p + 24, sizeof ticket);
-            if (GRAIN_TICKET_OP(ticket) > GRAIN_AMO_XOR || GRAIN_TICKET_SLOT(ticket) >= limits->reply_slots) {
+            if (GRAIN_TICKET_OP(ticket) > GRAIN_AMO_GET_NBI || GRAIN_TICKET_SLOT(ticket) >= limits->reply_slots) {
                 snprintf(why, why_size,
                          "fetch %u from rank %u names operation %u and reply slot %u (operations 0 to %u, %u slots)",
-                         i, src_pe, GRAIN_TICKET_OP(ticket), GRAIN_TICKET_SLOT(ticket), GRAIN_AMO_XOR,
+                         i, src_pe, GRAIN_TICKET_OP(ticket), GRAIN_TICKET_SLOT(ticket), GRAIN_AMO_GET_NBI,
                          limits->reply_slots);
                 return GRAIN_ERR_BAD_MESSAGE;
+            }
+            /* The heap is symmetric: where the word goes back to is checked
+             * here, before a reply the requester would refuse. */
+            if (GRAIN_TICKET_OP(ticket) == GRAIN_AMO_GET_NBI && (cond > limit || (cond & align) != 0)) {
+                snprintf(why, why_size,
+                         "get %u from rank %u sends its word back to heap offset %llu, outside the %llu-byte "
+                         "symmetric heap or misaligned",
+                         i, src_pe, (unsigned long long)cond, (unsigned long long)limits->heap_size);
+                return GRAIN_ERR_BAD_OFFSET;
             }
             if (marks != NULL)
                 marks->fetches += marks->stage_puts;
@@ -168,7 +178,19 @@ int grain_wire_fill_reply(const grain_wire_replies_t *r, uint64_t w0, uint64_t v
     return 1;
 }
 
-/* A fetch applied here: its old value goes back to `src_pe`. */
+/* A fetch's old value, as it goes back to `src_pe`: a reply into the slot
+ * its ticket names, or a PUT of the word a get that does not wait asked for
+ * to the offset it named (`cond`). */
+static void reply(const grain_wire_replies_t *r, uint32_t src_pe, uint32_t cmd, uint64_t old, uint64_t cond,
+                  uint64_t ticket)
+{
+    if (GRAIN_TICKET_OP(ticket) == GRAIN_AMO_GET_NBI)
+        r->put(r->arg, src_pe, cmd == GRAIN_CMD_FETCH64 ? GRAIN_CMD_PUT64 : GRAIN_CMD_PUT32, cond, old);
+    else
+        r->send(r->arg, src_pe, ticket, old);
+}
+
+/* A fetch applied here. */
 static void fetch(char *heap, const grain_wire_replies_t *r, uint32_t src_pe, uint32_t cmd, uint64_t offset,
                   uint64_t operand, uint64_t cond, uint64_t ticket)
 {
@@ -176,7 +198,7 @@ static void fetch(char *heap, const grain_wire_replies_t *r, uint32_t src_pe, ui
     uint64_t old = cmd == GRAIN_CMD_FETCH64
                        ? grain_apply_amo64(heap + offset, op, operand, cond)
                        : grain_apply_amo32(heap + offset, op, (uint32_t)operand, (uint32_t)cond);
-    r->send(r->arg, src_pe, ticket, old);
+    reply(r, src_pe, cmd, old, cond, ticket);
 }
 
 /* Returns 0 for a reply that found its slot waiting for no reply. */
@@ -194,6 +216,8 @@ static int apply(char *heap, const grain_am_table_t *am, const grain_wire_replie
         return grain_wire_fill_reply(r, w0, v1);
     else if (cmd == GRAIN_CMD_QUIET)
         r->quiet(r->arg, src_pe, w0);
+    else if (cmd == GRAIN_CMD_REPLY_AFTER)
+        r->quiet(r->arg, r->self, w0); /* the ledger fills the slot once what came before is applied */
     else
         grain_apply_msg(heap, cmd, arg, v1);
     return 1;
@@ -252,6 +276,6 @@ void grain_wire_stage_replies(const uint64_t *words, size_t n_words, const uint3
             continue;
         uint32_t cmd = (uint32_t)(words[j] & 0xff);
         if (cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64)
-            replies->send(replies->arg, src_pe, words[j + 3], words[j + 1]);
+            reply(replies, src_pe, cmd, words[j + 1], words[j + 2], words[j + 3]);
     }
 }

@@ -2,13 +2,15 @@
  * The wire format of per-destination buffers, and the receiver's checks.
  *
  * A buffer is a 24-byte header and packed messages of 8 (increment, quiet
- * request), 16 (PUT, add, reply), 24 (active message) or 32 bytes (PUT with signal: then the
+ * request, reply after), 16 (PUT, add, reply), 24 (active message) or 32 bytes (PUT with signal: then the
  * signal word, its operation in the low 8 bits and its offset above, and
  * the signal value; fetch: the operand, the value compared and the reply
  * ticket).  The first word of a message is the command in its low 8 bits
  * and the heap offset (or handler id) above; a reply's holds the ticket's
  * slot and generation (GRAIN_TICKET) above its command, then the value, and
- * a quiet request's the slot and generation its reply goes to.
+ * a quiet request's and a reply after's the slot and generation its reply
+ * goes to.  A get that does not wait (GRAIN_AMO_GET_NBI) is a fetch whose
+ * value compared is the heap offset its word goes back to, as a PUT.
  */
 #ifndef GRAIN_RUNTIME_WIRE_H
 #define GRAIN_RUNTIME_WIRE_H
@@ -40,7 +42,7 @@ static inline size_t grain_wire_msg_size(uint32_t cmd)
         [GRAIN_CMD_PUT32] = 16, [GRAIN_CMD_PUT64] = 16, [GRAIN_CMD_ADD32] = 16, [GRAIN_CMD_ADD64] = 16,
         [GRAIN_CMD_INC32] = 8,  [GRAIN_CMD_INC64] = 8,  [GRAIN_CMD_AM] = 24, [GRAIN_CMD_PUT64_SIGNAL] = 32,
         [GRAIN_CMD_FETCH32] = 32, [GRAIN_CMD_FETCH64] = 32, [GRAIN_CMD_REPLY] = 16,
-        [GRAIN_CMD_QUIET] = 8,
+        [GRAIN_CMD_QUIET] = 8, [GRAIN_CMD_REPLY_AFTER] = 8,
     };
     return cmd < GRAIN_CMD_COUNT ? sizes[cmd] : 0;
 }
@@ -104,13 +106,20 @@ typedef struct grain_wire_limits {
     const grain_am_table_t *am;
 } grain_wire_limits_t;
 
-/* Where a host thread's fetches and replies go: this rank's reply slots, the
- * sender of replies to other ranks' fetches, and who answers their quiet
- * requests (the message's first word is the ticket). */
+/* Where a host thread's fetches and replies go: this rank's reply slots and
+ * number, the sender of replies to other ranks' fetches (`send`) and of the
+ * words their gets that do not wait asked for (`put`, a PUT32 or PUT64 to
+ * `offset`), the ledger that holds quiet requests until what arrived before
+ * them is applied (`quiet`: from rank `src`, or from `self` for a reply
+ * after, the ticket being the message's first word), and who sends the
+ * ledger's answers (`answer`, to `self` too). */
 typedef struct grain_wire_replies {
     uint64_t *slots;
+    uint32_t self;
     void (*send)(void *arg, uint32_t dest, uint64_t ticket, uint64_t value);
+    void (*put)(void *arg, uint32_t dest, uint32_t cmd, uint64_t offset, uint64_t value);
     void (*quiet)(void *arg, uint32_t src, uint64_t ticket);
+    void (*answer)(void *arg, uint32_t dest, uint64_t ticket);
     void *arg;
 } grain_wire_replies_t;
 

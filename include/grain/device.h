@@ -24,10 +24,14 @@
  * to those ranks too: the direct path.  The runtime defines all four from
  * its configuration when it builds a program.
  *
- * What completes a message, and what orders messages before that, is the
- * memory model in grain/grain.h (completion): grain_quiet on the host, no
- * device-side fence yet.  A lane waits for its own heap's words with
- * grain_wait_until, grain_test and grain_signal_wait_until
+ * Names: a call's type is its suffix (64, 32; mem for blocks of bytes), and
+ * a call that returns before its effect is done here ends in _nbi (the gets
+ * that do not wait); sends do not wait for their destination either, as in
+ * OpenSHMEM, and keep its names.  What completes a message, and what orders
+ * messages before that, is the memory model in grain/grain.h (completion):
+ * grain_quiet and grain_fence of a work-group below, grain_quiet and
+ * grain_barrier_all on the host.  A lane waits for its own heap's words
+ * with grain_wait_until, grain_test and grain_signal_wait_until
  * (grain/device/sync.h).
  */
 #ifndef GRAIN_DEVICE_H
@@ -691,7 +695,7 @@ GRAIN_INLINE void grain_fence(const grain_wg_t *wg)
 
 /*
  * Bulk transfers by the whole work-group, every lane passing the same
- * arguments: `nbytes` between `src` and `dest`, as consecutive words taken
+ * arguments: `nbytes` between addresses `src` and `dest`, as consecutive words taken
  * by consecutive lanes, 64-bit ones where both addresses and `nbytes`
  * allow, else 32-bit.  The words a lane takes in round r: base + lane, base
  * = r x the work-group's size.  `nbytes` must be a multiple of 4 (there is
@@ -699,16 +703,15 @@ GRAIN_INLINE void grain_fence(const grain_wg_t *wg)
  * a put or a get) and nothing moves.  Returns the words, 0 for none; *wide_p
  * says their size.
  */
-GRAIN_INLINE grain_u64 grain_mem_words_(const grain_wg_t *wg, GRAIN_GLOBAL const void *dest,
-                                        GRAIN_GLOBAL const void *src, grain_u64 nbytes, grain_u32 cmd, grain_i32 pe,
-                                        int active, int *wide_p)
+GRAIN_INLINE grain_u64 grain_mem_words_(const grain_wg_t *wg, grain_u64 dest, grain_u64 src, grain_u64 nbytes,
+                                        grain_u32 cmd, grain_i32 pe, int active, int *wide_p)
 {
     if (active && nbytes % 4 != 0) {
         if (grain_local_linear_id() == 0)
             grain_dev_error(wg->ctx, GRAIN_DEV_ERR_BAD_SIZE, cmd, pe, nbytes, grain_global_linear_id());
         active = 0;
     }
-    *wide_p = ((grain_u64)dest | (grain_u64)src | nbytes) % 8 == 0;
+    *wide_p = (dest | src | nbytes) % 8 == 0;
     return active ? nbytes / (*wide_p ? 8 : 4) : 0;
 }
 
@@ -722,7 +725,7 @@ GRAIN_INLINE void grain_putmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GR
                                grain_u64 nbytes, grain_i32 pe, int active)
 {
     int wide;
-    grain_u64 words = grain_mem_words_(wg, dest, src, nbytes, GRAIN_CMD_PUT32, pe, active, &wide);
+    grain_u64 words = grain_mem_words_(wg, (grain_u64)dest, (grain_u64)src, nbytes, GRAIN_CMD_PUT32, pe, active, &wide);
     grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
     for (grain_u64 base = 0; base < words; base += n) {
         grain_u64 i = base + lid;
@@ -766,29 +769,86 @@ GRAIN_INLINE void grain_putmem_signal(const grain_wg_t *wg, GRAIN_GLOBAL void *d
 
 /*
  * Bulk get, OpenSHMEM's getmem (NVSHMEM's getmem_block): from `src` (the
- * symmetric heap) on PE `pe` into `dest` (global memory: the caller's heap
- * or any buffer of the device), each word read as grain_get64/32 reads it,
- * in rounds of the work-group's size (through the transport, a request each
- * and their replies).  When the call returns each lane has stored its own
- * words; a barrier makes all of them visible to the work-group.
+ * symmetric heap) on PE `pe` into `dest`, each word read as grain_get64/32
+ * reads it, in rounds of the work-group's size (through the transport, a
+ * request each and their replies).  grain_getmem stores into global memory
+ * (the caller's heap or any buffer of the device), grain_getmem_local into
+ * the work-group's local memory.  It returns once the whole block is
+ * stored, visible to every lane of the work-group (it ends in a barrier).
  */
-GRAIN_INLINE void grain_getmem(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
-                               grain_u64 nbytes, grain_i32 pe, int active)
+#define GRAIN_GETMEM_(name, SPACE)                                                                         \
+    GRAIN_INLINE void name(const grain_wg_t *wg, SPACE void *dest, GRAIN_GLOBAL const void *src, grain_u64 nbytes, \
+                           grain_i32 pe, int active)                                                       \
+    {                                                                                                      \
+        int wide;                                                                                          \
+        grain_u64 words = grain_mem_words_(wg, (grain_u64)dest, (grain_u64)src, nbytes, 0, pe, active, &wide); \
+        grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();                            \
+        for (grain_u64 base = 0; base < words; base += n) {                                                \
+            grain_u64 i = base + lid;                                                                      \
+            if (wide) {                                                                                    \
+                grain_i64 v = grain_get64(wg, (GRAIN_GLOBAL grain_i64 *)src + i, pe, i < words);           \
+                if (i < words)                                                                             \
+                    ((SPACE grain_i64 *)dest)[i] = v;                                                      \
+            } else {                                                                                       \
+                grain_i32 v = grain_get32(wg, (GRAIN_GLOBAL grain_i32 *)src + i, pe, i < words);           \
+                if (i < words)                                                                             \
+                    ((SPACE grain_i32 *)dest)[i] = v;                                                      \
+            }                                                                                              \
+        }                                                                                                  \
+        grain_wg_barrier();                                                                                \
+    }
+GRAIN_GETMEM_(grain_getmem, GRAIN_GLOBAL)
+GRAIN_GETMEM_(grain_getmem_local, GRAIN_LOCAL)
+
+/*
+ * Gets that do not wait, OpenSHMEM's g and getmem with _nbi (NVSHMEM's
+ * get_nbi and getmem_nbi_block): the word or block at `src` on PE `pe` is
+ * stored into `dest`, which must be in this rank's symmetric heap, by the
+ * time the work-group's next grain_quiet (or fence) returns, or the host's
+ * grain_quiet or grain_barrier_all; until then `dest` may hold anything.
+ * Where the word is in reach the lane copies it at once.  Through the
+ * transport the lane sends a request (a fetch that names `dest` instead of
+ * a reply slot) and goes on: the destination reads the word and sends it
+ * back as a PUT, and its answer to a later quiet waits here until that PUT
+ * is applied (GRAIN_CMD_REPLY_AFTER).  So a work-group keeps as many gets
+ * in flight as it likes, and pays one round trip at its quiet.  A `dest`
+ * outside the heap or misaligned is a device error, and nothing is read.
+ */
+#define GRAIN_GET_NBI_(bits, T)                                                                            \
+    GRAIN_INLINE void grain_get##bits##_nbi(const grain_wg_t *wg, GRAIN_GLOBAL T *dest, GRAIN_GLOBAL const T *src, \
+                                            grain_i32 pe, int active)                                      \
+    {                                                                                                      \
+        GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;                                                           \
+        grain_u64 to = grain_offset(wg, (GRAIN_GLOBAL void *)dest), from = grain_offset(wg, (GRAIN_GLOBAL void *)src); \
+        if (active && (to > ctx->heap_size - bits / 8 || to % (bits / 8) != 0)) {                          \
+            grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_GET_DEST, bits / 8, pe, to, grain_global_linear_id());   \
+            active = 0;                                                                                    \
+        }                                                                                                  \
+        int far = 0;                                                                                       \
+        GRAIN_GLOBAL char *p = active ? grain_fetch_word_(ctx, bits / 8, from, pe, &far) : 0;              \
+        if (p != 0)                                                                                        \
+            *dest = (T)grain_apply_amo##bits(p, GRAIN_AMO_FETCH, 0, 0);                                    \
+        grain_send_wide_(wg, GRAIN_CMD_FETCH##bits, 0, pe, from, 0, to, 0, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0), far); \
+    }
+GRAIN_GET_NBI_(64, grain_i64)
+GRAIN_GET_NBI_(32, grain_i32)
+
+/* The bulk form: `nbytes` from `src` on PE `pe` into `dest` in this rank's
+ * heap, every lane passing the same arguments, as grain_getmem splits it. */
+GRAIN_INLINE void grain_getmem_nbi(const grain_wg_t *wg, GRAIN_GLOBAL void *dest, GRAIN_GLOBAL const void *src,
+                                   grain_u64 nbytes, grain_i32 pe, int active)
 {
     int wide;
-    grain_u64 words = grain_mem_words_(wg, dest, src, nbytes, 0, pe, active, &wide);
+    grain_u64 words = grain_mem_words_(wg, (grain_u64)dest, (grain_u64)src, nbytes, 0, pe, active, &wide);
     grain_u32 lid = grain_local_linear_id(), n = grain_local_linear_size();
     for (grain_u64 base = 0; base < words; base += n) {
         grain_u64 i = base + lid;
-        if (wide) {
-            grain_i64 v = grain_get64(wg, (GRAIN_GLOBAL grain_i64 *)src + i, pe, i < words);
-            if (i < words)
-                ((GRAIN_GLOBAL grain_i64 *)dest)[i] = v;
-        } else {
-            grain_i32 v = grain_get32(wg, (GRAIN_GLOBAL grain_i32 *)src + i, pe, i < words);
-            if (i < words)
-                ((GRAIN_GLOBAL grain_i32 *)dest)[i] = v;
-        }
+        if (wide)
+            grain_get64_nbi(wg, (GRAIN_GLOBAL grain_i64 *)dest + i, (GRAIN_GLOBAL const grain_i64 *)src + i, pe,
+                            i < words);
+        else
+            grain_get32_nbi(wg, (GRAIN_GLOBAL grain_i32 *)dest + i, (GRAIN_GLOBAL const grain_i32 *)src + i, pe,
+                            i < words);
     }
 }
 

@@ -192,7 +192,12 @@ grain_status_t grain_am_register_program(grain_t *grain, grain_program_t *progra
  * for must be the messages themselves (a count of arrivals, a word each
  * sender writes), or the signal of a put with signal (grain_put64_signal,
  * grain_putmem_signal), whose data is applied before its signal on every
- * path: not data that another message carried. */
+ * path: not data that another message carried.
+ *
+ * Gets that do not wait (grain_get64_nbi, grain_getmem_nbi) have stored
+ * their words into this rank's heap once the work-group's next grain_quiet
+ * or grain_fence returns, and once this rank's next grain_quiet or
+ * grain_barrier_all does; not before. */
 grain_status_t grain_quiet(grain_t *grain);
 grain_status_t grain_barrier_all(grain_t *grain);
 GRAIN_DEPRECATED("grain_barrier is grain_barrier_all now") grain_status_t grain_barrier(grain_t *grain);

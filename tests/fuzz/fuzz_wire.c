@@ -14,11 +14,29 @@
 
 #define HEAP_BYTES 4096u
 
+/* From the sender (a quiet request) or this rank, 0 (a reply after). */
 static void quiet(void *arg, uint32_t src, uint64_t ticket)
 {
     (void)arg;
-    if (src != 1 || GRAIN_TICKET_SLOT(ticket) >= 8)
+    if (src > 1 || GRAIN_TICKET_SLOT(ticket) >= 8)
         abort();
+}
+
+/* A get's word goes back to the sender, into its heap. */
+static void put(void *arg, uint32_t dest, uint32_t cmd, uint64_t offset, uint64_t value)
+{
+    (void)arg, (void)value;
+    uint32_t width = cmd == GRAIN_CMD_PUT64 ? 8 : 4;
+    if (dest != 1 || (cmd != GRAIN_CMD_PUT64 && cmd != GRAIN_CMD_PUT32) || offset > HEAP_BYTES - width ||
+        offset % width != 0)
+        abort();
+}
+
+/* Only the quiets ledger answers, never a buffer's walk. */
+static void answer(void *arg, uint32_t dest, uint64_t ticket)
+{
+    (void)arg, (void)dest, (void)ticket;
+    abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static grain_am_table_t am = {.host = {[3] = handler}, .device = {1u << 5}};
     static uint64_t slots[16];
-    static const grain_wire_replies_t replies = {slots, reply, quiet, NULL};
+    static const grain_wire_replies_t replies = {
+        .slots = slots, .self = 0, .send = reply, .put = put, .quiet = quiet, .answer = answer};
     grain_wire_limits_t limits = {4, HEAP_BYTES, 8, &am};
     char why[256] = "";
     /* Copied: the receiver reads buffers of its own, 8-byte aligned. */

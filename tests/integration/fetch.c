@@ -15,14 +15,19 @@
  *                            makes, and every old value is part of it
  *                            (or, and)
  *   get, fetch, getmem       the words the owner wrote before the kernel
+ *   get_nbi, getmem_nbi      the same words, found after the work-group's
+ *                            quiet (in the kernel), after the host's
+ *                            grain_quiet and after grain_barrier_all
+ *   getmem_local             the same block, through local memory
  *
  * on the direct path and through the transport (GRAIN_PEER=off), where each
  * is a request and a reply.
  *
- *   fetch bad-pe | bad-offset | bad-size
+ *   fetch bad-pe | bad-offset | bad-size | bad-dest
  *                            one lane asks for a PE that does not exist, a
- *                            misaligned word, 6 bytes: the error names the
- *                            rank
+ *                            misaligned word, 6 bytes, or a get that does not
+ *                            wait into a misaligned word: the error names
+ *                            the rank
  *
  * Exit 0 only if every rank agrees.
  */
@@ -164,15 +169,77 @@ static void check(int me, int n, const int64_t *w, tables_t *t)
         fail(me, "a word beside the 32-bit getmem blocks", me, 1, 0);
 }
 
+/* The words of the gets that do not wait, as fetch.cl's nbi_gets asks for
+ * them, at `at` (FETCH_NBI64 or FETCH_SEEN: the same layout); `how` says
+ * what completed them. */
+static void check_nbi(int me, int n, const int64_t *w, size_t at, const char *how)
+{
+    char what[96];
+    for (int lane = 0; lane < FETCH_LANES; lane++) {
+        int pe = (me + lane) % n;
+        snprintf(what, sizeof what, "get64_nbi after %s", how);
+        if (w[at + lane] != data64(pe, lane))
+            fail(me, what, pe, w[at + lane], data64(pe, lane));
+        int32_t got32 = ((const int32_t *)&w[at + FETCH_LANES])[lane];
+        snprintf(what, sizeof what, "get32_nbi after %s", how);
+        if (got32 != data32(pe, lane))
+            fail(me, what, pe, got32, data32(pe, lane));
+    }
+    snprintf(what, sizeof what, "a getmem_nbi word after %s", how);
+    for (int group = 0; group < 2; group++) {
+        int next = (me + 1 + group) % n;
+        const int64_t *block = &w[at + FETCH_NBIMEM - FETCH_NBI64 + group * FETCH_BLOCK64];
+        for (int i = 0; i < FETCH_BLOCK64; i++)
+            if (block[i] != data64(next, i))
+                fail(me, what, next, block[i], data64(next, i));
+    }
+}
+
+/* Runs `name` once with the gets' destinations cleared, completes it with
+ * `complete`, and checks the words at `at`. */
+static void run_nbi(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *host, const char *name,
+                    grain_status_t (*complete)(grain_t *), size_t at, const char *how)
+{
+    memset(&host[FETCH_NBI64], 0, (FETCH_WORDS - FETCH_NBI64) * sizeof *host);
+    OK(grain_memcpy(g, &w[FETCH_NBI64], &host[FETCH_NBI64], (FETCH_WORDS - FETCH_NBI64) * sizeof *host));
+    OK(grain_barrier_all(g));
+    grain_kernel_t *k;
+    OK(grain_kernel_create(prog, name, &k));
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    size_t global = FETCH_LANES, local = FETCH_WG;
+    OK(grain_launch(k, 1, &global, &local));
+    OK(complete(g));
+    OK(grain_memcpy(g, host, w, FETCH_WORDS * sizeof *host));
+    check_nbi(grain_my_pe(g), grain_n_pes(g), host, at, how);
+    OK(grain_barrier_all(g)); /* no rank clears its words while another's gets are due */
+    grain_kernel_destroy(k);
+}
+
+/* The gets that do not wait, completed three ways; and getmem_local. */
+static void run_nbi_all(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *host)
+{
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    run_nbi(g, prog, w, host, "fetch_nbi_quiet", grain_barrier_all, FETCH_SEEN, "the work-group's quiet");
+    for (int group = 0; group < 2; group++) {
+        int next = (me + 1 + group) % n;
+        for (int i = 0; i < FETCH_BLOCK64; i++)
+            if (host[FETCH_LOCALMEM + group * FETCH_BLOCK64 + i] != data64(next, i))
+                fail(me, "a getmem_local word", next, host[FETCH_LOCALMEM + group * FETCH_BLOCK64 + i],
+                     data64(next, i));
+    }
+    run_nbi(g, prog, w, host, "fetch_nbi", grain_quiet, FETCH_NBI64, "the host's grain_quiet");
+    run_nbi(g, prog, w, host, "fetch_nbi", grain_barrier_all, FETCH_NBI64, "grain_barrier_all");
+}
+
 static int run_bad(grain_t *g, grain_program_t *prog, int64_t *w, const char *mode)
 {
-    static const char *const modes[] = {"bad-pe", "bad-offset", "bad-size"};
+    static const char *const modes[] = {"bad-pe", "bad-offset", "bad-size", "bad-dest"};
     uint32_t m = 0;
-    for (uint32_t i = 0; i < 3; i++)
+    for (uint32_t i = 0; i < 4; i++)
         if (strcmp(mode, modes[i]) == 0)
             m = i + 1;
     if (m == 0) {
-        fprintf(stderr, "usage: fetch [bad-pe|bad-offset|bad-size]\n");
+        fprintf(stderr, "usage: fetch [bad-pe|bad-offset|bad-size|bad-dest]\n");
         return 2;
     }
     grain_kernel_t *k;
@@ -182,15 +249,17 @@ static int run_bad(grain_t *g, grain_program_t *prog, int64_t *w, const char *mo
     size_t global = FETCH_WG, local = FETCH_WG;
     OK(grain_launch(k, 1, &global, &local));
     grain_status_t st = grain_barrier_all(g);
-    static const grain_status_t want[] = {GRAIN_ERR_BAD_PE, GRAIN_ERR_BAD_OFFSET, GRAIN_ERR_INVALID};
+    static const grain_status_t want[] = {GRAIN_ERR_BAD_PE, GRAIN_ERR_BAD_OFFSET, GRAIN_ERR_INVALID,
+                                          GRAIN_ERR_BAD_OFFSET};
     char rank[32];
     snprintf(rank, sizeof rank, "rank %d", grain_my_pe(g));
     printf("fetch: rank %d: %s: %s\n", grain_my_pe(g), grain_strerror(st), grain_error_message(g));
     int64_t got;
     OK(grain_memcpy(g, &got, &w[FETCH_OUT], sizeof got));
     grain_kernel_destroy(k);
-    /* The lane got 0, and nothing was written. */
-    return st != want[m - 1] || strstr(grain_error_message(g), rank) == NULL || (m < 3 && got != 0);
+    /* The lane got 0, or nothing was written. */
+    return st != want[m - 1] || strstr(grain_error_message(g), rank) == NULL || (m < 3 && got != 0) ||
+           (m == 4 && got != -1);
 }
 
 int main(int argc, char **argv)
@@ -258,6 +327,7 @@ int main(int argc, char **argv)
         check(me, n, host, t);
         free(t);
         grain_kernel_destroy(k);
+        run_nbi_all(g, prog, w, host);
     }
     uint64_t total_bad = (uint64_t)bad;
     OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));

@@ -35,8 +35,55 @@ GRAIN_KERNEL void fetch_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
                  (GRAIN_GLOBAL grain_i32 *)&w[FETCH_DATA32] + 1, 4 * FETCH_BLOCK32, next, 1);
 }
 
+/* Gets that do not wait, from the same words as fetch_all's gets. */
+GRAIN_INLINE void nbi_gets(const grain_wg_t *wg, GRAIN_GLOBAL grain_i64 *w)
+{
+    int me = grain_my_pe(wg), n = grain_n_pes(wg);
+    grain_u32 lane = (grain_u32)grain_global_linear_id(), group = (grain_u32)grain_group_linear_id();
+    int pe = (int)(((grain_u32)me + lane) % (grain_u32)n);
+    grain_get64_nbi(wg, &w[FETCH_NBI64 + lane], &w[FETCH_DATA + lane], pe, 1);
+    grain_get32_nbi(wg, (GRAIN_GLOBAL grain_i32 *)&w[FETCH_NBI32] + lane,
+                    (GRAIN_GLOBAL grain_i32 *)&w[FETCH_DATA32] + lane, pe, 1);
+    int next = (int)(((grain_u32)me + 1u + group) % (grain_u32)n);
+    grain_getmem_nbi(wg, &w[FETCH_NBIMEM + group * FETCH_BLOCK64], &w[FETCH_DATA], 8 * FETCH_BLOCK64, next, 1);
+}
+
+/* Completed by the host (grain_quiet or grain_barrier_all). */
+GRAIN_KERNEL void fetch_nbi(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    nbi_gets(&wg, w);
+}
+
+/* Completed by the work-group's quiet, after which its lanes copy what
+ * they find (every word the work-group asked for) to FETCH_SEEN; and a
+ * block got into local memory, copied out. */
+GRAIN_KERNEL void fetch_nbi_quiet(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    GRAIN_LOCAL_DECL grain_i64 block[FETCH_BLOCK64];
+    nbi_gets(&wg, w);
+    grain_quiet(&wg);
+    grain_u32 lid = (grain_u32)grain_local_linear_id(), group = (grain_u32)grain_group_linear_id();
+    grain_u32 first = group * FETCH_WG;
+    w[FETCH_SEEN + first + lid] = w[FETCH_NBI64 + first + lid];
+    ((GRAIN_GLOBAL grain_i32 *)&w[FETCH_SEEN + FETCH_LANES])[first + lid] =
+        ((GRAIN_GLOBAL grain_i32 *)&w[FETCH_NBI32])[first + lid];
+    for (grain_u32 i = lid; i < FETCH_BLOCK64; i += FETCH_WG)
+        w[FETCH_SEEN + FETCH_NBIMEM - FETCH_NBI64 + group * FETCH_BLOCK64 + i] =
+            w[FETCH_NBIMEM + group * FETCH_BLOCK64 + i];
+    int me = grain_my_pe(&wg), n = grain_n_pes(&wg);
+    int next = (int)(((grain_u32)me + 1u + group) % (grain_u32)n);
+    grain_getmem_local(&wg, block, &w[FETCH_DATA], 8 * FETCH_BLOCK64, next, 1);
+    /* Word j was stored by lane j mod FETCH_WG: mostly another lane. */
+    for (grain_u32 i = lid; i < FETCH_BLOCK64; i += FETCH_WG) {
+        grain_u32 j = FETCH_BLOCK64 - 1 - i;
+        w[FETCH_LOCALMEM + group * FETCH_BLOCK64 + j] = block[j];
+    }
+}
+
 /* mode 1: a PE that does not exist; 2: a misaligned word; 3: a bulk get of
- * 6 bytes. */
+ * 6 bytes; 4: a get that does not wait into a misaligned word. */
 GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 mode)
 {
     GRAIN_WG_BEGIN(wg);
@@ -45,6 +92,9 @@ GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u
         w[FETCH_OUT] = grain_atomic_fetch_add64(&wg, &w[FETCH_COUNT64], 5, n, first);
     else if (mode == 2)
         w[FETCH_OUT] = grain_get64(&wg, (GRAIN_GLOBAL grain_i64 *)((GRAIN_GLOBAL char *)&w[FETCH_DATA] + 4), me, first);
-    else
+    else if (mode == 3)
         grain_getmem(&wg, &w[FETCH_GOT64], &w[FETCH_DATA], 6, me, 1);
+    else
+        grain_get64_nbi(&wg, (GRAIN_GLOBAL grain_i64 *)((GRAIN_GLOBAL char *)&w[FETCH_OUT] + 4), &w[FETCH_DATA], me,
+                        first);
 }

@@ -30,6 +30,11 @@ enum { R_INC64, R_INC32, R_CAS64, R_CAS32, R_SWAP, R_OR, R_AND, R_XOR32, R_ADD32
 #define FETCH_OUT (FETCH_DATA32 + FETCH_LANES / 2)
 #define FETCH_GOT64 (FETCH_OUT + FETCH_LANES * R_N) /* a bulk get a work-group */
 #define FETCH_GOT32 (FETCH_GOT64 + 2 * FETCH_BLOCK64)
-#define FETCH_WORDS (FETCH_GOT32 + 2 * ((FETCH_BLOCK32 + 2) / 2) + 1)
+#define FETCH_NBI64 (FETCH_GOT32 + 2 * ((FETCH_BLOCK32 + 2) / 2) + 1) /* a lane's get64_nbi */
+#define FETCH_NBI32 (FETCH_NBI64 + FETCH_LANES)                        /* its get32_nbi (32-bit words) */
+#define FETCH_NBIMEM (FETCH_NBI32 + FETCH_LANES / 2)                    /* a getmem_nbi a work-group */
+#define FETCH_SEEN (FETCH_NBIMEM + 2 * FETCH_BLOCK64) /* what those held after the work-group's quiet */
+#define FETCH_LOCALMEM (FETCH_SEEN + FETCH_NBIMEM - FETCH_NBI64) /* a getmem_local a work-group, copied out */
+#define FETCH_WORDS (FETCH_LOCALMEM + 2 * FETCH_BLOCK64)
 
 #endif

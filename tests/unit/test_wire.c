@@ -44,19 +44,50 @@ static void send_reply(void *arg, uint32_t dest, uint64_t ticket, uint64_t value
     sent[n_sent++].value = value;
 }
 
-/* Quiet requests the host's apply hands on. */
+/* Words of gets that do not wait, sent back as PUTs. */
+static struct {
+    uint32_t dest, cmd;
+    uint64_t offset, value;
+} puts_sent[4];
+static unsigned n_puts;
+
+static void send_put(void *arg, uint32_t dest, uint32_t cmd, uint64_t offset, uint64_t value)
+{
+    (void)arg;
+    assert_true(n_puts < 4);
+    puts_sent[n_puts].dest = dest;
+    puts_sent[n_puts].cmd = cmd;
+    puts_sent[n_puts].offset = offset;
+    puts_sent[n_puts++].value = value;
+}
+
+/* Quiet requests the host's apply hands on: from rank 2, or from this rank
+ * (0) for a reply after. */
 static uint64_t quiets[4];
+static uint32_t quiet_srcs[4];
 static unsigned n_quiets;
 
 static void quiet_request(void *arg, uint32_t src, uint64_t ticket)
 {
     (void)arg;
-    assert_int_equal(src, 2);
     assert_true(n_quiets < 4);
+    quiet_srcs[n_quiets] = src;
     quiets[n_quiets++] = ticket;
 }
 
-static const grain_wire_replies_t replies = {reply_slots, send_reply, quiet_request, NULL};
+/* Only the quiets ledger answers. */
+static void answer(void *arg, uint32_t dest, uint64_t ticket)
+{
+    (void)arg, (void)dest, (void)ticket;
+    fail_msg("a buffer's walk answered a quiet request itself");
+}
+
+static const grain_wire_replies_t replies = {.slots = reply_slots,
+                                             .self = 0,
+                                             .send = send_reply,
+                                             .put = send_put,
+                                             .quiet = quiet_request,
+                                             .answer = answer};
 
 /* Builds a buffer from rank 2 with the given queue messages. */
 static size_t build(uint8_t *buf, const uint64_t (*msgs)[3], unsigned n)
@@ -393,9 +424,9 @@ static void test_fetch_and_reply(void **state)
     assert_int_equal(sent[2].value, 333);
     assert_int_equal(sent[2].ticket, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1));
 
-    const uint64_t bad_op[][5] = {{GRAIN_CMD_FETCH64, 8, 1, 0, GRAIN_TICKET(7, 0, 0)}};
+    const uint64_t bad_op[][5] = {{GRAIN_CMD_FETCH64, 8, 1, 0, GRAIN_TICKET(8, 0, 0)}};
     len = build_wide(buf, bad_op, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "names operation 7 and reply slot 0");
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "names operation 8 and reply slot 0");
     const uint64_t bad_slot[][5] = {{GRAIN_CMD_FETCH32, 8, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 8, 0)}};
     len = build_wide(buf, bad_slot, 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply slot 8");
@@ -410,10 +441,71 @@ static void test_fetch_and_reply(void **state)
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "quiet request 0 from rank 2 is for reply slot 9");
 }
 
+/* A get that does not wait: its word goes back as a PUT to the offset it
+ * named, from a host thread's walk or from what an apply kernel left; a
+ * reply after goes to this rank's ledger; a return offset outside the heap
+ * or misaligned is refused before anything is read. */
+static void test_get_nbi_and_reply_after(void **state)
+{
+    (void)state;
+    _Alignas(8) char heap[HEAP] = {0};
+    uint64_t word = 0x1122334455667788ull;
+    memcpy(heap + 24, &word, 8);
+    const uint64_t msgs[][5] = {
+        {GRAIN_CMD_FETCH64, 24, 0, 40, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)},
+        {GRAIN_CMD_FETCH32, 28, 0, 44, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)},
+        {GRAIN_CMD_REPLY_AFTER, GRAIN_TICKET(0, 3, 4) >> 8, 0, 0, 0},
+    };
+    _Alignas(8) uint8_t buf[256];
+    char why[256];
+    size_t len = build_wide(buf, msgs, 3);
+    assert_int_equal(len, sizeof(grain_wire_hdr_t) + 2 * 32 + 8);
+    uint32_t marks[2];
+    grain_wire_marks_t m = {marks, 1, 0, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    assert_int_equal(m.staged, 2);
+    n_sent = n_puts = n_quiets = 0;
+    assert_int_equal(grain_wire_apply(buf, heap, &am, &replies, 0), 0);
+    assert_int_equal(n_sent, 0);
+    assert_int_equal(n_puts, 2);
+    assert_int_equal(puts_sent[0].dest, 2);
+    assert_int_equal(puts_sent[0].cmd, GRAIN_CMD_PUT64);
+    assert_int_equal(puts_sent[0].offset, 40);
+    assert_int_equal(puts_sent[0].value, word);
+    assert_int_equal(puts_sent[1].cmd, GRAIN_CMD_PUT32);
+    assert_int_equal(puts_sent[1].offset, 44);
+    assert_int_equal(puts_sent[1].value, 0x11223344u);
+    assert_int_equal(n_quiets, 1);
+    assert_int_equal(quiet_srcs[0], 0);
+    assert_int_equal(GRAIN_TICKET_SLOT(quiets[0]), 3);
+    assert_int_equal(GRAIN_TICKET_GEN(quiets[0]), 4);
+    memcpy(&word, heap + 24, 8);
+    assert_int_equal(word, 0x1122334455667788ull); /* read, not changed */
+
+    uint64_t *words = (uint64_t *)(buf + sizeof(grain_wire_hdr_t));
+    words[1] = 777; /* an apply kernel's old value, in place of the operand */
+    n_puts = 0;
+    grain_wire_stage_replies(words, grain_wire_words(len), marks, 2, &replies);
+    assert_int_equal(n_puts, 2);
+    assert_int_equal(puts_sent[0].offset, 40);
+    assert_int_equal(puts_sent[0].value, 777);
+
+    const uint64_t outside[][5] = {{GRAIN_CMD_FETCH64, 8, 0, HEAP, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)}};
+    len = build_wide(buf, outside, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset");
+    const uint64_t misaligned[][5] = {{GRAIN_CMD_FETCH64, 8, 0, 12, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)}};
+    len = build_wide(buf, misaligned, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset 12");
+    const uint64_t bad_after[][5] = {{GRAIN_CMD_REPLY_AFTER, GRAIN_TICKET(0, 8, 0) >> 8, 0, 0, 0}};
+    len = build_wide(buf, bad_after, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply 0 from rank 2 is for reply slot 8");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_get_nbi_and_reply_after),
         cmocka_unit_test(test_valid_buffer_applies_every_command),
         cmocka_unit_test(test_marks_apply_like_the_host),
         cmocka_unit_test(test_each_bad_field_is_rejected),

@@ -97,6 +97,10 @@ GRAIN_INLINE void grain_apply_put_signal(GRAIN_GLOBAL char *heap, grain_u64 offs
 #define GRAIN_AMO_AND 4u
 #define GRAIN_AMO_OR 5u
 #define GRAIN_AMO_XOR 6u
+/* A get that does not wait (grain_get64_nbi): read as GRAIN_AMO_FETCH; the
+ * value goes back as a PUT into the requester's heap at the offset the
+ * request carries in place of the value compared. */
+#define GRAIN_AMO_GET_NBI 7u
 
 #define GRAIN_APPLY_AMO_(bits)                                                                              \
     GRAIN_INLINE grain_u##bits grain_apply_amo##bits(GRAIN_GLOBAL char *p, grain_u32 op, grain_u##bits value,     \

@@ -22,7 +22,11 @@
 #define GRAIN_CMD_FETCH64 10u
 #define GRAIN_CMD_REPLY 11u       /* the old value, into the requester's reply slot */
 #define GRAIN_CMD_QUIET 12u       /* a work-group quiet: answered once all that arrived before it is applied */
-#define GRAIN_CMD_COUNT 13u
+/* A quiet's answer from a rank that sent this one data of gets that do not
+ * wait (grain_get64_nbi) before it: the slot is filled only once every
+ * buffer that arrived before it is applied here. */
+#define GRAIN_CMD_REPLY_AFTER 13u
+#define GRAIN_CMD_COUNT 14u
 /* A message of four words takes two columns of its slot (never the wire):
  * the first column's handler field names the second, whose command is
  * this, whose handler field holds the signal operation and whose rows hold
@@ -68,6 +72,7 @@
 #define GRAIN_DEV_ERR_BAD_SIZE 8u      /* cmd: PUT32 for a bulk put, 0 for a bulk get; value: its bytes */
 #define GRAIN_DEV_ERR_BAD_FETCH_PE 9u  /* a get or fetching atomic; cmd: the word's width; value: the PE */
 #define GRAIN_DEV_ERR_BAD_FETCH 10u    /* cmd: the word's width; value: its offset */
+#define GRAIN_DEV_ERR_BAD_GET_DEST 11u /* a get that does not wait; cmd: the width; value: the destination's offset */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */
