@@ -86,7 +86,9 @@ struct grain_applier {
      * reaped, and their stages freed, in order. */
     grain_kernel_t *agent;
     unsigned agent_groups;
-    uint64_t *ring; /* shared memory, GRAIN_APPLY_RING_WORDS(n_stages) words */
+    uint64_t *ring;   /* shared memory, GRAIN_APPLY_RING_WORDS(n_stages) words */
+    uint64_t *mirror; /* device memory, GRAIN_APPLY_MIRROR_WORDS(n_stages) words: the relay copies the ring */
+    uint32_t agent_gen; /* launches of the agent, from 1: its stop word names the launch */
     uint64_t tickets, reaped;
     atomic_int agent_on;
     uint64_t agent_launches;
@@ -212,10 +214,11 @@ static void agent_stop(grain_applier_t *a)
 }
 
 /* Under the lock, with no other thread launching: one launch of the agent
- * from ticket `first` with control word `ctl`. */
+ * from ticket `first` with control word `ctl`: `groups` work-groups that
+ * apply, and the relay. */
 static grain_status_t launch_agent(grain_applier_t *a, uint64_t first, unsigned ctl, unsigned groups, uint64_t *mark_p)
 {
-    grain_u32 slots = a->n_stages, from = (grain_u32)first, word = ctl;
+    grain_u32 slots = a->n_stages, from = (grain_u32)first, word = ctl, gen = ++a->agent_gen;
     grain_status_t st = set_stage_args(a, a->agent);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg_ptr(a->agent, 4, a->ring);
@@ -226,7 +229,11 @@ static grain_status_t launch_agent(grain_applier_t *a, uint64_t first, unsigned 
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(a->agent, 7, sizeof word, &word);
     if (st == GRAIN_OK)
-        st = grain_kernel_launch_side(a->agent, groups * a->wg, a->wg, mark_p);
+        st = grain_kernel_set_arg_ptr(a->agent, 8, a->mirror);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(a->agent, 9, sizeof gen, &gen);
+    if (st == GRAIN_OK)
+        st = grain_kernel_launch_side(a->agent, (groups + 1) * a->wg, a->wg, mark_p);
     return st;
 }
 
@@ -386,11 +393,16 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
     void *block = NULL;
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, (stages + 1) * a->layout.stride_words * sizeof(uint64_t), &block);
-    void *ring = NULL;
+    void *ring = NULL, *mirror = NULL;
     if (st == GRAIN_OK && a->agent_groups > 0 &&
         (st = g->bops->alloc_shared(g->backend, GRAIN_APPLY_RING_WORDS(stages) * sizeof(uint64_t), &ring)) == GRAIN_OK) {
         a->ring = ring;
         memset(ring, 0, GRAIN_APPLY_RING_WORDS(stages) * sizeof(uint64_t));
+        size_t mirror_bytes = GRAIN_APPLY_MIRROR_WORDS(stages) * sizeof(uint64_t);
+        if ((st = g->bops->alloc_device(g->backend, mirror_bytes, &mirror)) == GRAIN_OK) {
+            a->mirror = mirror;
+            st = g->bops->zero(g->backend, mirror, mirror_bytes);
+        }
     }
     if (st == GRAIN_OK) {
         a->block = block;
@@ -423,6 +435,8 @@ void grain_applier_destroy(grain_applier_t *a)
         g->bops->free_shared(g->backend, a->block);
     if (a->ring != NULL)
         g->bops->free_shared(g->backend, a->ring);
+    if (a->mirror != NULL)
+        g->bops->free_device(g->backend, a->mirror);
     while (a->kept_head != NULL) {
         kept_t *k = a->kept_head;
         a->kept_head = k->next;

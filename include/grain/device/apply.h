@@ -42,6 +42,10 @@
 #define GRAIN_APPLY_RING_DONE(slots) (GRAIN_APPLY_RING_POST + (slots))
 #define GRAIN_APPLY_RING_WORDS(slots) (GRAIN_APPLY_RING_DONE(slots) + ((slots) + 1u) / 2u)
 #define GRAIN_APPLY_RING_NONE (~(grain_u64)0) /* no post word is all ones */
+/* The ring's mirror in device memory, which the agent's applying
+ * work-groups poll instead of the ring: a copy of each post word, then a
+ * stop word (the launch's number above bit 32, the stop ticket below). */
+#define GRAIN_APPLY_MIRROR_WORDS(slots) ((slots) + 1u)
 
 /* `offset` was checked against the heap by the sender and the receiver. */
 GRAIN_INLINE void grain_apply_msg(GRAIN_GLOBAL char *heap, grain_u32 cmd, grain_u64 offset, grain_u64 value)

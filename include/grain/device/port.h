@@ -128,6 +128,8 @@ GRAIN_INLINE uint grain_atomic_count_down_dev_u32(__global void *p)
     atomic_load_explicit(GRAIN_A32(p), memory_order_acquire, memory_scope_device)
 #define grain_atomic_store_release_dev_u32(p, v) \
     atomic_store_explicit(GRAIN_A32(p), (uint)(v), memory_order_release, memory_scope_device)
+#define grain_atomic_store_release_dev_u64(p, v) \
+    atomic_store_explicit(GRAIN_A64(p), (ulong)(v), memory_order_release, memory_scope_device)
 
 /* The symmetric heap where kernels apply messages to it: relaxed (see
  * grain/device/apply.h), at the scope GRAIN_HEAP_SCOPE_SYSTEM says. */
@@ -324,6 +326,7 @@ GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_dev_u32, grain_u32, 32, dev)
 GRAIN_LOAD_ACQUIRE_(grain_atomic_load_acquire_dev_u64, grain_u64, 64, dev)
 GRAIN_STORE_RELEASE_(grain_atomic_store_release_u32, grain_u32, 32, sys)
 GRAIN_STORE_RELEASE_(grain_atomic_store_release_dev_u32, grain_u32, 32, dev)
+GRAIN_STORE_RELEASE_(grain_atomic_store_release_dev_u64, grain_u64, 64, dev)
 
 GRAIN_INLINE grain_u32 grain_atomic_load_relaxed_u32(GRAIN_GLOBAL void *p) { return *GRAIN_A32(p); }
 
@@ -564,6 +567,7 @@ typedef int32_t grain_i32;
 #define grain_atomic_load_acquire_dev_u64 grain_atomic_load_acquire_u64
 #define grain_atomic_load_acquire_dev_u32 grain_atomic_load_acquire_u32
 #define grain_atomic_store_release_dev_u32 grain_atomic_store_release_u32
+#define grain_atomic_store_release_dev_u64(p, v) atomic_store_explicit(GRAIN_A64(p), (v), memory_order_release)
 GRAIN_INLINE grain_u32 grain_atomic_count_down_dev_u32(void *p)
 {
     grain_u32 old = atomic_fetch_sub_explicit(GRAIN_A32(p), 1u, memory_order_release);

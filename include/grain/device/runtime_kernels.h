@@ -78,20 +78,52 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *blo
 }
 
 /*
+ * The agent's relay, lane 0 of its last work-group: copies the ring's post
+ * words, in ticket order, into the mirror in device memory, and once the
+ * launch's control word stops it at a ticket it has reached (every earlier
+ * one posted and copied), the stop, marked with the launch's number `gen`.
+ * Only the relay polls host memory: 32 work-groups that each polled a word
+ * of pinned host memory, even every 2 us, made the atomics of a kernel
+ * beside them 17x slower on an H100 (70 -> 4 G/s); polling device memory
+ * cost nothing (docs/receive-path.md).
+ */
+GRAIN_INLINE void grain_apply_relay_(GRAIN_GLOBAL grain_u64 *ring, GRAIN_GLOBAL grain_u64 *mirror, grain_u32 slots,
+                                     grain_u32 first, grain_u32 ctl, grain_u32 gen)
+{
+    for (grain_u32 t = first;;) {
+        grain_u64 post = grain_atomic_load_acquire_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
+        if ((grain_u32)(post >> 32) == t + 1u) {
+            grain_atomic_store_release_dev_u64(&mirror[t % slots], post);
+            t++;
+            continue;
+        }
+        grain_u64 c = grain_atomic_load_acquire_u64(&ring[ctl]);
+        if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u) {
+            grain_atomic_store_release_dev_u64(&mirror[slots], (grain_u64)gen << 32 | (grain_u32)c);
+            return;
+        }
+        grain_poll_nap();
+    }
+}
+
+/*
  * The resident apply agent (runtime/apply.c): launched before a producer,
  * so that its work-groups hold their compute units while the producer's
  * fill the rest, it applies the stages the host posts to its ring
- * (grain/device/apply.h) as they come.  Work-group w of G applies the
- * tickets first + w, first + w + G, ...: it waits until the ticket's post
+ * (grain/device/apply.h) as they come.  Its last work-group relays the
+ * ring into the mirror; work-group w of the other G applies the tickets
+ * first + w, first + w + G, ...: it waits until the ticket's mirrored post
  * word names its stage, applies the stage tile by tile, and stores the
  * ticket into the entry's done word, which frees the stage for the host.
- * It returns at the first ticket that the launch's control word (`ctl`,
- * one a launch, so that the next launch may wait behind a stopping one)
- * stops it at; the host posts every ticket before the stop.
+ * It returns at the first ticket that the launch's stop (relayed from its
+ * control word `ctl`, one a launch, so that the next launch may wait behind
+ * a stopping one) stops it at; the host posts every ticket before the
+ * stop.  `gen` numbers the launch, so that no launch takes an earlier
+ * one's stop.
  */
 GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *block, grain_u64 stride,
                                     grain_u64 data_words, GRAIN_GLOBAL grain_u64 *ring, grain_u32 slots,
-                                    grain_u32 first, grain_u32 ctl)
+                                    grain_u32 first, grain_u32 ctl, GRAIN_GLOBAL grain_u64 *mirror, grain_u32 gen)
 {
     GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
@@ -99,18 +131,23 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
     GRAIN_GLOBAL grain_u32 *done = (GRAIN_GLOBAL grain_u32 *)(ring + GRAIN_APPLY_RING_DONE(slots));
     grain_u32 lid = (grain_u32)grain_local_linear_id();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
-    grain_u32 groups = (grain_u32)grain_group_linear_count();
-    for (grain_u32 t = first + (grain_u32)grain_group_linear_id();; t += groups) {
+    grain_u32 groups = (grain_u32)grain_group_linear_count() - 1u, w = (grain_u32)grain_group_linear_id();
+    if (w == groups) { /* the whole work-group: no barrier below is reached */
+        if (lid == 0)
+            grain_apply_relay_(ring, mirror, slots, first, ctl, gen);
+        return;
+    }
+    for (grain_u32 t = first + w;; t += groups) {
         if (lid == 0) {
             grain_u64 p = GRAIN_APPLY_RING_NONE;
             for (;;) {
-                grain_u64 post = grain_atomic_load_acquire_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
+                grain_u64 post = grain_atomic_load_acquire_dev_u64(&mirror[t % slots]);
                 if ((grain_u32)(post >> 32) == t + 1u) {
                     p = post;
                     break;
                 }
-                grain_u64 c = grain_atomic_load_acquire_u64(&ring[ctl]);
-                if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u)
+                grain_u64 stop = grain_atomic_load_acquire_dev_u64(&mirror[slots]);
+                if ((grain_u32)(stop >> 32) == gen && t - (grain_u32)stop < 0x80000000u)
                     break; /* t is at or past the stop */
                 grain_poll_nap();
             }
