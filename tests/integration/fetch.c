@@ -19,6 +19,9 @@
  *                            quiet (in the kernel), after the host's
  *                            grain_quiet and after grain_barrier_all
  *   getmem_local             the same block, through local memory
+ *   a compare-and-swap lock  the holders' increments of a counter by a get
+ *                            and a put inside it all count, and every
+ *                            release found the holder's id
  *
  * on the direct path and through the transport (GRAIN_PEER=off), where each
  * is a request and a reply.
@@ -231,6 +234,27 @@ static void run_nbi_all(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *
     run_nbi(g, prog, w, host, "fetch_nbi", grain_barrier_all, FETCH_NBI64, "grain_barrier_all");
 }
 
+/* fetch.cl's fetch_lock; rank 0 holds the lock, the last rank the counter. */
+static void run_lock(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *host)
+{
+    int me = grain_my_pe(g), n = grain_n_pes(g);
+    grain_kernel_t *k;
+    OK(grain_kernel_create(prog, "fetch_lock", &k));
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    size_t global = FETCH_LANES, local = FETCH_WG;
+    OK(grain_launch(k, 1, &global, &local));
+    OK(grain_barrier_all(g));
+    OK(grain_memcpy(g, host, w, FETCH_WORDS * sizeof *host));
+    int64_t holders = (int64_t)n * (FETCH_LANES / FETCH_LOCK_LANES) * FETCH_LOCK_ROUNDS;
+    if (me == n - 1 && host[FETCH_LOCKED] != holders)
+        fail(me, "the counter incremented inside the lock", me, host[FETCH_LOCKED], holders);
+    if (me == 0 && host[FETCH_LOCK] != 0)
+        fail(me, "the lock after every release", me, host[FETCH_LOCK], 0);
+    if (host[FETCH_LOCK_BAD] != 0)
+        fail(me, "releases that found another lane's id", me, host[FETCH_LOCK_BAD], 0);
+    grain_kernel_destroy(k);
+}
+
 static int run_bad(grain_t *g, grain_program_t *prog, int64_t *w, const char *mode)
 {
     static const char *const modes[] = {"bad-pe", "bad-offset", "bad-size", "bad-dest"};
@@ -328,6 +352,7 @@ int main(int argc, char **argv)
         free(t);
         grain_kernel_destroy(k);
         run_nbi_all(g, prog, w, host);
+        run_lock(g, prog, w, host);
     }
     uint64_t total_bad = (uint64_t)bad;
     OK(grain_allreduce(g, &total_bad, 1, GRAIN_UINT64, GRAIN_SUM));

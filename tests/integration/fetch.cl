@@ -82,6 +82,33 @@ GRAIN_KERNEL void fetch_nbi_quiet(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
     }
 }
 
+/*
+ * A lock taken by compare-and-swap on rank 0's word: inside it the holder
+ * reads the last rank's counter (a get) and writes it back plus one (a
+ * put), quiets, and releases it with a swap that must find its own id.  Two
+ * holders at once would lose an increment.  Every round, every lane that
+ * still wants the lock tries once, so the holder, whose work-group's other
+ * lanes may be waiting, finishes in the round it won.
+ */
+GRAIN_KERNEL void fetch_lock(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w)
+{
+    GRAIN_WG_BEGIN(wg);
+    int me = grain_my_pe(&wg), last = grain_n_pes(&wg) - 1;
+    grain_u32 lane = (grain_u32)grain_global_linear_id();
+    grain_i64 id = (grain_i64)me * FETCH_LANES + lane + 1;
+    grain_i64 left = lane % FETCH_LOCK_LANES == 0 ? FETCH_LOCK_ROUNDS : 0;
+    while (grain_wg_reduce_max(&wg, left, 1) > 0) {
+        int want = left > 0;
+        int mine = grain_atomic_compare_swap64(&wg, &w[FETCH_LOCK], 0, id, 0, want) == 0 && want;
+        grain_i64 v = grain_get64(&wg, &w[FETCH_LOCKED], last, mine);
+        grain_put64(&wg, &w[FETCH_LOCKED], v + 1, last, mine);
+        grain_quiet(&wg);
+        if (grain_atomic_swap64(&wg, &w[FETCH_LOCK], 0, 0, mine) != id && mine)
+            grain_heap_add_u64(&w[FETCH_LOCK_BAD], 1);
+        left -= mine;
+    }
+}
+
 /* mode 1: a PE that does not exist; 2: a misaligned word; 3: a bulk get of
  * 6 bytes; 4: a get that does not wait into a misaligned word. */
 GRAIN_KERNEL void fetch_bad(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *w, grain_u32 mode)

@@ -35,6 +35,11 @@ enum { R_INC64, R_INC32, R_CAS64, R_CAS32, R_SWAP, R_OR, R_AND, R_XOR32, R_ADD32
 #define FETCH_NBIMEM (FETCH_NBI32 + FETCH_LANES / 2)                    /* a getmem_nbi a work-group */
 #define FETCH_SEEN (FETCH_NBIMEM + 2 * FETCH_BLOCK64) /* what those held after the work-group's quiet */
 #define FETCH_LOCALMEM (FETCH_SEEN + FETCH_NBIMEM - FETCH_NBI64) /* a getmem_local a work-group, copied out */
-#define FETCH_WORDS (FETCH_LOCALMEM + 2 * FETCH_BLOCK64)
+#define FETCH_LOCK (FETCH_LOCALMEM + 2 * FETCH_BLOCK64) /* rank 0's: 0, or the id of the lane that holds it */
+#define FETCH_LOCKED (FETCH_LOCK + 1)  /* the last rank's: what the holders added, by a get and a put */
+#define FETCH_LOCK_BAD (FETCH_LOCK + 2) /* releases that found another id in the lock */
+#define FETCH_LOCK_LANES 32             /* lanes 0, 32, ... of each work-group take the lock */
+#define FETCH_LOCK_ROUNDS 2             /* each, this many times */
+#define FETCH_WORDS (FETCH_LOCK + 3)
 
 #endif
