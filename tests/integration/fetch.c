@@ -172,6 +172,21 @@ static void check(int me, int n, const int64_t *w, tables_t *t)
         fail(me, "a word beside the 32-bit getmem blocks", me, 1, 0);
 }
 
+/* Runs fetch.cl's kernel `name` on FETCH_LANES work-items, completes it
+ * with `complete` and copies the rank's words into `host`. */
+static void run_kernel(grain_t *g, grain_program_t *prog, const char *name, int64_t *w, int64_t *host,
+                       grain_status_t (*complete)(grain_t *))
+{
+    grain_kernel_t *k;
+    OK(grain_kernel_create(prog, name, &k));
+    OK(grain_kernel_set_arg_ptr(k, 1, w));
+    size_t global = FETCH_LANES, local = FETCH_WG;
+    OK(grain_launch(k, 1, &global, &local));
+    OK(complete(g));
+    OK(grain_memcpy(g, host, w, FETCH_WORDS * sizeof *host));
+    grain_kernel_destroy(k);
+}
+
 /* The words of the gets that do not wait, as fetch.cl's nbi_gets asks for
  * them, at `at` (FETCH_NBI64 or FETCH_SEEN: the same layout); `how` says
  * what completed them. */
@@ -206,16 +221,9 @@ static void run_nbi(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *host
     memset(&host[FETCH_NBI64], 0, (FETCH_WORDS - FETCH_NBI64) * sizeof *host);
     OK(grain_memcpy(g, &w[FETCH_NBI64], &host[FETCH_NBI64], (FETCH_WORDS - FETCH_NBI64) * sizeof *host));
     OK(grain_barrier_all(g));
-    grain_kernel_t *k;
-    OK(grain_kernel_create(prog, name, &k));
-    OK(grain_kernel_set_arg_ptr(k, 1, w));
-    size_t global = FETCH_LANES, local = FETCH_WG;
-    OK(grain_launch(k, 1, &global, &local));
-    OK(complete(g));
-    OK(grain_memcpy(g, host, w, FETCH_WORDS * sizeof *host));
+    run_kernel(g, prog, name, w, host, complete);
     check_nbi(grain_my_pe(g), grain_n_pes(g), host, at, how);
     OK(grain_barrier_all(g)); /* no rank clears its words while another's gets are due */
-    grain_kernel_destroy(k);
 }
 
 /* The gets that do not wait, completed three ways; and getmem_local. */
@@ -238,13 +246,7 @@ static void run_nbi_all(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *
 static void run_lock(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *host)
 {
     int me = grain_my_pe(g), n = grain_n_pes(g);
-    grain_kernel_t *k;
-    OK(grain_kernel_create(prog, "fetch_lock", &k));
-    OK(grain_kernel_set_arg_ptr(k, 1, w));
-    size_t global = FETCH_LANES, local = FETCH_WG;
-    OK(grain_launch(k, 1, &global, &local));
-    OK(grain_barrier_all(g));
-    OK(grain_memcpy(g, host, w, FETCH_WORDS * sizeof *host));
+    run_kernel(g, prog, "fetch_lock", w, host, grain_barrier_all);
     int64_t holders = (int64_t)n * (FETCH_LANES / FETCH_LOCK_LANES) * FETCH_LOCK_ROUNDS;
     if (me == n - 1 && host[FETCH_LOCKED] != holders)
         fail(me, "the counter incremented inside the lock", me, host[FETCH_LOCKED], holders);
@@ -252,7 +254,6 @@ static void run_lock(grain_t *g, grain_program_t *prog, int64_t *w, int64_t *hos
         fail(me, "the lock after every release", me, host[FETCH_LOCK], 0);
     if (host[FETCH_LOCK_BAD] != 0)
         fail(me, "releases that found another lane's id", me, host[FETCH_LOCK_BAD], 0);
-    grain_kernel_destroy(k);
 }
 
 static int run_bad(grain_t *g, grain_program_t *prog, int64_t *w, const char *mode)
@@ -314,13 +315,7 @@ int main(int argc, char **argv)
     if (argc > 1) {
         bad = run_bad(g, prog, w, argv[1]);
     } else {
-        grain_kernel_t *k;
-        OK(grain_kernel_create(prog, "fetch_all", &k));
-        OK(grain_kernel_set_arg_ptr(k, 1, w));
-        size_t global = FETCH_LANES, local = FETCH_WG;
-        OK(grain_launch(k, 1, &global, &local));
-        OK(grain_barrier_all(g));
-        OK(grain_memcpy(g, host, w, sizeof host));
+        run_kernel(g, prog, "fetch_all", w, host, grain_barrier_all);
         tables_t *t = calloc(1, sizeof *t);
         if (t == NULL)
             return 2;
@@ -350,7 +345,6 @@ int main(int argc, char **argv)
         OK(grain_allreduce(g, t, sizeof *t / sizeof(uint64_t), GRAIN_UINT64, GRAIN_SUM));
         check(me, n, host, t);
         free(t);
-        grain_kernel_destroy(k);
         run_nbi_all(g, prog, w, host);
         run_lock(g, prog, w, host);
     }

@@ -315,6 +315,14 @@ static size_t build_wide(uint8_t *buf, const uint64_t (*msgs)[5], unsigned n)
     return used;
 }
 
+/* A buffer of the one wide-layout message `msg` is refused with `want`, the
+ * reason saying `phrase`. */
+static void expect_wide_rejected(const uint64_t (*msg)[5], grain_status_t want, const char *phrase)
+{
+    _Alignas(8) uint8_t buf[64];
+    expect_rejected(buf, build_wide(buf, msg, 1), want, phrase);
+}
+
 #define SIGNAL(op, offset) ((op) | (uint64_t)(offset) << 8)
 
 /* Data, then its signal: added to twice, then set; the same heap from the
@@ -351,14 +359,11 @@ static void test_put_signal(void **state)
     assert_memory_equal(host, staged, HEAP);
 
     const uint64_t bad_op[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(2, 64), 1}};
-    len = build_wide(buf, bad_op, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "signal operation 2");
+    expect_wide_rejected(bad_op, GRAIN_ERR_BAD_MESSAGE, "signal operation 2");
     const uint64_t outside[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(GRAIN_SIGNAL_ADD, HEAP), 1}};
-    len = build_wide(buf, outside, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "signals the word at heap offset 4096");
+    expect_wide_rejected(outside, GRAIN_ERR_BAD_OFFSET, "signals the word at heap offset 4096");
     const uint64_t misaligned[][5] = {{GRAIN_CMD_PUT64_SIGNAL, 0, 1, SIGNAL(GRAIN_SIGNAL_SET, 68), 1}};
-    len = build_wide(buf, misaligned, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
+    expect_wide_rejected(misaligned, GRAIN_ERR_BAD_OFFSET, "misaligned");
 }
 
 /* A host thread applies fetches and sends each old value to the requester
@@ -425,20 +430,15 @@ static void test_fetch_and_reply(void **state)
     assert_int_equal(sent[2].ticket, GRAIN_TICKET(GRAIN_AMO_FETCH, 5, 1));
 
     const uint64_t bad_op[][5] = {{GRAIN_CMD_FETCH64, 8, 1, 0, GRAIN_TICKET(8, 0, 0)}};
-    len = build_wide(buf, bad_op, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "names operation 8 and reply slot 0");
+    expect_wide_rejected(bad_op, GRAIN_ERR_BAD_MESSAGE, "names operation 8 and reply slot 0");
     const uint64_t bad_slot[][5] = {{GRAIN_CMD_FETCH32, 8, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 8, 0)}};
-    len = build_wide(buf, bad_slot, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply slot 8");
+    expect_wide_rejected(bad_slot, GRAIN_ERR_BAD_MESSAGE, "reply slot 8");
     const uint64_t misaligned[][5] = {{GRAIN_CMD_FETCH64, 12, 1, 0, GRAIN_TICKET(GRAIN_AMO_ADD, 0, 0)}};
-    len = build_wide(buf, misaligned, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "misaligned");
+    expect_wide_rejected(misaligned, GRAIN_ERR_BAD_OFFSET, "misaligned");
     const uint64_t bad_reply[][5] = {{GRAIN_CMD_REPLY, GRAIN_TICKET(0, 8, 0) >> 8, 1, 0, 0}};
-    len = build_wide(buf, bad_reply, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "is for reply slot 8; ranks have 8");
+    expect_wide_rejected(bad_reply, GRAIN_ERR_BAD_MESSAGE, "is for reply slot 8; ranks have 8");
     const uint64_t bad_quiet[][5] = {{GRAIN_CMD_QUIET, GRAIN_TICKET(0, 9, 0) >> 8, 0, 0, 0}};
-    len = build_wide(buf, bad_quiet, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "quiet request 0 from rank 2 is for reply slot 9");
+    expect_wide_rejected(bad_quiet, GRAIN_ERR_BAD_MESSAGE, "quiet request 0 from rank 2 is for reply slot 9");
 }
 
 /* A get that does not wait: its word goes back as a PUT to the offset it
@@ -491,14 +491,11 @@ static void test_get_nbi_and_reply_after(void **state)
     assert_int_equal(puts_sent[0].value, 777);
 
     const uint64_t outside[][5] = {{GRAIN_CMD_FETCH64, 8, 0, HEAP, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)}};
-    len = build_wide(buf, outside, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset");
+    expect_wide_rejected(outside, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset");
     const uint64_t misaligned[][5] = {{GRAIN_CMD_FETCH64, 8, 0, 12, GRAIN_TICKET(GRAIN_AMO_GET_NBI, 0, 0)}};
-    len = build_wide(buf, misaligned, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset 12");
+    expect_wide_rejected(misaligned, GRAIN_ERR_BAD_OFFSET, "sends its word back to heap offset 12");
     const uint64_t bad_after[][5] = {{GRAIN_CMD_REPLY_AFTER, GRAIN_TICKET(0, 8, 0) >> 8, 0, 0, 0}};
-    len = build_wide(buf, bad_after, 1);
-    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reply 0 from rank 2 is for reply slot 8");
+    expect_wide_rejected(bad_after, GRAIN_ERR_BAD_MESSAGE, "reply 0 from rank 2 is for reply slot 8");
 }
 
 int main(void)
