@@ -1,17 +1,30 @@
 # grain_embed_source(<target> <source> <symbol>): compiles <source> (a device
-# source with grain's headers inlined) into <target> as `const char <symbol>[]`.
+# source, with grain's headers inlined) into <target> as `const char <symbol>[]`,
+# which grain_program_create takes.  GRAIN_EMBED_INCLUDE_DIR names the
+# directory that holds grain/device.h and GRAIN_EMBED_TOOL the grain_embed
+# executable: grain's own build sets them (globally, so that a project that
+# adds grain with add_subdirectory may call this too), and so does the
+# installed package (grainConfig.cmake), for the installed headers and tool.
+# In grain's own build every source is also checked as CUDA, HIP and OpenCL C
+# (grain_device_check); a consumer's is not.
 function(grain_embed_source target source symbol)
   get_filename_component(abs "${source}" ABSOLUTE)
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.c")
-  file(GLOB_RECURSE grain_device_headers "${PROJECT_SOURCE_DIR}/include/grain/*.h")
+  file(GLOB_RECURSE grain_device_headers "${GRAIN_EMBED_INCLUDE_DIR}/grain/*.h")
   add_custom_command(
     OUTPUT "${out}"
-    COMMAND grain_embed "${PROJECT_SOURCE_DIR}/include" "${abs}" ${symbol} "${out}"
-    DEPENDS grain_embed "${abs}" ${grain_device_headers}
+    COMMAND ${GRAIN_EMBED_TOOL} "${GRAIN_EMBED_INCLUDE_DIR}" "${abs}" ${symbol} "${out}"
+    DEPENDS ${GRAIN_EMBED_TOOL} "${abs}" ${grain_device_headers}
     COMMENT "Embedding ${source}")
   target_sources(${target} PRIVATE "${out}")
-  grain_device_check("${abs}" ${symbol})
+  if(COMMAND grain_device_check)
+    grain_device_check("${abs}" ${symbol})
+  endif()
 endfunction()
+
+if(NOT GRAIN_EMBED_CHECKS)
+  return()
+endif()
 
 # Compiles a device source as CUDA (nvcc) and HIP (hipcc) for the check
 # architectures, in every reservation mode, so that a dialect error fails the
@@ -30,7 +43,7 @@ function(grain_device_check abs symbol)
   endif()
   set_property(GLOBAL PROPERTY GRAIN_DEVICE_CHECKED_${key} TRUE)
   get_filename_component(dir "${abs}" DIRECTORY)
-  set(common_flags -I${PROJECT_SOURCE_DIR}/include -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
+  set(common_flags -I${GRAIN_EMBED_INCLUDE_DIR} -I${dir} -DGRAIN_MAX_WG=256 -DGRAIN_SG_WIDTH=32
       -DGRAIN_APPLY_IN_PLACE=1 -DGRAIN_PEER_DIRECT=1)
   # As the CUDA backend builds where it links the device runtime: with
   # kernels that launch kernels.

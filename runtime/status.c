@@ -1,4 +1,10 @@
 #include "grain/grain.h"
+#include "grain/version.h"
+
+const char *grain_version(void)
+{
+    return GRAIN_VERSION_STRING;
+}
 
 const char *grain_strerror(grain_status_t status)
 {

@@ -50,6 +50,9 @@ typedef enum grain_status {
 } grain_status_t;
 
 const char *grain_strerror(grain_status_t status);
+/* The library's version, "MAJOR.MINOR.PATCH"; grain/version.h has the
+ * headers' (GRAIN_VERSION_STRING and its parts). */
+const char *grain_version(void);
 
 /* ---- configuration ------------------------------------------------------
  * Every setting has a GRAIN_* environment variable; grain_config_create()

@@ -1,0 +1,26 @@
+#!/bin/bash
+# check.sh BUILD_DIR SOURCE_DIR MPIEXEC: installs the grain built in BUILD_DIR
+# into a fresh prefix, as a user would (cmake --install), then builds
+# tests/consumer against that prefix twice, with find_package(grain) and with
+# pkg-config, and runs each build on two ranks.
+set -euo pipefail
+build=$1 src=$2 mpiexec=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run() { # run LOG COMMAND...: the log is shown only if the command fails
+    local log=$1
+    shift
+    "$@" > "$work/$log" 2>&1 || { cat "$work/$log"; echo "check.sh: failed: $*" >&2; exit 1; }
+}
+run install.log cmake --install "$build" --prefix "$work/prefix"
+run configure.log cmake -S "$src/tests/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix"
+run build.log cmake --build "$work/cmake"
+"$mpiexec" --oversubscribe --bind-to none -np 2 "$work/cmake/hello"
+
+pc=$(dirname "$(find "$work/prefix" -name grain.pc)")
+"$work/prefix/bin/grain_embed" "$work/prefix/include" "$src/tests/consumer/hello.cl" hello_source "$work/hello_source.c"
+# shellcheck disable=SC2046 # pkg-config's words are separate arguments
+cc -std=c11 -o "$work/hello_pc" "$src/tests/consumer/hello.c" "$work/hello_source.c" \
+    $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs --static grain)
+"$mpiexec" --oversubscribe --bind-to none -np 2 "$work/hello_pc"
+echo "check.sh: the installed grain builds and runs a program with find_package and with pkg-config"
