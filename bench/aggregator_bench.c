@@ -1,6 +1,6 @@
 /*
  * aggregator_bench: how many queue messages one aggregator thread turns into
- * per-destination buffers per second (DESIGN.md, send path 4), with the
+ * per-destination buffers per second (docs/design.md, send path 4), with the
  * network taken out: a transport that returns every buffer the moment it is
  * handed over (bench_transport.h), and one process stands for D+1 ranks.
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Gravel's evaluation of the GPU networking models (seed 001 sections 3, 7.1
+"""Gravel's evaluation of the GPU networking models (Gravel, sections 3, 7.1
 and 7.2): gups and pagerank under every --model, on 1, 2, 4... ranks and, for
 GUPS, over per-destination buffer sizes; every run verified.
 

@@ -70,7 +70,7 @@ def main():
     print(f"{'GUPS':22} {'host':>6} {'GPU':>6} {'total':>6}")
     for r in rows:
         print(f"{r['model']:22} {r['host']:6} {r['gpu']:6} {r['total']:6}")
-    print("seed 001 table 2: coprocessor 296 + 46 = 342, msg-per-lane & Gravel 174 + 19 = 193, "
+    print("Gravel, table 2: coprocessor 296 + 46 = 342, msg-per-lane & Gravel 174 + 19 = 193, "
           "coalesced APIs 187 + 131 = 318")
     if "--csv" in sys.argv:
         with open(sys.argv[sys.argv.index("--csv") + 1], "w", newline="") as f:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Draws queue_bench.csv as seed 001's figures 6 and 8: <stem>_fig6.png (send-path throughput by
+"""Draws queue_bench.csv as Gravel's figures 6 and 8: <stem>_fig6.png (send-path throughput by
 work-group size per reservation mode, with the CPU MPMC queue of the same run as a line) and
 <stem>_fig8.png (queue throughput by message size against the CPU-only queues)."""
 import csv

@@ -41,7 +41,7 @@ int bench_drain_start(bench_drain_t *d, grain_queue_t *q, uint64_t messages, uns
 /* Joins the threads; returns the sum of every word they read. */
 uint64_t bench_drain_join(bench_drain_t *d);
 
-/* CPU-only queues, producers and consumers both host threads (seed 001
+/* CPU-only queues, producers and consumers both host threads (Gravel
  * figure 8): a single-producer/single-consumer ring with padded indices and
  * padded slots, and grain's own queue algorithm with one message per slot.
  * Each returns messages per second, or a negative value when the checksum

@@ -1,7 +1,7 @@
 /*
  * queue_bench: grain's device-to-host queues against each other, against
  * plain kernel stores and against CPU-only queues, all measured in the same
- * run (seed 001 figures 6 and 8).
+ * run (Gravel, figures 6 and 8).
  *
  *   queue_bench [--sweep wg|size|all] [--messages N] [--bytes B]
  *               [--consumers C] [--rings R] [--msg-bytes B] [--queue-mib M]
@@ -11,7 +11,7 @@
  *       24-byte increments, by work-group size, reservation mode and queue
  *       protocol, against the CPU-only MPMC queue (figure 6).
  * size: the queue alone, drained by C host threads, by message size from
- *       8 B to 4 KiB, with 256-lane work-groups (seed 001's four 64-lane
+ *       8 B to 4 KiB, with 256-lane work-groups (Gravel's four 64-lane
  *       wavefronts) reserving per work-group, per 32-lane sub-group and per
  *       work-item, in the paper's queue and in grain's ring queue (R rings;
  *       0: one per compute unit); beside them the same stores with no queue
@@ -39,7 +39,7 @@
 extern const char queue_bench_source[];
 
 #define SEND_ROWS 3 /* a grain message in the queue: header, offset, value */
-#define SIZE_WG 256 /* seed 001 figure 8: work-groups of four 64-lane wavefronts */
+#define SIZE_WG 256 /* Gravel, figure 8: work-groups of four 64-lane wavefronts */
 #define SIZE_SG 32  /* an NVIDIA warp; on PoCL, fixed-width lane segments */
 
 typedef struct opts {
@@ -111,7 +111,7 @@ static grain_t *start_grain(const opts_t *o, const char *queue, const char *rese
     grain_config_t *c;
     check(grain_config_create(&c), "config");
     check(grain_config_set(c, "transport", "self"), "config");
-    /* Messages to the own rank cross the queue, as in seed 001. */
+    /* Messages to the own rank cross the queue, as in Gravel. */
     check(grain_config_set(c, "apply", "host"), "config");
     check(grain_config_set(c, "queue", queue), "config");
     check(grain_config_set(c, "reserve", reserve), "config");

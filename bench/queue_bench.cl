@@ -22,7 +22,7 @@ GRAIN_KERNEL void bench_pipeline(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table
         grain_add64(&wg, &table[(gid + i) % 64], (grain_i64)i, 1 + (grain_i32)((gid + i) % dests), 1);
 }
 
-/* The queue alone (seed 001 figure 8): every work-item writes `per_wi`
+/* The queue alone (Gravel, figure 8): every work-item writes `per_wi`
  * messages of `rows` words through grain's reservation into a queue the
  * benchmark drains itself.  Message m carries the words m, m+1, ... */
 GRAIN_KERNEL void bench_queue(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_queue_desc_t *qd, grain_u32 per_wi)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the queue benchmark (seed 001 figures 6 and 8); writes
+# Builds and runs the queue benchmark (Gravel, figures 6 and 8); writes
 # bench-results/queue_bench.csv and queue_bench_fig{6,8}.png.  Arguments go
 # to queue_bench (--sweep wg|size, --consumers C, ...).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Counter-triggered transfers against the bulk copy (seed 000's comparison):
+"""Counter-triggered transfers against the bulk copy (ProACT's comparison):
 each app with every transfer agent, chunk size and thread count asked for,
 beside the bulk baseline (a copy after each kernel) and the ideal (nothing
 moves: the time free transfers would give), all measured in this run.

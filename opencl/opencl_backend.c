@@ -235,9 +235,11 @@ static grain_status_t probe_threads(long threads)
 
 /*
  * PoCL's worker threads and grain's host threads share the cores of a CPU
- * device; with one worker per core the consumer starves (DESIGN.md: 1.1 M
- * vs 106 M msg/s).  PoCL reads its thread count when the platform loads, so
- * it is set before the first OpenCL call, unless the user set it.  The cores
+ * device; with one worker per core the consumer starves (Gravel's queue with
+ * 64-lane work-groups on 2 cores: 1.1 M msg/s with PoCL's default worker
+ * count, 106 M with one worker).  PoCL reads its thread count when the
+ * platform loads, so it is set before the first OpenCL call, unless the user
+ * set it.  The cores
  * are those this process may run on: mpirun binds a rank to one core by
  * default, where a CPU device and grain's threads take turns (pagerank on a
  * scale-14 graph: 2.56 s bound against 0.16 s with --bind-to none).

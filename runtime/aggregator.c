@@ -1,5 +1,5 @@
 /*
- * Aggregator threads (DESIGN.md, send path 4): drain queue slots, apply the
+ * Aggregator threads (docs/design.md, send path 4): drain queue slots, apply the
  * messages addressed to this rank, pack the others per destination and hand
  * full or expired buffers to the transport.
  */

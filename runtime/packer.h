@@ -1,5 +1,5 @@
 /*
- * Per-destination buffers of one aggregator thread (DESIGN.md, send path 4).
+ * Per-destination buffers of one aggregator thread (docs/design.md, send path 4).
  *
  * Messages are packed into the buffer currently filling for their
  * destination; a buffer goes to the transport when the next message would not

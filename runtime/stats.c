@@ -1,5 +1,5 @@
 /*
- * Statistics of every rank (DESIGN.md "Errors, configuration, observability"),
+ * Statistics of every rank (docs/design.md "Errors, configuration, observability"),
  * gathered collectively so that one rank can print the whole job.  Read
  * after a quiet: the aggregators publish their counters in its handshake.
  */

@@ -1,6 +1,6 @@
 /*
- * The ibverbs transport (GRAIN_TRANSPORT=verbs; DESIGN.md "Transports",
- * issue 7): RC queue pairs to every peer, buffers RDMA-written with their
+ * The ibverbs transport (GRAIN_TRANSPORT=verbs; docs/design.md, send path
+ * 5): RC queue pairs to every peer, buffers RDMA-written with their
  * length as immediate data into the peer's receive ring for this rank, and
  * credits returned by RDMA writes of a count (verbs_proto.h).  MPI
  * bootstraps it and runs the collectives: the MPI transport is opened and

@@ -1,6 +1,6 @@
 /*
- * The ibverbs transport's protocol apart from the device (DESIGN.md
- * "Transports", issue 7): flow control, receive rings, the bootstrap record
+ * The ibverbs transport's protocol apart from the device (docs/design.md,
+ * send path 5): flow control, receive rings, the bootstrap record
  * and completion errors, which the unit tests check without an RDMA device.
  *
  * Every rank keeps, for each peer, a ring of `slots` receive slots of

@@ -1,5 +1,5 @@
 /*
- * color: distributed graph coloring with PUTs (Jones-Plassmann, seed 001
+ * color: distributed graph coloring with PUTs (Jones-Plassmann, Gravel
  * section 6) of the simple undirected graph under the input (self loops and
  * directions dropped).  Priorities put large degrees first, as networkx's
  * greedy_color(strategy="largest_first"), with a hash of the id (and --seed)

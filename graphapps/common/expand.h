@@ -7,7 +7,7 @@
  * scale-14 graph took 70 s for 20 iterations on PoCL.  Instead the group
  * numbers all its vertices' edges with a prefix sum and hands out 256 a
  * round; only the last round has idle lanes, which send with active = 0
- * (software predication, seed 001 figure 10b).
+ * (software predication, Gravel, figure 10b).
  *
  *   APP_EXPAND_DECL(x);                                  at kernel scope
  *   app_expand_start(&x, &wg, begin, degree, value);     every lane

@@ -44,7 +44,7 @@ int app_model_option(app_model_options_t *m, int argc, char **argv, int *i)
 
 void app_model_usage(FILE *out)
 {
-    fprintf(out, "  --model M           networking model (seed 001 section 3): grain (default), msg-per-lane,\n"
+    fprintf(out, "  --model M           networking model (Gravel, section 3): grain (default), msg-per-lane,\n"
                  "                      coalesced, coalesced-aggregated, coprocessor, coprocessor-buffered;\n"
                  "                      all but grain send to other ranks through the network (GRAIN_PEER=off)\n"
                  "  --pernode-bytes N   coprocessor models: bytes of each per-node queue (default\n"

@@ -1,5 +1,5 @@
 /*
- * --model: the prior GPU networking models of seed 001 section 3, for the
+ * --model: the prior GPU networking models of Gravel, section 3, for the
  * apps that compare them (gups, pagerank).  Their kernels share one body;
  * the send differs (model_send.h), and so does the host side:
  *

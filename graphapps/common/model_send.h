@@ -1,5 +1,5 @@
 /*
- * Device code: one send call, three networking models (seed 001 section 3),
+ * Device code: one send call, three networking models (Gravel, section 3),
  * so that an app's kernel is written once and compared under each:
  *
  * - grain (and message-per-lane, which differs only in GRAIN_AGGREGATION):

@@ -3,7 +3,7 @@
  *
  * The table of 2^log2-table 64-bit counters is split in blocks over the
  * ranks; every update of the HPCC stream increments table[value & (size-1)]
- * at its owner (increments instead of HPCC's XOR, as in seed 001).  --verify
+ * at its owner (increments instead of HPCC's XOR, as in Gravel).  --verify
  * replays the whole stream on the host and requires every counter to match.
  */
 #include <stdint.h>
@@ -116,7 +116,7 @@ static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int6
     return k;
 }
 
-/* The coprocessor model (seed 001 figure 4a): chunks of the rank's updates
+/* The coprocessor model (Gravel, figure 4a): chunks of the rank's updates
  * small enough that all of them fit one per-node queue, each launched, then
  * shipped by the host.  Every rank runs as many chunks as the largest share
  * needs, since the exchange is collective. */

@@ -1,6 +1,6 @@
 /*
  * GUPS through grain: every update is an atomic increment at the rank that
- * owns the table entry (seed 001, figure 4b).  Work-item w of this rank
+ * owns the table entry (Gravel, figure 4b).  Work-item w of this rank
  * applies updates [first + w * per_wi, first + (w + 1) * per_wi) of the
  * global stream; the loop bound is uniform and lanes past the end of the
  * rank's share pass active = 0 (software predication).

@@ -1,7 +1,7 @@
 /*
  * kmeans: Lloyd's algorithm with the points spread over the ranks (a block
  * each) and every cluster's coordinate sums and count accumulated at the
- * cluster's owner by grain adds (seed 001 section 6).  The initial centres
+ * cluster's owner by grain adds (Gravel, section 6).  The initial centres
  * are the first k points, as scikit-learn's KMeans(init=X[:k]); it iterates
  * until no point changes cluster, or --max-iterations (300, scikit-learn's).
  * A cluster left without points keeps its centre.

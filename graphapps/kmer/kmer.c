@@ -1,5 +1,5 @@
 /*
- * kmer: phase 1 of Meraculous' de Bruijn graph construction (seed 001
+ * kmer: phase 1 of Meraculous' de Bruijn graph construction (Gravel
  * section 6): a distributed hash table of the reads' canonical k-mers
  * (k odd, up to 31, 2 bits a base) with each k-mer's count and the counts of
  * the bases seen on either side of it, filled by active messages.  The reads

@@ -9,7 +9,7 @@
  * kept, the two sides swap and their bases are complemented.  Windows with a
  * base other than A, C, G or T are skipped, and so is a side whose base is
  * one.  Each work-item reads one read; the work-group loops to its longest
- * read and lanes past their own windows send with active = 0 (seed 001
+ * read and lanes past their own windows send with active = 0 (Gravel
  * figure 10b).
  */
 #define KMER_INSERT 1

@@ -1,5 +1,5 @@
 /*
- * pagerank: push-style PageRank through grain adds (seed 001 section 6),
+ * pagerank: push-style PageRank through grain adds (Gravel, section 6),
  * with the semantics of networkx.pagerank on the unweighted graph (weights in
  * the input are ignored; parallel edges and self loops count as edges):
  *

@@ -7,7 +7,7 @@
  *   replicated (replicated.c) every rank holds the whole vector of shares and
  *                             pulls over in-edges; its new slice reaches the
  *                             other ranks by counter-triggered transfers
- *                             (--agent, seed 000)
+ *                             (--agent, ProACT)
  */
 #ifndef GRAIN_GRAPHAPPS_PAGERANK_H
 #define GRAIN_GRAPHAPPS_PAGERANK_H

@@ -1,5 +1,5 @@
 /*
- * Replicated PageRank (seed 000's multi-GPU PageRank): every rank holds the
+ * Replicated PageRank (ProACT's multi-GPU PageRank): every rank holds the
  * whole vector of shares, x[u] / outdeg(u) in fixed point, in two regions
  * read and written in turn, and owns a slice of the vertices, which it
  * computes from their in-edges (replicated.cl).  The new slice is the

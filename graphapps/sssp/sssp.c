@@ -1,6 +1,6 @@
 /*
  * sssp: single-source shortest paths by Bellman-Ford rounds of active
- * messages (seed 001 section 6): a vertex whose distance improved sends its
+ * messages (Gravel, section 6): a vertex whose distance improved sends its
  * distance plus each out-edge's weight to the edge's target, whose owner's
  * handler keeps the smaller.  Weights are the input's (1 for a pattern
  * matrix or a two-column edge list) and must be non-negative.  Unreachable

@@ -7,7 +7,7 @@
  *
  * The edge list is a divergent per-lane loop: the work-group deals its
  * frontier's edges out to its lanes (../common/expand.h) and lanes without
- * one in the last round send with active = 0 (software predication, seed 001
+ * one in the last round send with active = 0 (software predication, Gravel
  * figure 10b).
  */
 #define SSSP_RELAX 1

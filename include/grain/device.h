@@ -264,7 +264,7 @@ GRAIN_INLINE grain_slot_t grain_wg_reserve_(const grain_wg_t *wg, GRAIN_GLOBAL g
      * keeps reservation free of deadlock (grain/device/queue.h).  Each
      * segment's first lane zeroes its claims for the next send, which the
      * barrier of grain_wg_publish_ orders before it.  Two barriers replace
-     * the prefix sum of seed 001: PoCL compiles a kernel with many sends in
+     * the prefix sum of Gravel: PoCL compiles a kernel with many sends in
      * minutes less.  The messages applied without the queue are counted the
      * same way.
      */

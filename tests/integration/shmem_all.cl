@@ -37,7 +37,7 @@ GRAIN_KERNEL void shmem_all(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *cnt, GRAIN
         grain_am(&wg, SHMEM_ALL_DEVICE_AM, grain_offset(&wg, am_device_sum), me + 1, pe, act);
     }
     /* Software predication of a loop whose trip count differs per lane
-     * (seed 001, figure 10b). */
+     * (Gravel, figure 10b). */
     grain_i64 trips = act ? lane_trips(me, gid) : 0;
     grain_i64 rounds = grain_wg_reduce_max(&wg, trips, 1);
     for (grain_i64 i = 0; i < rounds; i++)

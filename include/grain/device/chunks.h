@@ -1,6 +1,6 @@
 /*
- * Counter-triggered transfers, device side (DESIGN.md "Counter-triggered
- * transfers", seed 000).
+ * Counter-triggered transfers, device side (docs/design.md "Counter-triggered
+ * transfers", ProACT).
  *
  * A region is an array a producer kernel writes and parts of which (its
  * segments) other ranks or the host need.  Each segment is cut into chunks;
@@ -190,7 +190,7 @@ GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, gr
 
 #if defined(GRAIN_DEVICE_LAUNCH)
 /*
- * The launch agent (seed 000's CDP): the work-group that completes chunk c
+ * The launch agent (ProACT's CDP): the work-group that completes chunk c
  * launches a grid to move it, so nothing polls and no work-group waits.
  * The backend defines GRAIN_DEVICE_LAUNCH where kernels launch kernels:
  * CUDA when it builds relocatable code linked with the device runtime,

@@ -10,7 +10,7 @@
  * t % nslots in lap t / nslots.  A producer publishes a slot by storing its
  * count and then seq = 2*lap + 1 with release semantics.
  *
- * GRAIN_QUEUE_PAPER (seed 001, section 4.2): one ring, producers take a ticket
+ * GRAIN_QUEUE_PAPER (Gravel, section 4.2): one ring, producers take a ticket
  * with a fetch-add on write_idx and consumers claim one on read_idx, both
  * system-scope atomics on host memory.  seq == 2*lap means the slot is empty
  * and owned by that lap's producer; the consumer empties it by storing

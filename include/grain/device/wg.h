@@ -1,5 +1,5 @@
 /*
- * Diverged work-group-level reduce and prefix-sum (seed 001, section 5.2).
+ * Diverged work-group-level reduce and prefix-sum (Gravel, section 5.2).
  *
  * Every work-item of the work-group calls these with the same arguments
  * except `v` and `active`; inactive lanes contribute the non-interfering
