@@ -146,6 +146,9 @@ typedef struct grain_backend_ops {
 #define GRAIN_RECV_LANE GRAIN_COPY_LANES
 
 /* The backend named `name` ("auto": the first built-in one that opens). */
+/* The backends built in, in the order "auto" tries them, NULL-terminated. */
+const grain_backend_ops_t *const *grain_backends_built(void);
+
 grain_status_t grain_backend_open(const grain_config_t *config, unsigned host_threads,
                                   const grain_backend_ops_t **ops_p, grain_backend_t **backend_p);
 

@@ -29,6 +29,11 @@ static const grain_backend_ops_t *const backends[] = {
     NULL,
 };
 
+const grain_backend_ops_t *const *grain_backends_built(void)
+{
+    return backends;
+}
+
 /* Every backend grain knows of, built in or not, for the error message. */
 static const char *const known_backends[] = {"opencl", "cuda", "hip", NULL};
 

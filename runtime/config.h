@@ -34,7 +34,7 @@ grain_status_t grain_config_check(const grain_config_t *config);
 extern const char *const grain_queue_protocol_names[];
 unsigned grain_config_queue_protocol(const grain_config_t *config);
 /* GRAIN_AGGREGATION: how far the aggregators combine messages before a
- * buffer leaves.  The narrower scopes are the prior models of seed 001
+ * buffer leaves.  The narrower scopes are the prior models of Gravel
  * section 3, for comparison. */
 typedef enum grain_aggregation {
     GRAIN_AGGREGATE_GPU = 0,  /* a buffer fills from every slot */
@@ -47,5 +47,8 @@ extern const char *const grain_agent_names[];
 grain_aggregation_t grain_config_aggregation(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
+/* Warns of each GRAIN_* environment variable that grain reads nowhere,
+ * naming the closest one it reads (config_unknown.c). */
+void grain_config_warn_unknown_env(void);
 
 #endif

@@ -27,7 +27,7 @@
       "heap straight into the destinations' (0: as pieces through the receive rings)")          \
     X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
       "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
-      "paper (seed 001's one queue of system-scope tickets, the baseline)")                      \
+      "paper (Gravel's one queue of system-scope tickets, the baseline)")                      \
     X(queue_rings, QUEUE_RINGS, UINT, "0", 0, 65536,                                              \
       "rings of the ring queue; 0: one per compute unit of the device")                          \
     X(queue_slots, QUEUE_SLOTS, UINT, "0", 0, 1u << 24,                                           \
@@ -122,9 +122,23 @@
     X(cpu_device_threads, CPU_DEVICE_THREADS, UINT, "0", 0, 4096,                                 \
       "worker threads of a CPU OpenCL device (PoCL); 0: the cores left after one per "           \
       "aggregator and one for the network thread, at least 1")                                   \
+    X(include_dir, INCLUDE_DIR, STR, "", 0, 0,                                                    \
+      "where the runtime compiler finds grain/device.h for a source that includes it instead of "  \
+      "having it inlined by grain_embed; default: the build tree's headers, else the installed "   \
+      "ones; an -I in grain_program_create's options comes first")                               \
     X(reserve, RESERVE, STR, "wg", 0, 0,                                                          \
       "queue reservation compiled into kernels: wg (work-group), sg (sub-group), wi (work-item)") \
     X(subgroup_width, SUBGROUP_WIDTH, UINT, "0", 0, 4096,                                         \
       "lanes per sub-group for reserve=sg; 0: the device's native or preferred width")
+
+/* GRAIN_* variables read outside the table above: by the graph apps and by
+ * the scripts that build and test grain.  grain_init warns of any other. */
+#define GRAIN_OTHER_VARS(X)                                                                       \
+    X(GRAPH_CACHE, "the graph apps' cache of parsed graphs (default: $XDG_CACHE_HOME/grain)")     \
+    X(RANKS, "ranks of scripts/run.sh")                                                           \
+    X(VERBS_VM, "scripts/test.sh: 0 skips the virtual machine that runs the verbs tests")          \
+    X(VM_ACCEL, "scripts/test.sh: the virtual machine's accelerator")                             \
+    X(VM_DIR, "scripts/test.sh: where the virtual machine's image is kept")                       \
+    X(VM_TIMEOUT, "scripts/test.sh: seconds the virtual machine may run")
 
 #endif

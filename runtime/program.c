@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grain/device.h"
 #include "runtime/backoff.h"
@@ -33,19 +34,42 @@ static unsigned subgroup_width(const grain_t *g)
     return g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
 }
 
+/* The directory holding grain/device.h for a source that includes grain's
+ * headers rather than having them inlined: GRAIN_INCLUDE_DIR, else the
+ * build tree's, else the installed prefix's (CMake defines both); "" for a
+ * source that includes none of them. */
+static const char *device_include_dir(const grain_t *g, const char *source)
+{
+    if (strstr(source, "#include \"grain/") == NULL)
+        return "";
+    if (g->config.include_dir[0] != '\0')
+        return g->config.include_dir;
+    static const char *const dirs[] = {GRAIN_BUILD_INCLUDE_DIR, GRAIN_INSTALL_INCLUDE_DIR};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char header[4096];
+        snprintf(header, sizeof header, "%s/grain/device.h", dirs[i]);
+        if (access(header, R_OK) == 0)
+            return dirs[i];
+    }
+    return "";
+}
+
 grain_status_t grain_program_create(grain_t *g, const char *source, const char *options,
                                     grain_program_t **program_p)
 {
     if (g == NULL || source == NULL || program_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_program_create needs a handle, a source and an output");
     unsigned sg = subgroup_width(g);
-    char defines[1024];
+    const char *include = device_include_dir(g, source);
+    char defines[2048];
+    /* The include directory after the caller's options: their -I is
+     * searched first. */
     snprintf(defines, sizeof defines,
              "-DGRAIN_MAX_WG=%llu -DGRAIN_RESERVE=%d -DGRAIN_SG_WIDTH=%u -DGRAIN_QUEUE=%u "
-             "-DGRAIN_APPLY_IN_PLACE=%d -DGRAIN_PEER_DIRECT=%d -DGRAIN_HEAP_SCOPE_SYSTEM=%d %s",
+             "-DGRAIN_APPLY_IN_PLACE=%d -DGRAIN_PEER_DIRECT=%d -DGRAIN_HEAP_SCOPE_SYSTEM=%d %s%s%s",
              (unsigned long long)g->config.queue_width, reserve_mode(g->config.reserve), sg,
              grain_config_queue_protocol(&g->config), g->apply_on_device, g->heap_peers.mapped > 0,
-             g->heap_scope_system, options ? options : "");
+             g->heap_scope_system, options ? options : "", *include ? " -I" : "", include);
     grain_program_t *prog = calloc(1, sizeof *prog);
     if (prog == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");

@@ -499,6 +499,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
     if (st != GRAIN_OK)
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);
+    if (g->my_pe == 0) /* every rank has the same environment, as a rule */
+        grain_config_warn_unknown_env();
 
     /* A CPU device's workers take the cores these threads leave; on such a
      * device the automatic counts are 1 (GPU backends ignore the count). */

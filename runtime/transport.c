@@ -15,6 +15,19 @@ static int started_by_launcher(void)
     return 0;
 }
 
+const char *const *grain_transports_built(void)
+{
+    static const char *const names[] = {"self",
+#ifdef GRAIN_HAVE_MPI
+                                        "mpi",
+#endif
+#ifdef GRAIN_HAVE_VERBS_TRANSPORT
+                                        "verbs",
+#endif
+                                        NULL};
+    return names;
+}
+
 static grain_status_t select_one(const char *name, const grain_transport_ops_t **ops_p)
 {
     if (strcmp(name, "verbs") == 0) {

@@ -129,6 +129,9 @@ extern const grain_transport_ops_t grain_transport_verbs;
 /* Opens the first transport of `names` (GRAIN_TRANSPORT: auto, mpi, self,
  * verbs, or a comma-separated list of them) that opens; falling back to a
  * later one is warned about, naming why the first failed. */
+/* The transports built in, NULL-terminated. */
+const char *const *grain_transports_built(void);
+
 grain_status_t grain_transport_open(const char *names, const grain_config_t *config,
                                     const grain_transport_ops_t **ops_p, grain_transport_t **t_p, int *my_pe_p,
                                     int *n_pes_p);

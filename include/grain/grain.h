@@ -116,8 +116,11 @@ grain_status_t grain_memcpy(grain_t *grain, void *dst, const void *src, size_t s
 typedef struct grain_program grain_program_t;
 typedef struct grain_kernel grain_kernel_t;
 
-/* `source` uses the dialect of grain/device.h, which the runtime provides
- * (the build tool grain_embed inlines it).  `options` may be NULL. */
+/* `source` uses the dialect of grain/device.h: with grain's headers inlined
+ * by the build tool grain_embed, or including them, when the runtime
+ * compiler finds them in GRAIN_INCLUDE_DIR, else in the build tree's or the
+ * installed prefix's headers (an -I in `options` comes first; paths
+ * without spaces).  `options` may be NULL. */
 grain_status_t grain_program_create(grain_t *grain, const char *source, const char *options,
                                     grain_program_t **program_p);
 void grain_program_destroy(grain_program_t *program);
@@ -223,7 +226,7 @@ grain_status_t grain_broadcast(grain_t *grain, void *buf, size_t size, int root)
 grain_status_t grain_alltoallv(grain_t *grain, const void *send, const size_t *send_bytes, size_t max_bytes,
                                void *recv, size_t *recv_bytes);
 
-/* ---- counter-triggered transfers (DESIGN.md, seed 000) -------------------
+/* ---- counter-triggered transfers (ProACT; docs/design.md) -------------------
  * A region is an array a producer kernel writes, parts of which (segments)
  * must reach other ranks or the host.  Segments are cut into chunks of
  * chunk_bytes (the last one shorter); a chunk moves as soon as the
@@ -351,7 +354,7 @@ typedef struct grain_region_stats {
 } grain_region_stats_t;
 grain_status_t grain_region_stats(grain_region_t *region, grain_region_stats_t *stats);
 
-/* ---- statistics (DESIGN.md "Errors, configuration, observability") ------ */
+/* ---- statistics (docs/design.md "Errors, configuration, observability") ------ */
 /* Where this rank's time went since grain_init, on the critical path of each
  * epoch: from the first launch after a wait to the end of the quiet that
  * completes it.  The parts follow one another, so they add up to the epochs'

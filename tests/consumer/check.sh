@@ -2,7 +2,9 @@
 # check.sh BUILD_DIR SOURCE_DIR MPIEXEC: installs the grain built in BUILD_DIR
 # into a fresh prefix, as a user would (cmake --install), then builds
 # tests/consumer against that prefix twice, with find_package(grain) and with
-# pkg-config, and runs each build on two ranks.
+# pkg-config, and runs each build on two ranks; the first also with its
+# device source read at run time, its headers found by default and named by
+# GRAIN_INCLUDE_DIR.
 set -euo pipefail
 build=$1 src=$2 mpiexec=$3
 work=$(mktemp -d)
@@ -16,6 +18,11 @@ run install.log cmake --install "$build" --prefix "$work/prefix"
 run configure.log cmake -S "$src/tests/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$work/prefix"
 run build.log cmake --build "$work/cmake"
 "$mpiexec" --oversubscribe --bind-to none -np 2 "$work/cmake/hello"
+# The device source read at run time: the runtime compiler finds grain's
+# headers itself (the build tree's here), or where GRAIN_INCLUDE_DIR says.
+"$mpiexec" --oversubscribe --bind-to none -np 2 "$work/cmake/hello" "$src/tests/consumer/hello.cl"
+"$mpiexec" --oversubscribe --bind-to none -np 2 -x GRAIN_INCLUDE_DIR="$work/prefix/include" "$work/cmake/hello" \
+    "$src/tests/consumer/hello.cl"
 
 pc=$(dirname "$(find "$work/prefix" -name grain.pc)")
 "$work/prefix/bin/grain_embed" "$work/prefix/include" "$src/tests/consumer/hello.cl" hello_source "$work/hello_source.c"

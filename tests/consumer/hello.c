@@ -2,8 +2,13 @@
  * The smallest grain program: every work-item of every rank increments a
  * counter on every rank; each rank checks that its counter saw them all, and
  * that the library is the version of the headers it was compiled with.
+ *
+ *   hello              the device source embedded by grain_embed
+ *   hello FILE.cl      read at run time, its #include "grain/device.h" found
+ *                      by the runtime compiler
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "grain/grain.h"
@@ -20,10 +25,33 @@ extern const char hello_source[];
         }                                                                                              \
     } while (0)
 
-int main(void)
+/* The whole file, NUL-terminated; NULL if it cannot be read. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long size = -1;
+    if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (text = malloc((size_t)size + 1)) != NULL && fread(text, 1, (size_t)size, f) == (size_t)size)
+        text[size] = '\0';
+    else if (text != NULL) {
+        free(text);
+        text = NULL;
+    }
+    if (f != NULL)
+        fclose(f);
+    return text;
+}
+
+int main(int argc, char **argv)
 {
     if (strcmp(grain_version(), GRAIN_VERSION_STRING) != 0) {
         fprintf(stderr, "hello: library %s, headers %s\n", grain_version(), GRAIN_VERSION_STRING);
+        return 1;
+    }
+    char *file = argc > 1 ? read_file(argv[1]) : NULL;
+    if (argc > 1 && file == NULL) {
+        fprintf(stderr, "hello: cannot read %s\n", argv[1]);
         return 1;
     }
     grain_t *g;
@@ -34,7 +62,7 @@ int main(void)
     CHECK(grain_barrier_all(g));
     grain_program_t *prog;
     grain_kernel_t *k;
-    CHECK(grain_program_create(g, hello_source, NULL, &prog));
+    CHECK(grain_program_create(g, file != NULL ? file : hello_source, NULL, &prog));
     CHECK(grain_kernel_create(prog, "hello", &k));
     CHECK(grain_kernel_set_arg_ptr(k, 1, counter));
     size_t global = 256, local = 64;
@@ -48,5 +76,6 @@ int main(void)
     grain_program_destroy(prog);
     CHECK(grain_free(g, counter));
     CHECK(grain_finalize(g));
+    free(file);
     return got == want ? 0 : 1;
 }

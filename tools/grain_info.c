@@ -1,0 +1,106 @@
+/*
+ * grain_info: what this grain was built with and what it finds here: the
+ * version, the backends and transports built in, the device each backend
+ * opens with the capabilities grain uses, then the transport, ranks and
+ * device grain_init picks and every setting in force with where it came
+ * from.  Under mpirun every rank starts grain and rank 0 prints.
+ *
+ *   grain_info            exit 0 once grain_init succeeded, 1 if it failed
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "grain/version.h"
+#include "runtime/grain_impl.h"
+#include "runtime/log.h"
+#include "runtime/transport.h"
+
+static const char *yes_no(int v)
+{
+    return v ? "yes" : "no";
+}
+
+static void print_device(const grain_backend_info_t *d)
+{
+    printf("    device            %s\n", d->device_name);
+    printf("    compute units     %u\n", d->compute_units);
+    printf("    work-group size   up to %zu, sub-groups of %u\n", d->max_wg_size, d->subgroup_width);
+    if (d->device_memory > 0)
+        printf("    device memory     %.1f GiB\n", (double)d->device_memory / (1u << 30));
+    else
+        printf("    device memory     none of its own (a CPU device: it uses the host's)\n");
+    printf("    heap              %s\n", d->prefers_device_apply ? "in device memory (GRAIN_APPLY=auto picks device)"
+                                                                  : "in memory host threads share (GRAIN_APPLY=auto picks host)");
+    printf("    lanes spin apart  %s (GRAIN_RESERVE=wi needs it)\n", yes_no(d->independent_lanes));
+    printf("    peer memory       %s\n", d->peer_host_access ? "host memory (host threads reach it)" : "device memory");
+    printf("    device launch     %s\n", d->no_device_launch[0] == '\0' ? "yes (the launch transfer agent)"
+                                                                         : d->no_device_launch);
+}
+
+/* Each backend built in, opened alone on the device the settings select. */
+static void print_backends(const grain_config_t *settings)
+{
+    printf("backends built in:\n");
+    const grain_backend_ops_t *const *ops = grain_backends_built();
+    if (*ops == NULL)
+        printf("  none (configure with -DGRAIN_WITH_OPENCL=ON and install ocl-icd-opencl-dev)\n");
+    for (; *ops != NULL; ops++) {
+        grain_config_t c = *settings;
+        grain_backend_t *b;
+        grain_log_quiet(1);
+        grain_status_t st = (*ops)->open(&c, 1, &b);
+        grain_log_quiet(0);
+        if (st != GRAIN_OK) {
+            printf("  %-8s opens no device: %s\n", (*ops)->name, grain_error_message(NULL));
+            continue;
+        }
+        grain_backend_info_t d;
+        memset(&d, 0, sizeof d);
+        (*ops)->query(b, &d);
+        printf("  %s\n", (*ops)->name);
+        print_device(&d);
+        (*ops)->close(b);
+    }
+}
+
+/* What the build holds, and what each backend finds alone. */
+static void print_build(const grain_config_t *settings)
+{
+    printf("grain %s (headers %s)\n", grain_version(), GRAIN_VERSION_STRING);
+    printf("transports built in:");
+    for (const char *const *t = grain_transports_built(); *t != NULL; t++)
+        printf(" %s", *t);
+    printf("\n");
+    print_backends(settings);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        int help = argc == 2 && strcmp(argv[1], "--help") == 0;
+        fprintf(help ? stdout : stderr, "usage: grain_info (under mpirun too: rank 0 prints)\n");
+        return help ? 0 : 2;
+    }
+    grain_config_t settings;
+    grain_status_t st = grain_config_init_env(&settings);
+    grain_t *g = NULL;
+    if (st == GRAIN_OK)
+        st = grain_init(NULL, &g);
+    if (st != GRAIN_OK) { /* every rank says why: which one is which is unknown */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+        print_build(&settings);
+        printf("grain_init: %s: %s\n", grain_strerror(st), why);
+        return 1;
+    }
+    if (grain_my_pe(g) == 0) {
+        print_build(&g->config);
+        printf("grain_init: transport %s, %d rank%s; backend %s on %s; messages applied on the %s\n",
+               grain_transport_name(g), grain_n_pes(g), grain_n_pes(g) == 1 ? "" : "s", grain_backend_name(g),
+               grain_device_name(g), g->apply_on_device ? "device" : "host");
+        printf("settings (GRAIN_* variables; where each value came from):\n");
+        grain_config_print(&g->config, stdout);
+    }
+    return grain_finalize(g) == GRAIN_OK ? 0 : 1;
+}
