@@ -48,6 +48,8 @@ WORDS = {
     "opencl_device": ["", "0", "no such device"],
     "gpu_device": ["", "0", "7"],
     "reserve": ["wg", "sg", "wi"],
+    # Read only for sources that include grain's headers; the app's are embedded.
+    "include_dir": ["", "/no/such/include"],
 }
 
 # A refusal names the call that refused (check_ok.h, app_check): start-up,
