@@ -280,8 +280,9 @@ FILE *app_json_begin(grain_t *g, int json, const char *app)
 {
     if (!json || grain_my_pe(g) != 0)
         return NULL;
-    printf("{\"app\":\"%s\",\"ranks\":%d,\"backend\":\"%s\",\"device\":\"%s\",\"transport\":\"%s\"", app,
-           grain_n_pes(g), grain_backend_name(g), grain_device_name(g), grain_transport_name(g));
+    printf("{\"app\":\"%s\",\"ranks\":%d,\"backend\":\"%s\",\"device\":\"%s\",\"transport\":\"%s\",\"grain\":\"%s\"",
+           app, grain_n_pes(g), grain_backend_name(g), grain_device_name(g), grain_transport_name(g),
+           grain_version());
     return stdout;
 }
 
