@@ -255,9 +255,9 @@ static grain_status_t limit_cpu_device_threads(const grain_config_t *config, uns
                    "share; start it with mpirun --bind-to none (or bind it to more cores)",
                    online, host_threads);
     else if (cores == 1 && online > 1)
-        grain_warn("this rank's share of the %ld cores is 1 (%ld ranks on this node), which the CPU device and "
+        grain_warn("this rank's share of the %ld cores is %.2g (%ld ranks on this node), which the CPU device and "
                    "grain's %u host threads share: expect it to run slowly; start fewer ranks a node",
-                   online, c.ranks, host_threads);
+                   online, (double)online / (double)(c.ranks > 0 ? c.ranks : 1), c.ranks, host_threads);
     long threads = (long)config->cpu_device_threads;
     if (threads == 0)
         threads = cores - (long)host_threads;
