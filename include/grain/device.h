@@ -172,7 +172,7 @@ GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, 
         return 1;
     }
     grain_u32 width = grain_cmd_width(cmd);
-    if (offset > ctx->heap_size - width || offset % width != 0) {
+    if (!grain_heap_word_(ctx, offset, width)) {
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_OFFSET, cmd, pe, offset, item);
         return 0;
     }
@@ -184,7 +184,7 @@ GRAIN_INLINE int grain_msg_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 cmd, 
 GRAIN_INLINE int grain_signal_valid_(GRAIN_GLOBAL grain_dev_t *ctx, grain_i32 pe, grain_u64 offset, grain_u32 op)
 {
     grain_u64 item = grain_global_linear_id();
-    if (offset > ctx->heap_size - 8 || offset % 8 != 0) {
+    if (!grain_heap_word_(ctx, offset, 8)) {
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_SIGNAL, GRAIN_CMD_PUT64_SIGNAL, pe, offset, item);
         return 0;
     }
@@ -488,7 +488,7 @@ GRAIN_INLINE GRAIN_GLOBAL char *grain_fetch_word_(GRAIN_GLOBAL grain_dev_t *ctx,
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_FETCH_PE, width, pe, (grain_u64)(grain_i64)pe, item);
         return 0;
     }
-    if (offset > ctx->heap_size - width || offset % width != 0) {
+    if (!grain_heap_word_(ctx, offset, width)) {
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_FETCH, width, pe, offset, item);
         return 0;
     }
@@ -820,7 +820,7 @@ GRAIN_GETMEM_(grain_getmem_local, GRAIN_LOCAL)
     {                                                                                                      \
         GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;                                                           \
         grain_u64 to = grain_offset(wg, (GRAIN_GLOBAL void *)dest), from = grain_offset(wg, (GRAIN_GLOBAL void *)src); \
-        if (active && (to > ctx->heap_size - bits / 8 || to % (bits / 8) != 0)) {                          \
+        if (active && !grain_heap_word_(ctx, to, bits / 8)) {                                              \
             grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_GET_DEST, bits / 8, pe, to, grain_global_linear_id());   \
             active = 0;                                                                                    \
         }                                                                                                  \

@@ -128,6 +128,14 @@ GRAIN_INLINE void grain_dev_error(GRAIN_GLOBAL grain_dev_t *ctx, grain_u32 kind,
     }
 }
 
+/* Whether the `width` bytes at heap offset `offset` are an aligned word of
+ * the heap, as every destination, signal word, fetched word, get's
+ * destination and waited-on word must be. */
+GRAIN_INLINE int grain_heap_word_(GRAIN_GLOBAL grain_dev_t *ctx, grain_u64 offset, grain_u32 width)
+{
+    return offset <= ctx->heap_size - width && offset % width == 0;
+}
+
 GRAIN_INLINE int grain_handler_bit_(GRAIN_GLOBAL const grain_u32 *bits, grain_u32 id)
 {
     return id < GRAIN_MAX_HANDLERS && ((bits[id / 32] >> (id % 32)) & 1u);

@@ -80,7 +80,7 @@ GRAIN_INLINE int grain_sync_valid_(const grain_wg_t *wg, GRAIN_GLOBAL void *word
     GRAIN_GLOBAL grain_dev_t *ctx = wg->ctx;
     grain_u64 offset = (grain_u64)((GRAIN_GLOBAL char *)word - ctx->heap);
     grain_u64 item = grain_global_linear_id();
-    if (offset > ctx->heap_size - width || offset % width != 0) {
+    if (!grain_heap_word_(ctx, offset, width)) {
         grain_dev_error(ctx, GRAIN_DEV_ERR_BAD_WAIT, width, (grain_i32)ctx->my_pe, offset, item);
         return 0;
     }
