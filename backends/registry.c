@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "runtime/config.h"
-#include "runtime/log.h"
+#include "services/config.h"
+#include "services/log.h"
 
 #ifdef GRAIN_HAVE_OPENCL
 extern const grain_backend_ops_t grain_opencl_ops;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/wire.h"
+#include "transports/wire.h"
 
 /* One job at a time: the benchmarks run their points one after another. */
 static struct {

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/transport.h"
+#include "transports/transport.h"
 
 extern const grain_transport_ops_t bench_transport_ops;
 

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "runtime/queue_consumer.h"
+#include "runtime/messages/queue_consumer.h"
 
 /* Sum of the words of messages 0 .. messages-1 of `rows` words each. */
 uint64_t bench_expected_sum(uint64_t messages, uint32_t rows);

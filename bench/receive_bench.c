@@ -28,10 +28,10 @@
 
 #include "bench/bench_transport.h"
 #include "bench/queue_baselines.h"
-#include "runtime/apply.h"
+#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
-#include "runtime/recv_threads.h"
-#include "runtime/wire.h"
+#include "runtime/messages/recv_threads.h"
+#include "transports/wire.h"
 
 #define WORDS (1u << 20) /* per table: 8 MiB of 64-bit words, 4 MiB of 32-bit ones */
 #define LINK_BYTES (64u << 20)

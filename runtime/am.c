@@ -6,9 +6,9 @@
  */
 #include <string.h>
 
-#include "runtime/apply.h"
+#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
+#include "services/log.h"
 
 /* The device context's bitmaps follow the table. */
 static grain_status_t publish(grain_t *g)

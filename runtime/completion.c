@@ -13,15 +13,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/apply.h"
-#include "runtime/backoff.h"
+#include "runtime/messages/apply.h"
+#include "services/backoff.h"
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
-#include "runtime/quiets.h"
-#include "runtime/recv_threads.h"
-#include "runtime/replier.h"
-#include "runtime/region.h"
-#include "runtime/wire.h"
+#include "services/log.h"
+#include "runtime/messages/quiets.h"
+#include "runtime/messages/recv_threads.h"
+#include "runtime/messages/replier.h"
+#include "runtime/transfers/region.h"
+#include "transports/wire.h"
 
 void grain_wait_a_little(unsigned *spins)
 {
@@ -367,7 +367,7 @@ static grain_status_t wait_for_senders(grain_t *g)
  * The host's quiet requests, one to every rank (this one too): each is
  * answered into this rank's host reply slot for that rank (after the
  * kernels' slots) once every buffer that reached the rank before it is
- * applied (runtime/quiets.h).  The slots' generation is the number of
+ * applied (runtime/messages/quiets.h).  The slots' generation is the number of
  * earlier host quiets.
  */
 static grain_status_t ask_every_rank(grain_t *g)

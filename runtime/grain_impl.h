@@ -9,17 +9,17 @@
 #include "backends/backend.h"
 #include "grain/device/ctx.h"
 #include "grain/grain.h"
-#include "runtime/bell.h"
-#include "runtime/config.h"
+#include "services/bell.h"
+#include "services/config.h"
 #include "runtime/heap.h"
-#include "runtime/lent.h"
+#include "runtime/messages/lent.h"
 #include "runtime/node.h"
-#include "runtime/packer.h"
-#include "runtime/queue_consumer.h"
-#include "runtime/region.h"
-#include "runtime/transport.h"
+#include "runtime/messages/packer.h"
+#include "runtime/messages/queue_consumer.h"
+#include "runtime/transfers/region.h"
+#include "transports/transport.h"
 
-/* A queue's two allocations (runtime/queue.c). */
+/* A queue's two allocations (runtime/messages/queue.c). */
 typedef struct grain_queue_mem {
     grain_queue_t *shared;   /* host memory: header and rings */
     grain_ring_prod_t *prod; /* device memory: the rings' producer state */
@@ -189,7 +189,7 @@ grain_status_t grain_dev_upload(struct grain *g);
 void grain_program_retain(grain_program_t *program);
 struct grain *grain_program_grain(const grain_program_t *program);
 
-/* Launches a runtime kernel on the backend's side stream (runtime/apply.c). */
+/* Launches a runtime kernel on the backend's side stream (runtime/messages/apply.c). */
 grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p);
 /* Launches a runtime kernel on the backend's agent stream (the device agent). */
 grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_t local);

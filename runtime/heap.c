@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/log.h"
+#include "services/log.h"
 
 #define GRAIN_HEAP_ALIGN 64u
 

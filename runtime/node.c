@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
+#include "services/log.h"
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "grain/device.h"
-#include "runtime/backoff.h"
-#include "runtime/apply.h"
+#include "services/backoff.h"
+#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
+#include "services/log.h"
 
 struct grain_program {
     grain_t *grain;
@@ -218,7 +218,7 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
                           k->name, subgroup_width(g), segments, wg, (unsigned)g->queue.desc.geom.nslots);
     /* Counted before the launch: an apply kernel that sees the count
      * unchanged and the device busy on both sides of its run ran beside
-     * the same kernels (runtime/apply.c). */
+     * the same kernels (runtime/messages/apply.c). */
     atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
     if (!g->kernels_in_flight)
         g->epoch_start_ns = grain_now_ns();

@@ -4,19 +4,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/apply.h"
-#include "runtime/cores.h"
+#include "runtime/messages/apply.h"
+#include "services/cores.h"
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
-#include "runtime/queue_consumer.h"
-#include "runtime/recv_threads.h"
-#include "runtime/quiets.h"
-#include "runtime/replier.h"
+#include "services/log.h"
+#include "runtime/messages/queue_consumer.h"
+#include "runtime/messages/recv_threads.h"
+#include "runtime/messages/quiets.h"
+#include "runtime/messages/replier.h"
 
 /* Apply stages at most; and at least, where fewer receive buffers would
  * give fewer, the smaller of a number and a size (see grain_init_transport):
  * a launch applies the stages filled while the last ones ran
- * (runtime/apply.h). */
+ * (runtime/messages/apply.h). */
 #define GRAIN_APPLY_STAGES_MAX 256u
 #define GRAIN_APPLY_STAGES_MIN 32u
 #define GRAIN_APPLY_STAGES_BYTES (2u << 20)

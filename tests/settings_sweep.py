@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random combinations of grain's settings, each run for real.
 
-Every setting of runtime/config_vars.h is drawn over its whole range (a
+Every setting of services/config_vars.h is drawn over its whole range (a
 number log-uniformly between its minimum and maximum, a word from the values
 it takes) or left at its default, and shmem_all or gups --verify runs with
 the combination on 1 to 4 ranks under a time limit.  Each run must be exact

@@ -13,8 +13,8 @@
 #include "backends/backend.h"
 #include "grain/version.h"
 #include "runtime/grain_impl.h"
-#include "runtime/log.h"
-#include "runtime/transport.h"
+#include "services/log.h"
+#include "transports/transport.h"
 
 static const char *yes_no(int v)
 {

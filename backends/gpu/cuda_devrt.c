@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "backends/gpu/cuda_devrt.h"
-#include "runtime/log.h"
+#include "services/log.h"
 
 #if defined(GRAIN_CUDA_DEVRT)
 

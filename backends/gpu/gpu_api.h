@@ -183,7 +183,7 @@ typedef nvrtcResult rtc_result_t;
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
 
-#include "runtime/log.h"
+#include "services/log.h"
 
 /* hipModuleLoadData is not known to defer loading a kernel (never run on AMD hardware here). */
 static inline void gpuLoadEagerly(void) {}

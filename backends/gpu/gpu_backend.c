@@ -23,8 +23,8 @@
 
 #include "backends/backend.h"
 #include "backends/gpu/gpu_api.h"
-#include "runtime/config.h"
-#include "runtime/log.h"
+#include "services/config.h"
+#include "services/log.h"
 
 #define MAX_ARGS 32
 #define MAX_ARG_BYTES 64

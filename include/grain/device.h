@@ -671,7 +671,7 @@ GRAIN_INLINE void grain_quiet_ranks_(const grain_wg_t *wg, grain_i32 only, int a
  * request is a queue message behind the work-group's earlier ones, which
  * leaves after every buffer that holds them, and the destination answers
  * once every buffer that reached it before the request is applied
- * (runtime/quiets.h; docs/shmem-api.md).  The answer comes back like a
+ * (runtime/messages/quiets.h; docs/shmem-api.md).  The answer comes back like a
  * fetch's reply, into a reply slot, and each asking lane waits for its own.
  * The cost is a round trip through each rank's host, whatever the work-group
  * sent.

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/wire.h"
+#include "transports/wire.h"
 
 #define HEAP_BYTES 4096u
 

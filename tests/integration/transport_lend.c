@@ -16,9 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/config.h"
-#include "runtime/transport.h"
-#include "runtime/wire.h"
+#include "services/config.h"
+#include "transports/transport.h"
+#include "transports/wire.h"
 #include "tests/integration/check_ok.h"
 
 #define COUNT 600u            /* buffers to each peer */

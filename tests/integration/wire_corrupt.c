@@ -21,7 +21,7 @@
 
 #include "check_ok.h"
 #include "runtime/grain_impl.h"
-#include "runtime/wire.h"
+#include "transports/wire.h"
 
 #define WORDS 16
 #define MAX_BUFFERS 16

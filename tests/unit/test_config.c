@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/config.h"
+#include "services/config.h"
 
 static void test_defaults_match_design(void **state)
 {

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "grain/grain.h"
-#include "runtime/config.h"
+#include "services/config.h"
 #include "runtime/node.h"
 
 static void expect_ranges(const char *bits, const char *want)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/packer.h"
+#include "runtime/messages/packer.h"
 
 #define MAX_SENT 64
 

@@ -1,6 +1,6 @@
 /*
  * The device-to-host queue (producer side from grain/device/queue.h,
- * consumer side from runtime/queue_consumer.h) in both protocols, under many
+ * consumer side from runtime/messages/queue_consumer.h) in both protocols, under many
  * host producer and consumer threads: every message arrives exactly once,
  * full slots make producers wait instead of dropping, wraparound works for
  * sizes that are not powers of two, and tickets are consumed in the order
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/queue_consumer.h"
+#include "runtime/messages/queue_consumer.h"
 
 #define ROWS 2u
 

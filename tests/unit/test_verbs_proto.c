@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
-#include "runtime/verbs_proto.h"
+#include "transports/verbs_proto.h"
 
 static void credits_run_out_and_come_back(void **state)
 {

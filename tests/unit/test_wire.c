@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "grain/device/apply.h"
-#include "runtime/wire.h"
+#include "transports/wire.h"
 
 #define HEAP 4096
 

@@ -107,7 +107,7 @@ GRAIN_INLINE void grain_apply_relay_(GRAIN_GLOBAL grain_u64 *ring, GRAIN_GLOBAL 
 }
 
 /*
- * The resident apply agent (runtime/apply.c): launched before a producer,
+ * The resident apply agent (runtime/messages/apply.c): launched before a producer,
  * so that its work-groups hold their compute units while the producer's
  * fill the rest, it applies the stages the host posts to its ring
  * (grain/device/apply.h) as they come.  Its last work-group relays the

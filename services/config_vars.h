@@ -1,0 +1,144 @@
+/*
+ * Every setting of grain, once: name, GRAIN_<ENV> variable, kind, default and
+ * one line of documentation.  config.c turns this table into the struct, the
+ * parser, the API setter and grain_config_print().
+ */
+#ifndef GRAIN_SERVICES_CONFIG_VARS_H
+#define GRAIN_SERVICES_CONFIG_VARS_H
+
+/* X(field, ENV, kind, default, minimum, maximum, doc); kind is STR, UINT, SIZE or BOOL. */
+#define GRAIN_CONFIG_VARS(X)                                                                      \
+    X(backend, BACKEND, STR, "auto", 0, 0,                                                        \
+      "GPU API: auto (the first built-in one with a device: cuda, hip, opencl), cuda, hip, opencl") \
+    X(transport, TRANSPORT, STR, "auto", 0, 0,                                                    \
+      "how ranks talk: auto (mpi when built in and started by mpirun, else self), mpi, self, "   \
+      "verbs (InfiniBand/RoCE, bootstrapped over MPI); a list (verbs,mpi) takes the first that " \
+      "opens, with a warning")                                                                   \
+    X(ib_device, IB_DEVICE, STR, "", 0, 0, "RDMA device of the verbs transport (default: the first)") \
+    X(ib_port, IB_PORT, UINT, "1", 1, 255, "port of that device")                                  \
+    X(ib_gid_index, IB_GID_INDEX, STR, "auto", 0, 0,                                              \
+      "GID table entry the verbs transport routes by on RoCE: a number, or auto (RoCE v2 with "    \
+      "an IPv4 address first, as ibv_devinfo -v lists them)")                                    \
+    X(ib_opcode, IB_OPCODE, STR, "write_imm", 0, 0,                                               \
+      "how the verbs transport moves buffers into a peer's ring: write_imm (RDMA write with the "  \
+      "length as immediate data) or send (send/receive into the posted slots)")                 \
+    X(ib_put, IB_PUT, BOOL, "1", 0, 1,                                                            \
+      "the verbs transport RDMA-writes chunks of counter-triggered transfers from the symmetric "  \
+      "heap straight into the destinations' (0: as pieces through the receive rings)")          \
+    X(queue, QUEUE, STR, "ring", 0, 0,                                                            \
+      "device-to-host queue: ring (a ring per group of work-groups, host-returned credits) or "  \
+      "paper (Gravel's one queue of system-scope tickets, the baseline)")                      \
+    X(queue_rings, QUEUE_RINGS, UINT, "0", 0, 65536,                                              \
+      "rings of the ring queue; 0: one per compute unit of the device")                          \
+    X(queue_slots, QUEUE_SLOTS, UINT, "0", 0, 1u << 24,                                           \
+      "slots per ring; one work-group send fills one slot; 0: 64 per ring of the ring queue, "   \
+      "256 in the paper's queue (one ring)")                                                     \
+    X(queue_width, QUEUE_WIDTH, UINT, "256", 2, 4096,                                             \
+      "messages per slot, and so the largest work-group size a grain kernel may use; at least "  \
+      "2, the columns of a put with signal")                                                     \
+    X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
+      "aggregator threads draining the queue (more than one may reorder messages between quiets); " \
+      "0: on a GPU, half the cores this rank's share leaves, at most 4; 1 on a CPU device")     \
+    X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
+      "bytes of one per-destination buffer, the largest network message")                        \
+    X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
+      "per-destination buffers (one filling, the others in flight)")                             \
+    X(aggregation, AGGREGATION, STR, "gpu", 0, 0,                                                 \
+      "what one network message combines: gpu (messages from the whole device to a destination, " \
+      "the default), wg (one work-group send's messages to a destination: the coalesced-API "  \
+      "model), none (one message each: the message-per-lane model)")                            \
+    X(flush_timeout_us, FLUSH_TIMEOUT_US, UINT, "125", 1, 60000000,                               \
+      "microseconds after its first message that a partly filled buffer is sent")                \
+    X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \
+      "bytes of symmetric heap per rank")                                                        \
+    X(apply, APPLY, STR, "auto", 0, 0,                                                            \
+      "who applies messages to the heap: device (the heap in device memory, received buffers "   \
+      "applied by a kernel, the rank's own messages in place by their sender), host (the heap "  \
+      "in host memory, the rank's own messages and received buffers applied by host threads), " \
+      "auto (device on GPUs with memory of their own)")                                          \
+    X(apply_agent, APPLY_AGENT, STR, "auto", 0, 0,                                                \
+      "work-groups of the resident apply agent, a kernel that applies received buffers beside "   \
+      "the producers instead of after them (CUDA, HIP, GRAIN_APPLY=device): a number, off, or "    \
+      "auto (32 where ranks are reached through the transport, else off)")                        \
+    X(reply_slots, REPLY_SLOTS, UINT, "4096", 1, 1u << 24,                                        \
+      "gets and fetching atomics through the transport a rank may have waiting for their replies "  \
+      "at once; a lane that finds none free waits for one")                                       \
+    X(peer, PEER, STR, "auto", 0, 0,                                                              \
+      "the direct path: auto (the ranks of a node map each other's heaps and a work-item "       \
+      "applies a message to such a rank itself, never through the queue; on CUDA and HIP the "   \
+      "heap is then device memory that host threads reach only through grain_memcpy), off "     \
+      "(every message to another rank, and every region's chunks, through the transport)")      \
+    X(node_ranks, NODE_RANKS, UINT, "0", 0, 1u << 24,                                             \
+      "ranks that count as one node: 0, those on one host; N, also only ranks r and s with "     \
+      "r / N == s / N (emulated nodes, so that one host tests direct and transport paths "       \
+      "together)")                                                                               \
+    X(mpi_threads, MPI_THREADS, STR, "auto", 0, 0,                                                \
+      "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
+      "(the network thread only), auto (multiple when the MPI library provides it)")             \
+    X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
+      "receives kept posted by the network thread (verbs: slots of each peer's ring); 0: "         \
+      "buffers_per_dest x aggregators for each peer, plus one per receive thread, 4 to 256")    \
+    X(recv_threads, RECV_THREADS, UINT, "0", 0, 64,                                               \
+      "threads that validate and apply received buffers: 1, the network thread itself; more, "   \
+      "that many threads beside it, to which it hands the buffers; 0: the cores this rank's "    \
+      "share leaves after its other threads, at most 4, on a GPU; 1 on a CPU device")            \
+    X(transfer_agent, TRANSFER_AGENT, STR, "auto", 0, 0,                                          \
+      "who moves the chunks of a region that does not say: bulk, host, device, launch, inline, "  \
+      "ideal, or auto (the transfer profile's for this device and app, else host)")             \
+    X(chunk_size, CHUNK_SIZE, SIZE, "0", 0, 1ull << 40,                                           \
+      "bytes of a chunk of counter-triggered transfers, where a region does not say; 0: the "   \
+      "transfer profile's, else 256K")                                                           \
+    X(transfer_threads, TRANSFER_THREADS, UINT, "0", 0, 1024,                                     \
+      "host threads (host agent) or work-groups (device agent, each launched copy) that move "  \
+      "chunks; 0: the transfer profile's, else 1 host thread, 16 work-groups")                 \
+    X(peer_memory, PEER_MEMORY, BOOL, "1", 0, 1,                                                  \
+      "regions in memory the ranks of one node map (CUDA/HIP IPC; shared memory on a CPU "       \
+      "OpenCL device), chunks moving device to device; 0, or GRAIN_PEER=off: in the symmetric "  \
+      "heap, chunks through the transport as between nodes")                                    \
+    X(device_launch, DEVICE_LAUNCH, BOOL, "1", 0, 1,                                              \
+      "build programs so that kernels launch kernels, which the launch agent needs (CUDA: "      \
+      "relocatable code linked with the device runtime; OpenCL: enqueue_kernel, where the "       \
+      "device has device-side enqueue); 0: plain builds")                                         \
+    X(launch_pending, LAUNCH_PENDING, UINT, "0", 0, 1u << 24,                                     \
+      "CUDA: launches from kernels the device keeps room for (the launch agent's copies not yet " \
+      "done); 0: as many as the largest region has chunks; fewer save device memory, and the "   \
+      "host makes the copies the device had no room for (OpenCL's device queue takes the "        \
+      "device's largest size)")                                                                   \
+    X(transfer_profile, TRANSFER_PROFILE, STR, "", 0, 0,                                          \
+      "the best transfer settings per (device, app), as bench/transfer_profile.py writes them; " \
+      "empty: $XDG_CACHE_HOME/grain/transfer-profile.tsv (~/.cache/grain/...); none: no profile") \
+    X(peer_timeout_s, PEER_TIMEOUT_S, UINT, "60", 0, 86400,                                       \
+      "seconds after which a rank that sends nothing (not even the heartbeat every quarter of "   \
+      "it), accepts none of the buffers sent to it, or leaves a gap in its buffers ends the job "  \
+      "on every rank with GRAIN_ERR_PEER naming it; 0: wait forever")                           \
+    X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
+    X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
+    X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \
+      "OpenCL platform: index or part of its name (default: the first with a usable device)")    \
+    X(opencl_device, OPENCL_DEVICE, STR, "", 0, 0,                                                \
+      "OpenCL device of that platform: index or part of its name (default: the first usable)")   \
+    X(gpu_device, GPU_DEVICE, STR, "", 0, 0,                                                      \
+      "CUDA/HIP device index (default: the rank's index on its node, modulo the devices)")       \
+    X(cpu_device_threads, CPU_DEVICE_THREADS, UINT, "0", 0, 4096,                                 \
+      "worker threads of a CPU OpenCL device (PoCL); 0: the cores left after one per "           \
+      "aggregator and one for the network thread, at least 1")                                   \
+    X(include_dir, INCLUDE_DIR, STR, "", 0, 0,                                                    \
+      "where the runtime compiler finds grain/device.h for a source that includes it instead of "  \
+      "having it inlined by grain_embed; default: the build tree's headers, else the installed "   \
+      "ones; an -I in grain_program_create's options comes first")                               \
+    X(reserve, RESERVE, STR, "wg", 0, 0,                                                          \
+      "queue reservation compiled into kernels: wg (work-group), sg (sub-group), wi (work-item)") \
+    X(subgroup_width, SUBGROUP_WIDTH, UINT, "0", 0, 4096,                                         \
+      "lanes per sub-group for reserve=sg; 0: the device's native or preferred width")
+
+/* GRAIN_* variables read outside the table above: by the graph apps and by
+ * the scripts that build and test grain.  grain_init warns of any other. */
+#define GRAIN_OTHER_VARS(X)                                                                       \
+    X(GRAPH_CACHE, "the graph apps' cache of parsed graphs (default: $XDG_CACHE_HOME/grain)")     \
+    X(RANKS, "ranks of scripts/run.sh")                                                           \
+    X(VERBS_VM, "scripts/test.sh: 0 skips the virtual machine that runs the verbs tests")          \
+    X(VM_ACCEL, "scripts/test.sh: the virtual machine's accelerator")                             \
+    X(VM_DIR, "scripts/test.sh: where the virtual machine's image is kept")                       \
+    X(VM_TIMEOUT, "scripts/test.sh: seconds the virtual machine may run")
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * The MPI transport's state, shared by its two files: transport_mpi.c
+ * (buffers, sends, collectives) and transport_mpi_watch.c (failure
+ * detection).  Everything but the collective's hand-off and the sends'
+ * queue belongs to the network thread.
+ */
+#ifndef GRAIN_TRANSPORTS_TRANSPORT_MPI_H
+#define GRAIN_TRANSPORTS_TRANSPORT_MPI_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "services/bell.h"
+#include "transports/transport.h"
+
+#define DATA_TAG 0x6752
+#define SEQ_WINDOW (1ull << 20)
+
+typedef struct send_node {
+    struct send_node *next;
+    uint32_t dest;
+    const void *data;
+    size_t len;
+    void *token;
+    MPI_Request req;    /* posted by the aggregator in "multiple" mode */
+    uint64_t queued_ns; /* when send() took it: a destination that accepts nothing shows here */
+} send_node_t;
+
+typedef struct held_buffer {
+    struct held_buffer *next;
+    int src;
+    uint64_t seq;
+    uint64_t since_ns; /* when it was set aside: the gap before it must fill in time */
+    size_t len;
+    unsigned char data[];
+} held_buffer_t;
+
+typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t;
+
+struct grain_transport {
+    MPI_Comm comm;
+    int my_pe, n_pes;
+    int initialized_mpi;
+    int multiple; /* aggregators post their own sends */
+    grain_transport_handlers_t handlers;
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    grain_bell_t bell; /* rung for the network thread: a send queued, a collective asked for, stop */
+
+    /* Receives, always all posted, and the early buffers set aside. */
+    unsigned n_recv;
+    size_t recv_size;
+    uint8_t *recv_memory;
+    MPI_Request *recv_reqs;
+    uint64_t *next_seq;   /* per source */
+    held_buffer_t *held;
+    /* Buffers the runtime still reads, oldest first (a ring that grows):
+     * a receive buffer, reposted as settle frees it, or a buffer that was
+     * set aside, then freed. */
+    struct mpi_lent {
+        held_buffer_t *aside; /* NULL: receive buffer `index` */
+        unsigned index;
+    } *lent;
+    unsigned lent_first, n_lent, lent_cap;
+    int *indices;
+    MPI_Status *statuses;
+
+    /* Sends queued by aggregators, then in flight. */
+    pthread_mutex_t lock;
+    send_node_t *pending_head, *pending_tail;
+    atomic_int n_pending;
+    MPI_Request *send_reqs;
+    send_node_t **send_nodes;
+    int *send_done;
+    int n_inflight, cap_inflight;
+
+    /* One collective at a time, from the application thread. */
+    pthread_mutex_t coll_lock;
+    pthread_cond_t coll_done;
+    const grain_coll_t *coll;
+    coll_state_t coll_state;
+    int coll_in_flight; /* the network thread's own view: started, not yet done */
+    int coll_error;
+    MPI_Request coll_req;
+
+    /* Failure detection (transport_mpi_watch.c); timeout_ns 0: none. */
+    uint64_t timeout_ns;
+    uint64_t next_watch_ns, next_beat_ns;
+    uint64_t *heard_ns;       /* per peer: its last heartbeat; 0 until one came or a collective completed */
+    int coll_completed;       /* network thread: a collective completed, so every rank beats */
+    MPI_Request beat_recv;
+    uint64_t beat_in;
+    MPI_Request *beat_reqs;   /* per peer: the heartbeat in flight to it */
+    uint64_t *beat_sent_ns;
+    atomic_int failing;       /* claimed by the first to find a failure */
+    atomic_int failed;        /* `why` is written */
+    char why[768];
+};
+
+/* MPI's sentence for error code `err`, in `text`. */
+static inline const char *grain_mpi_error_string(int err, char text[MPI_MAX_ERROR_STRING])
+{
+    int len = 0;
+    text[0] = '\0';
+    MPI_Error_string(err, text, &len);
+    return text;
+}
+grain_status_t grain_mpi_error(int err, const char *what);
+
+/* Failure detection: heartbeats to every peer and the verdicts of
+ * GRAIN_PEER_TIMEOUT_S.  start and stop run on the application thread
+ * (before the network thread starts, after it stopped); watch on the
+ * network thread, every round. */
+grain_status_t grain_mpi_watch_start(grain_transport_t *t, unsigned timeout_s);
+void grain_mpi_watch(grain_transport_t *t);
+void grain_mpi_watch_stop(grain_transport_t *t);
+/* Reports rank `rank` (-1: unknown) failed, once for the job: the sentence
+ * (printf-style), then what this rank has pending with it.  Any thread. */
+void grain_mpi_fail(grain_transport_t *t, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int grain_mpi_failed(grain_transport_t *t)
+{
+    return atomic_load_explicit(&t->failed, memory_order_acquire);
+}
+
+#endif
+
+
