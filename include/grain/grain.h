@@ -23,6 +23,13 @@
 extern "C" {
 #endif
 
+/* libgrain exports what this header declares and nothing else: it is built
+ * with every other symbol hidden, so that its internals cannot clash with
+ * a program's or be linked against by mistake. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
+
 /* Names kept for one version after a rename. */
 #if defined(__GNUC__) || defined(__clang__)
 #define GRAIN_DEPRECATED(why) __attribute__((deprecated(why)))
@@ -238,7 +245,7 @@ grain_status_t grain_alltoallv(grain_t *grain, const void *send, const size_t *s
  * and after end every destination holds every segment (end is collective).
  * The next iteration's chunks land in the same copies as soon as their
  * producers run: alternate two regions (as build/bin/jacobi does) or
- * separate the iterations with grain_barrier. */
+ * separate the iterations with grain_barrier_all. */
 typedef struct grain_region grain_region_t;
 
 /* Who moves a chunk once it is ready. */
@@ -372,6 +379,10 @@ grain_status_t grain_time_split(grain_t *grain, grain_time_split_t *split);
 void grain_stats_print(grain_t *grain, FILE *out);
 /* One JSON object (no trailing newline). */
 void grain_stats_json(grain_t *grain, FILE *out);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
