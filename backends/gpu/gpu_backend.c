@@ -559,7 +559,7 @@ _Static_assert(sizeof(peer_handle_t) <= GRAIN_PEER_HANDLE_BYTES, "peer handle to
 
 static grain_status_t gpu_alloc_peer(grain_backend_t *b, size_t size, void **ptr_p, void *handle)
 {
-    void *p;
+    void *p = NULL; /* set by alloc_zeroed, which GCC cannot see at -O3 */
     grain_status_t st = alloc_zeroed(b, size, &p, 0);
     if (st != GRAIN_OK)
         return st;

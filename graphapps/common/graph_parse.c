@@ -280,7 +280,7 @@ int app_parse_mtx(const char *data, size_t len, const char *name, const app_limi
                  want, t.count);
             goto error;
         }
-        unsigned long long i, j;
+        unsigned long long i = 0, j = 0; /* set unless parse_u64 fails */
         double w = 1;
         if (parse_u64(&s, &t, 0, "row", &i) || parse_u64(&s, &t, 1, "column", &j))
             goto error;
@@ -340,7 +340,7 @@ int app_parse_edge_list(const char *data, size_t len, const char *name, int undi
             fail(&s, "%u fields where the lines before have %u: weights on every edge or on none", t.count, columns);
             goto error;
         }
-        unsigned long long u, v;
+        unsigned long long u = 0, v = 0; /* set unless parse_u64 fails */
         double w = 1;
         if (parse_u64(&s, &t, 0, "source vertex", &u) || parse_u64(&s, &t, 1, "target vertex", &v))
             goto error;

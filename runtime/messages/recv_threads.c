@@ -84,17 +84,16 @@ grain_status_t grain_receivers_start(grain_t *g, unsigned threads, grain_receive
     pthread_mutex_init(&rx->lock, NULL);
     grain_bell_init(&rx->bell);
     for (; rx->started < threads; rx->started++) {
+        unsigned n = rx->started + 1; /* for the message: stopping frees rx */
         t[rx->started].rx = rx;
         if ((t[rx->started].marks = malloc(grain_receive_marks_bytes(g))) == NULL) {
             grain_receivers_stop(rx);
-            return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for receive thread %u of %u", rx->started + 1,
-                              threads);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for receive thread %u of %u", n, threads);
         }
         if (pthread_create(&t[rx->started].thread, NULL, receive_thread, &t[rx->started]) != 0) {
             free(t[rx->started].marks);
             grain_receivers_stop(rx);
-            return grain_fail(GRAIN_ERR_NO_MEMORY, "could not start receive thread %u of %u", rx->started + 1,
-                              threads);
+            return grain_fail(GRAIN_ERR_NO_MEMORY, "could not start receive thread %u of %u", n, threads);
         }
     }
     *rx_p = rx;

@@ -559,7 +559,7 @@ static grain_status_t move_unlaunched(grain_region_t *r)
 {
     grain_t *g = r->grain;
     uint32_t generation = (uint32_t)(r->iterations + 1), n = r->plan.n_chunks;
-    uint32_t *moved;
+    uint32_t *moved = NULL; /* set unless read_moved fails */
     grain_status_t st = read_moved(r, &moved);
     if (st != GRAIN_OK)
         return st;
