@@ -89,7 +89,7 @@ static void fail(const char *what)
 static void check(grain_status_t st, const char *what)
 {
     if (st != GRAIN_OK) {
-        fprintf(stderr, "aggregator_bench: %s: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+        fprintf(stderr, "aggregator_bench: %s failed: %s (grain logged why)\n", what, grain_strerror(st));
         exit(2);
     }
 }

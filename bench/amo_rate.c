@@ -30,7 +30,7 @@ extern const char amo_rate_source[];
 static void check(grain_status_t st, const char *what)
 {
     if (st != GRAIN_OK) {
-        fprintf(stderr, "amo_rate: %s: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+        fprintf(stderr, "amo_rate: %s failed: %s (grain logged why)\n", what, grain_strerror(st));
         exit(2);
     }
 }

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-grain_install_deps
+grain_install_deps test
 cmake -S . -B build >/dev/null
 cmake --build build -j "$(nproc)" --target queue_bench
 mkdir -p bench-results

@@ -29,7 +29,7 @@ extern const char sync_latency_source[];
 static void check(grain_status_t st, const char *what)
 {
     if (st != GRAIN_OK) {
-        fprintf(stderr, "sync_latency: %s: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+        fprintf(stderr, "sync_latency: %s failed: %s (grain logged why)\n", what, grain_strerror(st));
         exit(2);
     }
 }

@@ -1,19 +1,33 @@
-# Sourced by the scripts: installs the Debian packages grain needs that are
-# missing (root, or sudo), and lets Open MPI run as root with more ranks than
-# cores, as on CI machines.  hipcc and libamdhip64-dev build the HIP backend
-# (compile and link: Debian's ROCm 5.2); the CUDA backend is built when a CUDA
-# toolkit is installed (/usr/local/cuda).
-grain_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-clinfo libopenmpi-dev openmpi-bin libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev
+# Sourced by the scripts: installs the Debian packages a command needs that
+# are missing (root, or sudo), and lets Open MPI run as root with more ranks
+# than cores, as on CI machines.
+#   grain_install_deps run    what scripts/run.sh needs: a compiler, CMake,
+#                             OpenCL with PoCL, Open MPI
+#   grain_install_deps test   and what the tests need besides: cmocka, clang
+#                             with libFuzzer, hipcc and libamdhip64-dev (the
+#                             HIP backend is built and its device code
+#                             checked: Debian's ROCm 5.2), libibverbs, the
+#                             oracles' Python packages, jellyfish and velvet's
+#                             reads
+# The CUDA backend is built when a CUDA toolkit is installed (/usr/local/cuda).
+grain_run_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+libopenmpi-dev openmpi-bin"
+grain_test_packages="$grain_run_packages clinfo libcmocka-dev python3 python3-matplotlib hipcc libamdhip64-dev
 clang libclang-rt-14-dev libibverbs-dev python3-networkx python3-scipy python3-sklearn jellyfish velvet-example xz-utils"
 
-grain_install_deps() {
+grain_install_deps() { # run | test
+    local wanted
+    case "${1:-}" in
+        run) wanted=$grain_run_packages ;;
+        test) wanted=$grain_test_packages ;;
+        *) echo "grain_install_deps: run or test, not '${1:-}'" >&2; return 2 ;;
+    esac
     missing=""
-    for p in $grain_packages; do
+    for p in $wanted; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
-        echo "grain: installing Debian packages:$missing"
+        echo "grain: installing Debian packages for scripts/$1.sh:$missing"
         sudo=""
         [ "$(id -u)" -eq 0 ] || sudo="sudo"
         $sudo apt-get update -qq

@@ -8,8 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 {
     . scripts/deps.sh
-    grain_install_deps
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    grain_install_deps run
+    # A first build here leaves out the tests and the device checks, which
+    # scripts/test.sh turns on (and installs the packages for).
+    light=()
+    [ -e build/CMakeCache.txt ] || light=(-DGRAIN_BUILD_TESTS=OFF -DGRAIN_DEVICE_CHECKS=OFF)
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${light[@]}" >/dev/null
     cmake --build build -j "$(nproc)"
 } >&2
 ranks=${GRAIN_RANKS:-4}

@@ -1,25 +1,50 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests (cmocka), device tests on PoCL and
-# multi-rank integration tests under mpirun, all through CTest; the verbs
-# tests again in a VM with Soft-RoCE (scripts/verbs_vm.sh); then the suite
-# again built with AddressSanitizer and UndefinedBehaviorSanitizer.
-#   scripts/test.sh            both builds
-#   scripts/test.sh --quick    the plain build only
+# multi-rank integration tests under mpirun, all through CTest, on a
+# Release build with -Werror; the static library installed and used by a
+# program; the verbs tests again in a VM with Soft-RoCE
+# (scripts/verbs_vm.sh); then the suite again built with AddressSanitizer
+# and UndefinedBehaviorSanitizer.
+#   scripts/test.sh            every build
+#   scripts/test.sh --quick    the plain and static builds only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-grain_install_deps
+grain_install_deps test
 jobs=$(nproc)
 
-run_suite() { # <build dir> <ctest args> <cmake args...>
-    local dir=$1 select=$2
-    shift 2
-    cmake -S . -B "$dir" -DGRAIN_WERROR=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$jobs"
-    ctest --test-dir "$dir" --output-on-failure --timeout 300 $select
+# CTest lists the tests it skipped without their reason; each says why in
+# its first line of output.
+show_skips() { # <build dir> <ctest's output>
+    grep -oE '^[[:space:]]+[0-9]+ - [^ ]+ \(Skipped\)' "$2" | awk '{print $3}' | while read -r t; do
+        awk -v t="$t" '{ line = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", line) }
+                       line == t && /Test: / { f = 1 }
+                       f && /^Output:/ { getline; getline; print "  " t ": " $0; exit }' \
+            "$1/Testing/Temporary/LastTest.log"
+    done
 }
 
-run_suite build "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite() { # <build dir> <ctest args> <cmake args...>
+    local dir=$1 select=$2 status=0
+    shift 2
+    cmake -S . -B "$dir" -DGRAIN_WERROR=ON -DGRAIN_BUILD_TESTS=ON -DGRAIN_DEVICE_CHECKS=ON "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+    ctest --test-dir "$dir" --output-on-failure --timeout 300 $select | tee "$dir/ctest.log" || status=$?
+    if grep -q '(Skipped)' "$dir/ctest.log"; then
+        echo "Why each skipped test did not run:"
+        show_skips "$dir" "$dir/ctest.log"
+    fi
+    return $status
+}
+
+# Release: -O3 is where GCC's flow warnings (-Werror) see the most.
+run_suite build "" -DCMAKE_BUILD_TYPE=Release
+# The static libgrain, installed and used by a program as a user would:
+# the library and its tools alone, then tests/consumer against them.
+cmake -S . -B build-static -DGRAIN_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DGRAIN_BUILD_APPS=OFF -DGRAIN_BUILD_TESTS=OFF -DGRAIN_DEVICE_CHECKS=OFF >/dev/null
+cmake --build build-static -j "$jobs"
+tests/consumer/check.sh build-static . mpiexec
 # The verbs transport on an RDMA device: where this kernel has none, in a VM
 # with Soft-RoCE (skipped, saying why, where no VM can run; GRAIN_VERBS_VM=0).
 if [ "${GRAIN_VERBS_VM:-1}" != 0 ] && [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then

@@ -243,6 +243,8 @@ grain_status_t grain_config_set(grain_config_t *config, const char *name, const 
 
 void grain_config_print(const grain_config_t *config, FILE *out)
 {
+    fprintf(out, "grain %s settings: the GRAIN_* variable, its value (where the value came from), what it does\n",
+            grain_version());
     for (size_t i = 0; i < N_VARS; i++) {
         const config_var_t *var = &config_vars[i];
         const char *field = (const char *)config + var->offset;

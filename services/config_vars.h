@@ -135,6 +135,7 @@
  * the scripts that build and test grain.  grain_init warns of any other. */
 #define GRAIN_OTHER_VARS(X)                                                                       \
     X(GRAPH_CACHE, "the graph apps' cache of parsed graphs (default: $XDG_CACHE_HOME/grain)")     \
+    X(GRAPH_CACHE_MAX, "the bytes the graph apps' cache may take (default 4G)")                   \
     X(RANKS, "ranks of scripts/run.sh")                                                           \
     X(VERBS_VM, "scripts/test.sh: 0 skips the virtual machine that runs the verbs tests")          \
     X(VM_ACCEL, "scripts/test.sh: the virtual machine's accelerator")                             \

@@ -99,7 +99,6 @@ int main(int argc, char **argv)
         printf("grain_init: transport %s, %d rank%s; backend %s on %s; messages applied on the %s\n",
                grain_transport_name(g), grain_n_pes(g), grain_n_pes(g) == 1 ? "" : "s", grain_backend_name(g),
                grain_device_name(g), g->apply_on_device ? "device" : "host");
-        printf("settings (GRAIN_* variables; where each value came from):\n");
         grain_config_print(&g->config, stdout);
     }
     return grain_finalize(g) == GRAIN_OK ? 0 : 1;

@@ -196,8 +196,8 @@ int main(int argc, char **argv)
         status = app_write_values(g, "color", p->global_of, p->local_n, graph.all.base, values, o.common.out);
 
     if (me == 0 && !o.common.json) {
-        printf("color: %s, %llu vertices, %zu undirected edges (both ways), %d ranks (%s partition), %s on %s\n",
-               graph.name, (unsigned long long)graph.all.n, graph.all.count, npes,
+        printf("color: %s, %llu vertices, %zu undirected edges (both ways), %d rank%s (%s partition), %s on %s\n",
+               graph.name, (unsigned long long)graph.all.n, graph.all.count, npes, app_plural(npes),
                app_scheme_name(graph.part.scheme), grain_backend_name(g), grain_device_name(g));
         printf("%lld colors in %llu rounds, %.3f s\n", (long long)(most + 1), r.rounds, r.timing.seconds);
         app_timing_print(stdout, &r.timing);

@@ -34,7 +34,7 @@ void app_config_usage(FILE *out)
     if (grain_config_create(&config) != GRAIN_OK)
         return;
     fprintf(out, "\nEvery grain setting is also an option: --queue-slots N, --buffer-size 256, "
-                 "--reserve sg, ...\n(GRAIN_QUEUE_SLOTS becomes --queue-slots). The settings:\n\n");
+                 "--reserve sg, ...\n(GRAIN_QUEUE_SLOTS becomes --queue-slots).\n\n");
     grain_config_print(config, out);
     grain_config_destroy(config);
 }
@@ -51,6 +51,25 @@ unsigned long long app_parse_u64(const char *option, const char *text)
     return v;
 }
 
+unsigned long long app_parse_bytes(const char *option, const char *text)
+{
+    static const char suffixes[] = "KMG";
+    char number[64];
+    size_t len = strlen(text);
+    const char *unit = len > 0 && len < sizeof number ? strchr(suffixes, text[len - 1]) : NULL;
+    if (unit == NULL || text[len - 1] == '\0')
+        return app_parse_u64(option, text);
+    memcpy(number, text, len - 1);
+    number[len - 1] = '\0';
+    unsigned shift = 10 * (unsigned)(unit - suffixes + 1);
+    unsigned long long v = app_parse_u64(option, number);
+    if (v > ~0ull >> shift) {
+        fprintf(stderr, "%s: \"%s\" is too large\n", option, text);
+        exit(APP_EXIT_ERROR);
+    }
+    return v << shift;
+}
+
 double app_parse_real(const char *option, const char *text, double lo, double hi)
 {
     char *end;
@@ -62,13 +81,15 @@ double app_parse_real(const char *option, const char *text, double lo, double hi
     return v;
 }
 
-grain_agent_t app_parse_agent(const char *app, const char *text)
+const char *app_plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
+grain_agent_t app_parse_agent(const char *text)
 {
     grain_agent_t agent;
-    if (grain_agent_parse(text, &agent) != GRAIN_OK) {
-        fprintf(stderr, "%s: %s\n", app, grain_error_message(NULL));
-        exit(APP_EXIT_ERROR);
-    }
+    app_check(grain_agent_parse(text, &agent), "--agent");
     return agent;
 }
 
@@ -86,7 +107,8 @@ void app_check(grain_status_t st, const char *what)
 {
     if (st == GRAIN_OK)
         return;
-    fprintf(stderr, "%s failed: %s (%s)\n", what, grain_strerror(st), grain_error_message(NULL));
+    /* grain logged the sentence that says what was wrong. */
+    fprintf(stderr, "%s failed: %s\n", what, grain_strerror(st));
     exit(APP_EXIT_ERROR);
 }
 

@@ -87,10 +87,15 @@ void app_config_usage(FILE *out);
 
 /* Parses an unsigned decimal option value or exits with a message. */
 unsigned long long app_parse_u64(const char *option, const char *text);
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024) or
+ * exits with a message. */
+unsigned long long app_parse_bytes(const char *option, const char *text);
 /* Parses a number from lo to hi or exits with a message. */
 double app_parse_real(const char *option, const char *text, double lo, double hi);
+/* "s" unless n is 1: "1 rank", "2 ranks". */
+const char *app_plural(long long n);
 /* Parses --agent's transfer agent or exits with grain's message. */
-grain_agent_t app_parse_agent(const char *app, const char *text);
+grain_agent_t app_parse_agent(const char *text);
 
 /* Sets arguments first .. first + count - 1 of `k` to the pointers ptrs[]. */
 void app_kernel_ptrs(grain_kernel_t *k, unsigned first, unsigned count, void *const *ptrs);

@@ -88,16 +88,27 @@ int app_parse_edge_list(const char *data, size_t len, const char *name, int undi
 int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_limit_t *limit, app_edges_t *e,
                   app_error_t *err);
 
+/* The binary cache of parsed graph files.  Its files in `dir` stay within
+ * `max_bytes` together: the least recently used go first, and a graph
+ * larger than the bound is not cached. */
+typedef struct app_cache {
+    const char *dir;    /* NULL: no cache */
+    uint64_t max_bytes;
+    char stored[4096];  /* set by app_read_graph: the file it wrote, or "" */
+    uint64_t stored_bytes;
+} app_cache_t;
+#define APP_CACHE_MAX_DEFAULT (4ull << 30)
+
 /*
  * Reads FILE: a .mtx by its suffix or its %%MatrixMarket banner, else an edge
  * list (`undirected` applies to edge lists; a .mtx says itself whether it is
- * symmetric).  With a `cache_dir`, inputs of 1 MiB and more go through a
- * binary cache there, used while it matches FILE's size, modification time
- * and `undirected`, and rewritten after a parse; a cache that cannot be
- * written is not an error.  A cache that fails its checks (graph_cache.h)
- * is reported on stderr and replaced by a parse.
+ * symmetric).  With a `cache` (NULL: none), inputs of 1 MiB and more go
+ * through a binary cache file, used while it matches FILE's size,
+ * modification time and `undirected`, and rewritten after a parse; a cache
+ * that cannot be written is not an error.  A cache that fails its checks
+ * (graph_cache.h) is reported on stderr and replaced by a parse.
  */
-int app_read_graph(const char *path, int undirected, const char *cache_dir, const app_limit_t *limit,
+int app_read_graph(const char *path, int undirected, app_cache_t *cache, const app_limit_t *limit,
                    app_edges_t *e, app_error_t *err);
 
 /* Replaces the edges with the simple undirected graph under them: every

@@ -15,6 +15,9 @@ void app_input_defaults(app_input_t *in)
     else if (home != NULL && home[0] != '\0')
         snprintf(dir, sizeof dir, "%s/.cache/grain", home);
     in->cache_dir = dir[0] != '\0' ? dir : NULL;
+    const char *max = getenv("GRAIN_GRAPH_CACHE_MAX");
+    in->cache_max = max != NULL && max[0] != '\0' ? app_parse_bytes("GRAIN_GRAPH_CACHE_MAX", max)
+                                                   : APP_CACHE_MAX_DEFAULT;
 }
 
 static int parse_kronecker(app_input_t *in, const char *text)
@@ -44,7 +47,7 @@ int app_input_option(app_input_t *in, int argc, char **argv, int *i)
         return 1;
     }
     int takes = strcmp(a, "--graph") == 0 || strcmp(a, "--kronecker") == 0 || strcmp(a, "--seed") == 0 ||
-                strcmp(a, "--partition") == 0 || strcmp(a, "--cache-dir") == 0;
+                strcmp(a, "--partition") == 0 || strcmp(a, "--cache-dir") == 0 || strcmp(a, "--cache-max") == 0;
     if (!takes)
         return 0;
     if (*i + 1 >= argc) {
@@ -60,6 +63,8 @@ int app_input_option(app_input_t *in, int argc, char **argv, int *i)
         in->seed = app_parse_u64(a, v);
     else if (strcmp(a, "--cache-dir") == 0)
         in->cache_dir = v;
+    else if (strcmp(a, "--cache-max") == 0)
+        in->cache_max = app_parse_bytes(a, v);
     else if (app_scheme_parse(v, &in->scheme) != 0) {
         fprintf(stderr, "--partition: \"%s\" is not block or hash\n", v);
         exit(APP_EXIT_ERROR);
@@ -77,7 +82,9 @@ void app_input_usage(FILE *out)
             "  --undirected        read an edge list's edges both ways\n"
             "  --partition block|hash  vertices over ranks (block)\n"
             "  --cache-dir DIR     binary cache of parsed files of 1 MiB and more\n"
-            "                      ($GRAIN_GRAPH_CACHE, else ~/.cache/grain)\n"
+            "                      ($GRAIN_GRAPH_CACHE, else ~/.cache/grain); remove it to clear it\n"
+            "  --cache-max BYTES   the cache's files stay within this, least recently used out first\n"
+            "                      ($GRAIN_GRAPH_CACHE_MAX, else 4G; K, M, G suffixes)\n"
             "  --no-cache          neither read nor write the cache\n");
 }
 
@@ -96,7 +103,13 @@ int app_graph_load(const app_input_t *in, unsigned ranks, unsigned rank, int fla
     int rc;
     if (in->graph != NULL) {
         snprintf(g->name, sizeof g->name, "%s", in->graph);
-        rc = app_read_graph(in->graph, in->undirected, in->cache_dir, limit, &g->all, err);
+        app_cache_t cache = {.dir = in->cache_dir, .max_bytes = in->cache_max};
+        rc = app_read_graph(in->graph, in->undirected, &cache, limit, &g->all, err);
+        if (rank == 0 && cache.stored[0] != '\0')
+            fprintf(stderr, "note: %s parsed into the graph cache: %s, %.1f MiB; later runs load it (--no-cache: "
+                            "not; the cache stays within --cache-max %.1f GiB; remove the file or %s to clear it)\n",
+                    in->graph, cache.stored, (double)cache.stored_bytes / (1 << 20),
+                    (double)in->cache_max / (1u << 30), in->cache_dir);
     } else {
         snprintf(g->name, sizeof g->name, "kronecker-%u-%u-%llu", in->kron_scale, in->kron_factor, in->seed);
         rc = app_kronecker(in->kron_scale, in->kron_factor, in->seed, limit, &g->all, err);

@@ -21,6 +21,7 @@ typedef struct app_input {
     int undirected;        /* --undirected: read an edge list both ways */
     app_scheme_t scheme;   /* --partition */
     const char *cache_dir; /* --cache-dir; NULL after --no-cache */
+    uint64_t cache_max;    /* --cache-max: the bytes the cache's files may take */
     /* Bytes of each rank's symmetric heap the app takes per vertex of the
      * graph and per vertex of the rank's part: app_load_graph refuses a
      * graph that cannot fit as soon as its size shows. */
@@ -36,7 +37,8 @@ typedef struct app_graph {
 } app_graph_t;
 
 /* Defaults: no input yet, block partition, the cache in $GRAIN_GRAPH_CACHE,
- * else $XDG_CACHE_HOME/grain, else ~/.cache/grain. */
+ * else $XDG_CACHE_HOME/grain, else ~/.cache/grain, within
+ * $GRAIN_GRAPH_CACHE_MAX bytes, else APP_CACHE_MAX_DEFAULT. */
 void app_input_defaults(app_input_t *in);
 /* If argv[*i] is an input option, takes it (and its value) and returns 1;
  * 0 for other options; a bad value exits with APP_EXIT_ERROR. */

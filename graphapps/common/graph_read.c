@@ -8,7 +8,9 @@
  * parsed with, and their content passes app_cache_check.
  */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,15 +119,73 @@ static int cache_load(const char *cpath, const char *path, app_cache_header_t wa
         free(edges);
         return 0;
     }
+    utimensat(AT_FDCWD, cpath, NULL, 0); /* recently used: the last to make room */
     *e = (app_edges_t){h.n, h.base, (int)h.weighted, (int)h.undirected, edges, count, count};
     return 1;
 }
 
-/* Best effort: a read-only directory or a full disk leaves no cache. */
-static void cache_store(const char *cpath, app_cache_header_t h, const app_edges_t *e)
+typedef struct cache_file {
+    char name[256];
+    uint64_t bytes;
+    struct timespec used;
+} cache_file_t;
+
+static int older_first(const void *a, const void *b)
 {
+    const struct timespec *x = &((const cache_file_t *)a)->used, *y = &((const cache_file_t *)b)->used;
+    return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec ? -1 : 1)
+                                  : (x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec);
+}
+
+/* Removes the least recently used cache files of `dir` (and `replaced`, the
+ * one about to be rewritten) until `need` more bytes fit within `max`;
+ * -1 when they cannot. */
+static int cache_make_room(const char *dir, const char *replaced, uint64_t need, uint64_t max)
+{
+    if (need > max)
+        return -1;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    cache_file_t *files = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    char path[4096];
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        size_t len = strlen(de->d_name);
+        struct stat st;
+        if (len < 7 || len >= sizeof files->name || strcmp(de->d_name + len - 7, ".gcache") != 0 ||
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path || stat(path, &st) != 0 ||
+            strcmp(path, replaced) == 0)
+            continue;
+        if (n == cap) {
+            cache_file_t *grown = realloc(files, (cap = cap ? 2 * cap : 16) * sizeof *files);
+            if (grown == NULL)
+                break;
+            files = grown;
+        }
+        snprintf(files[n].name, sizeof files[n].name, "%s", de->d_name);
+        files[n].bytes = (uint64_t)st.st_size;
+        files[n++].used = st.st_mtim;
+        total += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    qsort(files, n, sizeof *files, older_first);
+    for (size_t i = 0; i < n && total + need > max; i++)
+        if (snprintf(path, sizeof path, "%s/%s", dir, files[i].name) < (int)sizeof path && remove(path) == 0)
+            total -= files[i].bytes;
+    free(files);
+    return total + need <= max ? 0 : -1;
+}
+
+/* Best effort: a read-only directory, a full disk or a graph over the
+ * cache's bound leaves no cache. */
+static void cache_store(app_cache_t *cache, const char *cpath, app_cache_header_t h, const app_edges_t *e)
+{
+    uint64_t bytes = sizeof h + e->count * sizeof *e->edges;
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", cpath, (long)getpid()) >= (int)sizeof tmp)
+    if (cache_make_room(cache->dir, cpath, bytes, cache->max_bytes) != 0 ||
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", cpath, (long)getpid()) >= (int)sizeof tmp)
         return;
     FILE *f = fopen(tmp, "wb");
     if (f == NULL)
@@ -139,8 +199,12 @@ static void cache_store(const char *cpath, app_cache_header_t h, const app_edges
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(e->edges, sizeof *e->edges, e->count, f) == e->count;
     ok = fclose(f) == 0 && ok;
     /* Ranks that parse the same file at once each rename a whole file. */
-    if (!ok || rename(tmp, cpath) != 0)
+    if (!ok || rename(tmp, cpath) != 0) {
         remove(tmp);
+        return;
+    }
+    snprintf(cache->stored, sizeof cache->stored, "%s", cpath);
+    cache->stored_bytes = bytes;
 }
 
 char *app_read_file(const char *path, size_t *len, app_error_t *err)
@@ -172,7 +236,7 @@ char *app_read_file(const char *path, size_t *len, app_error_t *err)
     return data;
 }
 
-int app_read_graph(const char *path, int undirected, const char *cache_dir, const app_limit_t *limit,
+int app_read_graph(const char *path, int undirected, app_cache_t *cache, const app_limit_t *limit,
                    app_edges_t *e, app_error_t *err)
 {
     *e = (app_edges_t){0};
@@ -186,7 +250,12 @@ int app_read_graph(const char *path, int undirected, const char *cache_dir, cons
         return -1;
     }
     app_cache_header_t want = header_for(&st, undirected);
-    char *cpath = cache_dir != NULL && st.st_size >= CACHE_MIN_BYTES ? cache_path(cache_dir, path) : NULL;
+    if (cache != NULL) {
+        cache->stored[0] = '\0';
+        cache->stored_bytes = 0;
+    }
+    int use_cache = cache != NULL && cache->dir != NULL && st.st_size >= CACHE_MIN_BYTES;
+    char *cpath = use_cache ? cache_path(cache->dir, path) : NULL;
     int cached = cpath != NULL ? cache_load(cpath, path, want, limit, e, err) : 0;
     if (cached != 0) {
         free(cpath);
@@ -200,7 +269,7 @@ int app_read_graph(const char *path, int undirected, const char *cache_dir, cons
                                      : app_parse_edge_list(data, len, path, undirected, limit, e, err);
     free(data);
     if (rc == 0 && cpath != NULL)
-        cache_store(cpath, want, e);
+        cache_store(cache, cpath, want, e);
     free(cpath);
     return rc;
 }

@@ -46,7 +46,8 @@ int main(int argc, char **argv)
     }
     app_error_t err;
     app_edges_t e;
-    int rc = in.graph != NULL ? app_read_graph(in.graph, in.undirected, in.cache_dir, NULL, &e, &err)
+    app_cache_t cache = {.dir = in.cache_dir, .max_bytes = in.cache_max};
+    int rc = in.graph != NULL ? app_read_graph(in.graph, in.undirected, &cache, NULL, &e, &err)
                               : app_kronecker(in.kron_scale, in.kron_factor, in.seed, NULL, &e, &err);
     if (rc != 0) {
         fprintf(stderr, "graphgen: %s\n", err.msg);

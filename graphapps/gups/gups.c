@@ -233,8 +233,8 @@ int main(int argc, char **argv)
     double gups = (double)o.updates / slowest / 1e9;
     double plain_gups = o.baseline ? (double)o.updates / plain / 1e9 : 0;
     if (me == 0 && !o.common.json) {
-        printf("gups: %d ranks, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s, model %s)\n",
-               npes, o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
+        printf("gups: %d rank%s, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s, model %s)\n",
+               npes, app_plural(npes), o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g), app_model_names[o.model.model]);
         if (o.baseline)
             printf("baseline: plain device atomics, %.3f s: %.6f GUP/s; grain / plain = %.3f\n", plain,

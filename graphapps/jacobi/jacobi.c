@@ -65,7 +65,7 @@ static grain_config_t *parse(int argc, char **argv, jacobi_options_t *o)
         else if (i + 1 < argc && strcmp(a, "--tile-rows") == 0)
             o->tile_rows = app_parse_u64(a, argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--agent") == 0)
-            o->agent = app_parse_agent("jacobi", argv[++i]);
+            o->agent = app_parse_agent(argv[++i]);
         else
             app_unknown_option("jacobi", a, usage);
     }
@@ -216,9 +216,9 @@ int main(int argc, char **argv)
     int verified = o.common.verify && verifiable ? err <= 1e-12 : -1;
 
     if (me == 0 && !o.common.json) {
-        printf("jacobi: %d ranks, %llu x %llu grid, %llu sweeps in %.4f s (%.1f us a sweep), %s agent, chunks of "
+        printf("jacobi: %d rank%s, %llu x %llu grid, %llu sweeps in %.4f s (%.1f us a sweep), %s agent, chunks of "
                "%llu bytes (%s on %s, %s); checksum %.12g\n",
-               npes, (unsigned long long)n, (unsigned long long)n, o.iterations, timing.seconds,
+               npes, app_plural(npes), (unsigned long long)n, (unsigned long long)n, o.iterations, timing.seconds,
                1e6 * timing.seconds / (double)(o.iterations ? o.iterations : 1), grain_agent_name(stats.agent),
                (unsigned long long)stats.chunk_bytes, grain_backend_name(g), grain_device_name(g),
                grain_transport_name(g), sum);

@@ -282,8 +282,8 @@ int main(int argc, char **argv)
     }
 
     if (me == 0 && !o.common.json) {
-        printf("kmeans: %llu points in %u dimensions, k = %llu, %d ranks, %s on %s\n", (unsigned long long)pts.n,
-               pts.dims, o.k, npes, grain_backend_name(g), grain_device_name(g));
+        printf("kmeans: %llu points in %u dimensions, k = %llu, %d rank%s, %s on %s\n", (unsigned long long)pts.n,
+               pts.dims, o.k, npes, app_plural(npes), grain_backend_name(g), grain_device_name(g));
         printf("%llu iterations%s in %.3f s, inertia %.10g\n", r.iterations,
                r.converged ? "" : " without converging", r.timing.seconds, r.inertia);
         app_timing_print(stdout, &r.timing);

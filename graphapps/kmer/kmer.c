@@ -274,7 +274,7 @@ int main(int argc, char **argv)
         status = app_write_by_rank(g, "kmer", o.common.out, write_table, &t);
 
     if (me == 0 && !o.common.json) {
-        printf("kmer: %s, %llu reads, k = %u, %u ranks, %s on %s\n", o.reads, (unsigned long long)all.n, k, ranks,
+        printf("kmer: %s, %llu reads, k = %u, %u rank%s, %s on %s\n", o.reads, (unsigned long long)all.n, k, ranks, app_plural(ranks),
                grain_backend_name(g), grain_device_name(g));
         printf("%llu k-mers, %llu distinct, in %.3f s; tables of %llu slots a rank\n", (unsigned long long)counts[2],
                (unsigned long long)counts[1], timing.seconds, (unsigned long long)slots);

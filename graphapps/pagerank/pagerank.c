@@ -72,7 +72,7 @@ static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
             o->max_iterations = app_parse_u64(a, argv[++i]);
         else if (i + 1 < argc && strcmp(a, "--agent") == 0) {
             o->replicated = 1;
-            o->agent = app_parse_agent("pagerank", argv[++i]);
+            o->agent = app_parse_agent(argv[++i]);
         } else
             app_unknown_option("pagerank", a, usage);
     }
@@ -279,8 +279,8 @@ int main(int argc, char **argv)
 
     uint64_t n = graph.all.n, m = graph.all.count;
     if (me == 0 && !o.common.json) {
-        printf("pagerank: %s, %llu vertices, %llu edges, %d ranks (%s partition), %s on %s\n", graph.name,
-               (unsigned long long)n, (unsigned long long)m, npes, app_scheme_name(o.input.scheme),
+        printf("pagerank: %s, %llu vertices, %llu edges, %d rank%s (%s partition), %s on %s\n", graph.name,
+               (unsigned long long)n, (unsigned long long)m, npes, app_plural(npes), app_scheme_name(o.input.scheme),
                grain_backend_name(g), grain_device_name(g));
         printf("%llu iterations%s in %.3f s, last change %.3g (", r.iterations,
                r.converged ? "" : " without converging", r.timing.seconds, r.last_error);

@@ -21,6 +21,9 @@
 
 static const char *data_dir; /* tests/data/graphs, from argv[1] */
 
+/* A graph cache in `dir` with the default bound. */
+#define CACHE_IN(where) (&(app_cache_t){.dir = (where), .max_bytes = APP_CACHE_MAX_DEFAULT})
+
 static app_edges_t read_ok(const char *file)
 {
     char path[4096];
@@ -321,8 +324,8 @@ static void test_cache(void **state)
     app_edges_t parsed, cached, fresh;
     app_error_t err = {{0}};
     assert_int_equal(app_read_graph(src, 0, NULL, NULL, &parsed, &err), 0);
-    assert_int_equal(app_read_graph(src, 0, cache, NULL, &cached, &err), 0); /* parses, writes */
-    assert_int_equal(app_read_graph(src, 0, cache, NULL, &fresh, &err), 0);  /* loads */
+    assert_int_equal(app_read_graph(src, 0, CACHE_IN(cache), NULL, &cached, &err), 0); /* parses, writes */
+    assert_int_equal(app_read_graph(src, 0, CACHE_IN(cache), NULL, &fresh, &err), 0);  /* loads */
     assert_int_equal(parsed.count, 120000);
     assert_int_equal(fresh.count, parsed.count);
     assert_int_equal(fresh.n, parsed.n);
@@ -332,19 +335,73 @@ static void test_cache(void **state)
     app_edges_free(&fresh);
 
     /* A cache for other options is not used. */
-    assert_int_equal(app_read_graph(src, 1, cache, NULL, &fresh, &err), 0);
+    assert_int_equal(app_read_graph(src, 1, CACHE_IN(cache), NULL, &fresh, &err), 0);
     assert_int_equal(fresh.count, 2 * parsed.count); /* 7i + 1 = i (mod an even count) has no solution */
     app_edges_free(&fresh);
 
     /* A changed input is parsed again. */
     sleep(1);
     write_text(src, 110000, 3);
-    assert_int_equal(app_read_graph(src, 0, cache, NULL, &fresh, &err), 0);
+    assert_int_equal(app_read_graph(src, 0, CACHE_IN(cache), NULL, &fresh, &err), 0);
     assert_int_equal(fresh.count, 110000);
     assert_true(fresh.edges[5].v == (5 * 7 + 3) % 110000);
     app_edges_free(&fresh);
     app_edges_free(&parsed);
 
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The cache's files stay within its bound: the least recently used go
+ * first, and a graph larger than the bound is not cached. */
+static void test_cache_bound(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/grain-graph-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a[4096], b[4096], c[4096], cache[4096];
+    snprintf(a, sizeof a, "%s/a.el", dir);
+    snprintf(b, sizeof b, "%s/b.el", dir);
+    snprintf(c, sizeof c, "%s/c.el", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    write_text(a, 100000, 1); /* each > 1 MiB of text, 2.4 MB cached */
+    write_text(b, 100000, 2);
+    write_text(c, 150000, 3); /* 3.6 MB cached */
+    app_cache_t room = {.dir = cache, .max_bytes = 6u << 20}; /* a and b, or b and c, not all three */
+    app_edges_t e;
+    app_error_t err = {{0}};
+    assert_int_equal(app_read_graph(a, 0, &room, NULL, &e, &err), 0);
+    app_edges_free(&e);
+    assert_true(strstr(room.stored, "/a.el-") != NULL);
+    char a_cache[4096];
+    snprintf(a_cache, sizeof a_cache, "%s", room.stored);
+    uint64_t one = room.stored_bytes;
+    assert_int_equal(app_read_graph(b, 0, &room, NULL, &e, &err), 0);
+    app_edges_free(&e);
+    assert_int_equal(room.stored_bytes, one);
+    assert_int_equal(access(a_cache, F_OK), 0); /* both fit */
+    char b_cache[4096];
+    snprintf(b_cache, sizeof b_cache, "%s", room.stored);
+    /* c needs room: b, the least recently used (a was loaded after it),
+     * goes, and a stays. */
+    sleep(1);
+    assert_int_equal(app_read_graph(a, 0, &room, NULL, &e, &err), 0); /* a load writes nothing */
+    app_edges_free(&e);
+    assert_string_equal(room.stored, "");
+    assert_int_equal(app_read_graph(c, 0, &room, NULL, &e, &err), 0);
+    app_edges_free(&e);
+    assert_true(strstr(room.stored, "/c.el-") != NULL);
+    assert_int_equal(access(b_cache, F_OK), -1);
+    assert_int_equal(access(a_cache, F_OK), 0);
+    /* A graph over the whole bound is read and not cached. */
+    app_cache_t tiny = {.dir = cache, .max_bytes = 1u << 20};
+    write_text(b, 90000, 4);
+    assert_int_equal(app_read_graph(b, 0, &tiny, NULL, &e, &err), 0);
+    assert_int_equal(e.count, 90000);
+    app_edges_free(&e);
+    assert_string_equal(tiny.stored, "");
+    assert_int_equal(access(a_cache, F_OK), 0); /* nothing removed for it */
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
@@ -416,7 +473,7 @@ static void test_cache_damage(void **state)
     write_text(src, 120000, 1);
     app_edges_t parsed, e;
     app_error_t err = {{0}};
-    assert_int_equal(app_read_graph(src, 0, dir, NULL, &parsed, &err), 0); /* writes the cache */
+    assert_int_equal(app_read_graph(src, 0, CACHE_IN(dir), NULL, &parsed, &err), 0); /* writes the cache */
     find_cache(dir, cpath, sizeof cpath);
     const long edges = (long)sizeof(app_cache_header_t);
     const uint64_t huge = 1ull << 39, two = 2;
@@ -437,7 +494,7 @@ static void test_cache_damage(void **state)
     };
     for (size_t d = 0; d < sizeof damage / sizeof damage[0]; d++) {
         corrupt(cpath, damage[d].at, damage[d].bytes, damage[d].len);
-        assert_int_equal(app_read_graph(src, 0, dir, NULL, &e, &err), 0); /* reparses, rewrites */
+        assert_int_equal(app_read_graph(src, 0, CACHE_IN(dir), NULL, &e, &err), 0); /* reparses, rewrites */
         assert_int_equal(e.count, parsed.count);
         assert_int_equal(e.n, parsed.n);
         assert_memory_equal(e.edges, parsed.edges, parsed.count * sizeof *parsed.edges);
@@ -445,7 +502,7 @@ static void test_cache_damage(void **state)
     }
     /* The rewritten cache is whole again, and a limit applies to it. */
     app_limit_t limit = {100, "room for 100"};
-    assert_int_equal(app_read_graph(src, 0, dir, &limit, &e, &err), -1);
+    assert_int_equal(app_read_graph(src, 0, CACHE_IN(dir), &limit, &e, &err), -1);
     assert_non_null(strstr(err.msg, "120000 vertices are too many: room for 100"));
     app_edges_free(&parsed);
     char cmd[4200];
@@ -460,7 +517,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
         cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
-        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_damage), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_bound), cmocka_unit_test(test_cache_damage), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_points), cmocka_unit_test(test_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
