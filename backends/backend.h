@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The backend interface: everything the runtime needs from a GPU API, as one
  * ops table.  The runtime never includes a vendor header; a backend never

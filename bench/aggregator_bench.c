@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aggregator_bench: how many queue messages one aggregator thread turns into
  * per-destination buffers per second (docs/design.md, send path 4), with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * amo_rate: how many fetching atomics and gets a rank completes a second,
  * through the path GRAIN_PEER picks (the direct path between ranks of a

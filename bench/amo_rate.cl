@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Rates of fetching atomics and gets (grain/device.h): every work-item (or,
  * with `one_lane`, the first of each work-group) takes `per_lane` words of

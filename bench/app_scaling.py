@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Strong scaling of the graph apps: each app on the same input at 1, 2, 4...
 ranks, every run verified, with the runtime's time split (compute, queue,
 aggregation, network, host) and the network statistics of Gravel's table 5

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport of benchmarks that take the network out: one process stands
  * for `pes` ranks, rank 0 the only real one.  What rank 0 sends is handed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the benchmark drivers share: running one app and reading its JSON
 report, the median run, matplotlib when it is there, and the progress line."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gapbs_compare.sh [SCALE] [RANKS]: grain's pagerank and sssp against the GAP
 # Benchmark Suite's pr and sssp on the same Kronecker graph, on this node.
 # gapbs is built from its public source (GAPBS_DIR, else a clone of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Gravel's evaluation of the GPU networking models (Gravel, sections 3, 7.1
 and 7.2): gups and pagerank under every --model, on 1, 2, 4... ranks and, for
 GUPS, over per-destination buffer sizes; every run verified.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Lines of code of GUPS under each networking model, host and GPU, as seed
 001's table 2: the code a programmer writes for that model, counted without
 blank lines and comments.  The runtime is not counted; the app's shared code

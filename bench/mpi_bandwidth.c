@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_bandwidth: the wire under grain's MPI transport, measured as grain
  * uses it: every rank sends buffers of one size to every other rank and

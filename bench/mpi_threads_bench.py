@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Who should call MPI_Isend: grain's network thread (GRAIN_MPI_THREADS=serialized) or each
 aggregator under MPI_THREAD_MULTIPLE (multiple)?  Runs gups --verify --json through mpirun for both
 modes by rank and aggregator count, median of --reps runs, and prints multiple's rate as a ratio to

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The direct path against the transport path, on the ranks of one machine:
 each app on one rank, then on N ranks with GRAIN_PEER=auto (the node's ranks
 apply each other's messages themselves) and with GRAIN_PEER=off (every

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws `aggregator_bench --gpu` CSV as <stem>.png: GB/s from the kernel into per-destination buffers by the
 number of aggregator threads (queue bytes and wire bytes), with the kernel-store ceiling of the same run, and
 messages per second per aggregator thread on a second axis."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws one or more `amo_rate` CSVs (say the direct path's and the transport's) as <stem of the first>.png:
 million calls a second per rank of fetch-add and get, by every lane and by one lane a work-group, beside the same
 operations as plain atomics and loads on the rank's own device table (the baseline measured in the same run)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws queue_bench.csv as Gravel's figures 6 and 8: <stem>_fig6.png (send-path throughput by
 work-group size per reservation mode, with the CPU MPMC queue of the same run as a line) and
 <stem>_fig8.png (queue throughput by message size against the CPU-only queues)."""

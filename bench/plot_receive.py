@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws `receive_bench` CSV as <stem>.png: million messages a second that one rank validates, moves and applies, by
 the number of receive threads and the kind of traffic, and the same as wire GB/s beside the rate of copying those
 bytes into device memory in one piece and the rate of one 64 MiB copy (the link's ceiling), both measured in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "bench/queue_baselines.h"
 
 #include <pthread.h>

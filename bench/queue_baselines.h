@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the queue benchmark measures grain's queue against, and the consumer
  * side it shares with it.  Message m of a run carries the words m, m+1, ...,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * queue_bench: grain's device-to-host queues against each other, against
  * plain kernel stores and against CPU-only queues, all measured in the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "grain/device.h"
 
 /* Every work-item sends `per_wi` increments to its own rank: the whole send

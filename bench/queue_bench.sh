@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds and runs the queue benchmark (Gravel, figures 6 and 8); writes
 # bench-results/queue_bench.csv and queue_bench_fig{6,8}.png.  Arguments go
 # to queue_bench (--sweep wg|size, --consumers C, ...).

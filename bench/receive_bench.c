@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * receive_bench: how many received messages one rank validates, moves to
  * where they apply and applies per second (docs/receive-path.md), with

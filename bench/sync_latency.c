@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sync_latency: round trips between two ranks, one work-item each, through
  * the path GRAIN_PEER picks (the direct path between ranks of a node, else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Round trips of point-to-point synchronization (grain/device/sync.h): one
  * work-item puts i to its peer's flag and waits for its own flag to reach

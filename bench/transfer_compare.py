@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Counter-triggered transfers against the bulk copy (ProACT's comparison):
 each app with every transfer agent, chunk size and thread count asked for,
 beside the bulk baseline (a copy after each kernel) and the ideal (nothing

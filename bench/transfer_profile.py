@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The transfer profiler: sweeps one app's counter-triggered transfers over
 agents, chunk sizes and transfer threads on this machine, runs the sweep's
 fastest points (--finalists, 3 by default) --repeat times more, in turns,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The verbs transport against the MPI transport, measured in the same run:
   - GUPS (aggregated buffers): MPI, then verbs with buffers as RDMA writes with immediate data
     (GRAIN_IB_OPCODE=write_imm) and as send/receive (send): GUP/s and the ratio to MPI's;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What share of the wire grain's transport path fills: GUPS on N ranks with
 GRAIN_PEER=off (every message to another rank through the queue, the
 aggregators, MPI and the receive path), its applied wire bytes a second and a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # grain_embed_source(<target> <source> <symbol>): compiles <source> (a device
 # source, with grain's headers inlined) into <target> as `const char <symbol>[]`,
 # which grain_program_create takes.  GRAIN_EMBED_INCLUDE_DIR names the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # GRAIN_WITH_<X> is AUTO (on when found), ON (a configure error when not found) or OFF.
 function(grain_feature name found description hint)
   set(GRAIN_WITH_${name} AUTO CACHE STRING "Build with ${description}: AUTO, ON or OFF")

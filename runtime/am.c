@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Registering active-message handlers: host functions (grain_am_register) and
  * the device functions of a program (grain_am_register_program), which then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Completion: waiting for kernels, quiet/barrier, the receive callback that
  * counts what was applied, error reporting and the host collectives.

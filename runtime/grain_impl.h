@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The runtime's state of one rank. */
 #ifndef GRAIN_RUNTIME_GRAIN_IMPL_H
 #define GRAIN_RUNTIME_GRAIN_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The symmetric heap allocator: first fit over [0, size) with 64-byte
  * granularity.  It is deterministic, so the same sequence of collective

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The ranks of this rank's node, and the memory they map of each other's:
  * the direct path's heaps (runtime.c) and regions in peer memory

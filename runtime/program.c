@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Programs and kernels: the runtime's defines, argument 0, launch checks. */
 #include <stdio.h>
 #include <stdlib.h>

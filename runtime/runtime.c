@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* grain_init / grain_finalize and the calls that only read or allocate. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Statistics of every rank (docs/design.md "Errors, configuration, observability"),
  * gathered collectively so that one rank can print the whole job.  Read

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the scripts: installs the Debian packages a command needs that
 # are missing (root, or sudo), and lets Open MPI run as root with more ranks
 # than cores, as on CI machines.

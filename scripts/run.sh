@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: builds grain and runs GUPS on 4 MPI ranks over the OpenCL
 # backend (PoCL on a machine without a GPU), verified, with statistics.
 #   scripts/run.sh [gups options...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite: unit tests (cmocka), device tests on PoCL and
 # multi-rank integration tests under mpirun, all through CTest, on a
 # Release build with -Werror; the static library installed and used by a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a command inside a Debian 12 virtual machine that has an RDMA device:
 # Soft-RoCE (rdma_rxe) on its loopback, for machines whose own kernel has no
 # rdma_rxe (containers, most CI).  The checkout is shared with the VM at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Idle back-off for polling threads.  grain's threads poll (the device queue
  * and the network have no interrupts), but on a CPU device or with several

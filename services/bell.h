@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A doorbell for polling threads.  An idle polling thread naps (backoff.h),
  * and a nap lasts the timer slack at least (50 us on Linux): a thread that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #ifndef GRAIN_SERVICES_CONFIG_H
 #define GRAIN_SERVICES_CONFIG_H
 

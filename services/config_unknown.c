@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * GRAIN_* variables in the environment that grain reads nowhere: mostly
  * typos (GRAIN_HEAP_SZIE), which would otherwise change nothing without a

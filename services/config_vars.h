@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every setting of grain, once: name, GRAIN_<ENV> variable, kind, default and
  * one line of documentation.  config.c turns this table into the struct, the

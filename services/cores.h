@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The cores a rank may count as its own, for the threads grain starts
  * beside the application's (a CPU device's workers, receive threads).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "grain/grain.h"
 #include "grain/version.h"
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The shared libgrain exports exactly the functions that grain.h declares:
 # nothing of the runtime's internals (or of the static libraries it links),
 # and nothing of the public API left hidden.

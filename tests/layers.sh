@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The folders of docs/design.md "Layers" include one way only: services/
 # uses none of the others, transports/ and backends/ use services/ alone,
 # and only runtime/ (with the tools, tests and benchmarks above it) may use

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Random combinations of grain's settings, each run for real.
 
 Every setting of services/config_vars.h is drawn over its whole range (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grain_embed: turns a device source into a C array, with every quoted
  * `#include "..."` replaced by the file it names (looked up beside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grain_info: what this grain was built with and what it finds here: the
  * version, the backends and transports built in, the device each backend

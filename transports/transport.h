@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Transports move packed buffers between ranks and run the few host
  * collectives the runtime and apps need.  A transport owns its progress: the

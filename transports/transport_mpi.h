@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The MPI transport's state, shared by its two files: transport_mpi.c
  * (buffers, sends, collectives) and transport_mpi_watch.c (failure

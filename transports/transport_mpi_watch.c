@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Failure detection for the MPI transport (GRAIN_PEER_TIMEOUT_S).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The self transport: one rank, no peers, collectives are identities. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The ibverbs transport (GRAIN_TRANSPORT=verbs; docs/design.md, send path
  * 5): RC queue pairs to every peer, buffers RDMA-written with their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ibverbs transport's protocol state (verbs_proto.h). */
 #include "transports/verbs_proto.h"
 

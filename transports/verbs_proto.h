@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The ibverbs transport's protocol apart from the device (docs/design.md,
  * send path 5): flow control, receive rings, the bootstrap record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "transports/wire.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire format of per-destination buffers, and the receiver's checks.
  *

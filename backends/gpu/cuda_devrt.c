@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA's device runtime: linking programs with libcudadevrt.a (cuda_devrt.h). */
 #include <stdio.h>
 #include <stdlib.h>

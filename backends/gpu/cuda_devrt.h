@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CUDA's device runtime, which lets kernels launch kernels (dynamic
  * parallelism; the launch transfer agent): NVRTC compiles programs as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA and HIP runtimes under one set of names, so that gpu_backend.c is
  * one source compiled once against each (alpaka's uniform CUDA/HIP layer):

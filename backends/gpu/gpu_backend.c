@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA and HIP backends: one source, built once with GRAIN_GPU_CUDA and
  * once with GRAIN_GPU_HIP (gpu_api.h maps the names).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The OpenCL backend: fine-grained buffer SVM with SVM atomics, so host
  * threads consume the queue while the kernel fills it and apply received

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bfs: breadth-first search as Graph500's kernel 2, over the undirected
  * simple graph of the input (edges both ways, no self loops): a parent for

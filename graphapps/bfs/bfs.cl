@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Breadth-first search, Graph500's kernel 2, level by level with a
  * compare-and-swap on the parent array: every vertex of the last level

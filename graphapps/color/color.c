@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * color: distributed graph coloring with PUTs (Jones-Plassmann, Gravel
  * section 6) of the simple undirected graph under the input (self loops and

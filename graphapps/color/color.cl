@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Jones-Plassmann graph coloring with PUTs.  Every rank holds a color for
  * every vertex (-1: none yet) in the symmetric heap.  In a round, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What every graphapp shares: grain settings as command-line options, exit
  * codes, timing and the common part of the --json object. */
 #ifndef GRAIN_GRAPHAPPS_APP_H

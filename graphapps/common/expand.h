@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device code: a work-group's edge lists dealt out evenly to its lanes.
  *

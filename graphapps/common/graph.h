@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Graph input for the apps: Matrix Market and edge-list files, Graph500
  * Kronecker (R-MAT) graphs generated from a seed, and a binary cache of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the graph apps share beyond app.h: the input options (--graph FILE or
  * --kronecker SCALE[,EDGEFACTOR], --partition, ...), loading and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The binary graph cache's format: a header, then the edge array as it lies
  * in memory.  A cache lies on a disk that other programs and other machines

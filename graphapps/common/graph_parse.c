@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Matrix Market and edge-list parsers over a memory buffer.  They never trust
  * a count in the file for an allocation (a fuzzed header may promise 10^18

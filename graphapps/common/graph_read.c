@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Graph files through a binary cache.  Parsing text runs at tens of MB/s;
  * the cache is the edge array as it lies in memory, so a large input loads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The simple undirected graph under any input, for apps whose answer
  * depends only on adjacency (coloring). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Graph500-style Kronecker graphs.  Each edge is drawn from its own
  * counter-based random stream (splitmix64 of the seed and the edge's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --model: the prior GPU networking models of Gravel, section 3, for the
  * apps that compare them (gups, pagerank).  Their kernels share one body;

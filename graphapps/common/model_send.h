@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device code: one send call, three networking models (Gravel, section 3),
  * so that an app's kernel is written once and compared under each:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Vertices over ranks, and the part of the graph a rank owns.
  *

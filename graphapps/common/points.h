@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Points for k-means: a text matrix, one point per line (numbers separated by
  * commas or whitespace, the same count on every line, '#' comment lines), or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The generators' random numbers: splitmix64 (Steele, Lea and Flood), whose
  * state may be any 64-bit value, so that each edge or point can start a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Sequencing reads for the k-mer app: FASTA (">name", then sequence lines)
  * or FASTQ ("@name", sequence, "+", quality of the same length), told apart

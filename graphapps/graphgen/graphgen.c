@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * graphgen: writes a graph the apps read, a Kronecker graph from its scale
  * and seed or any input file, for other tools (networkx in the tests, the

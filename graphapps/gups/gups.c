@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gups: distributed GUPS (HPCC RandomAccess) with grain increments.
  *

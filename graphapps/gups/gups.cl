@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * GUPS through grain: every update is an atomic increment at the rank that
  * owns the table entry (Gravel, figure 4b).  Work-item w of this rank

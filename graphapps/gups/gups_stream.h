@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The HPCC RandomAccess update stream: x -> (x << 1) ^ (x < 0 ? POLY : 0),
  * POLY = 7, and HPCC_starts(n), the n-th element, by squaring the step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * jacobi: Jacobi sweeps of the Laplace equation on an n x n grid (the top
  * edge held at 1, the other edges at 0), its interior rows split in blocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One Jacobi sweep of the Laplace equation over this rank's rows: every
  * interior point becomes the mean of its four neighbours in `in`.  A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kmeans: Lloyd's algorithm with the points spread over the ranks (a block
  * each) and every cluster's coordinate sums and count accumulated at the

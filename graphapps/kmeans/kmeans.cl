@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One Lloyd assignment step through grain: every work-item takes one point
  * of its rank, finds the nearest centre (the first of equals, as numpy's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kmer: phase 1 of Meraculous' de Bruijn graph construction (Gravel
  * section 6): a distributed hash table of the reads' canonical k-mers

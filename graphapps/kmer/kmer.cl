@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Phase 1 of Meraculous' de Bruijn graph construction through grain: every
  * k-mer of every read is inserted into a distributed hash table with an

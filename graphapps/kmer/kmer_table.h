@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The k-mer encoding and the hash table's layout, shared by the kernel, its
  * handler and the host's sequential reference.  Bases are 2 bits (A C G T =

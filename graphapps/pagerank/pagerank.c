@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pagerank: push-style PageRank through grain adds (Gravel, section 6),
  * with the semantics of networkx.pagerank on the unweighted graph (weights in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Push-style PageRank through grain: every work-item owns one vertex of its
  * rank and adds the vertex's share of rank, in fixed point, to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the two formulations of build/bin/pagerank share: the options, the
  * result and the fixed point that shares travel in.

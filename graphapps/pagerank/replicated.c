@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Replicated PageRank (ProACT's multi-GPU PageRank): every rank holds the
  * whole vector of shares, x[u] / outdeg(u) in fixed point, in two regions

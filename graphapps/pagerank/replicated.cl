@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Replicated PageRank, one pull step: every rank holds the whole vector of
  * shares (a vertex's rank over its out-degree, fixed point) in the region

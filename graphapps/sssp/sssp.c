@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sssp: single-source shortest paths by Bellman-Ford rounds of active
  * messages (Gravel, section 6): a vertex whose distance improved sends its

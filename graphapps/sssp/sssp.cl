@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * SSSP by Bellman-Ford rounds through active messages.  Each round, every
  * vertex whose distance improved in the round before sends, along each

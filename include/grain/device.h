@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grain device API: one-sided messages from any work-item.
  *

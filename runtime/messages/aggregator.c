@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Aggregator threads (docs/design.md, send path 4): drain queue slots, apply the
  * messages addressed to this rank, pack the others per destination and hand

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Applying received buffers with a kernel (docs/receive-path.md):
  * with GRAIN_APPLY=device the heap lives in device memory, where host threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport's receive buffers that the runtime still reads: a chunk
  * piece whose copy into device memory runs, or a packed buffer that a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Per-destination buffers of one aggregator thread (docs/design.md, send path 4).
  *

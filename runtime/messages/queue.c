@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A device-to-host queue's memory: slots where the host reads them, producer
  * state where kernels update it fastest. */
 #include <stdlib.h>

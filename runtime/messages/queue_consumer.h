@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The consumer side of the queue (include/grain/device/queue.h), for host
  * threads: one reader per thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Work-group quiets on the receiving side (docs/shmem-api.md, "Quiet and
  * fence"): a quiet request from rank s is answered once every buffer that

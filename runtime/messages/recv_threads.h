@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive threads (GRAIN_RECV_THREADS, docs/receive-path.md): with
  * more than one, the network thread only receives, and these threads

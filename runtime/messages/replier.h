@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Replies to other ranks' gets and fetching atomics (docs/shmem-api.md):
  * the old values that the threads and kernels applying their requests here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Regions of counter-triggered transfers: creation (the chunk plan, where
  * the region lives, what kernels are given), the iteration protocol and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counter-triggered transfers, host side: regions, their chunk plan, the
  * transfer agents and the chunk pieces that travel through the transport.

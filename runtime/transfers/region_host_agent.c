@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The host transfer agent: threads that poll a region's ready words while
  * an iteration is open.  Thread t owns the chunks of the runs of 64

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The chunk plan of a region: its chunks, and for each work-group of the
  * producer the chunks it writes, from the region's mapping.  The device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Moving a region's bytes to a destination, whichever agent decided to:
  * a copy where this rank reaches the destination's memory (its host copy,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Which agent, chunk size and transfer threads a region gets (grain.h,
  * grain_region_desc_t): the description's, the settings', the transfer

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check.sh BUILD_DIR SOURCE_DIR MPIEXEC [subdirectory]: installs the grain
 # built in BUILD_DIR into a fresh prefix, as a user would (cmake --install),
 # then builds tests/consumer against that prefix twice, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The smallest grain program: every work-item of every rank increments a
  * counter on every rank; each rank checks that its counter saw them all, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every work-item of every rank adds one to a counter on every rank. */
 #include "grain/device.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * For the device tests: 128 work-items of the `send_bad` kernel (wg_prims.cl)
  * each send one active message to `handler` on this rank, which adds twice

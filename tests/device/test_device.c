@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device tests on the OpenCL backend (PoCL here), one rank: the diverged
  * WG-level primitives against a scalar reference for every active-lane

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA backend on device 1 of a machine with two GPUs or more: the
  * runtime's own threads launch apply kernels (here, active messages for a

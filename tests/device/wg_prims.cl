@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A device active-message handler, for grain_am_register_program; built
  * again with -DTEST_NO_AM_TABLE (a program that lacks it) and with
  * -DTEST_AM_ID=300 (an id grain must refuse). */

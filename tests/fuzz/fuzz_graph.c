@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target for the input parsers.  The first byte picks the reader
  * (Matrix Market, directed or undirected edge list, k-means points,

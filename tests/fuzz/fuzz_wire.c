@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target for the receiver's checks of a wire buffer
  * (grain_wire_validate) and what it then applies (grain_wire_apply): a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # run_fuzz.sh graph|wire FUZZER DATA_DIR SECONDS: runs a libFuzzer target for
 # SECONDS from seeds.  graph: the input parsers and the graph cache, seeded
 # with the test graphs (as Matrix Market), edge lists, points and reads under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test of grain_alltoallv under mpirun (1 to 4 ranks): sizes that
  * differ for every pair of ranks, zero included, each byte checked; then one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The integration tests' guard for calls that must succeed: the call, the
  * status and grain's sentence, then exit 2 (an error, not a failed check). */
 #ifndef GRAIN_TESTS_CHECK_OK_H

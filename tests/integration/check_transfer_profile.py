@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Which settings a region takes, field by field (grain.h, grain_region_desc_t):
 its own, the GRAIN_TRANSFER_* settings, the transfer profile's line for
 (device, app), the defaults.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counter-triggered transfers under mpirun (1 to 4 ranks):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "grain/device.h"
 #include "chunks_pattern.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What tests/integration/chunks.c expects its kernel to write: one source
  * for the kernel (device dialect) and the checks (host C). */
 #ifndef GRAIN_TESTS_CHUNKS_PATTERN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bad messages to another rank, under mpirun (2 or more ranks): each rank's
  * kernel sends 128 messages to the next rank, one of them bad in each way

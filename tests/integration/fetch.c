@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test under mpirun (1 to 4 ranks) of gets and fetching atomics
  * (grain/device.h): lane L of every rank works on PE (rank + L) mod n, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Gets and fetching atomics: every lane of every rank updates or reads words
  * of PE (rank + lane) mod n and keeps what came back; each work-group then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What fetch.cl and fetch.c agree on: one heap allocation of 64-bit words.
  * Two work-groups of 64 lanes a rank; lane L of rank r works on PE
  * (r + L) mod n, so that every rank's words take the lanes of every rank. */

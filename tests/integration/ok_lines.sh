@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # ok_lines.sh N COMMAND...: runs a job whose ranks each print a line ending
 # in ": ok" or ": FAILED" (peer_failure.c, wire_corrupt.c gap), shows what
 # it printed, and passes when exactly N lines say ok and none FAILED.

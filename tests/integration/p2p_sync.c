@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test under mpirun (1 to 4 ranks) of point-to-point
  * synchronization (grain/device/sync.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Point-to-point synchronization (grain/device/sync.h): grain_test's truth
  * table on known words, then lanes that wait for words other ranks change

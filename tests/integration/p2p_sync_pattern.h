@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What p2p_sync.cl and p2p_sync.c agree on: the heap words, in 64-bit
  * words from one allocation, and the inputs of the truth table. */
 #ifndef GRAIN_TESTS_P2P_SYNC_PATTERN_H

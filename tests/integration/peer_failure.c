@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A rank that dies or stops in the middle of a run, under mpirun (3 ranks
  * or more, GRAIN_PEER_TIMEOUT_S set).  Every rank sends every other one

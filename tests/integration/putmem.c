@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test under mpirun (1 to 4 ranks) of bulk puts
  * (grain_putmem): every rank puts a 64-bit block and an unaligned 32-bit

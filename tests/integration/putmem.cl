@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bulk puts (grain_putmem): one work-group a rank puts a block of 64-bit
  * words and a block of 32-bit words that is not 8-byte aligned to every

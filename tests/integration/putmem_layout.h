@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What putmem.cl and putmem.c agree on: one heap allocation of 64-bit
  * words.  Blocks longer than a work-group (64 lanes) with a partial round,
  * and a 32-bit block of an odd number of words; for puts with signal, a

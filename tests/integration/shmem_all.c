@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test under mpirun (1 to 4 ranks): shmem_all.cl sends every kind
  * of message from every active work-item to every rank, for every activity

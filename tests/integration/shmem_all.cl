@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The OpenSHMEM test-suite idea on grain's device API: every active
  * work-item of every rank sends every kind of message to every rank, active

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which lanes are active, and the values they send: shared by the kernel and
  * the host's expectations. */
 #ifndef SHMEM_ALL_PATTERN_H

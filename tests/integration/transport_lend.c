@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The MPI transport's receive buffers lent to the runtime, under mpirun (2
  * to 4 ranks), with no backend: handlers stand in for the runtime's

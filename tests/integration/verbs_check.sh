@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The verbs transport on this machine:
 #   verbs_check.sh gups COMMAND...      GUPS over verbs (tiny rings: credits run out), verified, with the
 #                                       network thread applying and with receive threads, where an RDMA

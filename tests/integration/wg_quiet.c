@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration test under mpirun (1 to 4 ranks) of the work-group quiet and
  * fence (grain_quiet, grain_fence in grain/device.h): in each round every

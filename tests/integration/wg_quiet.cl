@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One work-group a rank, for `rounds` rounds: every lane writes its word of
  * this rank's slice on every rank (a put, or with `slow` an active message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The heap words of the work-group quiet test (wg_quiet.c, wg_quiet.cl):
  * every rank's slice of every rank's data words, a flag word per sender, and
  * the rank's counts of words found short: by gets after the quiet, then

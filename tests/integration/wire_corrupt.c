@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Buffers damaged on the wire, end to end over the MPI transport (two ranks,
  * GRAIN_PEER=off): rank 0 hands the transport raw buffers for rank 1, each a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """BFS parents against networkx, an oracle grain did not write, by Graph500's
 rules for a parent array.
 

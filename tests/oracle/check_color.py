@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Graph coloring checked with networkx, an oracle grain did not write.
 
     check_color.py GRAPH -- COMMAND...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """An app's --json object as a script reads it: one object, verified, and a
 time split whose parts are non-negative and add up to no more than the run.
 Under --model, the network statistics must show the model's aggregation.

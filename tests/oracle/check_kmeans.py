@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """k-means against scikit-learn, an oracle grain did not write.
 
     check_kmeans.py DATASET K -- COMMAND...

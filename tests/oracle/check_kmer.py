@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """k-mer and extension counts against jellyfish, a counter grain did not write.
 
     check_kmer.py READS K -- COMMAND...

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PageRank against networkx, an oracle grain did not write.
 
     check_pagerank.py GRAPH -- COMMAND...

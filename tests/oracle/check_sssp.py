@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """SSSP against networkx's Dijkstra, an oracle grain did not write.
 
     check_sssp.py GRAPH -- COMMAND...

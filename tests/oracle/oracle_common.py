@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the oracle checks share: reading a test graph with tools grain did not
 write (scipy.io.mmread for Matrix Market, networkx.read_edgelist otherwise),
 and running an app with --out to read back one value per vertex."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """random_graph.py OUT VERTICES EDGES SEED: a directed edge list with real
 weights in [0, 1), from Python's own generator, for the weighted oracles."""
 import random

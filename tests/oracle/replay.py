@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Lets the oracle checks judge outputs made on another machine, such as a GPU
 machine without networkx, scikit-learn or jellyfish.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Configuration: defaults, environment, API, units, ranges and every
  * impossible value rejected with a sentence naming the variable. */
 #include <setjmp.h>

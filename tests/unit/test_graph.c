@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Graph input: the real test graphs, every malformed case the apps must
  * reject with a line number, Kronecker determinism, the binary cache and its
  * checks, and the callers' vertex limits. */

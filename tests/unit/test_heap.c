@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The symmetric heap allocator: deterministic offsets, reuse, coalescing,
  * exhaustion with a clear error. */
 #include <setjmp.h>

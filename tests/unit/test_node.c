@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The rank lists of the direct path's info log, and the settings that
  * choose the path: GRAIN_PEER's words, GRAIN_NODE_RANKS's range. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-destination packing: capacity, the three flush causes, sequence
  * numbers, counts per destination, and waiting for a returned buffer. */
 #include <pthread.h>

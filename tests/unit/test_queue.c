@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device-to-host queue (producer side from grain/device/queue.h,
  * consumer side from runtime/messages/queue_consumer.h) in both protocols, under many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The verbs transport's protocol without a device: credits, ring slots and
  * their wraparound, the send pool, the bootstrap and heap records, the
  * RoCE GID choice and completion errors, each misuse refused with a sentence. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Message encoding, the receiver's validation (every bad field rejected with
  * a sentence naming it) and host apply. */
 #include <setjmp.h>

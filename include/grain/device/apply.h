@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Applying one PUT, add or increment to this rank's symmetric heap: the same
  * code for host threads (received buffers on shared-memory devices), for the

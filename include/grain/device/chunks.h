@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counter-triggered transfers, device side (docs/design.md "Counter-triggered
  * transfers", ProACT).

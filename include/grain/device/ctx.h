@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What device code knows of the runtime: the per-rank device context the
  * runtime passes as every grain kernel's first argument, the message

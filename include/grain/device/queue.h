@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device-to-host queue, shared by the device producers and the host
  * consumers.  Two protocols share one slot layout; GRAIN_QUEUE picks one at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Kernels the runtime launches, compiled into every program so that they see
  * the program's active-message handlers (GRAIN_AM_HANDLERS):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Point-to-point synchronization on this rank's heap words, as OpenSHMEM's
  * shmem_wait_until, shmem_test and shmem_signal_wait_until: a lane waits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Diverged work-group-level reduce and prefix-sum (Gravel, section 5.2).
  *
