@@ -205,7 +205,7 @@ static gpu_point_t gpu_measure(const run_t *r)
     check(grain_config_set(c, "aggregators", aggs), "config");
     bench_transport_set_pes(r->dests + 1);
     grain_t *g;
-    check(grain_init_transport(c, &bench_transport_ops, &g), "grain_init");
+    check(grain_init_transport(c, NULL, &bench_transport_ops, &g), "grain_init");
     grain_config_destroy(c);
     int64_t *table;
     void *store_buf;

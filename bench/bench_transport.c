@@ -25,9 +25,10 @@ void bench_transport_set_pes(unsigned pes)
     bt.pes = pes;
 }
 
-static grain_status_t bt_open(grain_transport_t **t_p, const grain_config_t *config, int *my_pe_p, int *n_pes_p)
+static grain_status_t bt_open(grain_transport_t **t_p, const grain_config_t *config, const void *mpi_comm,
+                              int *my_pe_p, int *n_pes_p)
 {
-    (void)config;
+    (void)config, (void)mpi_comm;
     *t_p = NULL;
     *my_pe_p = 0;
     *n_pes_p = (int)bt.pes;

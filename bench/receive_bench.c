@@ -192,7 +192,7 @@ static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t
     check(grain_config_set(c, "recv_threads", v), "config");
     bench_transport_set_pes(sources + 1);
     grain_t *g;
-    check(grain_init_transport(c, &bench_transport_ops, &g), "grain_init");
+    check(grain_init_transport(c, NULL, &bench_transport_ops, &g), "grain_init");
     grain_config_destroy(c);
 
     tables_t t;

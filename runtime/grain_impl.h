@@ -178,10 +178,11 @@ void grain_queue_destroy(struct grain *g, grain_queue_mem_t *m);
 /* The producer counters summed over the rings (full_waits, in_place and
  * direct; the rest zero). */
 grain_status_t grain_queue_counters(struct grain *g, const grain_queue_mem_t *m, grain_ring_prod_t *sum);
-/* grain_init with the transport given instead of GRAIN_TRANSPORT's (NULL:
- * that one); for benchmarks that take the network out. */
-grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
-                                    struct grain **grain_p);
+/* grain_init_attr with the application's MPI communicator (an MPI_Comm *,
+ * or NULL) and the transport given instead of GRAIN_TRANSPORT's (NULL: that
+ * one), for benchmarks that take the network out. */
+grain_status_t grain_init_transport(const grain_config_t *config, const void *mpi_comm,
+                                    const grain_transport_ops_t *tops, struct grain **grain_p);
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
 

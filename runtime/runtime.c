@@ -437,7 +437,19 @@ static void release(grain_t *g)
 
 grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 {
-    return grain_init_transport(config, NULL, grain_p);
+    return grain_init_transport(config, NULL, NULL, grain_p);
+}
+
+grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_attr_t *attr, grain_t **grain_p)
+{
+    if (attr == NULL)
+        return grain_init_transport(config, NULL, NULL, grain_p);
+    /* A caller built against older headers passes a shorter struct: the
+     * fields past its size are absent, not garbage. */
+    if (attr->size < offsetof(grain_init_attr_t, mpi_comm) + sizeof attr->mpi_comm)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_init_attr: attr->size is %zu; set it to "
+                                             "sizeof(grain_init_attr_t)", attr->size);
+    return grain_init_transport(config, attr->mpi_comm, NULL, grain_p);
 }
 
 /*
@@ -473,8 +485,8 @@ static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
     return g->binfo.cpu_device ? 1 : auto_threads(grain_rank_cores().mine - 1 - (long)host_threads);
 }
 
-grain_status_t grain_init_transport(const grain_config_t *config, const grain_transport_ops_t *tops,
-                                    grain_t **grain_p)
+grain_status_t grain_init_transport(const grain_config_t *config, const void *mpi_comm,
+                                    const grain_transport_ops_t *tops, grain_t **grain_p)
 {
     if (grain_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_init needs somewhere to store the handle");
@@ -494,9 +506,10 @@ grain_status_t grain_init_transport(const grain_config_t *config, const grain_tr
 
     g->tops = tops;
     if (tops == NULL)
-        st = grain_transport_open(g->config.transport, &g->config, &g->tops, &g->transport, &g->my_pe, &g->n_pes);
+        st = grain_transport_open(g->config.transport, &g->config, mpi_comm, &g->tops, &g->transport, &g->my_pe,
+                                  &g->n_pes);
     else
-        st = g->tops->open(&g->transport, &g->config, &g->my_pe, &g->n_pes);
+        st = g->tops->open(&g->transport, &g->config, mpi_comm, &g->my_pe, &g->n_pes);
     if (st != GRAIN_OK)
         goto err;
     grain_log_configure((grain_log_level_t)grain_log_level_parse(g->config.log_level), g->my_pe);

@@ -29,7 +29,7 @@ const char *const *grain_transports_built(void)
     return names;
 }
 
-static grain_status_t select_one(const char *name, const grain_transport_ops_t **ops_p)
+static grain_status_t select_one(const char *name, const void *mpi_comm, const grain_transport_ops_t **ops_p)
 {
     if (strcmp(name, "verbs") == 0) {
 #ifdef GRAIN_HAVE_VERBS_TRANSPORT
@@ -42,20 +42,24 @@ static grain_status_t select_one(const char *name, const grain_transport_ops_t *
                           "-DGRAIN_WITH_VERBS=ON)");
 #endif
     }
+    if (strcmp(name, "self") == 0 && mpi_comm != NULL)
+        return grain_fail(GRAIN_ERR_CONFIG, "grain_init_attr was given an MPI communicator, but GRAIN_TRANSPORT=self "
+                                            "runs one rank alone: use mpi or verbs (or auto)");
     if (strcmp(name, "self") == 0) {
         *ops_p = &grain_transport_self;
         return GRAIN_OK;
     }
 #ifdef GRAIN_HAVE_MPI
-    if (strcmp(name, "mpi") == 0 || started_by_launcher()) {
+    if (strcmp(name, "mpi") == 0 || mpi_comm != NULL || started_by_launcher()) {
         *ops_p = &grain_transport_mpi;
         return GRAIN_OK;
     }
 #else
-    if (strcmp(name, "mpi") == 0)
+    if (strcmp(name, "mpi") == 0 || mpi_comm != NULL)
         return grain_fail(GRAIN_ERR_CONFIG,
-                          "GRAIN_TRANSPORT=mpi, but this grain was built without MPI "
-                          "(install libopenmpi-dev and configure with -DGRAIN_WITH_MPI=ON)");
+                          "%s, but this grain was built without MPI "
+                          "(install libopenmpi-dev and configure with -DGRAIN_WITH_MPI=ON)",
+                          mpi_comm != NULL ? "grain_init_attr was given an MPI communicator" : "GRAIN_TRANSPORT=mpi");
     if (started_by_launcher())
         grain_warn("started by an MPI launcher, but grain was built without MPI: every rank runs alone");
 #endif
@@ -63,7 +67,7 @@ static grain_status_t select_one(const char *name, const grain_transport_ops_t *
     return GRAIN_OK;
 }
 
-grain_status_t grain_transport_open(const char *names, const grain_config_t *config,
+grain_status_t grain_transport_open(const char *names, const grain_config_t *config, const void *mpi_comm,
                                     const grain_transport_ops_t **ops_p, grain_transport_t **t_p, int *my_pe_p,
                                     int *n_pes_p)
 {
@@ -75,9 +79,9 @@ grain_status_t grain_transport_open(const char *names, const grain_config_t *con
     while (name != NULL) {
         char *next = strtok_r(NULL, ",", &save);
         grain_log_quiet(next != NULL); /* a failure with a fallback is a warning, below */
-        st = select_one(name, ops_p);
+        st = select_one(name, mpi_comm, ops_p);
         if (st == GRAIN_OK)
-            st = (*ops_p)->open(t_p, config, my_pe_p, n_pes_p);
+            st = (*ops_p)->open(t_p, config, mpi_comm, my_pe_p, n_pes_p);
         grain_log_quiet(0);
         if (st == GRAIN_OK) {
             if (name != first)

@@ -74,8 +74,10 @@ typedef struct grain_coll {
 typedef struct grain_transport_ops {
     size_t size;
     const char *name;
-    /* Joins the job: learns this rank and the number of ranks. */
-    grain_status_t (*open)(grain_transport_t **transport_p, const grain_config_t *config,
+    /* Joins the job: learns this rank and the number of ranks.  `mpi_comm`
+     * (an MPI_Comm *, or NULL) is the application's communicator, which the
+     * transports that start over MPI join instead of MPI_COMM_WORLD. */
+    grain_status_t (*open)(grain_transport_t **transport_p, const grain_config_t *config, const void *mpi_comm,
                            int *my_pe_p, int *n_pes_p);
     /* Starts progress; `recv_size` is the largest buffer a peer sends. */
     grain_status_t (*start)(grain_transport_t *t, const grain_transport_handlers_t *handlers,
@@ -127,13 +129,14 @@ int grain_transport_mpi_failed(grain_transport_t *t);
 extern const grain_transport_ops_t grain_transport_verbs;
 #endif
 
-/* Opens the first transport of `names` (GRAIN_TRANSPORT: auto, mpi, self,
- * verbs, or a comma-separated list of them) that opens; falling back to a
- * later one is warned about, naming why the first failed. */
 /* The transports built in, NULL-terminated. */
 const char *const *grain_transports_built(void);
 
-grain_status_t grain_transport_open(const char *names, const grain_config_t *config,
+/* Opens the first transport of `names` (GRAIN_TRANSPORT: auto, mpi, self,
+ * verbs, or a comma-separated list of them) that opens; falling back to a
+ * later one is warned about, naming why the first failed.  With `mpi_comm`,
+ * auto means mpi and self is refused: the ranks are the communicator's. */
+grain_status_t grain_transport_open(const char *names, const grain_config_t *config, const void *mpi_comm,
                                     const grain_transport_ops_t **ops_p, grain_transport_t **t_p, int *my_pe_p,
                                     int *n_pes_p);
 

@@ -40,7 +40,7 @@ grain_status_t grain_mpi_error(int err, const char *what)
     return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, grain_mpi_error_string(err, text));
 }
 
-static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *config,
+static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *config, const void *mpi_comm,
                                int *my_pe_p, int *n_pes_p)
 {
     grain_transport_t *t = calloc(1, sizeof *t);
@@ -50,6 +50,11 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     int needed = strcmp(config->mpi_threads, "multiple") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
+    if (!inited && mpi_comm != NULL) {
+        free(t);
+        return grain_fail(GRAIN_ERR_STATE, "grain_init_attr was given an MPI communicator before MPI_Init: "
+                                           "initialize MPI first (MPI_Init_thread with MPI_THREAD_MULTIPLE)");
+    }
     if (!inited) {
         if (MPI_Init_thread(NULL, NULL, want_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
                             &provided) != MPI_SUCCESS) {
@@ -73,7 +78,8 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     t->multiple = want_multiple && provided == MPI_THREAD_MULTIPLE;
     grain_info("mpi: %s", t->multiple ? "aggregators post their own sends (MPI_THREAD_MULTIPLE)"
                                       : "the network thread posts every send");
-    MPI_Comm_dup(MPI_COMM_WORLD, &t->comm);
+    /* A communicator of grain's own: its tags never meet the application's. */
+    MPI_Comm_dup(mpi_comm != NULL ? *(const MPI_Comm *)mpi_comm : MPI_COMM_WORLD, &t->comm);
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(t->comm, &t->my_pe);
     MPI_Comm_size(t->comm, &t->n_pes);

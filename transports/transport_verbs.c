@@ -643,8 +643,8 @@ static void *progress_thread(void *arg)
 
 /* ---- the transport ------------------------------------------------------------ */
 
-static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *config, int *my_pe_p,
-                                 int *n_pes_p)
+static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *config, const void *mpi_comm,
+                                 int *my_pe_p, int *n_pes_p)
 {
     grain_transport_t *t = calloc(1, sizeof *t);
     if (t == NULL)
@@ -653,7 +653,7 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
     /* The device first: without one, MPI is left untouched for a fallback. */
     grain_status_t st = open_device(t, config);
     if (st == GRAIN_OK)
-        st = grain_transport_mpi.open(&t->mpi, config, &t->my_pe, &t->n_pes);
+        st = grain_transport_mpi.open(&t->mpi, config, mpi_comm, &t->my_pe, &t->n_pes);
     if (st != GRAIN_OK) {
         if (t->ctx != NULL)
             ibv_close_device(t->ctx);

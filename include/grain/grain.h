@@ -78,8 +78,27 @@ void grain_config_destroy(grain_config_t *config);
 /* ---- life cycle --------------------------------------------------------- */
 typedef struct grain grain_t;
 
-/* `config` may be NULL (defaults and environment).  Collective. */
+/* `config` may be NULL (defaults and environment).  Collective over every
+ * rank the launcher started (MPI_COMM_WORLD under mpirun).  grain
+ * initializes MPI if the application has not, and then finalizes it too. */
 grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p);
+
+/* What grain_init_attr takes besides the settings.  Zero it, then set what
+ * you need: later versions append fields, and `size` says which are there. */
+typedef struct grain_init_attr {
+    size_t size;          /* sizeof(grain_init_attr_t) */
+    const void *mpi_comm; /* an MPI_Comm * of the application's, or NULL */
+} grain_init_attr_t;
+
+/* grain_init on the application's terms.  With `mpi_comm`, grain's ranks are
+ * that communicator's ranks in its order (PE i is its rank i), the call is
+ * collective over it, and the transport is one that starts over MPI (mpi,
+ * or verbs where GRAIN_TRANSPORT asks).  MPI must be initialized already,
+ * with MPI_THREAD_MULTIPLE (GRAIN_MPI_THREADS=serialized: SERIALIZED, and
+ * then the application calls no MPI until grain_finalize); grain works on a
+ * duplicate, so its messages never match the application's, and leaves MPI
+ * initialized for the application to finalize.  docs/mpi-interop.md. */
+grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_attr_t *attr, grain_t **grain_p);
 /* Drains outstanding messages, reports statistics when GRAIN_STATS=1, frees
  * everything.  Collective. */
 grain_status_t grain_finalize(grain_t *grain);

@@ -170,7 +170,7 @@ int main(int argc, char **argv)
     const grain_transport_ops_t *ops;
     grain_transport_t *t;
     state_t s = {0};
-    OK(grain_transport_open("mpi", &config, &ops, &t, &s.me, &s.n));
+    OK(grain_transport_open("mpi", &config, NULL, &ops, &t, &s.me, &s.n));
     unsigned peers = (unsigned)s.n - 1;
     s.next_wire = calloc((size_t)s.n, sizeof *s.next_wire);
     s.seen = calloc((size_t)s.n * COUNT, 1);
