@@ -35,6 +35,7 @@
 #include "bench/queue_baselines.h"
 #include "grain/device/queue.h"
 #include "runtime/grain_impl.h"
+#include "tools/cli/cli.h"
 
 extern const char queue_bench_source[];
 
@@ -278,40 +279,50 @@ static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
     }
 }
 
+typedef struct options {
+    run_t run;
+    unsigned max_aggs;
+    const char *csv_path;
+    int gpu;
+} options_t;
+
+enum { OPT_AGGREGATORS, OPT_PRODUCERS, OPT_DESTS, OPT_MESSAGES, OPT_CSV, OPT_GPU };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    switch (key) {
+    case OPT_AGGREGATORS: o->max_aggs = (unsigned)cli_u64_in(option, value, 1, 64); break;
+    case OPT_PRODUCERS: o->run.producers = (unsigned)cli_u64_in(option, value, 1, 256); break;
+    case OPT_DESTS: o->run.dests = (unsigned)cli_u64_in(option, value, 1, 4096); break;
+    case OPT_MESSAGES: o->run.messages = cli_u64_in(option, value, WIDTH, ~0ull); break;
+    case OPT_CSV: o->csv_path = value; break;
+    default: o->gpu = 1;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: aggregator_bench [--aggregators A] [--producers P] [--dests D] [--messages N] "
+                 "[--csv FILE] [--gpu]\n"
+                 "  the aggregator threads against a sink transport, fed by host threads (or by a kernel with\n"
+                 "  --gpu), beside a bare reader of the same queue as the baseline\n");
+}
+
 int main(int argc, char **argv)
 {
+    static const cli_option_t options[] = {{"aggregators", 1, OPT_AGGREGATORS}, {"producers", 1, OPT_PRODUCERS},
+                                           {"dests", 1, OPT_DESTS},             {"messages", 1, OPT_MESSAGES},
+                                           {"csv", 1, OPT_CSV},                 {"gpu", 0, OPT_GPU}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    run_t r = {1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0};
-    unsigned max_aggs = cpus > 2 ? (unsigned)(cpus / 2) : 1;
-    const char *csv_path = "aggregator_bench.csv";
-    int gpu = 0;
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "--gpu") == 0) {
-            gpu = 1;
-            i--;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "aggregator_bench: %s needs a value\n", argv[i]);
-            return 2;
-        }
-        unsigned long long v = strtoull(argv[i + 1], NULL, 10);
-        if (strcmp(argv[i], "--aggregators") == 0 && v >= 1 && v <= 64)
-            max_aggs = (unsigned)v;
-        else if (strcmp(argv[i], "--producers") == 0 && v >= 1 && v <= 256)
-            r.producers = (unsigned)v;
-        else if (strcmp(argv[i], "--dests") == 0 && v >= 1 && v <= 4096)
-            r.dests = (unsigned)v;
-        else if (strcmp(argv[i], "--messages") == 0 && v >= WIDTH)
-            r.messages = v;
-        else if (strcmp(argv[i], "--csv") == 0)
-            csv_path = argv[i + 1];
-        else {
-            fprintf(stderr, "usage: aggregator_bench [--aggregators A] [--producers P] [--dests D] "
-                            "[--messages N] [--csv FILE] [--gpu]\n");
-            return 2;
-        }
-    }
+    options_t o = {{1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0}, cpus > 2 ? (unsigned)(cpus / 2) : 1,
+                   "aggregator_bench.csv", 0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("aggregator_bench", argc, argv, groups, 1, 0, usage);
+    run_t r = o.run;
+    unsigned max_aggs = o.max_aggs;
+    const char *csv_path = o.csv_path;
+    int gpu = o.gpu;
     if (r.messages == 0)
         r.messages = gpu ? 1u << 26 : 1u << 24; /* a GPU needs more to reach its rate */
     FILE *csv = fopen(csv_path, "w");

@@ -25,6 +25,7 @@
 
 #include "bench/queue_baselines.h"
 #include "runtime/grain_impl.h"
+#include "tools/cli/cli.h"
 
 extern const char amo_rate_source[];
 
@@ -78,34 +79,45 @@ static uint64_t table_total(const setup_t *s)
     return total;
 }
 
+typedef struct options {
+    setup_t *s;
+    const char *csv;
+    int json;
+} options_t;
+
+enum { OPT_GROUPS, OPT_LANES, OPT_PER_LANE, OPT_LOG2_WORDS, OPT_CSV, OPT_JSON };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    switch (key) {
+    case OPT_GROUPS: o->s->groups = cli_u64_in(option, value, 1, 1u << 20); break;
+    case OPT_LANES: o->s->lanes = cli_u64_in(option, value, 1, 1024); break;
+    case OPT_PER_LANE: o->s->per_lane = cli_u64_in(option, value, 1, 1u << 30); break;
+    case OPT_LOG2_WORDS: o->s->words = 1ull << cli_u64_in(option, value, 0, 34); break;
+    case OPT_CSV: o->csv = value; break;
+    default: o->json = 1;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np N amo_rate [--groups G] [--lanes L] [--per-lane K] [--log2-words W] "
+                 "[--csv FILE] [--json]\n"
+                 "  fetching atomics and gets through grain, and plain device atomics as the baseline\n");
+}
+
 int main(int argc, char **argv)
 {
+    static const cli_option_t options[] = {{"groups", 1, OPT_GROUPS},         {"lanes", 1, OPT_LANES},
+                                           {"per-lane", 1, OPT_PER_LANE},     {"log2-words", 1, OPT_LOG2_WORDS},
+                                           {"csv", 1, OPT_CSV},               {"json", 0, OPT_JSON}};
     setup_t s = {.words = 1u << 20, .per_lane = 64, .groups = 0, .lanes = 0};
-    const char *csv = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "--groups") == 0)
-            s.groups = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && strcmp(argv[i], "--lanes") == 0)
-            s.lanes = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && strcmp(argv[i], "--per-lane") == 0)
-            s.per_lane = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && strcmp(argv[i], "--log2-words") == 0)
-            s.words = 1ull << strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && strcmp(argv[i], "--csv") == 0)
-            csv = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else {
-            fprintf(stderr, "usage: mpirun -np N amo_rate [--groups G] [--lanes L] [--per-lane K] [--log2-words W] "
-                            "[--csv FILE] [--json]\n");
-            return 2;
-        }
-    }
-    if (s.per_lane == 0 || s.words == 0 || s.words > (1ull << 34)) {
-        fprintf(stderr, "amo_rate: --per-lane must be at least 1 and --log2-words at most 34\n");
-        return 2;
-    }
+    options_t o = {&s, NULL, 0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("amo_rate", argc, argv, groups, 1, 0, usage);
+    const char *csv = o.csv;
+    int json = o.json;
     check(grain_init(NULL, &s.g), "grain_init");
     grain_t *g = s.g;
     int me = grain_my_pe(g), n = grain_n_pes(g);

@@ -14,35 +14,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(int me)
+#include "tools/cli/cli.h"
+
+typedef struct options {
+    unsigned long long bytes, window;
+    double seconds;
+    int json;
+} options_t;
+
+enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_JSON };
+
+static void take(void *state, int key, const char *option, const char *value)
 {
-    if (me == 0)
-        fprintf(stderr, "usage: mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--json]\n");
-    MPI_Finalize();
-    exit(2);
+    options_t *o = state;
+    if (key == OPT_BYTES)
+        o->bytes = cli_u64_in(option, value, 1, 1u << 30);
+    else if (key == OPT_WINDOW)
+        o->window = cli_u64_in(option, value, 1, 1024);
+    else if (key == OPT_SECONDS)
+        o->seconds = cli_real(option, value, 1e-3, 3600);
+    else
+        o->json = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--json]\n"
+                 "  every rank sends B-byte buffers to every other rank, W in flight a peer, for S seconds\n");
 }
 
 int main(int argc, char **argv)
 {
+    static const cli_option_t options[] = {
+        {"bytes", 1, OPT_BYTES}, {"window", 1, OPT_WINDOW}, {"seconds", 1, OPT_SECONDS}, {"json", 0, OPT_JSON}};
+    options_t o = {65536, 3, 2.0, 0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
     MPI_Init(&argc, &argv);
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    size_t bytes = 65536;
-    int window = 3, json = 0;
-    double seconds = 2.0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (i + 1 < argc && strcmp(argv[i], "--bytes") == 0 && atol(argv[i + 1]) > 0)
-            bytes = (size_t)atol(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--window") == 0 && atoi(argv[i + 1]) > 0)
-            window = atoi(argv[++i]);
-        else if (i + 1 < argc && strcmp(argv[i], "--seconds") == 0 && atof(argv[i + 1]) > 0)
-            seconds = atof(argv[++i]);
-        else
-            usage(me);
-    }
+    size_t bytes = (size_t)o.bytes;
+    int window = (int)o.window, json = o.json;
+    double seconds = o.seconds;
     if (n < 2) {
         if (me == 0)
             fprintf(stderr, "mpi_bandwidth: needs two ranks or more\n");

@@ -36,6 +36,7 @@
 #include "bench/queue_baselines.h"
 #include "grain/grain.h"
 #include "runtime/grain_impl.h"
+#include "tools/cli/cli.h"
 
 extern const char queue_bench_source[];
 
@@ -318,53 +319,64 @@ static void sweep_size(const opts_t *o)
     }
 }
 
-static void usage(void)
+typedef struct options {
+    opts_t *o;
+    const char *sweep, *csv_path;
+} options_t;
+
+enum { OPT_SWEEP, OPT_CSV, OPT_MESSAGES, OPT_BYTES, OPT_CONSUMERS, OPT_RINGS, OPT_MSG_BYTES, OPT_QUEUE_MIB,
+       OPT_SKIP_PAYLOAD };
+
+static void take(void *state, int key, const char *option, const char *value)
 {
-    fprintf(stderr, "usage: queue_bench [--sweep wg|size|all] [--messages N] [--bytes B] "
-                    "[--consumers C] [--rings R] [--msg-bytes 8..4096] [--queue-mib M] "
-                    "[--skip-payload] [--csv FILE]\n");
-    exit(2);
+    options_t *p = state;
+    opts_t *o = p->o;
+    switch (key) {
+    case OPT_SWEEP:
+        if (strcmp(value, "wg") != 0 && strcmp(value, "size") != 0 && strcmp(value, "all") != 0) {
+            fprintf(stderr, "%s: \"%s\" is none of wg, size and all\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+        p->sweep = value;
+        break;
+    case OPT_CSV: p->csv_path = value; break;
+    case OPT_MESSAGES: o->messages = cli_u64_in(option, value, 1, ~0ull); break;
+    case OPT_BYTES: o->bytes = cli_u64_in(option, value, 1, ~0ull); break;
+    case OPT_CONSUMERS: o->consumers = (unsigned)cli_u64_in(option, value, 1, BENCH_MAX_THREADS); break;
+    case OPT_RINGS: o->rings = (unsigned)cli_u64_in(option, value, 1, 65536); break;
+    case OPT_MSG_BYTES:
+        o->msg_bytes = (unsigned)cli_u64_in(option, value, 8, 4096);
+        if (o->msg_bytes % 8 != 0) {
+            fprintf(stderr, "%s: %s is not a multiple of 8\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+        break;
+    case OPT_QUEUE_MIB: o->queue_mib = (unsigned)cli_u64_in(option, value, 1, 16384); break;
+    default: o->skip_payload = 1;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: queue_bench [--sweep wg|size|all] [--messages N] [--bytes B] [--consumers C] [--rings R]\n"
+                 "                   [--msg-bytes 8..4096] [--queue-mib M] [--skip-payload] [--csv FILE]\n"
+                 "  the device-to-host queue's rate against a CPU queue and Gravel's as baselines\n");
 }
 
 int main(int argc, char **argv)
 {
+    static const cli_option_t options[] = {
+        {"sweep", 1, OPT_SWEEP},         {"csv", 1, OPT_CSV},           {"messages", 1, OPT_MESSAGES},
+        {"bytes", 1, OPT_BYTES},         {"consumers", 1, OPT_CONSUMERS}, {"rings", 1, OPT_RINGS},
+        {"msg-bytes", 1, OPT_MSG_BYTES}, {"queue-mib", 1, OPT_QUEUE_MIB}, {"skip-payload", 0, OPT_SKIP_PAYLOAD}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     opts_t o = {1u << 22, 1u << 30, cpus > 3 ? (unsigned)(cpus / 2) : 1, 0, 0, 64, 0, NULL};
-    const char *sweep = "all", *csv_path = "queue_bench.csv";
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "--skip-payload") == 0) {
-            o.skip_payload = 1;
-            i--;
-            continue;
-        }
-        if (i + 1 >= argc)
-            usage();
-        char *end;
-        unsigned long long v = strtoull(argv[i + 1], &end, 10);
-        int number = *end == '\0' && v > 0;
-        if (strcmp(argv[i], "--sweep") == 0)
-            sweep = argv[i + 1];
-        else if (strcmp(argv[i], "--csv") == 0)
-            csv_path = argv[i + 1];
-        else if (strcmp(argv[i], "--messages") == 0 && number)
-            o.messages = v;
-        else if (strcmp(argv[i], "--bytes") == 0 && number)
-            o.bytes = v;
-        else if (strcmp(argv[i], "--consumers") == 0 && number && v <= BENCH_MAX_THREADS)
-            o.consumers = (unsigned)v;
-        else if (strcmp(argv[i], "--rings") == 0 && number && v <= 65536)
-            o.rings = (unsigned)v;
-        else if (strcmp(argv[i], "--msg-bytes") == 0 && number && v % 8 == 0 && v <= 4096)
-            o.msg_bytes = (unsigned)v;
-        else if (strcmp(argv[i], "--queue-mib") == 0 && number && v <= 16384)
-            o.queue_mib = (unsigned)v;
-        else
-            usage();
-    }
+    options_t p = {&o, "all", "queue_bench.csv"};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &p)};
+    cli_parse("queue_bench", argc, argv, groups, 1, 0, usage);
+    const char *sweep = p.sweep, *csv_path = p.csv_path;
     int wg = strcmp(sweep, "wg") == 0 || strcmp(sweep, "all") == 0;
     int size = strcmp(sweep, "size") == 0 || strcmp(sweep, "all") == 0;
-    if (!wg && !size)
-        usage();
     o.csv = fopen(csv_path, "w");
     if (o.csv == NULL) {
         perror(csv_path);

@@ -32,6 +32,7 @@
 #include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
 #include "runtime/messages/recv_threads.h"
+#include "tools/cli/cli.h"
 #include "transports/wire.h"
 
 #define WORDS (1u << 20) /* per table: 8 MiB of 64-bit words, 4 MiB of 32-bit ones */
@@ -253,42 +254,54 @@ static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t
     return p;
 }
 
-static void usage(void)
+typedef struct options {
+    unsigned long long max_threads, sources, messages;
+    int only;
+    const char *csv_path, *json_path;
+} options_t;
+
+enum { OPT_THREADS, OPT_SOURCES, OPT_MESSAGES, OPT_CSV, OPT_JSON, OPT_KIND };
+
+static void take(void *state, int key, const char *option, const char *value)
 {
-    fprintf(stderr, "usage: receive_bench [--threads T] [--sources S] [--kind inc64|add64|mixed|all] "
-                    "[--messages N] [--csv FILE] [--json FILE]\n");
-    exit(2);
+    options_t *o = state;
+    switch (key) {
+    case OPT_THREADS: o->max_threads = cli_u64_in(option, value, 1, 64); break;
+    case OPT_SOURCES: o->sources = cli_u64_in(option, value, 1, 1024); break;
+    case OPT_MESSAGES: o->messages = cli_u64_in(option, value, 1, ~0ull); break;
+    case OPT_CSV: o->csv_path = value; break;
+    case OPT_JSON: o->json_path = value; break;
+    default:
+        o->only = -1;
+        for (int k = 0; k < KIND_COUNT; k++)
+            o->only = strcmp(value, kind_names[k]) == 0 ? k : o->only;
+        if (o->only < 0 && strcmp(value, "all") != 0) {
+            fprintf(stderr, "%s: \"%s\" is none of inc64, add64, mixed and all\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: receive_bench [--threads T] [--sources S] [--kind inc64|add64|mixed|all] "
+                 "[--messages N] [--csv FILE] [--json FILE]\n"
+                 "  packed buffers replayed into a rank's receive threads and apply path, against a copy of\n"
+                 "  the same bytes as the baseline\n");
 }
 
 int main(int argc, char **argv)
 {
-    unsigned max_threads = 8, sources = 4;
-    uint64_t messages = 1ull << 26;
-    int only = -1;
-    const char *csv_path = "receive_bench.csv", *json_path = "receive_bench.json";
-    for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc)
-            usage();
-        const char *a = argv[i], *val = argv[i + 1];
-        unsigned long long n = strtoull(val, NULL, 10);
-        if (strcmp(a, "--threads") == 0 && n >= 1 && n <= 64)
-            max_threads = (unsigned)n;
-        else if (strcmp(a, "--sources") == 0 && n >= 1 && n <= 1024)
-            sources = (unsigned)n;
-        else if (strcmp(a, "--messages") == 0 && n >= 1)
-            messages = n;
-        else if (strcmp(a, "--csv") == 0)
-            csv_path = val;
-        else if (strcmp(a, "--json") == 0)
-            json_path = val;
-        else if (strcmp(a, "--kind") == 0) {
-            for (int k = 0; k < KIND_COUNT; k++)
-                only = strcmp(val, kind_names[k]) == 0 ? k : only;
-            if (only < 0 && strcmp(val, "all") != 0)
-                usage();
-        } else
-            usage();
-    }
+    static const cli_option_t options[] = {{"threads", 1, OPT_THREADS}, {"sources", 1, OPT_SOURCES},
+                                           {"messages", 1, OPT_MESSAGES}, {"csv", 1, OPT_CSV},
+                                           {"json", 1, OPT_JSON},         {"kind", 1, OPT_KIND}};
+    options_t o = {8, 4, 1ull << 26, -1, "receive_bench.csv", "receive_bench.json"};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("receive_bench", argc, argv, groups, 1, 0, usage);
+    unsigned max_threads = (unsigned)o.max_threads, sources = (unsigned)o.sources;
+    uint64_t messages = o.messages;
+    int only = o.only;
+    const char *csv_path = o.csv_path, *json_path = o.json_path;
     FILE *csv = fopen(csv_path, "w"), *json = fopen(json_path, "w");
     if (csv == NULL || json == NULL) {
         perror(csv == NULL ? csv_path : json_path);

@@ -24,6 +24,7 @@
 
 #include "bench/queue_baselines.h"
 #include "runtime/grain_impl.h"
+#include "tools/cli/cli.h"
 
 extern const char sync_latency_source[];
 
@@ -54,27 +55,40 @@ static double round_trip_us(grain_t *g, grain_kernel_t *k, size_t groups, uint64
     return bench_median3(t[0], t[1], t[2]) / (double)iters * 1e6;
 }
 
+typedef struct options {
+    unsigned long long iters;
+    const char *csv;
+    int json;
+} options_t;
+
+enum { OPT_ITERS, OPT_CSV, OPT_JSON };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    if (key == OPT_ITERS)
+        o->iters = cli_u64_in(option, value, 1, ~0ull);
+    else if (key == OPT_CSV)
+        o->csv = value;
+    else
+        o->json = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np 2 sync_latency [--iters N] [--csv FILE] [--json]\n"
+                 "  round trips of a put and grain_wait_until between two ranks\n");
+}
+
 int main(int argc, char **argv)
 {
-    uint64_t iters = 1000;
-    const char *csv = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "--iters") == 0)
-            iters = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && strcmp(argv[i], "--csv") == 0)
-            csv = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else {
-            fprintf(stderr, "usage: mpirun -np 2 sync_latency [--iters N] [--csv FILE] [--json]\n");
-            return 2;
-        }
-    }
-    if (iters == 0) {
-        fprintf(stderr, "sync_latency: --iters must be at least 1\n");
-        return 2;
-    }
+    static const cli_option_t options[] = {{"iters", 1, OPT_ITERS}, {"csv", 1, OPT_CSV}, {"json", 0, OPT_JSON}};
+    options_t o = {1000, NULL, 0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("sync_latency", argc, argv, groups, 1, 0, usage);
+    uint64_t iters = o.iters;
+    const char *csv = o.csv;
+    int json = o.json;
     grain_t *g;
     check(grain_init(NULL, &g), "grain_init");
     int me = grain_my_pe(g), n = grain_n_pes(g);

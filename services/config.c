@@ -124,6 +124,11 @@ int grain_config_known(const char *name)
     return name != NULL && find_var(name) != NULL;
 }
 
+const char *grain_config_name(size_t index)
+{
+    return index < N_VARS ? config_vars[index].name : NULL;
+}
+
 grain_status_t grain_config_init_defaults(grain_config_t *config)
 {
     memset(config, 0, sizeof *config);

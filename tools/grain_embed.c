@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli/cli.h"
+
 #define MAX_HEADERS 64
 
 static const char *included[MAX_HEADERS];
@@ -63,12 +65,18 @@ static int inline_file(FILE *out, const char *include_dir, const char *path, uns
     return 0;
 }
 
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: grain_embed INCLUDE_DIR SOURCE SYMBOL OUTPUT.c\n"
+                 "  writes OUTPUT.c, which defines const char SYMBOL[]: SOURCE with each #include \"...\"\n"
+                 "  replaced by the file (beside the including file, else in INCLUDE_DIR), for\n"
+                 "  grain_program_create; INCLUDE_DIR is the directory that holds grain/device.h\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: grain_embed INCLUDE_DIR SOURCE SYMBOL OUTPUT.c\n");
-        return 2;
-    }
+    int first = cli_parse("grain_embed", argc, argv, NULL, 0, 4, usage);
+    argv += first - 1; /* the operands as argv[1..4] */
     FILE *out = fopen(argv[4], "w");
     if (out == NULL) {
         fprintf(stderr, "grain_embed: cannot write %s\n", argv[4]);

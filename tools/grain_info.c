@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "grain/version.h"
+#include "tools/cli/cli.h"
 #include "runtime/grain_impl.h"
 #include "services/log.h"
 #include "transports/transport.h"
@@ -76,13 +77,16 @@ static void print_build(const grain_config_t *settings)
     print_backends(settings);
 }
 
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: grain_info (under mpirun too: rank 0 prints)\n"
+                 "  the version, the backends and transports built in, the device each backend opens, and\n"
+                 "  what grain_init picks with the GRAIN_* settings in force; exit 0 once grain_init succeeded\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1) {
-        int help = argc == 2 && strcmp(argv[1], "--help") == 0;
-        fprintf(help ? stdout : stderr, "usage: grain_info (under mpirun too: rank 0 prints)\n");
-        return help ? 0 : 2;
-    }
+    cli_parse("grain_info", argc, argv, NULL, 0, 0, usage);
     grain_config_t settings;
     grain_status_t st = grain_config_init_env(&settings);
     grain_t *g = NULL;

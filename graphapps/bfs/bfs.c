@@ -249,8 +249,8 @@ int main(int argc, char **argv)
     unsigned long long root_id = (unsigned long long)(root + e->base);
     if (me == 0 && !o.common.json) {
         printf("bfs: %s, %llu vertices, %zu edges both ways, %d rank%s (%s partition), %s on %s\n", graph.name,
-               (unsigned long long)e->n, e->count, npes, app_plural(npes), app_scheme_name(graph.part.scheme), grain_backend_name(g),
-               grain_device_name(g));
+               (unsigned long long)e->n, e->count, npes, app_plural(npes), app_scheme_name(graph.part.scheme),
+               grain_backend_name(g), grain_device_name(g));
         printf("from %llu: %llu vertices reached in %llu levels, %.6f s, %.4g TEPS (%llu edges)\n", root_id,
                r.reached, r.levels, r.timing.seconds, teps, (unsigned long long)(scanned / 2));
         app_timing_print(stdout, &r.timing);

@@ -39,10 +39,8 @@ static grain_config_t *parse(int argc, char **argv, color_options_t *o)
     grain_config_t *config = app_config();
     *o = (color_options_t){0};
     app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++)
-        if (!app_common_option(&o->common, config, argc, argv, &i, usage) &&
-            !app_input_option(&o->input, argc, argv, &i))
-            app_unknown_option("color", argv[i], usage);
+    const cli_group_t groups[] = {app_input_group(&o->input)};
+    app_parse_options("color", argc, argv, groups, 1, &o->common, config, usage);
     app_input_check("color", &o->input);
     return config;
 }

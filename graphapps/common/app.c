@@ -7,26 +7,66 @@
 #include <string.h>
 #include <time.h>
 
-int app_config_option(grain_config_t *config, int argc, char **argv, int *i)
+enum { COMMON_OUT, COMMON_VERIFY, COMMON_JSON };
+
+static void take_common(void *state, int key, const char *option, const char *value)
 {
-    const char *arg = argv[*i];
-    if (strncmp(arg, "--", 2) != 0)
-        return 0;
-    char name[128];
-    snprintf(name, sizeof name, "%s", arg + 2);
-    for (char *p = name; *p; p++)
-        if (*p == '-')
-            *p = '_';
-    if (!grain_config_known(name))
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "%s needs a value\n", arg);
-        return -1;
+    app_common_t *c = state;
+    if (key == COMMON_OUT)
+        c->out = value;
+    else if (key == COMMON_VERIFY)
+        c->verify = 1;
+    else
+        c->json = 1;
+}
+
+static void take_setting(void *state, int key, const char *option, const char *value)
+{
+    if (grain_config_set(state, grain_config_name((size_t)key), value) != GRAIN_OK)
+        exit(APP_EXIT_ERROR); /* grain said why */
+}
+
+/* Every setting as an option, built once: queue_slots is --queue-slots. */
+static cli_group_t settings_group(grain_config_t *config)
+{
+    static cli_option_t *options;
+    static size_t count;
+    if (options == NULL) {
+        while (grain_config_name(count) != NULL)
+            count++;
+        options = calloc(count, sizeof *options);
+        for (size_t i = 0; options != NULL && i < count; i++) {
+            char *name = strdup(grain_config_name(i));
+            if (name == NULL) {
+                options = NULL;
+                break;
+            }
+            for (char *p = name; *p; p++)
+                *p = *p == '_' ? '-' : *p;
+            options[i] = (cli_option_t){name, 1, (int)i};
+        }
+        if (options == NULL) {
+            fprintf(stderr, "no memory for the options\n");
+            exit(APP_EXIT_ERROR);
+        }
     }
-    if (grain_config_set(config, name, argv[*i + 1]) != GRAIN_OK)
-        return -1;
-    *i += 1;
-    return 1;
+    return (cli_group_t){options, count, take_setting, config};
+}
+
+void app_parse_options(const char *app, int argc, char **argv, const cli_group_t *groups, size_t n_groups,
+                       app_common_t *common, grain_config_t *config, void (*usage)(FILE *out))
+{
+    static const cli_option_t common_options[] = {
+        {"out", 1, COMMON_OUT}, {"verify", 0, COMMON_VERIFY}, {"json", 0, COMMON_JSON}};
+    cli_group_t all[16];
+    if (n_groups + 2 > sizeof all / sizeof all[0]) {
+        fprintf(stderr, "%s: %zu option groups are more than app_parse_options holds\n", app, n_groups);
+        exit(APP_EXIT_ERROR);
+    }
+    memcpy(all, groups, n_groups * sizeof *groups);
+    all[n_groups] = CLI_GROUP(common_options, take_common, common);
+    all[n_groups + 1] = settings_group(config);
+    cli_parse(app, argc, argv, all, n_groups + 2, 0, usage);
 }
 
 void app_config_usage(FILE *out)
@@ -38,48 +78,6 @@ void app_config_usage(FILE *out)
                  "--reserve sg, ...\n(GRAIN_QUEUE_SLOTS becomes --queue-slots).\n\n");
     grain_config_print(config, out);
     grain_config_destroy(config);
-}
-
-unsigned long long app_parse_u64(const char *option, const char *text)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || text[0] == '-') {
-        fprintf(stderr, "%s: \"%s\" is not a whole number\n", option, text);
-        exit(APP_EXIT_ERROR);
-    }
-    return v;
-}
-
-unsigned long long app_parse_bytes(const char *option, const char *text)
-{
-    static const char suffixes[] = "KMG";
-    char number[64];
-    size_t len = strlen(text);
-    const char *unit = len > 0 && len < sizeof number ? strchr(suffixes, text[len - 1]) : NULL;
-    if (unit == NULL || text[len - 1] == '\0')
-        return app_parse_u64(option, text);
-    memcpy(number, text, len - 1);
-    number[len - 1] = '\0';
-    unsigned shift = 10 * (unsigned)(unit - suffixes + 1);
-    unsigned long long v = app_parse_u64(option, number);
-    if (v > ~0ull >> shift) {
-        fprintf(stderr, "%s: \"%s\" is too large\n", option, text);
-        exit(APP_EXIT_ERROR);
-    }
-    return v << shift;
-}
-
-double app_parse_real(const char *option, const char *text, double lo, double hi)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end != '\0' || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "%s \"%s\" must be a number from %g to %g\n", option, text, lo, hi);
-        exit(APP_EXIT_ERROR);
-    }
-    return v;
 }
 
 const char *app_plural(long long n)
@@ -215,37 +213,6 @@ void app_timing_print(FILE *out, const app_timing_t *t)
             "time split (mean over ranks): compute %.3f s, queue %.3f s, aggregation %.3f s, network %.3f s, "
             "host %.3f s\n",
             t->compute_s, t->queue_s, t->aggregation_s, t->network_s, t->host_s);
-}
-
-int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **argv, int *i,
-                      void (*usage)(FILE *out))
-{
-    const char *a = argv[*i];
-    int taken = app_config_option(config, argc, argv, i);
-    if (taken < 0)
-        exit(APP_EXIT_ERROR);
-    if (taken)
-        return 1;
-    if (strcmp(a, "--verify") == 0) {
-        c->verify = 1;
-    } else if (strcmp(a, "--json") == 0) {
-        c->json = 1;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-        usage(stdout);
-        exit(APP_EXIT_OK);
-    } else if (strcmp(a, "--out") == 0 && *i + 1 < argc) {
-        c->out = argv[++*i];
-    } else {
-        return 0;
-    }
-    return 1;
-}
-
-void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out))
-{
-    fprintf(stderr, "%s: unknown option or missing value: %s\n\n", app, arg);
-    usage(stderr);
-    exit(APP_EXIT_ERROR);
 }
 
 uint64_t app_block(uint64_t n, unsigned ranks, unsigned rank, uint64_t *first, uint64_t *count)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "grain/grain.h"
+#include "tools/cli/cli.h"
 
 /* Exit codes of every app. */
 #define APP_EXIT_OK 0
@@ -20,13 +21,13 @@ typedef struct app_common {
     int verify, json;
 } app_common_t;
 
-/* Takes argv[*i] (and its value) if it is a grain setting, --out, --verify,
- * --json or --help (which prints `usage` and exits 0); returns whether it
- * did.  A bad value exits with APP_EXIT_ERROR and a message. */
-int app_common_option(app_common_t *c, grain_config_t *config, int argc, char **argv, int *i,
-                      void (*usage)(FILE *out));
-/* "<app>: unknown option or missing value: <arg>", the usage, exit 2. */
-void app_unknown_option(const char *app, const char *arg, void (*usage)(FILE *out));
+/* Parses the app's command line (tools/cli/cli.h): its own groups, then
+ * --out FILE, --verify and --json into `common`, then every grain setting
+ * as an option (--queue-slots 64 sets GRAIN_QUEUE_SLOTS's setting in
+ * `config`); --help prints `usage` and exits 0; anything else, or a bad
+ * value, exits with APP_EXIT_ERROR and a message. */
+void app_parse_options(const char *app, int argc, char **argv, const cli_group_t *groups, size_t n_groups,
+                       app_common_t *common, grain_config_t *config, void (*usage)(FILE *out));
 
 /* Rank `rank`'s block of n items spread over `ranks` in blocks of
  * ceil(n / ranks): the first item and how many; returns the block size, the
@@ -79,20 +80,9 @@ int app_write_values(grain_t *g, const char *app, const uint64_t *ids, uint64_t 
  * verification failed (verified == 0), else 0. */
 int app_finish(grain_t *g, int status, int verified);
 
-/* If argv[*i] is "--<grain setting>" (e.g. --queue-slots 64, --buffer-size
- * 256), applies it to `config`, advances *i past its value and returns 1;
- * returns 0 for other options and -1 after printing an error. */
-int app_config_option(grain_config_t *config, int argc, char **argv, int *i);
 /* Prints the grain settings an app accepts as options. */
 void app_config_usage(FILE *out);
 
-/* Parses an unsigned decimal option value or exits with a message. */
-unsigned long long app_parse_u64(const char *option, const char *text);
-/* Parses a byte count with an optional K, M or G suffix (powers of 1024) or
- * exits with a message. */
-unsigned long long app_parse_bytes(const char *option, const char *text);
-/* Parses a number from lo to hi or exits with a message. */
-double app_parse_real(const char *option, const char *text, double lo, double hi);
 /* "s" unless n is 1: "1 rank", "2 ranks". */
 const char *app_plural(long long n);
 /* Parses --agent's transfer agent or exits with grain's message. */

@@ -17,11 +17,11 @@ void app_input_defaults(app_input_t *in)
         snprintf(dir, sizeof dir, "%s/.cache/grain", home);
     in->cache_dir = dir[0] != '\0' ? dir : NULL;
     const char *max = getenv("GRAIN_GRAPH_CACHE_MAX");
-    in->cache_max = max != NULL && max[0] != '\0' ? app_parse_bytes("GRAIN_GRAPH_CACHE_MAX", max)
+    in->cache_max = max != NULL && max[0] != '\0' ? cli_bytes("GRAIN_GRAPH_CACHE_MAX", max)
                                                    : APP_CACHE_MAX_DEFAULT;
 }
 
-static int parse_kronecker(app_input_t *in, const char *text)
+static void parse_kronecker(app_input_t *in, const char *text)
 {
     char *end;
     unsigned long scale = strtoul(text, &end, 10), factor = 16;
@@ -33,44 +33,37 @@ static int parse_kronecker(app_input_t *in, const char *text)
     }
     in->kron_scale = (unsigned)(scale > 64 ? 64 : scale);
     in->kron_factor = (unsigned)(factor > 1u << 20 ? 1u << 20 : factor);
-    return 1;
 }
 
-int app_input_option(app_input_t *in, int argc, char **argv, int *i)
+enum { INPUT_GRAPH, INPUT_KRONECKER, INPUT_SEED, INPUT_UNDIRECTED, INPUT_PARTITION, INPUT_CACHE_DIR,
+       INPUT_CACHE_MAX, INPUT_NO_CACHE };
+
+static void take_input(void *state, int key, const char *option, const char *value)
 {
-    const char *a = argv[*i];
-    if (strcmp(a, "--undirected") == 0) {
-        in->undirected = 1;
-        return 1;
+    app_input_t *in = state;
+    switch (key) {
+    case INPUT_GRAPH: in->graph = value; break;
+    case INPUT_KRONECKER: parse_kronecker(in, value); break;
+    case INPUT_SEED: in->seed = cli_u64(option, value); break;
+    case INPUT_UNDIRECTED: in->undirected = 1; break;
+    case INPUT_CACHE_DIR: in->cache_dir = value; break;
+    case INPUT_CACHE_MAX: in->cache_max = cli_bytes(option, value); break;
+    case INPUT_NO_CACHE: in->cache_dir = NULL; break;
+    default:
+        if (app_scheme_parse(value, &in->scheme) != 0) {
+            fprintf(stderr, "--partition: \"%s\" is not block or hash\n", value);
+            exit(APP_EXIT_ERROR);
+        }
     }
-    if (strcmp(a, "--no-cache") == 0) {
-        in->cache_dir = NULL;
-        return 1;
-    }
-    int takes = strcmp(a, "--graph") == 0 || strcmp(a, "--kronecker") == 0 || strcmp(a, "--seed") == 0 ||
-                strcmp(a, "--partition") == 0 || strcmp(a, "--cache-dir") == 0 || strcmp(a, "--cache-max") == 0;
-    if (!takes)
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "%s needs a value\n", a);
-        exit(APP_EXIT_ERROR);
-    }
-    const char *v = argv[++*i];
-    if (strcmp(a, "--graph") == 0)
-        in->graph = v;
-    else if (strcmp(a, "--kronecker") == 0)
-        return parse_kronecker(in, v);
-    else if (strcmp(a, "--seed") == 0)
-        in->seed = app_parse_u64(a, v);
-    else if (strcmp(a, "--cache-dir") == 0)
-        in->cache_dir = v;
-    else if (strcmp(a, "--cache-max") == 0)
-        in->cache_max = app_parse_bytes(a, v);
-    else if (app_scheme_parse(v, &in->scheme) != 0) {
-        fprintf(stderr, "--partition: \"%s\" is not block or hash\n", v);
-        exit(APP_EXIT_ERROR);
-    }
-    return 1;
+}
+
+cli_group_t app_input_group(app_input_t *in)
+{
+    static const cli_option_t options[] = {
+        {"graph", 1, INPUT_GRAPH},         {"kronecker", 1, INPUT_KRONECKER}, {"seed", 1, INPUT_SEED},
+        {"undirected", 0, INPUT_UNDIRECTED}, {"partition", 1, INPUT_PARTITION}, {"cache-dir", 1, INPUT_CACHE_DIR},
+        {"cache-max", 1, INPUT_CACHE_MAX}, {"no-cache", 0, INPUT_NO_CACHE}};
+    return CLI_GROUP(options, take_input, in);
 }
 
 void app_input_usage(FILE *out)
@@ -210,24 +203,22 @@ void app_graph_json(FILE *out, const app_graph_t *g)
             (unsigned long long)g->all.count, app_scheme_name(g->part.scheme));
 }
 
+static void take_vertex(void *state, int key, const char *option, const char *value)
+{
+    app_vertex_options_t *o = state;
+    o->vertex = cli_u64(option, value);
+    o->vertex_given = 1;
+}
+
 grain_config_t *app_parse_vertex_app(int argc, char **argv, const char *app, const char *vertex_option,
                                      void (*usage)(FILE *out), app_vertex_options_t *o)
 {
     grain_config_t *config = app_config();
     *o = (app_vertex_options_t){0};
     app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_input_option(&o->input, argc, argv, &i))
-            continue;
-        if (i + 1 < argc && strcmp(a, vertex_option) == 0) {
-            o->vertex = app_parse_u64(a, argv[++i]);
-            o->vertex_given = 1;
-        } else {
-            app_unknown_option(app, a, usage);
-        }
-    }
+    const cli_option_t vertex[] = {{vertex_option + 2, 1, 0}}; /* "--source": source */
+    const cli_group_t groups[] = {CLI_GROUP(vertex, take_vertex, o), app_input_group(&o->input)};
+    app_parse_options(app, argc, argv, groups, 2, &o->common, config, usage);
     app_input_check(app, &o->input);
     return config;
 }

@@ -41,9 +41,9 @@ typedef struct app_graph {
  * else $XDG_CACHE_HOME/grain, else ~/.cache/grain, within
  * $GRAIN_GRAPH_CACHE_MAX bytes, else APP_CACHE_MAX_DEFAULT. */
 void app_input_defaults(app_input_t *in);
-/* If argv[*i] is an input option, takes it (and its value) and returns 1;
- * 0 for other options; a bad value exits with APP_EXIT_ERROR. */
-int app_input_option(app_input_t *in, int argc, char **argv, int *i);
+/* The input options (app_input_usage lists them); a bad value exits with
+ * APP_EXIT_ERROR. */
+cli_group_t app_input_group(app_input_t *in);
 void app_input_usage(FILE *out);
 /* Exits with APP_EXIT_ERROR unless exactly one of --graph and --kronecker was given. */
 void app_input_check(const char *app, const app_input_t *in);

@@ -16,31 +16,33 @@ const char *const app_model_names[APP_MODELS] = {"grain", "msg-per-lane", "coale
  * paper gives its coprocessor model "the same amount of buffering". */
 #define GRAIN_BUFFERING (64u << 10)
 
-int app_model_option(app_model_options_t *m, int argc, char **argv, int *i)
+enum { MODEL_MODEL, MODEL_PERNODE_BYTES };
+
+static void take_model(void *state, int key, const char *option, const char *value)
 {
-    const char *a = argv[*i];
-    if (*i + 1 >= argc)
-        return 0;
-    if (strcmp(a, "--model") == 0) {
-        const char *v = argv[++*i];
-        for (int k = 0; k < APP_MODELS; k++)
-            if (strcmp(v, app_model_names[k]) == 0) {
-                m->model = (app_model_t)k;
-                return 1;
-            }
-        fprintf(stderr, "--model %s: expected one of grain, msg-per-lane, coalesced, coalesced-aggregated, "
-                        "coprocessor, coprocessor-buffered\n", v);
-        exit(APP_EXIT_ERROR);
-    }
-    if (strcmp(a, "--pernode-bytes") == 0) {
-        m->pernode_bytes = (size_t)app_parse_u64(a, argv[++*i]);
+    app_model_options_t *m = state;
+    if (key == MODEL_PERNODE_BYTES) {
+        m->pernode_bytes = (size_t)cli_u64(option, value);
         if (m->pernode_bytes < 16) {
             fprintf(stderr, "--pernode-bytes must hold one 16-byte message\n");
             exit(APP_EXIT_ERROR);
         }
-        return 1;
+        return;
     }
-    return 0;
+    for (int k = 0; k < APP_MODELS; k++)
+        if (strcmp(value, app_model_names[k]) == 0) {
+            m->model = (app_model_t)k;
+            return;
+        }
+    fprintf(stderr, "--model %s: expected one of grain, msg-per-lane, coalesced, coalesced-aggregated, "
+                    "coprocessor, coprocessor-buffered\n", value);
+    exit(APP_EXIT_ERROR);
+}
+
+cli_group_t app_model_group(app_model_options_t *m)
+{
+    static const cli_option_t options[] = {{"model", 1, MODEL_MODEL}, {"pernode-bytes", 1, MODEL_PERNODE_BYTES}};
+    return CLI_GROUP(options, take_model, m);
 }
 
 void app_model_usage(FILE *out)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "grain/grain.h"
+#include "tools/cli/cli.h"
 
 typedef enum app_model {
     APP_GRAIN,
@@ -41,9 +42,8 @@ typedef struct app_model_options {
     size_t pernode_bytes; /* --pernode-bytes; 0: the model's default */
 } app_model_options_t;
 
-/* Takes --model NAME or --pernode-bytes N at argv[*i]; returns whether it did;
- * a bad value exits with APP_EXIT_ERROR. */
-int app_model_option(app_model_options_t *m, int argc, char **argv, int *i);
+/* --model NAME and --pernode-bytes N; a bad value exits with APP_EXIT_ERROR. */
+cli_group_t app_model_group(app_model_options_t *m);
 void app_model_usage(FILE *out);
 /* Sets what the model changes in grain's settings; call before app_init. */
 void app_model_configure(const char *app, app_model_options_t *m, grain_config_t *config);

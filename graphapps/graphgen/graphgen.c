@@ -20,26 +20,32 @@ static void usage(FILE *out)
     app_input_usage(out);
 }
 
+typedef struct graphgen_options {
+    const char *out;
+    int unweighted;
+} graphgen_options_t;
+
+enum { GEN_OUT, GEN_UNWEIGHTED };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    graphgen_options_t *o = state;
+    if (key == GEN_OUT)
+        o->out = value;
+    else
+        o->unweighted = 1;
+}
+
 int main(int argc, char **argv)
 {
+    static const cli_option_t options[] = {{"out", 1, GEN_OUT}, {"unweighted", 0, GEN_UNWEIGHTED}};
     app_input_t in;
     app_input_defaults(&in);
-    const char *out = NULL;
-    int unweighted = 0;
-    for (int i = 1; i < argc; i++) {
-        if (app_input_option(&in, argc, argv, &i))
-            continue;
-        if (strcmp(argv[i], "--unweighted") == 0) {
-            unweighted = 1;
-        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            out = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return APP_EXIT_OK;
-        } else {
-            app_unknown_option("graphgen", argv[i], usage);
-        }
-    }
+    graphgen_options_t o = {0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o), app_input_group(&in)};
+    cli_parse("graphgen", argc, argv, groups, 2, 0, usage);
+    const char *out = o.out;
+    int unweighted = o.unweighted;
     app_input_check("graphgen", &in);
     if (out == NULL) {
         fprintf(stderr, "graphgen: --out FILE is required\n");

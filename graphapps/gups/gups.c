@@ -45,28 +45,34 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
+enum { GUPS_BASELINE, GUPS_LOG2_TABLE, GUPS_UPDATES, GUPS_PER_WI, GUPS_WG_SIZE };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    gups_options_t *o = state;
+    if (key == GUPS_BASELINE)
+        o->baseline = 1;
+    else if (key == GUPS_LOG2_TABLE)
+        o->log2_table = (unsigned)cli_u64(option, value);
+    else if (key == GUPS_UPDATES)
+        o->updates = cli_u64(option, value);
+    else if (key == GUPS_PER_WI)
+        o->per_wi = cli_u64(option, value);
+    else
+        o->wg_size = cli_u64(option, value);
+}
+
 static grain_config_t *parse(int argc, char **argv, gups_options_t *o)
 {
+    static const cli_option_t options[] = {{"baseline", 0, GUPS_BASELINE},
+                                           {"log2-table", 1, GUPS_LOG2_TABLE},
+                                           {"updates", 1, GUPS_UPDATES},
+                                           {"per-wi", 1, GUPS_PER_WI},
+                                           {"wg-size", 1, GUPS_WG_SIZE}};
     grain_config_t *config = app_config();
     *o = (gups_options_t){.log2_table = 20, .per_wi = 64};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_model_option(&o->model, argc, argv, &i))
-            continue;
-        if (strcmp(a, "--baseline") == 0)
-            o->baseline = 1;
-        else if (i + 1 < argc && strcmp(a, "--log2-table") == 0)
-            o->log2_table = (unsigned)app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--updates") == 0)
-            o->updates = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--per-wi") == 0)
-            o->per_wi = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--wg-size") == 0)
-            o->wg_size = app_parse_u64(a, argv[++i]);
-        else
-            app_unknown_option("gups", a, usage);
-    }
+    const cli_group_t groups[] = {CLI_GROUP(options, take, o), app_model_group(&o->model)};
+    app_parse_options("gups", argc, argv, groups, 2, &o->common, config, usage);
     if (o->common.out != NULL) {
         fprintf(stderr, "gups: --out: gups writes no values (--verify checks them)\n");
         exit(APP_EXIT_ERROR);
@@ -235,8 +241,8 @@ int main(int argc, char **argv)
     double plain_gups = o.baseline ? (double)o.updates / plain / 1e9 : 0;
     if (me == 0 && !o.common.json) {
         printf("gups: %d rank%s, table 2^%u, %llu updates in %.3f s: %.6f GUP/s (%s on %s, %s, model %s)\n",
-               npes, app_plural(npes), o.log2_table, o.updates, slowest, gups, grain_backend_name(g), grain_device_name(g),
-               grain_transport_name(g), app_model_names[o.model.model]);
+               npes, app_plural(npes), o.log2_table, o.updates, slowest, gups, grain_backend_name(g),
+               grain_device_name(g), grain_transport_name(g), app_model_names[o.model.model]);
         if (o.baseline)
             printf("baseline: plain device atomics, %.3f s: %.6f GUP/s; grain / plain = %.3f\n", plain,
                    plain_gups, gups / plain_gups);

@@ -51,25 +51,31 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
+enum { JACOBI_N, JACOBI_ITERATIONS, JACOBI_TILE_ROWS, JACOBI_AGENT };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    jacobi_options_t *o = state;
+    if (key == JACOBI_N)
+        o->n = cli_u64(option, value);
+    else if (key == JACOBI_ITERATIONS)
+        o->iterations = cli_u64(option, value);
+    else if (key == JACOBI_TILE_ROWS)
+        o->tile_rows = cli_u64(option, value);
+    else
+        o->agent = app_parse_agent(value);
+}
+
 static grain_config_t *parse(int argc, char **argv, jacobi_options_t *o)
 {
+    static const cli_option_t options[] = {{"n", 1, JACOBI_N},
+                                           {"iterations", 1, JACOBI_ITERATIONS},
+                                           {"tile-rows", 1, JACOBI_TILE_ROWS},
+                                           {"agent", 1, JACOBI_AGENT}};
     grain_config_t *config = app_config();
     *o = (jacobi_options_t){.n = 1024, .iterations = 100, .tile_rows = 16, .agent = GRAIN_AGENT_AUTO};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--n") == 0)
-            o->n = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--iterations") == 0)
-            o->iterations = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--tile-rows") == 0)
-            o->tile_rows = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--agent") == 0)
-            o->agent = app_parse_agent(argv[++i]);
-        else
-            app_unknown_option("jacobi", a, usage);
-    }
+    const cli_group_t groups[] = {CLI_GROUP(options, take, o)};
+    app_parse_options("jacobi", argc, argv, groups, 1, &o->common, config, usage);
     if (o->common.out != NULL) {
         fprintf(stderr, "jacobi: --out: jacobi writes no values (--verify checks them)\n");
         exit(APP_EXIT_ERROR);

@@ -48,34 +48,35 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
-static grain_config_t *parse(int argc, char **argv, km_options_t *o)
+enum { KM_POINTS, KM_BLOBS, KM_SEED, KM_K, KM_MAX_ITERATIONS, KM_CENTRES_OUT };
+
+static void take(void *state, int key, const char *option, const char *value)
 {
-    grain_config_t *config = app_config();
-    *o = (km_options_t){.seed = 1, .max_iterations = 300};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--points") == 0) {
-            o->points = argv[++i];
-        } else if (i + 1 < argc && strcmp(a, "--blobs") == 0) {
-            const char *v = argv[++i];
-            if (sscanf(v, "%llu,%llu,%llu", &o->blob_n, &o->blob_dims, &o->blob_k) != 3 || strchr(v, '-') != NULL) {
-                fprintf(stderr, "kmeans: --blobs \"%s\" is not N,D,C\n", v);
-                exit(APP_EXIT_ERROR);
-            }
-        } else if (i + 1 < argc && strcmp(a, "--seed") == 0) {
-            o->seed = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--k") == 0) {
-            o->k = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0) {
-            o->max_iterations = app_parse_u64(a, argv[++i]);
-        } else if (i + 1 < argc && strcmp(a, "--centres-out") == 0) {
-            o->centres_out = argv[++i];
-        } else {
-            app_unknown_option("kmeans", a, usage);
+    km_options_t *o = state;
+    switch (key) {
+    case KM_POINTS: o->points = value; break;
+    case KM_SEED: o->seed = cli_u64(option, value); break;
+    case KM_K: o->k = cli_u64(option, value); break;
+    case KM_MAX_ITERATIONS: o->max_iterations = cli_u64(option, value); break;
+    case KM_CENTRES_OUT: o->centres_out = value; break;
+    default:
+        if (sscanf(value, "%llu,%llu,%llu", &o->blob_n, &o->blob_dims, &o->blob_k) != 3 || strchr(value, '-') != NULL) {
+            fprintf(stderr, "kmeans: --blobs \"%s\" is not N,D,C\n", value);
+            exit(APP_EXIT_ERROR);
         }
     }
+}
+
+static grain_config_t *parse(int argc, char **argv, km_options_t *o)
+{
+    static const cli_option_t options[] = {{"points", 1, KM_POINTS}, {"blobs", 1, KM_BLOBS},
+                                           {"seed", 1, KM_SEED},     {"k", 1, KM_K},
+                                           {"max-iterations", 1, KM_MAX_ITERATIONS},
+                                           {"centres-out", 1, KM_CENTRES_OUT}};
+    grain_config_t *config = app_config();
+    *o = (km_options_t){.seed = 1, .max_iterations = 300};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, o)};
+    app_parse_options("kmeans", argc, argv, groups, 1, &o->common, config, usage);
     if ((o->points != NULL) == (o->blob_n != 0) || o->k == 0) {
         fprintf(stderr, "kmeans: give one input (--points FILE or --blobs N,D,C) and --k K\n");
         exit(APP_EXIT_ERROR);

@@ -43,23 +43,27 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
+enum { KMER_READS, KMER_K, KMER_TABLE_SLOTS };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    kmer_options_t *o = state;
+    if (key == KMER_READS)
+        o->reads = value;
+    else if (key == KMER_K)
+        o->k = cli_u64(option, value);
+    else
+        o->table_slots = cli_u64(option, value);
+}
+
 static grain_config_t *parse(int argc, char **argv, kmer_options_t *o)
 {
+    static const cli_option_t options[] = {
+        {"reads", 1, KMER_READS}, {"k", 1, KMER_K}, {"table-slots", 1, KMER_TABLE_SLOTS}};
     grain_config_t *config = app_config();
     *o = (kmer_options_t){.k = 21};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--reads") == 0)
-            o->reads = argv[++i];
-        else if (i + 1 < argc && strcmp(a, "--k") == 0)
-            o->k = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--table-slots") == 0)
-            o->table_slots = app_parse_u64(a, argv[++i]);
-        else
-            app_unknown_option("kmer", a, usage);
-    }
+    const cli_group_t groups[] = {CLI_GROUP(options, take, o)};
+    app_parse_options("kmer", argc, argv, groups, 1, &o->common, config, usage);
     if (o->reads == NULL) {
         fprintf(stderr, "kmer: --reads FILE is required\n");
         exit(APP_EXIT_ERROR);
@@ -275,8 +279,8 @@ int main(int argc, char **argv)
         status = app_write_by_rank(g, "kmer", o.common.out, write_table, &t);
 
     if (me == 0 && !o.common.json) {
-        printf("kmer: %s, %llu reads, k = %u, %u rank%s, %s on %s\n", o.reads, (unsigned long long)all.n, k, ranks, app_plural(ranks),
-               grain_backend_name(g), grain_device_name(g));
+        printf("kmer: %s, %llu reads, k = %u, %u rank%s, %s on %s\n", o.reads, (unsigned long long)all.n, k, ranks,
+               app_plural(ranks), grain_backend_name(g), grain_device_name(g));
         printf("%llu k-mers, %llu distinct, in %.3f s; tables of %llu slots a rank\n", (unsigned long long)counts[2],
                (unsigned long long)counts[1], timing.seconds, (unsigned long long)slots);
         app_timing_print(stdout, &timing);

@@ -53,30 +53,37 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
+enum { PR_DAMPING, PR_TOLERANCE, PR_ITERATIONS, PR_MAX_ITERATIONS, PR_AGENT };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    pr_options_t *o = state;
+    if (key == PR_DAMPING)
+        o->damping = cli_real(option, value, 0, 1);
+    else if (key == PR_TOLERANCE)
+        o->tolerance = cli_real(option, value, 0, 1);
+    else if (key == PR_ITERATIONS)
+        o->iterations = cli_u64(option, value);
+    else if (key == PR_MAX_ITERATIONS)
+        o->max_iterations = cli_u64(option, value);
+    else {
+        o->replicated = 1;
+        o->agent = app_parse_agent(value);
+    }
+}
+
 static grain_config_t *parse(int argc, char **argv, pr_options_t *o)
 {
+    static const cli_option_t options[] = {{"damping", 1, PR_DAMPING},
+                                           {"tolerance", 1, PR_TOLERANCE},
+                                           {"iterations", 1, PR_ITERATIONS},
+                                           {"max-iterations", 1, PR_MAX_ITERATIONS},
+                                           {"agent", 1, PR_AGENT}};
     grain_config_t *config = app_config();
     *o = (pr_options_t){.damping = 0.85, .tolerance = 1e-6, .max_iterations = 100};
     app_input_defaults(&o->input);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (app_common_option(&o->common, config, argc, argv, &i, usage) ||
-            app_input_option(&o->input, argc, argv, &i) || app_model_option(&o->model, argc, argv, &i))
-            continue;
-        if (i + 1 < argc && strcmp(a, "--damping") == 0)
-            o->damping = app_parse_real(a, argv[++i], 0, 1);
-        else if (i + 1 < argc && strcmp(a, "--tolerance") == 0)
-            o->tolerance = app_parse_real(a, argv[++i], 0, 1);
-        else if (i + 1 < argc && strcmp(a, "--iterations") == 0)
-            o->iterations = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--max-iterations") == 0)
-            o->max_iterations = app_parse_u64(a, argv[++i]);
-        else if (i + 1 < argc && strcmp(a, "--agent") == 0) {
-            o->replicated = 1;
-            o->agent = app_parse_agent(argv[++i]);
-        } else
-            app_unknown_option("pagerank", a, usage);
-    }
+    const cli_group_t groups[] = {CLI_GROUP(options, take, o), app_input_group(&o->input), app_model_group(&o->model)};
+    app_parse_options("pagerank", argc, argv, groups, 3, &o->common, config, usage);
     app_input_check("pagerank", &o->input);
     if (o->replicated && o->model.model != APP_GRAIN) {
         fprintf(stderr, "pagerank: --model %s: the replicated formulation (--agent) sends no messages; "

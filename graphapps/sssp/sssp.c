@@ -257,8 +257,8 @@ int main(int argc, char **argv)
     unsigned long long src_id = (unsigned long long)(source + graph.all.base);
     if (me == 0 && !o.common.json) {
         printf("sssp: %s, %llu vertices, %zu edges, %d rank%s (%s partition), %s on %s\n", graph.name,
-               (unsigned long long)graph.all.n, graph.all.count, npes, app_plural(npes), app_scheme_name(graph.part.scheme),
-               grain_backend_name(g), grain_device_name(g));
+               (unsigned long long)graph.all.n, graph.all.count, npes, app_plural(npes),
+               app_scheme_name(graph.part.scheme), grain_backend_name(g), grain_device_name(g));
         printf("from %llu: %llu vertices reached in %llu rounds, %.3f s\n", src_id, (unsigned long long)reached,
                r.rounds, r.timing.seconds);
         app_timing_print(stdout, &r.timing);

@@ -72,6 +72,10 @@ grain_status_t grain_config_create(grain_config_t **config_p);
 grain_status_t grain_config_set(grain_config_t *config, const char *name, const char *value);
 /* Whether `name` names a setting (either spelling). */
 int grain_config_known(const char *name);
+/* The name of setting `index` as grain_config_set takes it ("queue_slots"),
+ * or NULL past the last: every setting, for programs that list them or take
+ * them as options. */
+const char *grain_config_name(size_t index);
 void grain_config_print(const grain_config_t *config, FILE *out);
 void grain_config_destroy(grain_config_t *config);
 

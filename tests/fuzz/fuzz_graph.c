@@ -56,7 +56,8 @@ static int make_cached_source(void)
     fclose(f);
     app_edges_t e;
     app_error_t err = {{0}};
-    if (app_read_graph(cached.source, 0, &(app_cache_t){.dir = cached.dir, .max_bytes = APP_CACHE_MAX_DEFAULT}, NULL, &e, &err) != 0)
+    app_cache_t cache = {.dir = cached.dir, .max_bytes = APP_CACHE_MAX_DEFAULT};
+    if (app_read_graph(cached.source, 0, &cache, NULL, &e, &err) != 0)
         return -1;
     app_edges_free(&e);
     DIR *d = opendir(cached.dir);
@@ -100,7 +101,8 @@ static void load_cache_file(const uint8_t *data, size_t size)
     app_limit_t limit = {1u << 20, "the fuzz target's limit"};
     app_edges_t e;
     app_error_t err = {{0}};
-    if (app_read_graph(cached.source, 0, &(app_cache_t){.dir = cached.dir, .max_bytes = APP_CACHE_MAX_DEFAULT}, &limit, &e, &err) != 0) {
+    app_cache_t cache = {.dir = cached.dir, .max_bytes = APP_CACHE_MAX_DEFAULT};
+    if (app_read_graph(cached.source, 0, &cache, &limit, &e, &err) != 0) {
         if (err.msg[0] == '\0' || e.edges != NULL)
             abort();
         return;

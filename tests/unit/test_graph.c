@@ -518,7 +518,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_real_graphs), cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_malformed_mtx), cmocka_unit_test(test_mtx_details),
         cmocka_unit_test(test_edge_lists), cmocka_unit_test(test_kronecker),
-        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_bound), cmocka_unit_test(test_cache_damage), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_cache), cmocka_unit_test(test_cache_bound),
+        cmocka_unit_test(test_cache_damage), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_points), cmocka_unit_test(test_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
