@@ -15,12 +15,14 @@ grain_install_deps test
 jobs=$(nproc)
 
 # CTest lists the tests it skipped without their reason; each says why in
-# its first line of output.
+# the last line of its output that speaks of skipping (else its last line).
 show_skips() { # <build dir> <ctest's output>
     grep -oE '^[[:space:]]+[0-9]+ - [^ ]+ \(Skipped\)' "$2" | awk '{print $3}' | while read -r t; do
         awk -v t="$t" '{ line = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", line) }
-                       line == t && /Test: / { f = 1 }
-                       f && /^Output:/ { getline; getline; print "  " t ": " $0; exit }' \
+                       line == t && /Test: / { f = 1; next }
+                       f && /^<end of output>/ { print "  " t ": " (why != "" ? why : last); exit }
+                       f && out && NF { last = $0; if (tolower($0) ~ /skip/) why = $0 }
+                       f && /^Output:/ { out = 1; getline }' \
             "$1/Testing/Temporary/LastTest.log"
     done
 }

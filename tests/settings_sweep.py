@@ -162,7 +162,7 @@ def main():
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         sys.exit("settings_sweep: no mpirun")
-    table = settings(os.path.join(ROOT, "runtime", "config_vars.h"))
+    table = settings(os.path.join(ROOT, "services", "config_vars.h"))
     print("settings_sweep: seed %d, %d runs over %d settings (replay: --seed %d)" % (seed, a.runs, len(table), seed),
           flush=True)
     failed = 0

@@ -171,7 +171,8 @@ static int cache_make_room(const char *dir, const char *replaced, uint64_t need,
         total += (uint64_t)st.st_size;
     }
     closedir(d);
-    qsort(files, n, sizeof *files, older_first);
+    if (n > 1)
+        qsort(files, n, sizeof *files, older_first);
     for (size_t i = 0; i < n && total + need > max; i++)
         if (snprintf(path, sizeof path, "%s/%s", dir, files[i].name) < (int)sizeof path && remove(path) == 0)
             total -= files[i].bytes;
