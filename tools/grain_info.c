@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grain_info: what this grain was built with and what it finds here: the
- * version, the backends and transports built in, the device each backend
- * opens with the capabilities grain uses, then the transport, ranks and
- * device grain_init picks and every setting in force with where it came
- * from.  Under mpirun every rank starts grain and rank 0 prints.
+ * version, the backends and transports built in, the RDMA devices the verbs
+ * transport may open, the device each backend opens with the capabilities
+ * grain uses, then the transport, ranks and device grain_init picks and
+ * every setting in force with where it came from.  Under mpirun every rank
+ * starts grain and rank 0 prints.
  *
  *   grain_info            exit 0 once grain_init succeeded, 1 if it failed
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,6 +68,50 @@ static void print_backends(const grain_config_t *settings)
     }
 }
 
+/* The first line of a small file under /sys, without its newline; "" if none. */
+static void read_line(const char *path, char *out, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    out[0] = '\0';
+    if (f != NULL && fgets(out, (int)size, f) != NULL)
+        out[strcspn(out, "\n")] = '\0';
+    if (f != NULL)
+        fclose(f);
+}
+
+/* The RDMA devices the verbs transport may open (GRAIN_IB_DEVICE), with the
+ * state of each port, as the kernel lists them. */
+static void print_rdma_devices(void)
+{
+    static const char root[] = "/sys/class/infiniband";
+    DIR *d = opendir(root);
+    int devices = 0;
+    for (struct dirent *dev; d != NULL && (dev = readdir(d)) != NULL;) {
+        if (dev->d_name[0] == '.')
+            continue;
+        char path[1024]; /* the root, two names of at most 255 bytes, a file name */
+        snprintf(path, sizeof path, "%s/%s/ports", root, dev->d_name);
+        DIR *ports = opendir(path);
+        for (struct dirent *port; ports != NULL && (port = readdir(ports)) != NULL;) {
+            if (port->d_name[0] == '.')
+                continue;
+            char state[64], layer[64];
+            snprintf(path, sizeof path, "%s/%s/ports/%s/state", root, dev->d_name, port->d_name);
+            read_line(path, state, sizeof state);
+            snprintf(path, sizeof path, "%s/%s/ports/%s/link_layer", root, dev->d_name, port->d_name);
+            read_line(path, layer, sizeof layer);
+            printf("  RDMA device %s port %s: %s (%s)\n", dev->d_name, port->d_name, state, layer);
+        }
+        if (ports != NULL)
+            closedir(ports);
+        devices++;
+    }
+    if (d != NULL)
+        closedir(d);
+    if (devices == 0)
+        printf("  RDMA devices: none (%s is empty or absent): the verbs transport has nothing to open\n", root);
+}
+
 /* What the build holds, and what each backend finds alone. */
 static void print_build(const grain_config_t *settings)
 {
@@ -74,6 +120,7 @@ static void print_build(const grain_config_t *settings)
     for (const char *const *t = grain_transports_built(); *t != NULL; t++)
         printf(" %s", *t);
     printf("\n");
+    print_rdma_devices();
     print_backends(settings);
 }
 
