@@ -42,6 +42,9 @@ typedef struct grain_backend_info {
      * GRAIN_DEVICE_LAUNCH defined in every program); else a sentence saying
      * why they cannot here. */
     char no_device_launch[256];
+    /* How host threads and kernels share memory with atomics (the queue, and
+     * the heap with GRAIN_APPLY=host), and the device code's dialect. */
+    char shared_memory[256];
 } grain_backend_info_t;
 
 typedef struct grain_backend_ops {

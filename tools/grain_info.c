@@ -15,9 +15,9 @@
 
 #include "backends/backend.h"
 #include "grain/version.h"
-#include "tools/cli/cli.h"
 #include "runtime/grain_impl.h"
 #include "services/log.h"
+#include "tools/cli/cli.h"
 #include "transports/transport.h"
 
 static const char *yes_no(int v)
@@ -36,6 +36,7 @@ static void print_device(const grain_backend_info_t *d)
         printf("    device memory     none of its own (a CPU device: it uses the host's)\n");
     printf("    heap              %s\n", d->prefers_device_apply ? "in device memory (GRAIN_APPLY=auto picks device)"
                                                                   : "in memory host threads share (GRAIN_APPLY=auto picks host)");
+    printf("    shared memory     %s\n", d->shared_memory);
     printf("    lanes spin apart  %s (GRAIN_RESERVE=wi needs it)\n", yes_no(d->independent_lanes));
     printf("    peer memory       %s\n", d->peer_host_access ? "host memory (host threads reach it)" : "device memory");
     printf("    device launch     %s\n", d->no_device_launch[0] == '\0' ? "yes (the launch transfer agent)"

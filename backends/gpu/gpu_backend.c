@@ -232,6 +232,8 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     b->info.independent_lanes = GPU_INDEPENDENT_LANES(&b->props);
     b->info.prefers_device_apply = b->props.concurrentManagedAccess != 0;
     gpuArchOption(&b->props, b->arch, sizeof b->arch);
+    snprintf(b->info.shared_memory, sizeof b->info.shared_memory,
+             "pinned host memory, system-scope 64-bit atomics; device code compiled with %.160s", b->arch);
     b->launch_pending = config->launch_pending;
     if (config->device_launch)
         gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);

@@ -389,6 +389,9 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
                         sizeof b->info.no_device_launch);
     cl_device_svm_capabilities svm = 0;
     clGetDeviceInfo(b->device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
+    snprintf(b->info.shared_memory, sizeof b->info.shared_memory,
+             "fine-grained buffer SVM with SVM atomics%s, 64-bit atomics; device code as OpenCL C %s",
+             svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM ? ", fine-grained system SVM" : "", b->cl_std + 2);
     b->info.peer_host_access = 1;
     if (!b->info.cpu_device && !(svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM))
         snprintf(b->no_peer, sizeof b->no_peer,
