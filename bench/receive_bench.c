@@ -29,8 +29,8 @@
 
 #include "bench/bench_transport.h"
 #include "bench/queue_baselines.h"
-#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
+#include "runtime/messages/apply.h"
 #include "runtime/messages/recv_threads.h"
 #include "tools/cli/cli.h"
 #include "transports/wire.h"

@@ -7,8 +7,8 @@
  */
 #include <string.h>
 
-#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
+#include "runtime/messages/apply.h"
 #include "services/log.h"
 
 /* The device context's bitmaps follow the table. */

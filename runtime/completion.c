@@ -14,14 +14,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/messages/apply.h"
-#include "services/backoff.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
+#include "runtime/messages/apply.h"
 #include "runtime/messages/quiets.h"
 #include "runtime/messages/recv_threads.h"
 #include "runtime/messages/replier.h"
 #include "runtime/transfers/region.h"
+#include "services/backoff.h"
+#include "services/log.h"
 #include "transports/wire.h"
 
 void grain_wait_a_little(unsigned *spins)

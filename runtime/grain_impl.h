@@ -10,14 +10,14 @@
 #include "backends/backend.h"
 #include "grain/device/ctx.h"
 #include "grain/grain.h"
-#include "services/bell.h"
-#include "services/config.h"
 #include "runtime/heap.h"
 #include "runtime/messages/lent.h"
-#include "runtime/node.h"
 #include "runtime/messages/packer.h"
 #include "runtime/messages/queue_consumer.h"
+#include "runtime/node.h"
 #include "runtime/transfers/region.h"
+#include "services/bell.h"
+#include "services/config.h"
 #include "transports/transport.h"
 
 /* A queue's two allocations (runtime/messages/queue.c). */

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "grain/device.h"
-#include "services/backoff.h"
-#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
+#include "runtime/messages/apply.h"
+#include "services/backoff.h"
 #include "services/log.h"
 
 struct grain_program {

@@ -5,14 +5,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/messages/apply.h"
-#include "services/cores.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
+#include "runtime/messages/apply.h"
 #include "runtime/messages/queue_consumer.h"
-#include "runtime/messages/recv_threads.h"
 #include "runtime/messages/quiets.h"
+#include "runtime/messages/recv_threads.h"
 #include "runtime/messages/replier.h"
+#include "services/cores.h"
+#include "services/log.h"
 
 /* Apply stages at most; and at least, where fewer receive buffers would
  * give fewer, the smaller of a number and a size (see grain_init_transport):

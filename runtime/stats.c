@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/messages/apply.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
+#include "runtime/messages/apply.h"
 #include "runtime/messages/recv_threads.h"
+#include "services/log.h"
 
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,

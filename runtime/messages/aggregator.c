@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/backoff.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/messages/queue_consumer.h"
 #include "runtime/messages/quiets.h"
+#include "services/backoff.h"
+#include "services/log.h"
 #include "transports/wire.h"
 
 /* Slots between two looks at the clock while the queue is busy. */

@@ -6,9 +6,9 @@
 
 #include "grain/device/apply.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/messages/quiets.h"
 #include "runtime/messages/replier.h"
+#include "services/log.h"
 #include "transports/wire.h"
 
 extern const char grain_apply_kernel_source[];

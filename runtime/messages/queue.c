@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/messages/queue_consumer.h"
+#include "services/log.h"
 
 grain_queue_geom_t grain_queue_geom_of(const grain_t *g, uint32_t nslots, uint32_t width, uint32_t rows)
 {

@@ -4,10 +4,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "runtime/grain_impl.h"
 #include "runtime/messages/apply.h"
 #include "services/backoff.h"
 #include "services/bell.h"
-#include "runtime/grain_impl.h"
 #include "services/log.h"
 
 typedef struct receiver {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/messages/packer.h"
+#include "services/log.h"
 
 /* GRAIN_CMD_REPLY, GRAIN_CMD_REPLY_AFTER (quiet answers) or GRAIN_CMD_QUIET
  * (the host's request), whose first wire word holds the ticket's slot and

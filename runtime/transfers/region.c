@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/backoff.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/node.h"
 #include "runtime/transfers/region.h"
+#include "services/backoff.h"
+#include "services/log.h"
 
 extern const char grain_apply_kernel_source[];
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/backoff.h"
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/transfers/region.h"
+#include "services/backoff.h"
+#include "services/log.h"
 
 typedef struct agent_thread {
     struct grain_host_agent *agent;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "services/log.h"
 #include "runtime/transfers/region.h"
+#include "services/log.h"
 
 typedef struct u32_vec {
     uint32_t *v;

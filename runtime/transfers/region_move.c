@@ -13,8 +13,8 @@
 
 #include "runtime/grain_impl.h"
 #include "runtime/messages/lent.h"
-#include "services/log.h"
 #include "runtime/transfers/region.h"
+#include "services/log.h"
 
 static void piece_sent(grain_send_token_t *token)
 {

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "runtime/grain_impl.h"
-#include "services/log.h"
 #include "runtime/transfers/region.h"
+#include "services/log.h"
 
 #define DEFAULT_CHUNK_BYTES (256u << 10)
 #define DEFAULT_HOST_THREADS 1u
