@@ -57,6 +57,10 @@ typedef struct grain_backend_ops {
                            grain_backend_t **backend_p);
     void (*close)(grain_backend_t *backend);
     void (*query)(grain_backend_t *backend, grain_backend_info_t *info);
+    /* Points `config` at the index-th device this backend sees (every
+     * platform's, for OpenCL), so that open picks that one; 0 past the
+     * last.  grain_info lists every device this way. */
+    int (*select_device)(grain_config_t *config, unsigned index);
 
     /* Memory that host threads and kernels both access, atomically included:
      * the queue, the device error record and, with GRAIN_APPLY=host, the heap. */

@@ -43,7 +43,30 @@ static void print_device(const grain_backend_info_t *d)
                                                                          : d->no_device_launch);
 }
 
-/* Each backend built in, opened alone on the device the settings select. */
+/* Opens the device `config` selects alone and prints it, or why it does not open. */
+static void print_opened(const grain_backend_ops_t *ops, const grain_config_t *config, const char *label)
+{
+    grain_config_t c = *config;
+    grain_backend_t *b;
+    char name[64];
+    snprintf(name, sizeof name, "%s%s%s", ops->name, label[0] != '\0' ? " " : "", label);
+    grain_log_quiet(1);
+    grain_status_t st = ops->open(&c, 1, &b);
+    grain_log_quiet(0);
+    if (st != GRAIN_OK) {
+        printf("  %s opens no device: %s\n", name, grain_error_message(NULL));
+        return;
+    }
+    grain_backend_info_t d;
+    memset(&d, 0, sizeof d);
+    ops->query(b, &d);
+    printf("  %s\n", name);
+    print_device(&d);
+    ops->close(b);
+}
+
+/* Every device each backend built in sees, each opened alone; where it sees
+ * none, why, as the settings in force select. */
 static void print_backends(const grain_config_t *settings)
 {
     printf("backends built in:\n");
@@ -51,21 +74,14 @@ static void print_backends(const grain_config_t *settings)
     if (*ops == NULL)
         printf("  none (configure with -DGRAIN_WITH_OPENCL=ON and install ocl-icd-opencl-dev)\n");
     for (; *ops != NULL; ops++) {
-        grain_config_t c = *settings;
-        grain_backend_t *b;
-        grain_log_quiet(1);
-        grain_status_t st = (*ops)->open(&c, 1, &b);
-        grain_log_quiet(0);
-        if (st != GRAIN_OK) {
-            printf("  %-8s opens no device: %s\n", (*ops)->name, grain_error_message(NULL));
-            continue;
+        unsigned i = 0;
+        for (grain_config_t c = *settings; (*ops)->select_device(&c, i); c = *settings, i++) {
+            char label[32];
+            snprintf(label, sizeof label, "device %u", i);
+            print_opened(*ops, &c, label);
         }
-        grain_backend_info_t d;
-        memset(&d, 0, sizeof d);
-        (*ops)->query(b, &d);
-        printf("  %s\n", (*ops)->name);
-        print_device(&d);
-        (*ops)->close(b);
+        if (i == 0)
+            print_opened(*ops, settings, "");
     }
 }
 

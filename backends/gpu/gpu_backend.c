@@ -109,6 +109,15 @@ static int local_rank(void)
     return 0;
 }
 
+static int gpu_select_device(grain_config_t *config, unsigned index)
+{
+    int count = 0;
+    if (gpuGetDeviceCount(&count) != GPU_SUCCESS || index >= (unsigned)count)
+        return 0;
+    snprintf(config->gpu_device, sizeof config->gpu_device, "%u", index);
+    return 1;
+}
+
 static grain_status_t pick_device(const grain_config_t *config, int *device_p)
 {
     int count = 0;
@@ -690,6 +699,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .open = gpu_open,
     .close = gpu_close,
     .query = gpu_query,
+    .select_device = gpu_select_device,
     .alloc_shared = gpu_alloc_shared,
     .free_shared = gpu_free_shared,
     .alloc_device = gpu_alloc_device,

@@ -275,6 +275,26 @@ static grain_status_t limit_cpu_device_threads(const grain_config_t *config, uns
     return GRAIN_OK;
 }
 
+static int ocl_select_device(grain_config_t *config, unsigned index)
+{
+    cl_platform_id platforms[64];
+    cl_uint n_platforms = 0;
+    if (clGetPlatformIDs(64, platforms, &n_platforms) != CL_SUCCESS)
+        return 0;
+    for (cl_uint p = 0; p < n_platforms && p < 64; p++) {
+        cl_uint n_devices = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &n_devices) != CL_SUCCESS)
+            continue;
+        if (index < n_devices) {
+            snprintf(config->opencl_platform, sizeof config->opencl_platform, "%u", (unsigned)p);
+            snprintf(config->opencl_device, sizeof config->opencl_device, "%u", index);
+            return 1;
+        }
+        index -= n_devices;
+    }
+    return 0;
+}
+
 static grain_status_t pick_device(grain_backend_t *b, const grain_config_t *config)
 {
     cl_uint n_platforms = 0;
@@ -841,6 +861,7 @@ const grain_backend_ops_t grain_opencl_ops = {
     .open = ocl_open,
     .close = ocl_close,
     .query = ocl_query,
+    .select_device = ocl_select_device,
     .alloc_shared = ocl_alloc_shared,
     .free_shared = ocl_free_shared,
     /* fine-grained SVM is what this backend requires, so kernels' private
