@@ -437,7 +437,7 @@ static void release(grain_t *g)
 
 grain_status_t grain_init(const grain_config_t *config, grain_t **grain_p)
 {
-    return grain_init_transport(config, NULL, NULL, grain_p);
+    return grain_init_attr(config, NULL, grain_p);
 }
 
 grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_attr_t *attr, grain_t **grain_p)

@@ -42,10 +42,10 @@ static grain_status_t select_one(const char *name, const void *mpi_comm, const g
                           "-DGRAIN_WITH_VERBS=ON)");
 #endif
     }
-    if (strcmp(name, "self") == 0 && mpi_comm != NULL)
-        return grain_fail(GRAIN_ERR_CONFIG, "grain_init_attr was given an MPI communicator, but GRAIN_TRANSPORT=self "
-                                            "runs one rank alone: use mpi or verbs (or auto)");
     if (strcmp(name, "self") == 0) {
+        if (mpi_comm != NULL)
+            return grain_fail(GRAIN_ERR_CONFIG, "grain_init_attr was given an MPI communicator, but "
+                                                "GRAIN_TRANSPORT=self runs one rank alone: use mpi or verbs (or auto)");
         *ops_p = &grain_transport_self;
         return GRAIN_OK;
     }
