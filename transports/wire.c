@@ -20,6 +20,49 @@ int grain_wire_check_origin(const char *what, uint32_t src, size_t len, uint32_t
     return -1;
 }
 
+_Static_assert(GRAIN_APPLY_LOOKAHEAD + 1 >= GRAIN_RUN_WORDS_MAX, "the apply kernel's tiles must hold a whole run");
+
+/* Checks the run at `p`, message `i` of the buffer's `count`, `left` bytes
+ * before the buffer's end; sets its wire bytes and messages. */
+static grain_status_t check_run(const uint8_t *p, size_t left, uint32_t i, uint32_t count, uint32_t src_pe,
+                                uint64_t heap_size, size_t *size, uint32_t *n, char *why, size_t why_size)
+{
+    uint64_t w0;
+    memcpy(&w0, p, sizeof w0);
+    uint32_t cmd = GRAIN_RUN_CMD(w0), k = GRAIN_RUN_COUNT(w0);
+    if (cmd < GRAIN_CMD_PUT32 || cmd > GRAIN_CMD_INC64 || k < 2 || k > GRAIN_RUN_MAX || k > count - i ||
+        GRAIN_RUN_RESERVED(w0) != 0) {
+        snprintf(why, why_size,
+                 "a run at message %u of %u from rank %u has command %u, %u messages and reserved bits 0x%x (runs "
+                 "are of commands %u to %u, 2 to %u messages, reserved bits 0)",
+                 i, count, src_pe, cmd, k, GRAIN_RUN_RESERVED(w0), GRAIN_CMD_PUT32, GRAIN_CMD_INC64, GRAIN_RUN_MAX);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    size_t bytes = 8u * grain_run_words(cmd, k, GRAIN_RUN_NARROW(w0));
+    if (left < bytes) {
+        snprintf(why, why_size, "a buffer from rank %u ends inside the run at message %u of %u", src_pe, i, count);
+        return GRAIN_ERR_BAD_MESSAGE;
+    }
+    uint64_t width = grain_cmd_width(cmd), hi = w0 >> 32 << 32;
+    uint64_t limit = heap_size >= width ? heap_size - width : 0;
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t lo;
+        memcpy(&lo, p + 8 + 4 * j, sizeof lo);
+        uint64_t offset = hi | lo;
+        if (offset > limit || (offset & (width - 1)) != 0 || heap_size < width) {
+            snprintf(why, why_size,
+                     "message %u from rank %u writes %llu bytes at heap offset %llu, outside the %llu-byte "
+                     "symmetric heap or misaligned",
+                     i + j, src_pe, (unsigned long long)width, (unsigned long long)offset,
+                     (unsigned long long)heap_size);
+            return GRAIN_ERR_BAD_OFFSET;
+        }
+    }
+    *size = bytes;
+    *n = k;
+    return GRAIN_OK;
+}
+
 grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                                    const grain_wire_limits_t *limits, grain_wire_marks_t *marks, char *why,
                                    size_t why_size)
@@ -57,7 +100,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
     uint32_t last = UINT32_MAX;
     size_t size = 0;
     uint64_t align = 0, limit = 0;
-    for (uint32_t i = 0; i < h.count; i++) {
+    for (uint32_t i = 0, n = 1; i < h.count; i += n) {
         uint64_t w0;
         if ((size_t)(end - p) < sizeof w0) {
             snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
@@ -65,79 +108,88 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
         }
         memcpy(&w0, p, sizeof w0);
         uint32_t cmd = (uint32_t)(w0 & 0xff);
-        if (cmd != last) {
-            if ((size = grain_wire_msg_size(cmd)) == 0) {
-                snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
-                return GRAIN_ERR_BAD_MESSAGE;
-            }
-            uint64_t width = cmd == GRAIN_CMD_AM || cmd >= GRAIN_CMD_REPLY ? 1 : grain_cmd_width(cmd);
-            align = width - 1;
-            limit = limits->heap_size >= width ? limits->heap_size - width : 0;
-            last = cmd;
-        }
-        if ((size_t)(end - p) < size) {
-            snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
-            return GRAIN_ERR_BAD_MESSAGE;
-        }
         uint64_t arg = w0 >> 8;
-        if (__builtin_expect(cmd >= GRAIN_CMD_REPLY, 0)) {
-            if (GRAIN_TICKET_SLOT(w0) >= limits->reply_slots) {
-                snprintf(why, why_size, "%s %u from rank %u is for reply slot %u; ranks have %u",
-                         cmd == GRAIN_CMD_QUIET ? "quiet request" : "reply", i, src_pe, GRAIN_TICKET_SLOT(w0),
-                         limits->reply_slots);
+        n = 1;
+        if (cmd == GRAIN_CMD_RUN) {
+            grain_status_t st =
+                check_run(p, (size_t)(end - p), i, h.count, src_pe, limits->heap_size, &size, &n, why, why_size);
+            if (st != GRAIN_OK)
+                return st;
+            last = GRAIN_CMD_RUN; /* what follows holds for the last plain command only */
+        } else {
+            if (cmd != last) {
+                if ((size = grain_wire_msg_size(cmd)) == 0) {
+                    snprintf(why, why_size, "message %u from rank %u has unknown command %u", i, src_pe, cmd);
+                    return GRAIN_ERR_BAD_MESSAGE;
+                }
+                uint64_t width = cmd == GRAIN_CMD_AM || cmd >= GRAIN_CMD_REPLY ? 1 : grain_cmd_width(cmd);
+                align = width - 1;
+                limit = limits->heap_size >= width ? limits->heap_size - width : 0;
+                last = cmd;
+            }
+            if ((size_t)(end - p) < size) {
+                snprintf(why, why_size, "a buffer from rank %u ends inside message %u of %u", src_pe, i, h.count);
                 return GRAIN_ERR_BAD_MESSAGE;
             }
-        } else if (cmd == GRAIN_CMD_AM) {
-            if (!grain_am_registered(limits->am, arg)) {
+            if (__builtin_expect(cmd >= GRAIN_CMD_REPLY, 0)) {
+                if (GRAIN_TICKET_SLOT(w0) >= limits->reply_slots) {
+                    snprintf(why, why_size, "%s %u from rank %u is for reply slot %u; ranks have %u",
+                             cmd == GRAIN_CMD_QUIET ? "quiet request" : "reply", i, src_pe, GRAIN_TICKET_SLOT(w0),
+                             limits->reply_slots);
+                    return GRAIN_ERR_BAD_MESSAGE;
+                }
+            } else if (cmd == GRAIN_CMD_AM) {
+                if (!grain_am_registered(limits->am, arg)) {
+                    snprintf(why, why_size,
+                             "active message %u from rank %u names handler %llu, which is not registered",
+                             i, src_pe, (unsigned long long)arg);
+                    return GRAIN_ERR_BAD_HANDLER;
+                }
+            } else if (arg > limit || (arg & align) != 0 || limits->heap_size <= align) {
                 snprintf(why, why_size,
-                         "active message %u from rank %u names handler %llu, which is not registered",
-                         i, src_pe, (unsigned long long)arg);
-                return GRAIN_ERR_BAD_HANDLER;
-            }
-        } else if (arg > limit || (arg & align) != 0 || limits->heap_size <= align) {
-            snprintf(why, why_size,
-                     "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
-                     "%llu-byte symmetric heap or misaligned",
-                     i, src_pe, (unsigned long long)align + 1, (unsigned long long)arg,
-                     (unsigned long long)limits->heap_size);
-            return GRAIN_ERR_BAD_OFFSET;
-        } else if (__builtin_expect(cmd == GRAIN_CMD_PUT64_SIGNAL, 0)) {
-            uint64_t sig;
-            memcpy(&sig, p + 16, sizeof sig);
-            if ((sig & 0xff) > GRAIN_SIGNAL_ADD) {
-                snprintf(why, why_size, "put with signal %u from rank %u names signal operation %llu", i, src_pe,
-                         (unsigned long long)(sig & 0xff));
-                return GRAIN_ERR_BAD_MESSAGE;
-            }
-            if ((sig >> 8) > limit || ((sig >> 8) & 7) != 0) {
-                snprintf(why, why_size,
-                         "put with signal %u from rank %u signals the word at heap offset %llu, outside the "
+                         "message %u from rank %u writes %llu bytes at heap offset %llu, outside the "
                          "%llu-byte symmetric heap or misaligned",
-                         i, src_pe, (unsigned long long)(sig >> 8), (unsigned long long)limits->heap_size);
+                         i, src_pe, (unsigned long long)align + 1, (unsigned long long)arg,
+                         (unsigned long long)limits->heap_size);
                 return GRAIN_ERR_BAD_OFFSET;
+            } else if (__builtin_expect(cmd == GRAIN_CMD_PUT64_SIGNAL, 0)) {
+                uint64_t sig;
+                memcpy(&sig, p + 16, sizeof sig);
+                if ((sig & 0xff) > GRAIN_SIGNAL_ADD) {
+                    snprintf(why, why_size, "put with signal %u from rank %u names signal operation %llu", i, src_pe,
+                             (unsigned long long)(sig & 0xff));
+                    return GRAIN_ERR_BAD_MESSAGE;
+                }
+                if ((sig >> 8) > limit || ((sig >> 8) & 7) != 0) {
+                    snprintf(why, why_size,
+                             "put with signal %u from rank %u signals the word at heap offset %llu, outside the "
+                             "%llu-byte symmetric heap or misaligned",
+                             i, src_pe, (unsigned long long)(sig >> 8), (unsigned long long)limits->heap_size);
+                    return GRAIN_ERR_BAD_OFFSET;
+                }
+            } else if (__builtin_expect(cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64, 0)) {
+                uint64_t cond, ticket;
+                memcpy(&cond, p + 16, sizeof cond);
+                memcpy(&ticket, p + 24, sizeof ticket);
+                if (GRAIN_TICKET_OP(ticket) > GRAIN_AMO_GET_NBI || GRAIN_TICKET_SLOT(ticket) >= limits->reply_slots) {
+                    snprintf(why, why_size,
+                             "fetch %u from rank %u names operation %u and reply slot %u (operations 0 to %u, %u slots)",
+                             i, src_pe, GRAIN_TICKET_OP(ticket), GRAIN_TICKET_SLOT(ticket), GRAIN_AMO_GET_NBI,
+                             limits->reply_slots);
+                    return GRAIN_ERR_BAD_MESSAGE;
+                }
+                /* The heap is symmetric: where the word goes back to is checked
+                 * here, before a reply the requester would refuse. */
+                if (GRAIN_TICKET_OP(ticket) == GRAIN_AMO_GET_NBI && (cond > limit || (cond & align) != 0)) {
+                    snprintf(why, why_size,
+                             "get %u from rank %u sends its word back to heap offset %llu, outside the %llu-byte "
+                             "symmetric heap or misaligned",
+                             i, src_pe, (unsigned long long)cond, (unsigned long long)limits->heap_size);
+                    return GRAIN_ERR_BAD_OFFSET;
+                }
+                if (marks != NULL)
+                    marks->fetches += marks->stage_puts;
             }
-        } else if (__builtin_expect(cmd == GRAIN_CMD_FETCH32 || cmd == GRAIN_CMD_FETCH64, 0)) {
-            uint64_t cond, ticket;
-            memcpy(&cond, p + 16, sizeof cond);
-            memcpy(&ticket, p + 24, sizeof ticket);
-            if (GRAIN_TICKET_OP(ticket) > GRAIN_AMO_GET_NBI || GRAIN_TICKET_SLOT(ticket) >= limits->reply_slots) {
-                snprintf(why, why_size,
-                         "fetch %u from rank %u names operation %u and reply slot %u (operations 0 to %u, %u slots)",
-                         i, src_pe, GRAIN_TICKET_OP(ticket), GRAIN_TICKET_SLOT(ticket), GRAIN_AMO_GET_NBI,
-                         limits->reply_slots);
-                return GRAIN_ERR_BAD_MESSAGE;
-            }
-            /* The heap is symmetric: where the word goes back to is checked
-             * here, before a reply the requester would refuse. */
-            if (GRAIN_TICKET_OP(ticket) == GRAIN_AMO_GET_NBI && (cond > limit || (cond & align) != 0)) {
-                snprintf(why, why_size,
-                         "get %u from rank %u sends its word back to heap offset %llu, outside the %llu-byte "
-                         "symmetric heap or misaligned",
-                         i, src_pe, (unsigned long long)cond, (unsigned long long)limits->heap_size);
-                return GRAIN_ERR_BAD_OFFSET;
-            }
-            if (marks != NULL)
-                marks->fetches += marks->stage_puts;
         }
         /* Marked in the same walk: the walk is most of a receiving
          * thread's time. */
@@ -149,7 +201,7 @@ grain_status_t grain_wire_validate(const void *buf, size_t len, uint32_t src_pe,
                 cur = 0;
             }
             cur |= 1u << (word % 32);
-            staged++;
+            staged += n;
         }
         p += size;
     }
@@ -240,6 +292,19 @@ unsigned grain_wire_apply(const void *buf, char *heap, const grain_am_table_t *a
         uint64_t w[4] = {0, 0, 0, 0};
         memcpy(&w[0], p, sizeof w[0]);
         uint32_t cmd = (uint32_t)(w[0] & 0xff);
+        if (cmd == GRAIN_CMD_RUN) {
+            uint32_t rc = GRAIN_RUN_CMD(w[0]), n = GRAIN_RUN_COUNT(w[0]);
+            size_t bytes = 8u * grain_run_words(rc, n, GRAIN_RUN_NARROW(w[0]));
+            if (!stage_puts) {
+                uint64_t run[GRAIN_RUN_WORDS_MAX];
+                memcpy(run, p, bytes);
+                grain_apply_run(heap, run);
+            }
+            p += bytes;
+            i += n - 1;
+            last = GRAIN_CMD_RUN;
+            continue;
+        }
         if (__builtin_expect(cmd != last, 0)) { /* a branch, as in grain_wire_validate */
             size = grain_wire_msg_size(cmd);
             last = cmd;

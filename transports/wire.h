@@ -11,7 +11,10 @@
  * slot and generation (GRAIN_TICKET) above its command, then the value, and
  * a quiet request's and a reply after's the slot and generation its reply
  * goes to.  A get that does not wait (GRAIN_AMO_GET_NBI) is a fetch whose
- * value compared is the heap offset its word goes back to, as a PUT.
+ * value compared is the heap offset its word goes back to, as a PUT.  Runs
+ * of 2 to GRAIN_RUN_MAX PUTs, adds or increments of one command take fewer
+ * bytes a message (GRAIN_CMD_RUN, grain/device/apply.h; the aggregators pack
+ * them, runtime/messages/packer.h).
  */
 #ifndef GRAIN_TRANSPORTS_WIRE_H
 #define GRAIN_TRANSPORTS_WIRE_H
@@ -153,7 +156,7 @@ static inline size_t grain_wire_mark_words(size_t words)
  * the rest (replies, quiet requests, host handlers). */
 static inline int grain_wire_staged(const grain_am_table_t *am, uint32_t cmd, uint64_t arg, int stage_puts)
 {
-    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : cmd < GRAIN_CMD_REPLY && stage_puts;
+    return cmd == GRAIN_CMD_AM ? grain_am_on_device(am, arg) : (cmd < GRAIN_CMD_REPLY || cmd == GRAIN_CMD_RUN) && stage_puts;
 }
 
 /* Where a buffer's messages for the apply kernel start, which the kernel

@@ -281,10 +281,10 @@ static void test_each_bad_field_is_rejected(void **state)
     am.device[0] = 0;
 
     len = build(buf, good, 1);
-    uint64_t w0 = GRAIN_CMD_COUNT | (64ull << 8);
+    uint64_t w0 = (GRAIN_CMD_RUN + 1) | (64ull << 8);
     memcpy(buf + sizeof h, &w0, 8);
     char unknown[32];
-    snprintf(unknown, sizeof unknown, "unknown command %u", GRAIN_CMD_COUNT);
+    snprintf(unknown, sizeof unknown, "unknown command %u", GRAIN_CMD_RUN + 1);
     expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, unknown);
 
     len = build(buf, good, 1);
@@ -293,6 +293,65 @@ static void test_each_bad_field_is_rejected(void **state)
     h.bytes = (uint32_t)len + 8;
     memcpy(buf, &h, sizeof h);
     expect_rejected(buf, len + 8, GRAIN_ERR_BAD_MESSAGE, "after its 1 messages");
+}
+
+/* A buffer from rank 2 of one run: its header word `w0`, then `n_words`
+ * words, said to hold `count` messages. */
+static size_t build_run(uint8_t *buf, uint64_t w0, const uint64_t *words, unsigned n_words, uint32_t count)
+{
+    size_t used = sizeof(grain_wire_hdr_t);
+    memcpy(buf + used, &w0, 8);
+    memcpy(buf + used + 8, words, 8u * n_words);
+    used += 8u * (1 + n_words);
+    grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, 2, count, (uint32_t)used, 0};
+    memcpy(buf, &h, sizeof h);
+    return used;
+}
+
+#define PAIR(a, b) ((uint64_t)(a) | (uint64_t)(b) << 32)
+
+/* A run applies its entries; each of its fields is checked, and an offset
+ * outside the heap is named by its message's number. */
+static void test_runs(void **state)
+{
+    _Alignas(8) char heap[HEAP] = {0};
+    _Alignas(8) uint8_t buf[512];
+    /* Three narrow adds of 64 bits: offsets 8, 16, 8; values -2, 5, 1. */
+    const uint64_t adds[] = {PAIR(8, 16), PAIR(8, 0), PAIR((uint32_t)-2, 5), PAIR(1, 0)};
+    size_t len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_ADD64, 3, 1, 0), adds, 4, 3);
+    char why[256] = "";
+    uint32_t marks[1];
+    grain_wire_marks_t m = {marks, 1, 0, 0};
+    assert_int_equal(grain_wire_validate(buf, len, 2, &limits, &m, why, sizeof why), GRAIN_OK);
+    assert_int_equal(m.staged, 3);
+    assert_int_equal(marks[0], 1);
+    grain_wire_apply(buf, heap, &am, &replies, 0);
+    int64_t v[2];
+    memcpy(v, heap + 8, sizeof v);
+    assert_int_equal(v[0], -1);
+    assert_int_equal(v[1], 5);
+
+    const uint64_t incs[] = {PAIR(0, 8)};
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_AM, 2, 1, 0), incs, 1, 2);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "has command 7, 2 messages");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 1, 1, 0), incs, 1, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "1 messages and");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, GRAIN_RUN_MAX + 1, 1, 0), incs, 1, GRAIN_RUN_MAX + 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "2 to 16 messages");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 2, 1, 0) | 1u << 30, incs, 1, 2);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "reserved bits 0x20");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 2, 1, 0), incs, 1, 1);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "at message 0 of 1");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_ADD64, 2, 0, 0), incs, 1, 2); /* its two values are missing */
+    expect_rejected(buf, len, GRAIN_ERR_BAD_MESSAGE, "ends inside the run at message 0");
+    const uint64_t outside[] = {PAIR(0, HEAP)};
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 2, 1, 0), outside, 1, 2);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "message 1 from rank 2 writes 8 bytes at heap offset 4096");
+    const uint64_t misaligned[] = {PAIR(4, 0)};
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 2, 1, 0), misaligned, 1, 2);
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "message 0 from rank 2 writes 8 bytes at heap offset 4");
+    len = build_run(buf, GRAIN_RUN_HDR(GRAIN_CMD_INC32, 2, 1, 1), misaligned, 1, 2); /* 4 GiB up */
+    expect_rejected(buf, len, GRAIN_ERR_BAD_OFFSET, "heap offset 4294967300");
 }
 
 /* A buffer from rank 2 of 32- and 16-byte messages, each row the arguments
@@ -507,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_valid_buffer_applies_every_command),
         cmocka_unit_test(test_marks_apply_like_the_host),
         cmocka_unit_test(test_each_bad_field_is_rejected),
+        cmocka_unit_test(test_runs),
         cmocka_unit_test(test_put_signal),
         cmocka_unit_test(test_fetch_and_reply),
     };

@@ -28,6 +28,9 @@
  * buffer that arrived before it is applied here. */
 #define GRAIN_CMD_REPLY_AFTER 13u
 #define GRAIN_CMD_COUNT 14u
+/* A run of PUTs, adds or increments of one command (the wire only:
+ * grain/device/apply.h). */
+#define GRAIN_CMD_RUN 14u
 /* A message of four words takes two columns of its slot (never the wire):
  * the first column's handler field names the second, whose command is
  * this, whose handler field holds the signal operation and whose rows hold

@@ -20,8 +20,9 @@
  * (grain/device/apply.h), span = GRAIN_APPLY_TILE_WORDS(local size), with
  * the bitmap of the words that start a message left to it
  * (grain_wire_validate): the tile and its bits are read once, in wide
- * coalesced loads over the host link, into local memory, with the three
- * words after it, where a message that starts in the tile may end; then
+ * coalesced loads over the host link, into local memory, with the
+ * GRAIN_APPLY_LOOKAHEAD words after it, where a message that starts in the
+ * tile may end (a run is the longest); then
  * each work-item applies the messages that start at its words.  The caller
  * makes sure base is below the stage's words, and that nobody still reads
  * `tile` and `bits` from an earlier call.
@@ -35,7 +36,8 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
     grain_u32 src_pe = (grain_u32)(hdr >> 32);
     GRAIN_GLOBAL grain_u64 *words = stage + 1;
     GRAIN_GLOBAL const grain_u32 *marks = (GRAIN_GLOBAL const grain_u32 *)(stage + GRAIN_APPLY_MARKS_AT(data_words));
-    grain_u32 have = n_words - base < span + 3 ? (grain_u32)(n_words - base) : span + 3;
+    grain_u32 have = n_words - base < span + GRAIN_APPLY_LOOKAHEAD ? (grain_u32)(n_words - base)
+                                                                   : span + GRAIN_APPLY_LOOKAHEAD;
     for (grain_u32 j = lid; j < have; j += wg)
         tile[j] = words[base + j];
     for (grain_u32 j = lid; 32u * j < have && j < span / 32; j += wg)
@@ -50,6 +52,8 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
             grain_apply_msg(heap, cmd, w0 >> 8, cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
         else if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
+        else if (cmd == GRAIN_CMD_RUN)
+            grain_apply_run(heap, tile + j);
         else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
             grain_apply_put_signal(heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
         else /* a fetch: its old value replaces its operand, where the host reads it for the reply */
@@ -66,7 +70,7 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
 GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *block, grain_u64 stride,
                                    grain_u64 data_words, grain_u32 tiles, grain_u32 list_in)
 {
-    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
     grain_u64 group = grain_group_linear_id();
     GRAIN_GLOBAL const grain_u32 *list =
@@ -126,7 +130,7 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
                                     grain_u64 data_words, GRAIN_GLOBAL grain_u64 *ring, grain_u32 slots,
                                     grain_u32 first, grain_u32 ctl, GRAIN_GLOBAL grain_u64 *mirror, grain_u32 gen)
 {
-    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + 3];
+    GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
     GRAIN_LOCAL_DECL grain_u64 posted[1];
     GRAIN_GLOBAL grain_u32 *done = (GRAIN_GLOBAL grain_u32 *)(ring + GRAIN_APPLY_RING_DONE(slots));
