@@ -9,7 +9,8 @@
  *                    [--messages N] [--csv FILE] [--gpu]
  *
  * Messages are grain's 24-byte queue messages (header, offset, value: an
- * add) to D other ranks in turn, 16 bytes each on the wire.  For A from 1 to
+ * add of a small value) to D other ranks in turn, packed into runs on the
+ * wire (8.5 bytes a message; 16 as plain messages).  For A from 1 to
  * --aggregators (doubling, and A itself) it prints messages per second per
  * aggregator thread; every point is the median of three runs, checked by the
  * count of messages the buffers carried.

@@ -68,8 +68,8 @@ static void __attribute__((noinline)) quiet_self(grain_aggregator_t *a, grain_u6
 
 /* `sig` and `sig_value`: a PUT's signal, or a fetch's value compared and
  * reply ticket, as on the wire (0 for the others). */
-static inline void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, grain_u64 sig,
-                            grain_u64 sig_value, uint64_t now)
+GRAIN_PACKER_INLINE void dispatch(grain_aggregator_t *a, grain_u64 hdr, grain_u64 w1, grain_u64 w2, grain_u64 sig,
+                                  grain_u64 sig_value, uint64_t now)
 {
     grain_t *g = a->grain;
     uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);

@@ -39,7 +39,8 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
     p->dest_msgs = calloc(n_dest, sizeof *p->dest_msgs);
     p->dest_bytes = calloc(n_dest, sizeof *p->dest_bytes);
     p->all = calloc(n_bufs, sizeof *p->all);
-    p->memory = aligned_alloc(64, n_bufs * ((buf_size + 63) & ~(size_t)63));
+    size_t stride = (buf_size + GRAIN_RUN_SCRATCH + 63) & ~(size_t)63; /* a run gathers past the end */
+    p->memory = aligned_alloc(64, n_bufs * stride);
     if (!p->filling || !p->free || !p->dest_msgs || !p->dest_bytes || !p->all ||
         !p->memory) {
         grain_packer_destroy(p);
@@ -51,7 +52,7 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
         b->owner = p;
         b->token.sent = release_token;
         b->dest = (uint32_t)(i / per_dest);
-        b->data = p->memory + i * ((buf_size + 63) & ~(size_t)63);
+        b->data = p->memory + i * stride;
         b->next = p->free[b->dest];
         p->free[b->dest] = b;
     }
@@ -97,12 +98,102 @@ static grain_outbuf_t *take_free(grain_packer_t *p, uint32_t dest)
     b->next = NULL;
     b->count = 0;
     b->used = sizeof(grain_wire_hdr_t);
+    b->run_n = 0;
+    b->run_key = GRAIN_RUN_NO_KEY;
     return b;
+}
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a run's offsets pair up in words as little-endian");
+
+/* Wire bytes of a run of `n` once it ends; one alone is written as a
+ * message, which is shorter. */
+static size_t run_bytes(uint32_t cmd, uint32_t values, uint32_t n)
+{
+    if (n <= 1)
+        return n == 1 ? grain_wire_msg_size(cmd) : 0;
+    return 8u * grain_run_words(cmd, n, values != GRAIN_VALUES_WIDE);
+}
+
+/* The longest run from b->used that leaves room for the largest message
+ * after it; at least 1, since that much room is left whenever no run is
+ * open. */
+static uint32_t run_cap(const grain_packer_t *p, const grain_outbuf_t *b, uint32_t cmd, uint32_t values)
+{
+    size_t room = p->buf_size - b->used;
+    uint32_t n = GRAIN_RUN_MAX;
+    while (n > 1 && run_bytes(cmd, values, n) + GRAIN_WIRE_MAX_MSG > room)
+        n--;
+    return n;
+}
+
+void grain_outbuf_start_run(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t hi, uint32_t values)
+{
+    grain_outbuf_end_run(b);
+    b->run_at = b->used;
+    b->run_key = hi << 8 | cmd;
+    b->run_values = values;
+    b->run_cap = run_cap(p, b, cmd, values);
+}
+
+void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b)
+{
+    uint32_t n = b->run_n, cmd = (uint32_t)(b->run_key & 0xff), cap = run_cap(p, b, cmd, GRAIN_VALUES_WIDE);
+    if (n + 1 > cap) {
+        grain_outbuf_start_run(p, b, cmd, b->run_key >> 8, GRAIN_VALUES_WIDE);
+        return;
+    }
+    /* From the last down: value i moves from 4i to 8i, over no value
+     * still to move. */
+    uint8_t *v = b->data + b->run_at + GRAIN_RUN_VALUES_AT;
+    for (uint32_t i = n; i-- > 0;) {
+        uint32_t x;
+        memcpy(&x, v + 4 * i, 4);
+        uint64_t y = (uint64_t)(int64_t)(int32_t)x;
+        memcpy(v + 8 * i, &y, 8);
+    }
+    b->run_values = GRAIN_VALUES_WIDE;
+    b->run_cap = cap;
+}
+
+void grain_outbuf_end_run(grain_outbuf_t *b)
+{
+    uint32_t n = b->run_n, cmd = (uint32_t)(b->run_key & 0xff), values = b->run_values;
+    uint64_t hi = b->run_key >> 8;
+    if (n == 0)
+        return;
+    uint8_t *run = b->data + b->run_at;
+    const uint8_t *gathered = run + GRAIN_RUN_VALUES_AT;
+    if (n == 1) {
+        uint32_t lo, v32;
+        uint64_t v;
+        memcpy(&lo, run + 8, 4);
+        memcpy(&v32, gathered, 4);
+        v = (uint64_t)(int64_t)(int32_t)v32;
+        if (values == GRAIN_VALUES_WIDE)
+            memcpy(&v, gathered, 8);
+        b->used += grain_wire_encode(run, GRAIN_HDR(cmd, 0, 0), hi << 32 | lo, v, 0, 0);
+    } else {
+        uint64_t w0 = GRAIN_RUN_HDR(cmd, n, values != GRAIN_VALUES_WIDE, hi);
+        uint32_t pairs = (n + 1) / 2, zero = 0;
+        memcpy(run, &w0, 8);
+        if (n % 2 != 0)
+            memcpy(run + 8 + 4 * n, &zero, 4);
+        /* Values follow the offsets: where they gathered unless the run is short. */
+        uint8_t *at = run + 8 + 8 * pairs;
+        if (values != GRAIN_VALUES_NONE && at != gathered)
+            memmove(at, gathered, (values == GRAIN_VALUES_WIDE ? 8u : 4u) * n);
+        if (values != GRAIN_VALUES_NONE && values != GRAIN_VALUES_WIDE && n % 2 != 0)
+            memcpy(at + 4 * n, &zero, 4);
+        b->used += run_bytes(cmd, values, n);
+    }
+    b->run_n = 0;
+    b->run_key = GRAIN_RUN_NO_KEY;
 }
 
 static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
 {
     grain_outbuf_t *b = p->filling[dest];
+    grain_outbuf_end_run(b);
     p->filling[dest] = NULL;
     p->n_filling--;
     if (p->send_order != NULL)

@@ -41,6 +41,16 @@ typedef struct grain_outbuf {
     size_t used; /* bytes, header included */
     uint64_t first_ns;
     uint8_t *data;
+    /* The run of PUTs, adds or increments gathering at the end of the
+     * buffer (grain/device/apply.h) from byte run_at, its offsets and values
+     * where a full run keeps them (two stores a message, as a plain message
+     * takes).  `used` leaves it out; the buffer's memory has room for the
+     * longest run past buf_size. */
+    uint64_t run_key;    /* the offsets above bit 32 << 8 | command; GRAIN_RUN_NO_KEY: none */
+    uint32_t run_n;
+    uint32_t run_cap;    /* entries that still leave room for any message after the run */
+    uint32_t run_values; /* GRAIN_VALUES_NONE, _HALF, _NARROW or _WIDE */
+    size_t run_at;
 } grain_outbuf_t;
 
 /* Hands a flushed buffer (data, used bytes) to the transport; the transport
@@ -97,25 +107,119 @@ void grain_packer_destroy(grain_packer_t *p);
 grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t now_ns);
 void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 
+/* The per-message path, inlined into the aggregators' slot loop whatever
+ * the compiler's size limits (docs/receive-path.md, "Runs"). */
+#define GRAIN_PACKER_INLINE static inline __attribute__((always_inline))
+
+/* How a run keeps its values: none (increments), 32 bits (32-bit
+ * commands; 64-bit ones while each fits, sign-extended: narrow), 64 bits.
+ * A gathering run keeps them where its final layout has them once it holds
+ * GRAIN_RUN_MAX, after that many offsets, so that a full run ends with its
+ * header alone. */
+#define GRAIN_VALUES_NONE 0u
+#define GRAIN_VALUES_HALF 1u
+#define GRAIN_VALUES_NARROW 2u
+#define GRAIN_VALUES_WIDE 3u
+#define GRAIN_RUN_NO_KEY (~(uint64_t)0)
+#define GRAIN_RUN_VALUES_AT (8u + 4u * GRAIN_RUN_MAX)
+#define GRAIN_RUN_SCRATCH (GRAIN_RUN_VALUES_AT + 8u * GRAIN_RUN_MAX) /* the longest run */
+
+/* Whether a 64-bit value is no 32-bit signed value, sign-extended. */
+static inline int grain_run_wide_value(uint64_t v)
+{
+    return (uint64_t)((int64_t)v + 0x80000000ll) >> 32 != 0;
+}
+
+/* How a run of `cmd` that starts with value `v` keeps its values. */
+static inline uint32_t grain_run_values(uint32_t cmd, uint64_t v)
+{
+    if (cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64)
+        return GRAIN_VALUES_NONE;
+    if (cmd == GRAIN_CMD_PUT32 || cmd == GRAIN_CMD_ADD32)
+        return GRAIN_VALUES_HALF;
+    return grain_run_wide_value(v) ? GRAIN_VALUES_WIDE : GRAIN_VALUES_NARROW;
+}
+
+/* The slow paths of a run, which the common case (a buffer with room for
+ * the longest run, a run that fills up) never takes: a start that must end
+ * the run before it or count the room left; an end before the run is full,
+ * which moves its values down after its offsets; and a value too wide for
+ * a narrow run, which widens it (or ends it and starts the next where the
+ * buffer has no room for the wider run).  None sends the buffer: after a run
+ * ends, a message always fits. */
+void grain_outbuf_start_run(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t hi, uint32_t values);
+void grain_outbuf_end_run(grain_outbuf_t *b);
+void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b);
+
+/* Appends a PUT, add or increment of `cmd` at offset w1 with value w2 to
+ * the run of buffer `b` (or starts one). */
+GRAIN_PACKER_INLINE void grain_outbuf_run_append(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t w1,
+                                                 uint64_t w2)
+{
+    uint64_t key = w1 >> 32 << 8 | cmd;
+    if (key != b->run_key) {
+        uint32_t values = grain_run_values(cmd, w2);
+        if (b->run_n == 0 && p->buf_size - b->used >= GRAIN_RUN_SCRATCH + GRAIN_WIRE_MAX_MSG) {
+            b->run_at = b->used;
+            b->run_key = key;
+            b->run_values = values;
+            b->run_cap = GRAIN_RUN_MAX;
+        } else {
+            grain_outbuf_start_run(p, b, cmd, w1 >> 32, values);
+        }
+    } else if (b->run_values == GRAIN_VALUES_NARROW && grain_run_wide_value(w2)) {
+        grain_outbuf_widen_run(p, b);
+    }
+    uint8_t *run = b->data + b->run_at;
+    uint32_t n = b->run_n, lo = (uint32_t)w1, v32 = (uint32_t)w2;
+    memcpy(run + 8 + 4 * n, &lo, 4);
+    if (b->run_values == GRAIN_VALUES_WIDE)
+        memcpy(run + GRAIN_RUN_VALUES_AT + 8 * n, &w2, 8);
+    else if (b->run_values != GRAIN_VALUES_NONE)
+        memcpy(run + GRAIN_RUN_VALUES_AT + 4 * n, &v32, 4);
+    b->count++;
+    if (++b->run_n < b->run_cap)
+        return;
+    if (b->run_n == GRAIN_RUN_MAX) {
+        uint32_t values = b->run_values;
+        uint64_t w0 = GRAIN_RUN_HDR(cmd, GRAIN_RUN_MAX, values != GRAIN_VALUES_WIDE, b->run_key >> 8);
+        memcpy(run, &w0, 8);
+        b->used += 8u * grain_run_words(cmd, GRAIN_RUN_MAX, values != GRAIN_VALUES_WIDE);
+        b->run_n = 0;
+        b->run_key = GRAIN_RUN_NO_KEY;
+    } else {
+        grain_outbuf_end_run(b);
+    }
+}
+
 /* Appends the queue message (hdr, w1, w2) for destination `dest`, with a
  * PUT's signal word and value or a fetch's value compared and ticket
  * (grain_wire_encode); `now_ns` stamps a
  * buffer's first message.  Returns GRAIN_ERR_BAD_MESSAGE for a
  * message the wire cannot carry, GRAIN_ERR_PEER for one dropped as the job
  * ends (`abandon`).  Inline: once per message. */
-static inline grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
-                                                 uint64_t w2, uint64_t sig, uint64_t sig_value, uint64_t now_ns)
+GRAIN_PACKER_INLINE grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
+                                                       uint64_t w2, uint64_t sig, uint64_t sig_value, uint64_t now_ns)
 {
     grain_outbuf_t *b = p->filling[dest];
     if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
         return GRAIN_ERR_PEER;
-    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2, sig, sig_value);
-    if (n == 0)
-        return GRAIN_ERR_BAD_MESSAGE;
-    b->used += n;
-    b->count++;
+    uint32_t cmd = GRAIN_HDR_CMD(hdr);
+    if (cmd >= GRAIN_CMD_PUT32 && cmd <= GRAIN_CMD_INC64) {
+        if (w1 > GRAIN_WIRE_MAX_OFFSET)
+            return GRAIN_ERR_BAD_MESSAGE;
+        grain_outbuf_run_append(p, b, cmd, w1, w2);
+    } else {
+        if (b->run_n != 0)
+            grain_outbuf_end_run(b);
+        size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2, sig, sig_value);
+        if (n == 0)
+            return GRAIN_ERR_BAD_MESSAGE;
+        b->used += n;
+        b->count++;
+    }
     /* Send as soon as the largest message would no longer fit. */
-    if (p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
+    if (b->run_n == 0 && p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
         grain_packer_flush_full_(p, dest);
     return GRAIN_OK;
 }

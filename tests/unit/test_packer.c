@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "grain/device/apply.h"
 #include "runtime/messages/packer.h"
 
 #define MAX_SENT 64
@@ -42,20 +43,20 @@ static void test_full_flush_at_capacity(void **state)
     memset(seq, 0, sizeof seq);
     sink_t s = {.release = 1};
     grain_packer_t p;
-    /* 24-byte header + room for 5 increments (8 B) before less than the
-     * largest message (32 B) remains. */
+    /* 24-byte header + room for a run of 7 increments (8 B and 4 B each,
+     * 8 B a pair) before less than the largest message (32 B) remains. */
     assert_int_equal(grain_packer_init(&p, 0, 2, 24 + 8 * 8, 1, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         assert_int_equal(grain_packer_append(&p, 1, inc, 8 * i, 0, 0, 0, 0), GRAIN_OK);
     assert_int_equal(s.n, 0);
     assert_int_equal(grain_packer_append(&p, 1, inc, 64, 0, 0, 0, 0), GRAIN_OK);
     assert_int_equal(s.n, 1);
-    assert_int_equal(s.hdrs[0].count, 5);
+    assert_int_equal(s.hdrs[0].count, 7);
     assert_int_equal(s.hdrs[0].bytes, 24 + 40);
     assert_int_equal(s.hdrs[0].src_pe, 0);
     assert_int_equal(s.hdrs[0].seq, 0);
     assert_int_equal(p.stats.flushes[GRAIN_FLUSH_FULL], 1);
-    assert_int_equal(p.dest_msgs[1], 5);
+    assert_int_equal(p.dest_msgs[1], 7);
     grain_packer_destroy(&p);
 }
 
@@ -126,6 +127,167 @@ static void test_waits_for_a_returned_buffer(void **state)
     grain_packer_destroy(&p);
 }
 
+#define HEAP 4096
+#define SIG(op, offset) ((op) | (uint64_t)(offset) << 8)
+
+/* Each sent buffer to rank 1, validated, applied by the host's walk and
+ * decoded as the apply kernel decodes it (a message or run at each marked
+ * word), into `host` and `device`. */
+static void receive_all(const sink_t *s, uint64_t heap_size, char *host, char *device)
+{
+    static grain_am_table_t am;
+    const grain_wire_limits_t limits = {2, heap_size, 8, &am};
+    const grain_wire_replies_t replies = {0};
+    for (int b = 0; b < s->n; b++) {
+        const uint8_t *buf = s->bufs[b]->data;
+        size_t len = s->hdrs[b].bytes;
+        uint32_t marks[64];
+        char why[256] = "";
+        grain_wire_marks_t m = {marks, 1, 0, 0};
+        if (grain_wire_validate(buf, len, 0, &limits, &m, why, sizeof why) != GRAIN_OK)
+            fail_msg("buffer %d refused: %s", b, why);
+        assert_int_equal(m.staged, s->hdrs[b].count);
+        if (host == NULL)
+            continue;
+        grain_wire_apply(buf, host, &am, &replies, 0);
+        const uint64_t *words = (const uint64_t *)(buf + sizeof(grain_wire_hdr_t));
+        for (size_t j = 0; j < grain_wire_words(len); j++) {
+            if (((marks[j / 32] >> (j % 32)) & 1u) == 0)
+                continue;
+            uint32_t cmd = (uint32_t)(words[j] & 0xff);
+            if (cmd == GRAIN_CMD_RUN)
+                grain_apply_run(device, words + j);
+            else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
+                grain_apply_put_signal(device, words[j] >> 8, words[j + 1], words[j + 2], words[j + 3]);
+            else
+                grain_apply_msg(device, cmd, words[j] >> 8,
+                                cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : words[j + 1]);
+        }
+    }
+}
+
+/* Runs of every command, narrow and wide values, a run cut at its longest
+ * and by other commands: the heap comes out as if each message were applied
+ * alone, by the host's walk and by the apply kernel's decoding alike. */
+static void test_runs_apply_like_messages(void **state)
+{
+    memset(seq, 0, sizeof seq);
+    sink_t s = {.release = 0};
+    grain_packer_t p;
+    assert_int_equal(grain_packer_init(&p, 0, 2, 4096, 4, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
+    uint64_t m[40][5];
+    unsigned n = 0;
+#define MSG(cmd, off, val) (m[n][0] = GRAIN_HDR(cmd, 0, 1), m[n][1] = (off), m[n][2] = (val), m[n][3] = 0, m[n++][4] = 0)
+    for (unsigned i = 0; i < 5; i++)
+        MSG(GRAIN_CMD_INC64, 8 * (i % 3), 0);
+    MSG(GRAIN_CMD_ADD64, 32, 7); /* alone: written as a message */
+    m[n][0] = GRAIN_HDR(GRAIN_CMD_PUT64_SIGNAL, 0, 1), m[n][1] = 40, m[n][2] = 11, m[n][3] = SIG(GRAIN_SIGNAL_ADD, 48),
+    m[n++][4] = 1;
+    MSG(GRAIN_CMD_ADD64, 56, (uint64_t)-3); /* narrow */
+    MSG(GRAIN_CMD_ADD64, 64, 0x7fffffff);
+    MSG(GRAIN_CMD_ADD64, 56, (uint64_t)INT32_MIN);
+    MSG(GRAIN_CMD_ADD32, 72, 5);
+    MSG(GRAIN_CMD_ADD32, 76, 0xffffffffu);
+    MSG(GRAIN_CMD_ADD64, 80, 1); /* one wide value widens the run */
+    MSG(GRAIN_CMD_ADD64, 88, 1ull << 40);
+    MSG(GRAIN_CMD_ADD64, 80, (uint64_t)-1 << 31 >> 1);
+    for (unsigned i = 0; i < GRAIN_RUN_MAX + 1; i++) /* the longest run, then one more */
+        MSG(GRAIN_CMD_PUT32, 100 + 4 * i, 0x01010101u * i);
+    MSG(GRAIN_CMD_INC32, 200, 0);
+    MSG(GRAIN_CMD_INC32, 200, 0);
+    MSG(GRAIN_CMD_PUT64, 208, 0x1122334455667788ull);
+    MSG(GRAIN_CMD_PUT64, 216, 5);
+#undef MSG
+    _Alignas(8) static char direct[HEAP], host[HEAP], device[HEAP];
+    size_t plain = 0;
+    for (unsigned i = 0; i < n; i++) {
+        assert_int_equal(grain_packer_append(&p, 1, m[i][0], m[i][1], m[i][2], m[i][3], m[i][4], 0), GRAIN_OK);
+        grain_apply_one(direct, NULL, 0, m[i][0], m[i][1], m[i][2], m[i][3], m[i][4]);
+        plain += grain_wire_msg_size(GRAIN_HDR_CMD(m[i][0]));
+    }
+    grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.hdrs[0].count, n);
+    uint64_t w0;
+    memcpy(&w0, s.bufs[0]->data + sizeof(grain_wire_hdr_t), 8);
+    assert_int_equal(w0, GRAIN_RUN_HDR(GRAIN_CMD_INC64, 5, 1, 0));
+    /* 5 increments in 32 bytes, not 40; every run here is shorter than its messages. */
+    assert_true(s.hdrs[0].bytes - sizeof(grain_wire_hdr_t) < plain);
+    receive_all(&s, HEAP, host, device);
+    assert_memory_equal(host, direct, HEAP);
+    assert_memory_equal(device, direct, HEAP);
+    grain_packer_destroy(&p);
+}
+
+/* A run holds offsets that agree above bit 32: another starts where they
+ * differ, and the receiver checks each offset whole against its heap. */
+static void test_run_offsets_above_4gib(void **state)
+{
+    memset(seq, 0, sizeof seq);
+    sink_t s = {.release = 0};
+    grain_packer_t p;
+    assert_int_equal(grain_packer_init(&p, 0, 2, 1024, 4, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
+    const uint64_t put = GRAIN_HDR(GRAIN_CMD_PUT64, 0, 1), at[] = {(1ull << 32) - 8, 1ull << 32, (1ull << 32) + 8};
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(grain_packer_append(&p, 1, put, at[i], i, 0, 0, 0), GRAIN_OK);
+    grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);
+    uint64_t w[2];
+    memcpy(w, s.bufs[0]->data + sizeof(grain_wire_hdr_t), sizeof w);
+    assert_int_equal(w[0], GRAIN_CMD_PUT64 | at[0] << 8); /* alone: a message */
+    assert_int_equal(w[1], 0);                           /* its value */
+    uint64_t run;
+    memcpy(&run, s.bufs[0]->data + sizeof(grain_wire_hdr_t) + 16, 8);
+    assert_int_equal(run, GRAIN_RUN_HDR(GRAIN_CMD_PUT64, 2, 1, 1));
+    receive_all(&s, 1ull << 33, NULL, NULL);
+    static grain_am_table_t am;
+    const grain_wire_limits_t small = {2, (1ull << 32) + 8, 8, &am};
+    char why[256] = "";
+    assert_int_equal(grain_wire_validate(s.bufs[0]->data, s.hdrs[0].bytes, 0, &small, NULL, why, sizeof why),
+                     GRAIN_ERR_BAD_OFFSET);
+    assert_non_null(strstr(why, "message 2 from rank 0 writes 8 bytes at heap offset 4294967304"));
+    grain_packer_destroy(&p);
+}
+
+/* A value too wide for a run of 32-bit values widens the run where the
+ * buffer has room for it, and else ends it there and starts the next: both
+ * apply as the messages do. */
+static void test_widening_runs(void **state)
+{
+    const uint64_t add = GRAIN_HDR(GRAIN_CMD_ADD64, 0, 1), wide = 1ull << 33;
+    for (int roomy = 1; roomy >= 0; roomy--) {
+        memset(seq, 0, sizeof seq);
+        sink_t s = {.release = 0};
+        grain_packer_t p;
+        /* 88 bytes after the header: 4 narrow adds (40 bytes) leave too
+         * little room to widen them and add a fifth (8 + 24 + 40). */
+        assert_int_equal(grain_packer_init(&p, 0, 2, roomy ? 1024 : 24 + 88, 2, 1000, seq, NULL, sink_send, &s),
+                         GRAIN_OK);
+        _Alignas(8) static char direct[HEAP], host[HEAP], device[HEAP];
+        memset(direct, 0, HEAP), memset(host, 0, HEAP), memset(device, 0, HEAP);
+        const uint64_t values[] = {1, (uint64_t)-7, 3, (uint64_t)INT32_MIN, wide};
+        for (unsigned i = 0; i < 5; i++) {
+            assert_int_equal(grain_packer_append(&p, 1, add, 8 * i, values[i], 0, 0, 0), GRAIN_OK);
+            grain_apply_one(direct, NULL, 0, add, 8 * i, values[i], 0, 0);
+        }
+        grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);
+        assert_int_equal(s.n, 1);
+        assert_int_equal(s.hdrs[0].count, 5);
+        uint64_t w0;
+        memcpy(&w0, s.bufs[0]->data + sizeof(grain_wire_hdr_t), 8);
+        if (roomy) {
+            assert_int_equal(w0, GRAIN_RUN_HDR(GRAIN_CMD_ADD64, 5, 0, 0));
+            assert_int_equal(s.hdrs[0].bytes, 24 + 8 + 24 + 40);
+        } else { /* the narrow run, then the wide add alone */
+            assert_int_equal(w0, GRAIN_RUN_HDR(GRAIN_CMD_ADD64, 4, 1, 0));
+            assert_int_equal(s.hdrs[0].bytes, 24 + 40 + 16);
+        }
+        receive_all(&s, HEAP, host, device);
+        assert_memory_equal(host, direct, HEAP);
+        assert_memory_equal(device, direct, HEAP);
+        grain_packer_destroy(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +295,9 @@ int main(void)
         cmocka_unit_test(test_timeout_and_quiet),
         cmocka_unit_test(test_rejects_unencodable),
         cmocka_unit_test(test_waits_for_a_returned_buffer),
+        cmocka_unit_test(test_runs_apply_like_messages),
+        cmocka_unit_test(test_run_offsets_above_4gib),
+        cmocka_unit_test(test_widening_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
