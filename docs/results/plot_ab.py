@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Draws an A/B of two trees of grain run side by side in device calls: for
+each CSV (rows tree,app,ranks[,env],rep,seconds,gups,...; trees `base` and
+`new`), pagerank's seconds and gups' GUP/s on two ranks, every run a dot and
+the median a bar, one group a call (and setting other than the default)
+where both trees ran.
+
+usage: plot_ab.py OUT.png TITLE LABEL=FILE.csv [LABEL=FILE.csv ...]
+e.g. from docs/results/transport-2xh100-runs:
+  python3 ../plot_ab.py ab.png "2 ranks through MPI on two H100s" \\
+      "staged=ab-1-staged.csv" "gathered=ab-2-gathered.csv"
+"""
+import csv
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+if len(sys.argv) < 4:
+    sys.exit(__doc__)
+out, title = sys.argv[1], sys.argv[2]
+calls = [arg.split("=", 1) for arg in sys.argv[3:]]
+
+# (app, group label) -> tree -> values
+runs = {}
+for label, path in calls:
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            if row.get("ranks") != "2":
+                continue
+            env = row.get("env", "-")
+            group = label if env in ("-", "", None) else f"{label}\n{env.replace('GRAIN_', '')}"
+            key = "gups" if row["app"] == "gups" else "seconds"
+            try:
+                value = float(row[key])
+            except (KeyError, ValueError):
+                continue
+            runs.setdefault((row["app"], group), {}).setdefault(row["tree"], []).append(value)
+
+apps = [("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)")]
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+colors = {"base": "tab:gray", "new": "tab:blue"}
+for ax, (app, ylabel) in zip(axes, apps):
+    groups = [g for (a, g) in runs if a == app and len(runs[(a, g)]) == 2]
+    for i, group in enumerate(groups):
+        for j, tree in enumerate(("base", "new")):
+            values = runs[(app, group)].get(tree, [])
+            if not values:
+                continue
+            x = i + (j - 0.5) * 0.38
+            ax.bar(x, statistics.median(values), width=0.36, color=colors[tree], alpha=0.6,
+                   label=tree if i == 0 else None)
+            ax.plot([x] * len(values), values, "o", color=colors[tree], markersize=4)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.set_title(app, fontsize=10)
+    ax.legend(fontsize=8)
+fig.suptitle(title, fontsize=10)
+fig.tight_layout()
+fig.savefig(out, dpi=120)
+print(f"plot_ab: wrote {out}")
