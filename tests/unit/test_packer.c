@@ -130,40 +130,45 @@ static void test_waits_for_a_returned_buffer(void **state)
 #define HEAP 4096
 #define SIG(op, offset) ((op) | (uint64_t)(offset) << 8)
 
-/* Each sent buffer to rank 1, validated, applied by the host's walk and
- * decoded as the apply kernel decodes it (a message or run at each marked
- * word), into `host` and `device`. */
-static void receive_all(const sink_t *s, uint64_t heap_size, char *host, char *device)
+/* A buffer to rank 1, validated, applied by the host's walk and decoded as
+ * the apply kernel decodes it (a message or run at each marked word), into
+ * `host` and `device` (neither when NULL). */
+static void receive_one(const uint8_t *buf, uint64_t heap_size, char *host, char *device)
 {
     static grain_am_table_t am;
     const grain_wire_limits_t limits = {2, heap_size, 8, &am};
     const grain_wire_replies_t replies = {0};
-    for (int b = 0; b < s->n; b++) {
-        const uint8_t *buf = s->bufs[b]->data;
-        size_t len = s->hdrs[b].bytes;
-        uint32_t marks[64];
-        char why[256] = "";
-        grain_wire_marks_t m = {marks, 1, 0, 0};
-        if (grain_wire_validate(buf, len, 0, &limits, &m, why, sizeof why) != GRAIN_OK)
-            fail_msg("buffer %d refused: %s", b, why);
-        assert_int_equal(m.staged, s->hdrs[b].count);
-        if (host == NULL)
+    grain_wire_hdr_t h;
+    memcpy(&h, buf, sizeof h);
+    uint32_t marks[64];
+    char why[256] = "";
+    grain_wire_marks_t m = {marks, 1, 0, 0};
+    assert_true(grain_wire_mark_words(grain_wire_words(h.bytes)) <= 64);
+    if (grain_wire_validate(buf, h.bytes, 0, &limits, &m, why, sizeof why) != GRAIN_OK)
+        fail_msg("a buffer refused: %s", why);
+    assert_int_equal(m.staged, h.count);
+    if (host == NULL)
+        return;
+    grain_wire_apply(buf, host, &am, &replies, 0);
+    const uint64_t *words = (const uint64_t *)(buf + sizeof h);
+    for (size_t j = 0; j < grain_wire_words(h.bytes); j++) {
+        if (((marks[j / 32] >> (j % 32)) & 1u) == 0)
             continue;
-        grain_wire_apply(buf, host, &am, &replies, 0);
-        const uint64_t *words = (const uint64_t *)(buf + sizeof(grain_wire_hdr_t));
-        for (size_t j = 0; j < grain_wire_words(len); j++) {
-            if (((marks[j / 32] >> (j % 32)) & 1u) == 0)
-                continue;
-            uint32_t cmd = (uint32_t)(words[j] & 0xff);
-            if (cmd == GRAIN_CMD_RUN)
-                grain_apply_run(device, words + j);
-            else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
-                grain_apply_put_signal(device, words[j] >> 8, words[j + 1], words[j + 2], words[j + 3]);
-            else
-                grain_apply_msg(device, cmd, words[j] >> 8,
-                                cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : words[j + 1]);
-        }
+        uint32_t cmd = (uint32_t)(words[j] & 0xff);
+        if (cmd == GRAIN_CMD_RUN)
+            grain_apply_run(device, words + j);
+        else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
+            grain_apply_put_signal(device, words[j] >> 8, words[j + 1], words[j + 2], words[j + 3]);
+        else
+            grain_apply_msg(device, cmd, words[j] >> 8,
+                            cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : words[j + 1]);
     }
+}
+
+static void receive_all(const sink_t *s, uint64_t heap_size, char *host, char *device)
+{
+    for (int b = 0; b < s->n; b++)
+        receive_one(s->bufs[b]->data, heap_size, host, device);
 }
 
 /* Runs of every command, narrow and wide values, a run cut at its longest
@@ -288,6 +293,65 @@ static void test_widening_runs(void **state)
     }
 }
 
+/* Receives each buffer as it is sent, and hands it back. */
+static char *sink_host, *sink_device;
+static unsigned sink_buffers;
+
+static void applying_send(void *arg, grain_outbuf_t *b)
+{
+    (void)arg;
+    receive_one(b->data, HEAP, sink_host, sink_device);
+    sink_buffers++;
+    grain_packer_release(b);
+}
+
+/* Random messages of every kind the wire carries in runs, with a put with
+ * signal now and then, offsets and values of every width, into buffers from
+ * the smallest to a few KiB: whatever the runs, the heap comes out as the
+ * messages applied one by one. */
+static void test_random_runs(void **state)
+{
+    static const uint32_t cmds[] = {GRAIN_CMD_PUT32, GRAIN_CMD_PUT64, GRAIN_CMD_ADD32,
+                                    GRAIN_CMD_ADD64, GRAIN_CMD_INC32, GRAIN_CMD_INC64};
+    const size_t sizes[] = {24 + GRAIN_WIRE_MAX_MSG, 100, 256, 1000, 4096};
+    _Alignas(8) static char direct[HEAP], host[HEAP], device[HEAP];
+    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        memset(seq, 0, sizeof seq);
+        memset(direct, 0, HEAP), memset(host, 0, HEAP), memset(device, 0, HEAP);
+        sink_host = host, sink_device = device, sink_buffers = 0;
+        grain_packer_t p;
+        assert_int_equal(grain_packer_init(&p, 0, 2, sizes[k], 2, 1000, seq, NULL, applying_send, NULL), GRAIN_OK);
+        unsigned same = 0;
+        uint32_t cmd = GRAIN_CMD_INC64;
+        for (unsigned i = 0; i < 3000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            if (same == 0) { /* a stretch of one command, as a work-group sends */
+                cmd = cmds[x % 6];
+                same = 1 + (unsigned)(x >> 8) % 40;
+            }
+            same--;
+            uint64_t width = grain_cmd_width(cmd), offset = (x >> 16) % (HEAP / width) * width;
+            uint64_t value = (x >> 40) % 4 == 0 ? x * 0x9e3779b97f4a7c15ull : (uint64_t)(int64_t)(int16_t)(x >> 24);
+            uint64_t hdr = GRAIN_HDR(cmd, 0, 1), sig = 0, sig_value = 0;
+            if ((x >> 50) % 64 == 0) {
+                hdr = GRAIN_HDR(GRAIN_CMD_PUT64_SIGNAL, 0, 1);
+                offset &= ~(uint64_t)7;
+                sig = SIG((x >> 45) & 1, (x >> 20) % (HEAP / 8) * 8);
+                sig_value = x >> 33;
+            }
+            assert_int_equal(grain_packer_append(&p, 1, hdr, offset, value, sig, sig_value, 0), GRAIN_OK);
+            grain_apply_one(direct, NULL, 0, hdr, offset, value, sig, sig_value);
+        }
+        grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET);
+        assert_int_equal(p.stats.msgs, 3000);
+        assert_true(sink_buffers > 0);
+        assert_memory_equal(host, direct, HEAP);
+        assert_memory_equal(device, direct, HEAP);
+        grain_packer_destroy(&p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_runs_apply_like_messages),
         cmocka_unit_test(test_run_offsets_above_4gib),
         cmocka_unit_test(test_widening_runs),
+        cmocka_unit_test(test_random_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
