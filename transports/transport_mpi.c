@@ -23,6 +23,9 @@
  * more memory than a node has): each is rejected with the source named,
  * never held.  MPI bounds nothing less: a send completes, and its buffer is
  * refilled, as soon as MPI has copied it (eager sends), received or not.
+ * Sends and early buffers reuse the records and copies of earlier ones, so
+ * that nothing is allocated a buffer once the spares cover what is in
+ * flight.
  */
 #include "transports/transport_mpi.h"
 
@@ -107,13 +110,48 @@ static void post_recv(grain_transport_t *t, unsigned i)
               DATA_TAG, t->comm, &t->recv_reqs[i]);
 }
 
-/* Reposts (or frees, set aside) the n oldest lent buffers, which settle freed. */
+/* A buffer to set an early arrival aside in: a spare one, else a new one of
+ * the receive size; NULL without memory. */
+static held_buffer_t *aside_take(grain_transport_t *t)
+{
+    held_buffer_t *b = t->spare_held;
+    if (b == NULL)
+        return malloc(sizeof *b + t->recv_size);
+    t->spare_held = b->next;
+    return b;
+}
+
+static void aside_give(grain_transport_t *t, held_buffer_t *b)
+{
+    b->next = t->spare_held;
+    t->spare_held = b;
+}
+
+static void free_held(held_buffer_t *b)
+{
+    while (b != NULL) {
+        held_buffer_t *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
+static void free_nodes(send_node_t *n)
+{
+    while (n != NULL) {
+        send_node_t *next = n->next;
+        free(n);
+        n = next;
+    }
+}
+
+/* Reposts (or gives back, set aside) the n oldest lent buffers, which settle freed. */
 static void repost_lent(grain_transport_t *t, unsigned n)
 {
     for (; n > 0 && t->n_lent > 0; n--, t->n_lent--) {
         struct mpi_lent *l = &t->lent[t->lent_first];
         if (l->aside != NULL)
-            free(l->aside);
+            aside_give(t, l->aside);
         else
             post_recv(t, l->index);
         t->lent_first = (t->lent_first + 1) % t->lent_cap;
@@ -166,7 +204,7 @@ static void deliver_held(grain_transport_t *t, int src)
         if (t->handlers.received(t->handlers.arg, (uint32_t)src, b->data, b->len))
             lend(t, b, 0);
         else
-            free(b);
+            aside_give(t, b);
         h = &t->held; /* a later one may now be next */
     }
 }
@@ -240,7 +278,7 @@ static int progress_recvs(grain_transport_t *t)
             t->handlers.rejected(t->handlers.arg, (uint32_t)src, data, (size_t)len, why);
             post_recv(t, i);
         } else if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
-            held_buffer_t *b = malloc(sizeof *b + (size_t)len);
+            held_buffer_t *b = aside_take(t);
             if (b == NULL) {
                 grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");
                 abort(); /* dropping it would lose messages */
@@ -334,12 +372,19 @@ static int complete_sends(grain_transport_t *t)
     }
     if (n == MPI_UNDEFINED || n == 0)
         return 0;
+    send_node_t *spares = NULL, *last = NULL;
     for (int k = 0; k < n; k++) {
         send_node_t *node = t->send_nodes[done[k]];
         t->handlers.sent(t->handlers.arg, node->token);
-        free(node);
+        node->next = spares;
+        spares = node;
+        last = last != NULL ? last : node;
         t->send_nodes[done[k]] = NULL;
     }
+    pthread_mutex_lock(&t->lock);
+    last->next = t->spare_nodes;
+    t->spare_nodes = spares;
+    pthread_mutex_unlock(&t->lock);
     int j = 0;
     for (int i = 0; i < t->n_inflight; i++) {
         if (t->send_nodes[i] != NULL) {
@@ -479,8 +524,12 @@ static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *
 {
     if (grain_mpi_failed(t))
         return GRAIN_ERR_PEER; /* reported once, by grain_mpi_fail */
-    send_node_t *node = malloc(sizeof *node);
-    if (node == NULL)
+    pthread_mutex_lock(&t->lock);
+    send_node_t *node = t->spare_nodes;
+    if (node != NULL)
+        t->spare_nodes = node->next;
+    pthread_mutex_unlock(&t->lock);
+    if (node == NULL && (node = malloc(sizeof *node)) == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory to queue a send");
     *node = (send_node_t){NULL, dest, data, len, token, MPI_REQUEST_NULL, t->timeout_ns ? grain_now_ns() : 0};
     if (t->multiple && post_send(t, node) != GRAIN_OK) {
@@ -526,11 +575,8 @@ static void leave_failed(grain_transport_t *t)
     grain_warn("mpi: rank %d leaves without MPI_Finalize, as a rank failed", t->my_pe);
     for (int i = 0; i < t->n_inflight; i++)
         free(t->send_nodes[i]);
-    while (t->pending_head != NULL) {
-        send_node_t *node = t->pending_head;
-        t->pending_head = node->next;
-        free(node);
-    }
+    free_nodes(t->pending_head);
+    t->pending_head = NULL;
     t->recv_memory = NULL; /* receives stay posted into it */
 }
 
@@ -560,11 +606,9 @@ static void mpi_close(grain_transport_t *t)
     else
         free(t->recv_memory);
     free(t->recv_reqs);
-    while (t->held != NULL) {
-        held_buffer_t *b = t->held;
-        t->held = b->next;
-        free(b);
-    }
+    free_held(t->held);
+    free_held(t->spare_held);
+    free_nodes(t->spare_nodes);
     for (; t->n_lent > 0; t->n_lent--) { /* the runtime let go of them before close */
         free(t->lent[t->lent_first].aside);
         t->lent_first = (t->lent_first + 1) % t->lent_cap;

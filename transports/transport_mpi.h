@@ -58,6 +58,7 @@ struct grain_transport {
     MPI_Request *recv_reqs;
     uint64_t *next_seq;   /* per source */
     held_buffer_t *held;
+    held_buffer_t *spare_held; /* set-aside buffers of recv_size bytes to reuse (the network thread's) */
     /* Buffers the runtime still reads, oldest first (a ring that grows):
      * a receive buffer, reposted as settle frees it, or a buffer that was
      * set aside, then freed. */
@@ -72,6 +73,7 @@ struct grain_transport {
     /* Sends queued by aggregators, then in flight. */
     pthread_mutex_t lock;
     send_node_t *pending_head, *pending_tail;
+    send_node_t *spare_nodes; /* sends done, to reuse: no allocation a buffer once there are enough */
     atomic_int n_pending;
     MPI_Request *send_reqs;
     send_node_t **send_nodes;
