@@ -8,12 +8,14 @@
  * memory) into its receive path, by the thread that would be the network
  * thread, and quiet waits until every message is applied.
  *
- *   receive_bench [--threads T] [--sources S] [--kind K] [--messages N]
- *                 [--csv FILE] [--json FILE]
+ *   receive_bench [--threads T] [--sources S] [--kind K] [--wire runs|plain]
+ *                 [--messages N] [--csv FILE] [--json FILE]
  *
- * For GRAIN_RECV_THREADS 1, 2, 4, ... T (default 8) and each kind of
- * traffic (K: inc64, add64, mixed or all, the default; mixed cycles PUT64,
- * ADD64, INC64, ADD32 and INC32) it prints messages per second and wire
+ * The buffers are packed by the runtime's packer, into runs as aggregators
+ * send them (--wire plain: each message alone, the wire before runs).  For
+ * GRAIN_RECV_THREADS 1, 2, 4, ... T (default 8) and each kind of traffic (K:
+ * inc64, add64, mixed or all, the default; mixed takes PUT64, ADD64, INC64,
+ * ADD32 and INC32 in turn, 16 messages each) it prints messages per second and wire
  * bytes per second, the median of three runs of about N messages (default
  * 2^26) each, every run checked word by word against the sums of what was
  * sent.  Two baselines, measured in the same job: the rate at which the
@@ -31,6 +33,7 @@
 #include "bench/queue_baselines.h"
 #include "runtime/grain_impl.h"
 #include "runtime/messages/apply.h"
+#include "runtime/messages/packer.h"
 #include "runtime/messages/recv_threads.h"
 #include "tools/cli/cli.h"
 #include "transports/wire.h"
@@ -81,42 +84,87 @@ static uint64_t put_value(uint64_t word)
     return word * 0x9e3779b97f4a7c15ull | 1;
 }
 
-/* Fills receive buffer `slot` from rank `src` with messages of `kind` up
- * to `size` bytes, and adds what they do to `e`.  Returns the messages. */
-static uint32_t fill(void *buf, size_t size, uint32_t src, unsigned slot, kind_t kind, const tables_t *t,
-                     expect_t *e)
+/* Message n's command: mixed traffic takes each command for a stretch of
+ * MIXED_STRETCH messages in turn, as work-groups each sending one command
+ * do. */
+#define MIXED_STRETCH 16u
+static uint32_t kind_cmd(kind_t kind, uint32_t n)
 {
     static const uint32_t mixed[] = {GRAIN_CMD_PUT64, GRAIN_CMD_ADD64, GRAIN_CMD_INC64, GRAIN_CMD_ADD32,
                                      GRAIN_CMD_INC32};
-    uint8_t *p = (uint8_t *)buf + sizeof(grain_wire_hdr_t), *end = (uint8_t *)buf + size;
-    uint64_t s = 0x2545f4914f6cdd1dull * (slot + 1);
+    return kind == KIND_INC64   ? GRAIN_CMD_INC64
+           : kind == KIND_ADD64 ? GRAIN_CMD_ADD64
+                                : mixed[n / MIXED_STRETCH % (sizeof mixed / sizeof mixed[0])];
+}
+
+/* A message of `cmd` to a random word of its table, its offset and value,
+ * added to `e`. */
+static void draw(uint32_t cmd, uint64_t *s, const tables_t *t, expect_t *e, uint64_t *off, uint64_t *value)
+{
+    uint64_t r = next_rand(s), word;
+    *value = 1 + (r >> 60);
+    switch (cmd) {
+    case GRAIN_CMD_PUT64:
+        word = r % PUT_WORDS;
+        *off = t->oput + 8 * word;
+        *value = put_value(word);
+        e->put[word] = 1;
+        break;
+    case GRAIN_CMD_ADD32:
+    case GRAIN_CMD_INC32:
+        word = r % WORDS;
+        *off = t->o32 + 4 * word;
+        e->t32[word] += cmd == GRAIN_CMD_INC32 ? 1 : (uint32_t)*value;
+        break;
+    default:
+        word = r % WORDS;
+        *off = t->o64 + 8 * word;
+        e->t64[word] += cmd == GRAIN_CMD_INC64 ? 1 : *value;
+    }
+}
+
+/* The one buffer a packer sends, copied into a receive buffer. */
+typedef struct caught {
+    void *buf;
+    int sent;
+} caught_t;
+
+static void catch_buffer(void *arg, grain_outbuf_t *b)
+{
+    caught_t *c = arg;
+    memcpy(c->buf, b->data, b->used);
+    c->sent = 1;
+    grain_packer_release(b);
+}
+
+/* Fills receive buffer `slot` from rank `src` with messages of `kind` up
+ * to `size` bytes, as an aggregator packs them (`runs`: into runs, as the
+ * runtime does; else each message alone), and adds what they do to `e`.
+ * Returns the messages. */
+static uint32_t fill(void *buf, size_t size, uint32_t src, unsigned slot, kind_t kind, int runs, const tables_t *t,
+                     expect_t *e)
+{
+    uint64_t s = 0x2545f4914f6cdd1dull * (slot + 1), off, value;
     uint32_t n = 0;
+    if (runs) {
+        _Atomic uint64_t seq = 0;
+        caught_t c = {buf, 0};
+        grain_packer_t p;
+        check(grain_packer_init(&p, src, 1, size, 1, UINT64_MAX, &seq, NULL, catch_buffer, &c), "a packer");
+        for (; !c.sent; n++) {
+            uint32_t cmd = kind_cmd(kind, n);
+            draw(cmd, &s, t, e, &off, &value);
+            check(grain_packer_append(&p, 0, GRAIN_HDR(cmd, 0, 0), off, value, 0, 0, 0), "packing");
+        }
+        grain_packer_destroy(&p);
+        return n;
+    }
+    uint8_t *p = (uint8_t *)buf + sizeof(grain_wire_hdr_t), *end = (uint8_t *)buf + size;
     for (;; n++) {
-        uint32_t cmd = kind == KIND_INC64 ? GRAIN_CMD_INC64
-                       : kind == KIND_ADD64 ? GRAIN_CMD_ADD64
-                                            : mixed[n % (sizeof mixed / sizeof mixed[0])];
+        uint32_t cmd = kind_cmd(kind, n);
         if ((size_t)(end - p) < grain_wire_msg_size(cmd))
             break;
-        uint64_t r = next_rand(&s), value = 1 + (r >> 60), word;
-        uint64_t off;
-        switch (cmd) {
-        case GRAIN_CMD_PUT64:
-            word = r % PUT_WORDS;
-            off = t->oput + 8 * word;
-            value = put_value(word);
-            e->put[word] = 1;
-            break;
-        case GRAIN_CMD_ADD32:
-        case GRAIN_CMD_INC32:
-            word = r % WORDS;
-            off = t->o32 + 4 * word;
-            e->t32[word] += cmd == GRAIN_CMD_INC32 ? 1 : (uint32_t)value;
-            break;
-        default:
-            word = r % WORDS;
-            off = t->o64 + 8 * word;
-            e->t64[word] += cmd == GRAIN_CMD_INC64 ? 1 : value;
-        }
+        draw(cmd, &s, t, e, &off, &value);
         p += grain_wire_encode(p, GRAIN_HDR(cmd, 0, 0), off, value, 0, 0);
     }
     grain_wire_hdr_t h = {GRAIN_WIRE_MAGIC, src, n, (uint32_t)(p - (uint8_t *)buf), 0};
@@ -184,7 +232,7 @@ static double copy_ceiling(grain_t *g, size_t bytes, uint64_t rounds)
     return t;
 }
 
-static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t messages)
+static point_t measure(unsigned threads, unsigned sources, kind_t kind, int runs, uint64_t messages)
 {
     grain_config_t *c;
     char v[16];
@@ -213,7 +261,7 @@ static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t
     void **bufs = bench_transport_recv_buffers(&n_bufs, &size);
     uint64_t per_round = 0, wire_per_round = 0;
     for (unsigned i = 0; i < n_bufs; i++) {
-        per_round += fill(bufs[i], size, 1 + i % sources, i, kind, &t, &e);
+        per_round += fill(bufs[i], size, 1 + i % sources, i, kind, runs, &t, &e);
         wire_per_round += ((grain_wire_hdr_t *)bufs[i])->bytes;
     }
     uint64_t rounds = (messages + per_round - 1) / per_round;
@@ -256,11 +304,11 @@ static point_t measure(unsigned threads, unsigned sources, kind_t kind, uint64_t
 
 typedef struct options {
     unsigned long long max_threads, sources, messages;
-    int only;
+    int only, runs;
     const char *csv_path, *json_path;
 } options_t;
 
-enum { OPT_THREADS, OPT_SOURCES, OPT_MESSAGES, OPT_CSV, OPT_JSON, OPT_KIND };
+enum { OPT_THREADS, OPT_SOURCES, OPT_MESSAGES, OPT_CSV, OPT_JSON, OPT_KIND, OPT_WIRE };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -271,6 +319,13 @@ static void take(void *state, int key, const char *option, const char *value)
     case OPT_MESSAGES: o->messages = cli_u64_in(option, value, 1, ~0ull); break;
     case OPT_CSV: o->csv_path = value; break;
     case OPT_JSON: o->json_path = value; break;
+    case OPT_WIRE:
+        o->runs = strcmp(value, "runs") == 0;
+        if (!o->runs && strcmp(value, "plain") != 0) {
+            fprintf(stderr, "%s: \"%s\" is neither runs nor plain\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+        break;
     default:
         o->only = -1;
         for (int k = 0; k < KIND_COUNT; k++)
@@ -285,7 +340,7 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: receive_bench [--threads T] [--sources S] [--kind inc64|add64|mixed|all] "
-                 "[--messages N] [--csv FILE] [--json FILE]\n"
+                 "[--wire runs|plain] [--messages N] [--csv FILE] [--json FILE]\n"
                  "  packed buffers replayed into a rank's receive threads and apply path, against a copy of\n"
                  "  the same bytes as the baseline\n");
 }
@@ -294,8 +349,9 @@ int main(int argc, char **argv)
 {
     static const cli_option_t options[] = {{"threads", 1, OPT_THREADS}, {"sources", 1, OPT_SOURCES},
                                            {"messages", 1, OPT_MESSAGES}, {"csv", 1, OPT_CSV},
-                                           {"json", 1, OPT_JSON},         {"kind", 1, OPT_KIND}};
-    options_t o = {8, 4, 1ull << 26, -1, "receive_bench.csv", "receive_bench.json"};
+                                           {"json", 1, OPT_JSON},         {"kind", 1, OPT_KIND},
+                                           {"wire", 1, OPT_WIRE}};
+    options_t o = {8, 4, 1ull << 26, -1, 1, "receive_bench.csv", "receive_bench.json"};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("receive_bench", argc, argv, groups, 1, 0, usage);
     unsigned max_threads = (unsigned)o.max_threads, sources = (unsigned)o.sources;
@@ -307,10 +363,11 @@ int main(int argc, char **argv)
         perror(csv == NULL ? csv_path : json_path);
         return 2;
     }
-    fprintf(csv, "kind,threads,sources,msgs_per_s,wire_gb_per_s,copy_gb_per_s,ratio,link_gb_per_s,link_ratio,"
+    fprintf(csv, "wire,kind,threads,sources,msgs_per_s,wire_gb_per_s,copy_gb_per_s,ratio,link_gb_per_s,link_ratio,"
                  "network_busy,receive_threads_busy,receive_thread_max_share,kept_fraction\n");
-    fprintf(json, "{\"benchmark\":\"receive_bench\",\"sources\":%u,\"messages\":%llu,\"points\":[", sources,
-            (unsigned long long)messages);
+    const char *wire = o.runs ? "runs" : "plain";
+    fprintf(json, "{\"benchmark\":\"receive_bench\",\"wire\":\"%s\",\"sources\":%u,\"messages\":%llu,\"points\":[",
+            wire, sources, (unsigned long long)messages);
     printf("%6s %7s %14s %9s %9s %7s %9s %7s %8s %8s %9s %6s\n", "kind", "threads", "msgs/s", "wire GB/s",
            "copy GB/s", "ratio", "link GB/s", "ratio", "net busy", "rx busy", "max share", "kept");
     int first = 1;
@@ -318,12 +375,12 @@ int main(int argc, char **argv)
         if (only >= 0 && k != only)
             continue;
         for (unsigned t = 1; t <= max_threads; t = t * 2 > max_threads && t < max_threads ? max_threads : t * 2) {
-            point_t p = measure(t, sources, (kind_t)k, messages);
+            point_t p = measure(t, sources, (kind_t)k, o.runs, messages);
             double ratio = p.wire_bytes_per_s / p.copy_bytes_per_s, link = p.wire_bytes_per_s / p.link_bytes_per_s;
             printf("%6s %7u %14.0f %9.2f %9.2f %7.3f %9.2f %7.3f %7.0f%% %7.0f%% %9.2f %5.0f%%\n", kind_names[k], t,
                    p.msgs_per_s, p.wire_bytes_per_s / 1e9, p.copy_bytes_per_s / 1e9, ratio,
                    p.link_bytes_per_s / 1e9, link, 100 * p.net_busy, 100 * p.recv_busy, p.max_share, 100 * p.kept);
-            fprintf(csv, "%s,%u,%u,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", kind_names[k], t, sources,
+            fprintf(csv, "%s,%s,%u,%u,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", wire, kind_names[k], t, sources,
                     p.msgs_per_s, p.wire_bytes_per_s / 1e9, p.copy_bytes_per_s / 1e9, ratio,
                     p.link_bytes_per_s / 1e9, link, p.net_busy, p.recv_busy, p.max_share, p.kept);
             fprintf(json,
