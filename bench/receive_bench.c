@@ -15,10 +15,10 @@
  * send them (--wire plain: each message alone, the wire before runs).  For
  * GRAIN_RECV_THREADS 1, 2, 4, ... T (default 8) and each kind of traffic (K:
  * inc64, add64, mixed or all, the default; mixed takes PUT64, ADD64, INC64,
- * ADD32 and INC32 in turn, 16 messages each) it prints messages per second and wire
- * bytes per second, the median of three runs of about N messages (default
- * 2^26) each, every run checked word by word against the sums of what was
- * sent.  Two baselines, measured in the same job: the rate at which the
+ * ADD32 and INC32 in turn, 16 messages each) it prints messages per second
+ * and wire bytes per second, the median of three runs of about N messages
+ * (default 2^26) each, every run checked word by word against the sums of
+ * what was sent.  Two baselines, measured in the same job: the rate at which the
  * backend copies the same bytes from that receive memory into device
  * memory in one piece (the ratio says how far the receive path is from a
  * copy of what it moves), and the rate of one LINK_BYTES copy, the link's
