@@ -135,7 +135,7 @@ static inline uint32_t grain_run_values(uint32_t cmd, uint64_t v)
 {
     if (cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64)
         return GRAIN_VALUES_NONE;
-    if (cmd == GRAIN_CMD_PUT32 || cmd == GRAIN_CMD_ADD32)
+    if (grain_cmd_width(cmd) == 4)
         return GRAIN_VALUES_HALF;
     return grain_run_wide_value(v) ? GRAIN_VALUES_WIDE : GRAIN_VALUES_NARROW;
 }
