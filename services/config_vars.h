@@ -39,7 +39,7 @@
       "2, the columns of a put with signal")                                                     \
     X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
       "aggregator threads draining the queue (more than one may reorder messages between quiets); " \
-      "0: on a GPU, half the cores this rank's share leaves, at most 4; 1 on a CPU device")     \
+      "0: on a GPU, half the cores this rank's share leaves, at most 6; 1 on a CPU device")     \
     X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
       "bytes of one per-destination buffer, the largest network message")                        \
     X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
@@ -49,7 +49,8 @@
       "the default), wg (one work-group send's messages to a destination: the coalesced-API "  \
       "model), none (one message each: the message-per-lane model)")                            \
     X(flush_timeout_us, FLUSH_TIMEOUT_US, UINT, "125", 1, 60000000,                               \
-      "microseconds after its first message that a partly filled buffer is sent")                \
+      "microseconds after its first message that a partly filled buffer is sent, once none of "  \
+      "its destination's buffers is in flight (at most 8 times as long)")                        \
     X(heap_size, HEAP_SIZE, SIZE, "64M", 4096, 1ull << 40,                                        \
       "bytes of symmetric heap per rank")                                                        \
     X(apply, APPLY, STR, "auto", 0, 0,                                                            \

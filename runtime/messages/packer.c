@@ -38,11 +38,11 @@ grain_status_t grain_packer_init(grain_packer_t *p, uint32_t my_pe, uint32_t n_d
     p->send_order = send_order;
     p->dest_msgs = calloc(n_dest, sizeof *p->dest_msgs);
     p->dest_bytes = calloc(n_dest, sizeof *p->dest_bytes);
+    p->in_flight = calloc(n_dest, sizeof *p->in_flight);
     p->all = calloc(n_bufs, sizeof *p->all);
     size_t stride = (buf_size + GRAIN_RUN_SCRATCH + 63) & ~(size_t)63; /* a run gathers past the end */
     p->memory = aligned_alloc(64, n_bufs * stride);
-    if (!p->filling || !p->free || !p->dest_msgs || !p->dest_bytes || !p->all ||
-        !p->memory) {
+    if (!p->filling || !p->free || !p->dest_msgs || !p->dest_bytes || !p->in_flight || !p->all || !p->memory) {
         grain_packer_destroy(p);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for %zu per-destination buffers of %zu bytes",
                           n_bufs, buf_size);
@@ -71,6 +71,7 @@ void grain_packer_destroy(grain_packer_t *p)
     free(p->free);
     free(p->dest_msgs);
     free(p->dest_bytes);
+    free((void *)p->in_flight);
     free(p->all);
     free(p->memory);
     memset(p, 0, sizeof *p);
@@ -212,6 +213,7 @@ static void flush(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)
     p->stats.flushes[cause]++;
     p->dest_msgs[dest] += b->count;
     p->dest_bytes[dest] += b->used;
+    atomic_fetch_add_explicit(&p->in_flight[dest], 1, memory_order_relaxed);
     uint64_t t0 = grain_now_ns();
     p->send(p->send_arg, b);
     p->stats.send_ns += grain_now_ns() - t0;
@@ -247,7 +249,14 @@ void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns)
         return;
     for (uint32_t d = 0; d < p->n_dest; d++) {
         grain_outbuf_t *b = p->filling[d];
-        if (b != NULL && now_ns - b->first_ns >= p->timeout_ns)
+        if (b == NULL || now_ns - b->first_ns < p->timeout_ns)
+            continue;
+        /* While one is in flight, sending a partly filled buffer adds a
+         * network message and gains no time: it would wait behind that one.
+         * Buffers through MPI between two H100 ranks filled to 0.62 on
+         * average with eight aggregators under the plain timeout. */
+        if (atomic_load_explicit(&p->in_flight[d], memory_order_relaxed) == 0 ||
+            now_ns - b->first_ns >= GRAIN_FLUSH_PATIENCE * p->timeout_ns)
             flush(p, d, GRAIN_FLUSH_TIMEOUT);
     }
 }
@@ -272,6 +281,7 @@ int grain_packer_has_room(grain_packer_t *p, uint32_t dest)
 void grain_packer_release(grain_outbuf_t *buf)
 {
     grain_packer_t *p = buf->owner;
+    atomic_fetch_sub_explicit(&p->in_flight[buf->dest], 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
     buf->next = p->free[buf->dest];
     p->free[buf->dest] = buf;

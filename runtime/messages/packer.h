@@ -80,6 +80,7 @@ typedef struct grain_packer {
     pthread_mutex_t *send_order; /* per destination, shared too, or NULL: held from numbering to sending */
     uint64_t *dest_msgs;       /* per destination messages handed to the transport */
     uint64_t *dest_bytes;
+    _Atomic uint32_t *in_flight; /* per destination buffers sent and not yet released */
     grain_outbuf_t *all;       /* n_dest * per_dest buffers */
     uint8_t *memory;
     uint32_t n_filling;        /* destinations with a filling buffer */
@@ -227,7 +228,10 @@ GRAIN_PACKER_INLINE grain_status_t grain_packer_append(grain_packer_t *p, uint32
 int grain_packer_has_room(grain_packer_t *p, uint32_t dest);
 /* Sends `dest`'s filling buffer, if it has one. */
 void grain_packer_flush_dest(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause);
-/* Sends every buffer whose first message is older than the timeout. */
+/* Sends every buffer whose first message is older than the timeout while
+ * none of its destination's buffers is in flight, and any older than
+ * GRAIN_FLUSH_PATIENCE timeouts (Nagle's rule, docs/receive-path.md). */
+#define GRAIN_FLUSH_PATIENCE 8u
 void grain_packer_flush_expired(grain_packer_t *p, uint64_t now_ns);
 /* Sends every non-empty buffer. */
 void grain_packer_flush_all(grain_packer_t *p, grain_flush_cause_t cause);

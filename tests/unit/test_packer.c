@@ -89,6 +89,45 @@ static void test_timeout_and_quiet(void **state)
     grain_packer_destroy(&p);
 }
 
+/* A partly filled buffer waits past the timeout while one of its
+ * destination's buffers is in flight, up to GRAIN_FLUSH_PATIENCE timeouts;
+ * it goes at the next check once that one returns.  Other destinations keep
+ * the plain timeout. */
+static void test_timeout_waits_for_one_in_flight(void **state)
+{
+    memset(seq, 0, sizeof seq);
+    sink_t s = {.release = 0};
+    grain_packer_t p;
+    assert_int_equal(grain_packer_init(&p, 0, 3, 1024, 3, 1000, seq, NULL, sink_send, &s), GRAIN_OK);
+    grain_packer_append(&p, 1, inc, 0, 0, 0, 0, 0);
+    grain_packer_flush_all(&p, GRAIN_FLUSH_QUIET); /* in flight until released */
+    grain_packer_append(&p, 1, inc, 8, 0, 0, 0, 10000);
+    grain_packer_append(&p, 2, inc, 8, 0, 0, 0, 10000);
+    grain_packer_flush_expired(&p, 11000);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.bufs[1]->dest, 2);
+    grain_packer_flush_expired(&p, 10000 + GRAIN_FLUSH_PATIENCE * 1000 - 1);
+    assert_int_equal(s.n, 2);
+    grain_packer_flush_expired(&p, 10000 + GRAIN_FLUSH_PATIENCE * 1000);
+    assert_int_equal(s.n, 3); /* waited long enough */
+    assert_int_equal(s.bufs[2]->dest, 1);
+
+    grain_packer_append(&p, 1, inc, 16, 0, 0, 0, 20000);
+    grain_packer_flush_expired(&p, 21000);
+    assert_int_equal(s.n, 3);
+    grain_packer_release(s.bufs[0]);
+    grain_packer_flush_expired(&p, 21000);
+    assert_int_equal(s.n, 3); /* the one the patience sent is still out */
+    grain_packer_release(s.bufs[2]);
+    grain_packer_flush_expired(&p, 21000);
+    assert_int_equal(s.n, 4);
+    assert_int_equal(p.stats.flushes[GRAIN_FLUSH_TIMEOUT], 3);
+    for (int i = 1; i < s.n; i++)
+        if (i != 2)
+            grain_packer_release(s.bufs[i]);
+    grain_packer_destroy(&p);
+}
+
 static void test_rejects_unencodable(void **state)
 {
     sink_t s = {.release = 1};
@@ -357,6 +396,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_flush_at_capacity),
         cmocka_unit_test(test_timeout_and_quiet),
+        cmocka_unit_test(test_timeout_waits_for_one_in_flight),
         cmocka_unit_test(test_rejects_unencodable),
         cmocka_unit_test(test_waits_for_a_returned_buffer),
         cmocka_unit_test(test_runs_apply_like_messages),
