@@ -69,6 +69,7 @@ struct grain_transport {
     unsigned lent_first, n_lent, lent_cap;
     int *indices;
     MPI_Status *statuses;
+    uint64_t *arrival_seq; /* the sequence numbers of one MPI_Testsome's receives, to order them */
 
     /* Sends queued by aggregators, then in flight. */
     pthread_mutex_t lock;
