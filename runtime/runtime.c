@@ -457,32 +457,38 @@ grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_at
  * CPU device one of each (the network thread receives), since the device's
  * workers take the other cores.  On a GPU the cores of this rank's share
  * that the application's thread and the network thread leave: half of them
- * aggregate, at most AUTO_THREADS_MAX, and what the aggregators leave
+ * aggregate, at most AUTO_AGGREGATORS_MAX, and what the aggregators leave
  * receive, at most AUTO_THREADS_MAX.  Past that, the threads outnumbered
  * the cores or waited for one another: two GUPS ranks through MPI on one
  * H100 machine (16 cores) ran at 0.23 GUP/s with one receive thread,
  * 0.29-0.30 with 4 and 0.227 with 8 and 4 aggregators; on two H100s (32
  * cores), with one aggregator and 1 or 4 receive threads, 0.33 and 0.57
  * GUP/s, with 4 aggregators 0.36 and 0.87, with 4 and 8, about as much.
+ * Once buffers filled up (Nagle's rule for timeout flushes) and arrived in
+ * order, pagerank (Kronecker 20) ran fastest there with 6 aggregators
+ * (0.47-0.49 s; 0.50-0.53 with 7, 0.52-0.54 with 8, 0.62 with 4), gups with
+ * 8 (1.93-2.14 GUP/s; 1.69-1.89 with 6, 1.33 with 4).
  */
 #define AUTO_THREADS_MAX 4
+#define AUTO_AGGREGATORS_MAX 6
 /* Past a few hundred, more posted receives cost memory and buy little: not
  * every peer sends at once. */
 #define RECV_BUFFERS_AUTO_MAX 256u
 
-static unsigned auto_threads(long spare)
+static unsigned auto_threads(long spare, unsigned most)
 {
-    return spare < 1 ? 1 : spare > AUTO_THREADS_MAX ? AUTO_THREADS_MAX : (unsigned)spare;
+    return spare < 1 ? 1 : spare > (long)most ? most : (unsigned)spare;
 }
 
 static unsigned auto_aggregators(const grain_t *g, unsigned net)
 {
-    return g->binfo.cpu_device ? 1 : auto_threads((grain_rank_cores().mine - 1 - (long)net) / 2);
+    return g->binfo.cpu_device ? 1
+                               : auto_threads((grain_rank_cores().mine - 1 - (long)net) / 2, AUTO_AGGREGATORS_MAX);
 }
 
 static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
 {
-    return g->binfo.cpu_device ? 1 : auto_threads(grain_rank_cores().mine - 1 - (long)host_threads);
+    return g->binfo.cpu_device ? 1 : auto_threads(grain_rank_cores().mine - 1 - (long)host_threads, AUTO_THREADS_MAX);
 }
 
 grain_status_t grain_init_transport(const grain_config_t *config, const void *mpi_comm,
