@@ -113,6 +113,9 @@
       "seconds after which a rank that sends nothing (not even the heartbeat every quarter of "   \
       "it), accepts none of the buffers sent to it, or leaves a gap in its buffers ends the job "  \
       "on every rank with GRAIN_ERR_PEER naming it; 0: wait forever")                           \
+    X(ep_devices, EP_DEVICES, UINT, "0", 0, 1024,                                                 \
+      "device endpoints grain_ep_run starts on each rank where the call says 0 (grain/ep.h): 0, "   \
+      "the rank's share of its node's devices, at least 1; more than there are share devices")   \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device endpoints: every GPU a message endpoint with a host thread of its
+ * own, after "GMH: GPU Message Handler" (sections III-A and III-B).
+ *
+ * grain's messages (grain.h) are one-sided and fine-grained, sent by
+ * work-items.  Codes written with two-sided messages between GPU buffers
+ * (halo exchanges, solvers) want each GPU as an endpoint instead: a rank
+ * runs one thread per device it drives, each bound to a virtual device
+ * 0..n-1, and an endpoint's id joins rank and virtual device, so that a
+ * program addresses a GPU of its own process, of its node or of another
+ * node the same way.  docs/endpoints.md says what exists and what comes.
+ *
+ * Every call returns a grain_status_t and, on failure, leaves a sentence for
+ * grain_error_message() in the calling thread.
+ */
+#ifndef GRAIN_EP_H
+#define GRAIN_EP_H
+
+#include <stddef.h>
+
+#include "grain/grain.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
+
+/* One endpoint: its thread, its device and what it allocated there.  Valid
+ * inside the function grain_ep_run runs, on that function's thread only. */
+typedef struct grain_cmdq grain_cmdq_t;
+/* Memory of one endpoint's device with, by default, a pinned host shadow of
+ * the same size (GMH's gmh_mem_t). */
+typedef struct grain_ep_mem grain_ep_mem_t;
+
+typedef grain_status_t (*grain_ep_fn_t)(grain_cmdq_t *q, void *arg);
+
+/* Collective over the ranks: starts `devices` endpoint threads on this rank
+ * (0: GRAIN_EP_DEVICES; that 0 too: this rank's share of its node's devices,
+ * at least 1), each with its own device, runs fn(q, arg) on each and returns
+ * once all have returned.  Every rank must ask for the same number.
+ * Returns GRAIN_OK on every rank, or an error on every rank: the first one
+ * an endpoint of this rank returned (by virtual device), else that of another
+ * rank's.  Memory an endpoint did not free is freed when it returns. */
+grain_status_t grain_ep_run(grain_t *grain, unsigned devices, grain_ep_fn_t fn, void *arg);
+
+/* rank x endpoints a rank + virtual device: 0 .. grain_ep_count() - 1. */
+int grain_ep_id(const grain_cmdq_t *q);
+/* The virtual device, 0 .. grain_ep_devices() - 1. */
+unsigned grain_ep_vdev(const grain_cmdq_t *q);
+/* Endpoints a rank runs, and in the job. */
+unsigned grain_ep_devices(const grain_cmdq_t *q);
+int grain_ep_count(const grain_cmdq_t *q);
+/* The device the endpoint drives, as its API names it, and its index among
+ * the devices the backend sees on this node (grain_info lists them). */
+const char *grain_ep_device_name(const grain_cmdq_t *q);
+unsigned grain_ep_device_index(const grain_cmdq_t *q);
+grain_t *grain_ep_grain(const grain_cmdq_t *q);
+
+/* What an endpoint may do with its memory's contents: read them out (to the
+ * host; later, send them) and write them (from the host; later, receive into
+ * them).  GRAIN_EP_NO_SHADOW leaves out the pinned host shadow. */
+#define GRAIN_EP_READ 1u
+#define GRAIN_EP_WRITE 2u
+#define GRAIN_EP_NO_SHADOW 4u
+
+/* Zeroed device memory of `bytes` (at least 1) on q's device. */
+grain_status_t grain_ep_mem_alloc(grain_cmdq_t *q, size_t bytes, unsigned flags, grain_ep_mem_t **mem_p);
+void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem);
+size_t grain_ep_mem_size(const grain_ep_mem_t *mem);
+/* The pinned host shadow, or NULL without one. */
+void *grain_ep_mem_shadow(grain_ep_mem_t *mem);
+/* Host to device (needs GRAIN_EP_WRITE) and device to host (GRAIN_EP_READ)
+ * at a byte offset, through the shadow where there is one; they return once
+ * the copy is done.  `mem` must be q's. */
+grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src,
+                                  size_t bytes);
+grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst,
+                                 size_t bytes);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * grain_ep_run: a thread per device endpoint (GMH, sections III-A and
+ * III-B1).  Each thread opens a backend of its own on its device, so that
+ * APIs that bind a device to a thread (CUDA, HIP) see one device a thread,
+ * and runs the application's function with its command queue.
+ */
+#define _GNU_SOURCE /* sched_getaffinity, pthread_setaffinity_np, pthread_setname_np */
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/endpoints/endpoint.h"
+#include "runtime/grain_impl.h"
+#include "services/log.h"
+
+/* Past this, a rank would start more threads than any node has devices. */
+#define EP_DEVICES_MAX 1024u
+
+unsigned grain_ep_auto_devices(unsigned node_devices, unsigned node_ranks)
+{
+    unsigned share = node_ranks > 0 ? node_devices / node_ranks : node_devices;
+    return share > 0 ? share : 1;
+}
+
+unsigned grain_ep_device_of(unsigned node_rank, unsigned devices, unsigned vdev, unsigned node_devices)
+{
+    return (unsigned)(((uint64_t)node_rank * devices + vdev) % node_devices);
+}
+
+unsigned grain_ep_node_devices(const grain_t *g)
+{
+    unsigned n = 0;
+    for (grain_config_t c = g->config; g->bops->select_device(&c, n); c = g->config)
+        n++;
+    return n;
+}
+
+static unsigned node_rank(const grain_t *g)
+{
+    unsigned r = 0;
+    for (int p = 0; p < g->my_pe; p++)
+        r += g->node_of[p] == g->node_of[g->my_pe];
+    return r;
+}
+
+/* A core of its own for each endpoint thread where the rank may use at
+ * least twice as many cores as it runs endpoints: the last ones, since the
+ * application's thread and grain's own threads start on the first.  -1
+ * (the scheduler's choice) otherwise. */
+static void pick_cores(grain_cmdq_t *eps, unsigned devices)
+{
+    cpu_set_t allowed;
+    int count = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+    for (unsigned v = 0; v < devices; v++)
+        eps[v].cpu = -1;
+    if (count < 2 * (int)devices)
+        return;
+    int seen = 0, first = count - (int)devices;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        if (seen >= first)
+            eps[seen - first].cpu = cpu;
+        seen++;
+    }
+}
+
+/* Backends open one at a time: opening reads and sets process-wide state
+ * (the OpenCL platform list, PoCL's thread count in the environment). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static grain_status_t open_device(grain_cmdq_t *q)
+{
+    grain_config_t c = q->grain->config;
+    if (!q->bops->select_device(&c, q->device_index))
+        return grain_fail(GRAIN_ERR_NO_DEVICE, "endpoint %d: the backend no longer lists device %u", q->id,
+                          q->device_index);
+    pthread_mutex_lock(&open_lock);
+    grain_status_t st = q->bops->open(&c, 1, &q->backend);
+    pthread_mutex_unlock(&open_lock);
+    if (st != GRAIN_OK)
+        return st;
+    q->bops->query(q->backend, &q->info);
+    return GRAIN_OK;
+}
+
+static void *endpoint_thread(void *arg)
+{
+    grain_cmdq_t *q = arg;
+    q->self = pthread_self();
+    char name[16];
+    snprintf(name, sizeof name, "grain-ep%u", q->vdev);
+    pthread_setname_np(q->self, name);
+    if (q->cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(q->cpu, &one);
+        if (pthread_setaffinity_np(q->self, sizeof one, &one) != 0)
+            grain_info("endpoint %d: could not bind its thread to core %d; the scheduler places it", q->id, q->cpu);
+    }
+    q->status = open_device(q);
+    if (q->status == GRAIN_OK)
+        q->status = q->fn(q, q->arg);
+    if (q->status != GRAIN_OK)
+        snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
+    grain_ep_mem_free_all(q);
+    if (q->backend != NULL)
+        q->bops->close(q->backend);
+    return NULL;
+}
+
+/* Every rank's count, and whether any rank's arguments were bad, in one
+ * collective: ranks that disagree all return, none waits for the others. */
+static grain_status_t agree(grain_t *g, unsigned devices, int bad)
+{
+    int64_t v[3] = {(int64_t)devices, -(int64_t)devices, bad};
+    grain_status_t st = grain_allreduce(g, v, 3, GRAIN_INT64, GRAIN_MAX);
+    if (st != GRAIN_OK || bad)
+        return st != GRAIN_OK ? st : GRAIN_ERR_INVALID;
+    if (v[2])
+        return grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: another rank's arguments were refused");
+    if (v[0] != -v[1])
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "grain_ep_run: the ranks ask for %lld to %lld endpoints each; every rank must run the same "
+                          "number (the endpoint ids are rank x endpoints + virtual device)",
+                          (long long)-v[1], (long long)v[0]);
+    return GRAIN_OK;
+}
+
+/* Whether any rank's endpoints failed: the lowest status of all (errors
+ * are negative). */
+static grain_status_t outcome(grain_t *g, grain_status_t mine)
+{
+    int64_t v = mine;
+    grain_status_t st = grain_allreduce(g, &v, 1, GRAIN_INT64, GRAIN_MIN);
+    if (st != GRAIN_OK)
+        return st;
+    if (mine == GRAIN_OK && v != GRAIN_OK)
+        return grain_fail((grain_status_t)v, "grain_ep_run: an endpoint of another rank failed (%s)",
+                          grain_strerror((grain_status_t)v));
+    return mine;
+}
+
+static unsigned how_many(const grain_t *g, unsigned devices, unsigned node_devices)
+{
+    if (devices == 0)
+        devices = g->config.ep_devices;
+    return devices > 0 ? devices : grain_ep_auto_devices(node_devices, g->node_size);
+}
+
+grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void *arg)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: no grain handle");
+    unsigned node_devices = grain_ep_node_devices(g);
+    devices = how_many(g, devices, node_devices);
+    int bad = 1;
+    if (fn == NULL)
+        grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: no function to run on the endpoints");
+    else if (node_devices == 0)
+        grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: the %s backend lists no device on this node", g->bops->name);
+    else if (devices > EP_DEVICES_MAX)
+        grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: %u endpoints a rank asked for; at most %u", devices,
+                   EP_DEVICES_MAX);
+    else
+        bad = 0;
+    grain_status_t st = agree(g, devices, bad);
+    if (st != GRAIN_OK)
+        return st;
+
+    grain_cmdq_t *eps = calloc(devices, sizeof *eps);
+    if (eps == NULL)
+        return outcome(g, grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for %u endpoints", devices));
+    unsigned nr = node_rank(g);
+    if ((uint64_t)g->node_size * devices > node_devices && g->my_pe == g->node_of[g->my_pe])
+        grain_info("grain_ep_run: %u ranks of this node run %u endpoints each on %u device%s: endpoints share devices",
+                   g->node_size, devices, node_devices, node_devices == 1 ? "" : "s");
+    pick_cores(eps, devices);
+    unsigned started = 0;
+    for (unsigned v = 0; v < devices; v++) {
+        grain_cmdq_t *q = &eps[v];
+        int cpu = q->cpu;
+        *q = (grain_cmdq_t){.grain = g,
+                            .id = g->my_pe * (int)devices + (int)v,
+                            .count = g->n_pes * (int)devices,
+                            .vdev = v,
+                            .devices = devices,
+                            .device_index = grain_ep_device_of(nr, devices, v, node_devices),
+                            .cpu = cpu,
+                            .bops = g->bops,
+                            .fn = fn,
+                            .arg = arg};
+        grain_info("endpoint %d: virtual device %u drives device %u%s", q->id, v, q->device_index,
+                   q->cpu >= 0 ? ", its thread on a core of its own" : "");
+        if (pthread_create(&q->thread, NULL, endpoint_thread, q) != 0) {
+            q->status = grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: could not start the thread of endpoint %d",
+                                   q->id);
+            snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
+            break;
+        }
+        started++;
+    }
+    for (unsigned v = 0; v < started; v++)
+        pthread_join(eps[v].thread, NULL);
+    st = GRAIN_OK;
+    for (unsigned v = 0; v < devices && st == GRAIN_OK; v++) {
+        if (eps[v].status == GRAIN_OK)
+            continue;
+        st = eps[v].status;
+        if (eps[v].why[0] == '\0') { /* the function returned a status without a sentence: say it here */
+            grain_fail(st, "endpoint %d (rank %d, virtual device %u): its function returned %s", eps[v].id, g->my_pe,
+                       v, grain_strerror(st));
+            continue;
+        }
+        char why[1280]; /* logged by the endpoint's thread already */
+        snprintf(why, sizeof why, "endpoint %d (rank %d, virtual device %u): %s", eps[v].id, g->my_pe, v, eps[v].why);
+        grain_error_keep(why);
+    }
+    free(eps);
+    return outcome(g, st);
+}
+
+int grain_ep_id(const grain_cmdq_t *q)
+{
+    return q->id;
+}
+
+unsigned grain_ep_vdev(const grain_cmdq_t *q)
+{
+    return q->vdev;
+}
+
+unsigned grain_ep_devices(const grain_cmdq_t *q)
+{
+    return q->devices;
+}
+
+int grain_ep_count(const grain_cmdq_t *q)
+{
+    return q->count;
+}
+
+const char *grain_ep_device_name(const grain_cmdq_t *q)
+{
+    return q->info.device_name;
+}
+
+unsigned grain_ep_device_index(const grain_cmdq_t *q)
+{
+    return q->device_index;
+}
+
+grain_t *grain_ep_grain(const grain_cmdq_t *q)
+{
+    return q->grain;
+}

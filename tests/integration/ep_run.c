@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device endpoints (grain/ep.h) on any number of ranks: every endpoint gets
+ * its id, virtual device and a device of its own where the node has enough,
+ * and moves a pattern through its memory both ways; then the refusals, each
+ * with its sentence, and a run after them that works.
+ *
+ *   mpirun -np N ep_run DEVICES
+ *
+ * DEVICES endpoints a rank (0: GRAIN_EP_DEVICES or the rank's share), the
+ * ranks on one host.  On PoCL, POCL_DEVICES="pthread pthread" gives a
+ * process two devices.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_ok.h"
+#include "grain/ep.h"
+#include "runtime/endpoints/endpoint.h"
+
+#define MAX_EPS 64
+#define BYTES ((1u << 20) + 3u) /* not a multiple of any word */
+
+static int failures;
+
+static void expect(int ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "ep_run: FAILED: %s\n", what);
+        failures++;
+    }
+}
+
+static void expect_refused(grain_status_t st, grain_status_t want, const char *words, const char *what)
+{
+    char line[1536];
+    snprintf(line, sizeof line, "%s: %s (%s), wanted %s with \"%s\"", what, grain_strerror(st),
+             grain_error_message(NULL), grain_strerror(want), words);
+    expect(st == want && strstr(grain_error_message(NULL), words) != NULL, line);
+}
+
+typedef struct seen {
+    int id[MAX_EPS], count[MAX_EPS];
+    unsigned vdev[MAX_EPS], devices[MAX_EPS], device[MAX_EPS];
+    int moved[MAX_EPS]; /* the pattern came back whole, both with and without a shadow */
+} seen_t;
+
+static uint8_t pattern(int id, size_t i)
+{
+    return (uint8_t)(i * 131u + (size_t)id * 7u + 1u);
+}
+
+/* Writes id's pattern into memory allocated with `flags`, reads it back. */
+static int round_trip(grain_cmdq_t *q, unsigned flags)
+{
+    uint8_t *out = malloc(BYTES), *in = malloc(BYTES);
+    grain_ep_mem_t *m = NULL;
+    int ok = out != NULL && in != NULL && grain_ep_mem_alloc(q, BYTES, flags, &m) == GRAIN_OK &&
+             grain_ep_mem_size(m) == BYTES && (grain_ep_mem_shadow(m) == NULL) == !!(flags & GRAIN_EP_NO_SHADOW);
+    if (ok) { /* new memory reads as zero */
+        ok = grain_ep_mem_read(q, m, 0, in, BYTES) == GRAIN_OK;
+        for (size_t i = 0; ok && i < BYTES; i++)
+            ok = in[i] == 0;
+    }
+    for (size_t i = 0; out != NULL && i < BYTES; i++)
+        out[i] = pattern(grain_ep_id(q), i);
+    /* In two pieces, the second at an odd offset. */
+    ok = ok && grain_ep_mem_write(q, m, 0, out, 1000) == GRAIN_OK &&
+         grain_ep_mem_write(q, m, 1000, out + 1000, BYTES - 1000) == GRAIN_OK &&
+         grain_ep_mem_read(q, m, 0, in, BYTES) == GRAIN_OK && memcmp(in, out, BYTES) == 0;
+    grain_ep_mem_free(q, m);
+    free(out);
+    free(in);
+    return ok;
+}
+
+static grain_status_t record(grain_cmdq_t *q, void *arg)
+{
+    seen_t *s = arg;
+    unsigned v = grain_ep_vdev(q);
+    if (v >= MAX_EPS)
+        return GRAIN_ERR_INVALID;
+    s->id[v] = grain_ep_id(q);
+    s->count[v] = grain_ep_count(q);
+    s->vdev[v] = v;
+    s->devices[v] = grain_ep_devices(q);
+    s->device[v] = grain_ep_device_index(q);
+    s->moved[v] = grain_ep_device_name(q)[0] != '\0' && round_trip(q, GRAIN_EP_READ | GRAIN_EP_WRITE) &&
+                  round_trip(q, GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW);
+    /* Memory left allocated is freed when the endpoint returns. */
+    grain_ep_mem_t *left = NULL;
+    return grain_ep_mem_alloc(q, 4096, GRAIN_EP_READ, &left);
+}
+
+static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
+{
+    seen_t s;
+    memset(&s, 0xff, sizeof s);
+    OK(grain_ep_run(g, want, record, &s));
+    unsigned n = s.devices[0];
+    expect(n >= 1 && n <= MAX_EPS && (want == 0 || n == want), "the endpoints a rank runs");
+    int64_t sum[2] = {0, 0};
+    for (unsigned v = 0; v < n && v < MAX_EPS; v++) {
+        char what[160];
+        snprintf(what, sizeof what, "endpoint of rank %d virtual device %u: id %d of %d, device %u, moved %d", me, v,
+                 s.id[v], s.count[v], s.device[v], s.moved[v]);
+        expect(s.id[v] == me * (int)n + (int)v && s.count[v] == ranks * (int)n && s.vdev[v] == v &&
+                   s.devices[v] == n && s.moved[v] == 1,
+               what);
+        sum[0] += s.id[v];
+        sum[1] += (int64_t)s.id[v] * s.id[v];
+    }
+    /* Every id of the job once: 0 .. count-1 have one sum and one sum of squares. */
+    OK(grain_allreduce(g, sum, 2, GRAIN_INT64, GRAIN_SUM));
+    int64_t c = (int64_t)ranks * n;
+    expect(sum[0] == c * (c - 1) / 2 && sum[1] == (c - 1) * c * (2 * c - 1) / 6, "the job's ids are 0 .. count-1");
+    /* The node's devices evenly used: a device each while there are
+     * enough, else as many endpoints on each as can be (one host). */
+    int64_t uses[MAX_EPS] = {0};
+    for (unsigned v = 0; v < n && v < MAX_EPS; v++)
+        if (s.device[v] < node_devices && node_devices <= MAX_EPS)
+            uses[s.device[v]]++;
+    OK(grain_allreduce(g, uses, MAX_EPS, GRAIN_INT64, GRAIN_SUM));
+    int64_t most = 0, least = c, all = 0;
+    for (unsigned d = 0; d < node_devices && d < MAX_EPS; d++) {
+        most = uses[d] > most ? uses[d] : most;
+        least = uses[d] < least ? uses[d] : least;
+        all += uses[d];
+    }
+    expect(all == c && most - least <= 1, "the endpoints spread evenly over the node's devices");
+    if (me == 0)
+        printf("ep_run: %d rank%s x %u endpoints, devices of rank 0:", ranks, ranks == 1 ? "" : "s", n);
+    for (unsigned v = 0; me == 0 && v < n; v++)
+        printf(" %u", s.device[v]);
+    if (me == 0)
+        printf("\n");
+}
+
+static grain_status_t fail_on_last(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    if (grain_ep_vdev(q) + 1 == grain_ep_devices(q) && grain_ep_id(q) + 1 == grain_ep_count(q))
+        return GRAIN_ERR_BAD_PE;
+    return GRAIN_OK;
+}
+
+static void *from_elsewhere(void *arg)
+{
+    grain_ep_mem_t *m = NULL;
+    return (void *)(intptr_t)grain_ep_mem_alloc(arg, 64, GRAIN_EP_READ, &m);
+}
+
+/* Every refusal of the memory calls, on one endpoint. */
+static grain_status_t misuse(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    grain_ep_mem_t *m = NULL, *w = NULL;
+    uint8_t buf[64] = {0};
+    expect_refused(grain_ep_mem_alloc(q, 0, GRAIN_EP_READ, &m), GRAIN_ERR_INVALID, "0 bytes", "0 bytes");
+    expect_refused(grain_ep_mem_alloc(q, 64, 0, &m), GRAIN_ERR_INVALID, "GRAIN_EP_READ, GRAIN_EP_WRITE or both",
+                   "no permission");
+    expect_refused(grain_ep_mem_alloc(q, 64, 0x80 | GRAIN_EP_READ, &m), GRAIN_ERR_INVALID, "flags 0x81",
+                   "an unknown flag");
+    OK(grain_ep_mem_alloc(q, 64, GRAIN_EP_READ, &m));
+    OK(grain_ep_mem_alloc(q, 64, GRAIN_EP_WRITE, &w));
+    expect_refused(grain_ep_mem_write(q, m, 0, buf, 8), GRAIN_ERR_INVALID, "without GRAIN_EP_WRITE",
+                   "a write to read-only memory");
+    expect_refused(grain_ep_mem_read(q, w, 0, buf, 8), GRAIN_ERR_INVALID, "without GRAIN_EP_READ",
+                   "a read of write-only memory");
+    expect_refused(grain_ep_mem_write(q, w, 60, buf, 8), GRAIN_ERR_INVALID, "8 bytes at offset 60 do not fit",
+                   "a write past the end");
+    expect_refused(grain_ep_mem_write(q, w, SIZE_MAX, buf, 8), GRAIN_ERR_INVALID, "do not fit",
+                   "an offset past the end");
+    expect_refused(grain_ep_mem_write(q, w, 0, NULL, 8), GRAIN_ERR_INVALID, "no host buffer", "no host buffer");
+    pthread_t t;
+    void *st = NULL;
+    if (pthread_create(&t, NULL, from_elsewhere, q) == 0 && pthread_join(t, &st) == 0)
+        expect((grain_status_t)(intptr_t)st == GRAIN_ERR_STATE, "a call from another thread was not refused");
+    grain_ep_mem_free(q, m);
+    grain_ep_mem_free(q, w);
+    return GRAIN_OK;
+}
+
+static void check_refusals(grain_t *g, int me, int ranks)
+{
+    expect_refused(grain_ep_run(g, 1, NULL, NULL), GRAIN_ERR_INVALID, "no function", "no function");
+    expect_refused(grain_ep_run(g, 5000, record, NULL), GRAIN_ERR_INVALID, "at most 1024", "too many endpoints");
+    expect_refused(grain_ep_run(NULL, 1, record, NULL), GRAIN_ERR_INVALID, "no grain handle", "no handle");
+    OK(grain_ep_run(g, 1, misuse, NULL));
+    /* The last endpoint of the job fails: every rank hears of it. */
+    grain_status_t st = grain_ep_run(g, 2, fail_on_last, NULL);
+    char words[96];
+    snprintf(words, sizeof words, "endpoint %d (rank %d, virtual device 1)", 2 * ranks - 1, ranks - 1);
+    expect_refused(st, GRAIN_ERR_BAD_PE, me == ranks - 1 ? words : "an endpoint of another rank failed",
+                   "an endpoint's error");
+    if (ranks > 1) {
+        /* Ranks that ask for different numbers, or one rank's bad call. */
+        expect_refused(grain_ep_run(g, me == 0 ? 1 : 2, record, NULL), GRAIN_ERR_CONFIG,
+                       "the ranks ask for 1 to 2 endpoints each", "different counts");
+        expect_refused(grain_ep_run(g, 1, me == 0 ? NULL : record, NULL), GRAIN_ERR_INVALID,
+                       me == 0 ? "no function" : "another rank's arguments were refused", "one rank's bad call");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: mpirun -np N ep_run DEVICES\n");
+        return 2;
+    }
+    unsigned want = (unsigned)strtoul(argv[1], NULL, 10);
+    grain_t *g = NULL;
+    OK(grain_init(NULL, &g));
+    int me = grain_my_pe(g), ranks = grain_n_pes(g);
+    unsigned node_devices = grain_ep_node_devices(g);
+    check_ids(g, me, ranks, want, node_devices);
+    check_refusals(g, me, ranks);
+    check_ids(g, me, ranks, want, node_devices); /* nothing the refusals did lingers */
+    OK(grain_finalize(g));
+    if (failures == 0 && me == 0)
+        printf("ep_run: ok\n");
+    return failures == 0 ? 0 : 1;
+}
