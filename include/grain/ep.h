@@ -81,6 +81,23 @@ grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t o
 grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst,
                                  size_t bytes);
 
+/* ---- collectives (GMH section III-B5) -----------------------------------
+ * Synchronous and over every endpoint of the job: each endpoint calls the
+ * same ones in the same order with the same arguments (its own memory).
+ * One collective a rank's endpoints or the ranks disagree on fails
+ * everywhere with GRAIN_ERR_CONFIG, and one that some endpoint returned
+ * without calling fails everywhere with GRAIN_ERR_STATE: none waits for an
+ * endpoint that is gone.  An endpoint whose own arguments are refused gets
+ * their sentence; the others, GRAIN_ERR_INVALID naming it. */
+grain_status_t grain_ep_barrier(grain_cmdq_t *q);
+/* In place on `count` 64-bit elements at byte `offset` of `mem` (which
+ * needs GRAIN_EP_READ and GRAIN_EP_WRITE). */
+grain_status_t grain_ep_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count,
+                                  grain_dtype_t dtype, grain_op_t op);
+/* `bytes` at `offset` from endpoint `root`'s memory (GRAIN_EP_READ) into
+ * every other endpoint's (GRAIN_EP_WRITE). */
+grain_status_t grain_ep_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root);
+
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop
 #endif

@@ -20,6 +20,23 @@ struct grain_ep_mem {
     void *shadow; /* the backend's alloc_shared (pinned, or shared virtual memory), or NULL */
 };
 
+/* The endpoints of one rank in one grain_ep_run, for collectives: the last
+ * endpoint to arrive leads (rank-local combine, the ranks' agreement, the
+ * data collective), the others wait for it. */
+typedef struct grain_ep_team {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned devices, arrived, departed; /* departed: endpoints whose function returned */
+    int leading;
+    uint64_t generation;
+    /* The collective being gathered, per virtual device. */
+    uint64_t *keys;
+    void **parts;
+    grain_status_t *statuses;
+    /* What the last one led to, kept until every endpoint has read it. */
+    struct grain_ep_result *result;
+} grain_ep_team_t;
+
 struct grain_cmdq {
     grain_t *grain;
     int id, count;
@@ -31,6 +48,7 @@ struct grain_cmdq {
     grain_ep_mem_t *mems;
     grain_ep_fn_t fn;
     void *arg;
+    grain_ep_team_t *team;
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;
@@ -50,6 +68,16 @@ unsigned grain_ep_device_of(unsigned node_rank, unsigned devices, unsigned vdev,
 
 /* Frees what the endpoint allocated and did not free. */
 void grain_ep_mem_free_all(grain_cmdq_t *q);
+/* The team's life: set up for `devices` endpoints, and an endpoint's
+ * function returned (collectives of the others fail from then on). */
+grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices);
+void grain_ep_team_destroy(grain_ep_team_t *t);
+void grain_ep_team_depart(grain_ep_team_t *t);
+/* After every endpoint of the rank returned: answers the other ranks'
+ * collectives (which fail, as this rank's endpoints are gone) until every
+ * rank's have returned, and returns the lowest status of all ranks. */
+grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
+
 /* GRAIN_OK when the calling thread is q's own, else GRAIN_ERR_STATE naming
  * `what`, the call. */
 grain_status_t grain_ep_check_thread(const grain_cmdq_t *q, const char *what);

@@ -107,6 +107,7 @@ static void *endpoint_thread(void *arg)
         q->status = q->fn(q, q->arg);
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
+    grain_ep_team_depart(q->team);
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)
         q->bops->close(q->backend);
@@ -129,20 +130,6 @@ static grain_status_t agree(grain_t *g, unsigned devices, int bad)
                           "number (the endpoint ids are rank x endpoints + virtual device)",
                           (long long)-v[1], (long long)v[0]);
     return GRAIN_OK;
-}
-
-/* Whether any rank's endpoints failed: the lowest status of all (errors
- * are negative). */
-static grain_status_t outcome(grain_t *g, grain_status_t mine)
-{
-    int64_t v = mine;
-    grain_status_t st = grain_allreduce(g, &v, 1, GRAIN_INT64, GRAIN_MIN);
-    if (st != GRAIN_OK)
-        return st;
-    if (mine == GRAIN_OK && v != GRAIN_OK)
-        return grain_fail((grain_status_t)v, "grain_ep_run: an endpoint of another rank failed (%s)",
-                          grain_strerror((grain_status_t)v));
-    return mine;
 }
 
 static unsigned how_many(const grain_t *g, unsigned devices, unsigned node_devices)
@@ -172,9 +159,15 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
     if (st != GRAIN_OK)
         return st;
 
+    grain_ep_team_t team;
     grain_cmdq_t *eps = calloc(devices, sizeof *eps);
     if (eps == NULL)
-        return outcome(g, grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for %u endpoints", devices));
+        return grain_ep_team_finish(g, grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for %u endpoints",
+                                                  devices));
+    if ((st = grain_ep_team_init(&team, devices)) != GRAIN_OK) {
+        free(eps);
+        return grain_ep_team_finish(g, st);
+    }
     unsigned nr = node_rank(g);
     if ((uint64_t)g->node_size * devices > node_devices && g->my_pe == g->node_of[g->my_pe])
         grain_info("grain_ep_run: %u ranks of this node run %u endpoints each on %u device%s: endpoints share devices",
@@ -193,13 +186,16 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
                             .cpu = cpu,
                             .bops = g->bops,
                             .fn = fn,
-                            .arg = arg};
+                            .arg = arg,
+                            .team = &team};
         grain_info("endpoint %d: virtual device %u drives device %u%s", q->id, v, q->device_index,
                    q->cpu >= 0 ? ", its thread on a core of its own" : "");
         if (pthread_create(&q->thread, NULL, endpoint_thread, q) != 0) {
             q->status = grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: could not start the thread of endpoint %d",
                                    q->id);
             snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
+            for (unsigned w = v; w < devices; w++) /* those that never start count as returned */
+                grain_ep_team_depart(&team);
             break;
         }
         started++;
@@ -221,7 +217,8 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
         grain_error_keep(why);
     }
     free(eps);
-    return outcome(g, st);
+    grain_ep_team_destroy(&team);
+    return grain_ep_team_finish(g, st);
 }
 
 int grain_ep_id(const grain_cmdq_t *q)

@@ -2,8 +2,9 @@
 /*
  * Device endpoints (grain/ep.h) on any number of ranks: every endpoint gets
  * its id, virtual device and a device of its own where the node has enough,
- * and moves a pattern through its memory both ways; then the refusals, each
- * with its sentence, and a run after them that works.
+ * and moves a pattern through its memory both ways; the collectives give
+ * every endpoint the same sums and bytes; then the refusals, each with its
+ * sentence, and a run after them that works.
  *
  *   mpirun -np N ep_run DEVICES
  *
@@ -12,6 +13,7 @@
  * process two devices.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@
 #define MAX_EPS 64
 #define BYTES ((1u << 20) + 3u) /* not a multiple of any word */
 
-static int failures;
+static atomic_int failures; /* endpoint threads check too */
 
 static void expect(int ok, const char *what)
 {
@@ -93,6 +95,124 @@ static grain_status_t record(grain_cmdq_t *q, void *arg)
     /* Memory left allocated is freed when the endpoint returns. */
     grain_ep_mem_t *left = NULL;
     return grain_ep_mem_alloc(q, 4096, GRAIN_EP_READ, &left);
+}
+
+static grain_status_t count_endpoints(grain_cmdq_t *q, void *arg)
+{
+    if (grain_ep_vdev(q) == 0)
+        *(int64_t *)arg = grain_ep_count(q);
+    return GRAIN_OK;
+}
+
+/* Barrier, allreduces of each type and operation (with and without a
+ * shadow, one large), a broadcast from the job's last endpoint. */
+static grain_status_t collect(grain_cmdq_t *q, void *arg)
+{
+    int *ok = arg, id = grain_ep_id(q), n = grain_ep_count(q);
+    grain_ep_mem_t *a = NULL, *big = NULL, *b = NULL;
+    enum { BIG = 100000 };
+    int64_t *host = malloc(BIG * sizeof *host);
+    uint8_t *bytes = malloc(BYTES);
+    OK(grain_ep_mem_alloc(q, 24, GRAIN_EP_READ | GRAIN_EP_WRITE, &a));
+    OK(grain_ep_mem_alloc(q, BIG * 8, GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW, &big));
+    OK(grain_ep_mem_alloc(q, BYTES, GRAIN_EP_READ | GRAIN_EP_WRITE, &b));
+    if (host == NULL || bytes == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    double d = id * 1.5;
+    uint64_t u = (uint64_t)id + 7;
+    OK(grain_ep_barrier(q));
+    OK(grain_ep_mem_write(q, a, 0, &(int64_t){id - 3}, 8));
+    OK(grain_ep_mem_write(q, a, 8, &d, 8));
+    OK(grain_ep_mem_write(q, a, 16, &u, 8));
+    OK(grain_ep_allreduce(q, a, 0, 1, GRAIN_INT64, GRAIN_SUM));
+    OK(grain_ep_allreduce(q, a, 8, 1, GRAIN_DOUBLE, GRAIN_MAX));
+    OK(grain_ep_allreduce(q, a, 16, 1, GRAIN_UINT64, GRAIN_MIN));
+    int64_t sum = 0;
+    uint64_t least = 0;
+    OK(grain_ep_mem_read(q, a, 0, &sum, 8));
+    OK(grain_ep_mem_read(q, a, 8, &d, 8));
+    OK(grain_ep_mem_read(q, a, 16, &least, 8));
+    int good = sum == (int64_t)n * (n - 1) / 2 - 3 * n && d == (n - 1) * 1.5 && least == 7;
+    for (int i = 0; i < BIG; i++)
+        host[i] = id + i;
+    OK(grain_ep_mem_write(q, big, 0, host, BIG * 8));
+    OK(grain_ep_allreduce(q, big, 0, BIG, GRAIN_INT64, GRAIN_SUM));
+    OK(grain_ep_mem_read(q, big, 0, host, BIG * 8));
+    for (int i = 0; good && i < BIG; i++)
+        good = host[i] == (int64_t)n * i + (int64_t)n * (n - 1) / 2;
+    for (size_t i = 0; i < BYTES; i++)
+        bytes[i] = id == n - 1 ? pattern(id, i) : 0;
+    OK(grain_ep_mem_write(q, b, 0, bytes, BYTES));
+    OK(grain_ep_broadcast(q, b, 0, BYTES, n - 1));
+    OK(grain_ep_mem_read(q, b, 0, bytes, BYTES));
+    for (size_t i = 0; good && i < BYTES; i++)
+        good = bytes[i] == pattern(n - 1, i);
+    OK(grain_ep_barrier(q));
+    ok[grain_ep_vdev(q)] = good;
+    free(host);
+    free(bytes);
+    return GRAIN_OK; /* memory left is freed */
+}
+
+static void check_collectives(grain_t *g, int me, unsigned want)
+{
+    int ok[MAX_EPS];
+    for (int i = 0; i < MAX_EPS; i++)
+        ok[i] = -1;
+    OK(grain_ep_run(g, want, collect, ok));
+    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
+        char what[96];
+        snprintf(what, sizeof what, "rank %d virtual device %d: the collectives' sums or bytes", me, v);
+        expect(ok[v] == 1, what);
+    }
+}
+
+/* Endpoint 0 calls a barrier where the others call an allreduce. */
+static grain_status_t mismatched(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    grain_ep_mem_t *m = NULL;
+    OK(grain_ep_mem_alloc(q, 8, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    grain_status_t st = grain_ep_id(q) == 0 ? grain_ep_barrier(q) : grain_ep_allreduce(q, m, 0, 1, GRAIN_INT64, GRAIN_SUM);
+    expect_refused(st, GRAIN_ERR_CONFIG, "called different collectives, or with different arguments",
+                   "endpoints that call different collectives");
+    return GRAIN_OK;
+}
+
+/* The job's last endpoint returns at once; the others call a barrier. */
+static grain_status_t leaves_early(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    if (grain_ep_id(q) + 1 == grain_ep_count(q))
+        return GRAIN_OK;
+    expect_refused(grain_ep_barrier(q), GRAIN_ERR_STATE, "returned before it", "a barrier an endpoint left");
+    return GRAIN_OK;
+}
+
+/* Endpoint 0 brings read-only memory to an allreduce. */
+static grain_status_t bad_argument(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    grain_ep_mem_t *m = NULL;
+    int first = grain_ep_id(q) == 0;
+    OK(grain_ep_mem_alloc(q, 8, first ? GRAIN_EP_READ : GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    grain_status_t st = grain_ep_allreduce(q, m, 0, 1, GRAIN_INT64, GRAIN_SUM);
+    const char *words = first                                        ? "needs GRAIN_EP_READ and GRAIN_EP_WRITE"
+                        : grain_ep_id(q) < (int)grain_ep_devices(q) ? "endpoint 0's arguments were refused"
+                                                                     : "an endpoint of another rank was refused in it";
+    expect_refused(st, GRAIN_ERR_INVALID, words, "one endpoint's refused argument");
+    return GRAIN_OK;
+}
+
+static void check_collective_refusals(grain_t *g, unsigned want)
+{
+    OK(grain_ep_run(g, want, bad_argument, NULL));
+    int64_t count = 0; /* the refusals below need two endpoints in the job */
+    OK(grain_ep_run(g, want, count_endpoints, &count));
+    if (count < 2)
+        return;
+    OK(grain_ep_run(g, want, mismatched, NULL));
+    OK(grain_ep_run(g, want, leaves_early, NULL));
 }
 
 static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
@@ -217,8 +337,11 @@ int main(int argc, char **argv)
     int me = grain_my_pe(g), ranks = grain_n_pes(g);
     unsigned node_devices = grain_ep_node_devices(g);
     check_ids(g, me, ranks, want, node_devices);
+    check_collectives(g, me, want);
     check_refusals(g, me, ranks);
+    check_collective_refusals(g, want);
     check_ids(g, me, ranks, want, node_devices); /* nothing the refusals did lingers */
+    check_collectives(g, me, want);
     OK(grain_finalize(g));
     if (failures == 0 && me == 0)
         printf("ep_run: ok\n");

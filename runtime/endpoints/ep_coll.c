@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Endpoint collectives (GMH III-B5, fig. 4): synchronous, over every
+ * endpoint of the job.  Each endpoint copies its part to the host; the last
+ * endpoint of a rank to arrive leads: it combines the rank's parts, agrees
+ * with the other ranks that all called the same collective, and runs grain's
+ * host collective on the result; then every endpoint copies the result back
+ * to its device.
+ *
+ * Why it cannot hang: every collective costs each rank exactly one
+ * agreement (an allreduce of five words), led by whichever of its
+ * endpoints arrives last, including after others of the rank have returned
+ * (the collective then fails there: an endpoint is missing).  A rank whose
+ * endpoints have all returned answers the others' agreements from
+ * grain_ep_run (grain_ep_team_finish) until every rank's have returned, so a
+ * collective that some rank will never call fails everywhere instead of
+ * waiting.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/endpoints/endpoint.h"
+#include "runtime/grain_impl.h"
+#include "services/log.h"
+
+typedef struct grain_ep_result {
+    grain_status_t status;
+    char why[512];
+    int kept;         /* the one result for when there is no memory for any: never freed */
+    unsigned readers; /* endpoints that have yet to read it */
+    size_t size;
+    unsigned char data[];
+} result_t;
+
+enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_BROADCAST };
+
+/* The ranks' agreement, reduced with MAX: whether any rank, and every rank,
+ * is done (its endpoints returned); the collective's key, both ways, so that
+ * a difference shows; the lowest status, negated. */
+enum { A_DONE, A_ALL_DONE_NEG, A_KEY, A_KEY_NEG, A_STATUS_NEG, A_WORDS };
+
+static grain_status_t agree_ranks(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS])
+{
+    int64_t k = (int64_t)(key & INT64_MAX);
+    a[A_DONE] = done;
+    a[A_ALL_DONE_NEG] = -done;
+    a[A_KEY] = k;
+    a[A_KEY_NEG] = -k;
+    a[A_STATUS_NEG] = -(int64_t)st;
+    return grain_allreduce(g, a, A_WORDS, GRAIN_INT64, GRAIN_MAX);
+}
+
+/* One word for a collective and its arguments (splitmix64's mixing). */
+static uint64_t key_of(uint64_t kind, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t k = kind;
+    const uint64_t in[3] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        k += in[i] + 0x9e3779b97f4a7c15ull;
+        k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
+        k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
+        k ^= k >> 31;
+    }
+    return k;
+}
+
+grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
+{
+    memset(t, 0, sizeof *t);
+    t->devices = devices;
+    t->keys = calloc(devices, sizeof *t->keys);
+    t->parts = calloc(devices, sizeof *t->parts);
+    t->statuses = calloc(devices, sizeof *t->statuses);
+    if (t->keys == NULL || t->parts == NULL || t->statuses == NULL) {
+        grain_ep_team_destroy(t);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for the collectives of %u endpoints", devices);
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    return GRAIN_OK;
+}
+
+void grain_ep_team_destroy(grain_ep_team_t *t)
+{
+    if (t->keys != NULL && t->parts != NULL && t->statuses != NULL) {
+        pthread_mutex_destroy(&t->lock);
+        pthread_cond_destroy(&t->cond);
+    }
+    if (t->result != NULL && !t->result->kept)
+        free(t->result); /* read by no one once the endpoints returned */
+    free(t->keys);
+    free(t->parts);
+    free(t->statuses);
+    memset(t, 0, sizeof *t);
+}
+
+void grain_ep_team_depart(grain_ep_team_t *t)
+{
+    pthread_mutex_lock(&t->lock);
+    t->departed++;
+    pthread_cond_broadcast(&t->cond); /* the others may now lack only a leader */
+    pthread_mutex_unlock(&t->lock);
+}
+
+grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine)
+{
+    int64_t a[A_WORDS];
+    do {
+        grain_status_t st = agree_ranks(g, 1, 0, mine, a);
+        if (st != GRAIN_OK)
+            return st;
+    } while (a[A_ALL_DONE_NEG] != -1);
+    grain_status_t lowest = (grain_status_t)-a[A_STATUS_NEG];
+    if (mine == GRAIN_OK && lowest != GRAIN_OK)
+        return grain_fail(lowest, "grain_ep_run: an endpoint of another rank failed (%s)", grain_strerror(lowest));
+    return mine;
+}
+
+/* What one collective asks of the leader. */
+typedef struct coll {
+    int kind;
+    size_t count; /* elements (allreduce) or bytes (broadcast) */
+    grain_dtype_t dtype;
+    grain_op_t op;
+    int root; /* broadcast: the root endpoint */
+} coll_t;
+
+static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t dtype, grain_op_t op)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (dtype == GRAIN_DOUBLE) {
+            double x = ((double *)acc)[i], y = ((const double *)in)[i];
+            ((double *)acc)[i] = op == GRAIN_SUM ? x + y : op == GRAIN_MIN ? (y < x ? y : x) : (y > x ? y : x);
+        } else if (dtype == GRAIN_INT64) {
+            int64_t x = ((int64_t *)acc)[i], y = ((const int64_t *)in)[i];
+            /* Sums wrap as MPI's do, without C's signed overflow. */
+            ((int64_t *)acc)[i] = op == GRAIN_SUM   ? (int64_t)((uint64_t)x + (uint64_t)y)
+                                  : op == GRAIN_MIN ? (y < x ? y : x)
+                                                    : (y > x ? y : x);
+        } else {
+            uint64_t x = ((uint64_t *)acc)[i], y = ((const uint64_t *)in)[i];
+            ((uint64_t *)acc)[i] = op == GRAIN_SUM ? x + y : op == GRAIN_MIN ? (y < x ? y : x) : (y > x ? y : x);
+        }
+    }
+}
+
+/* The rank's own check of a collective, then the ranks' agreement. */
+static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key)
+{
+    grain_ep_team_t *t = q->team;
+    grain_t *g = q->grain;
+    grain_status_t st = local;
+    if (departed > 0)
+        st = grain_fail(GRAIN_ERR_STATE,
+                        "endpoint collective: %u endpoint%s of rank %d returned before it (every endpoint calls the "
+                        "same collectives in the same order)",
+                        departed, departed == 1 ? "" : "s", g->my_pe);
+    for (unsigned v = 1; st == GRAIN_OK && v < t->devices; v++)
+        if (t->keys[v] != t->keys[0])
+            st = grain_fail(GRAIN_ERR_CONFIG,
+                            "endpoint collective: endpoints %d and %d called different collectives, or with different "
+                            "arguments",
+                            q->id - (int)q->vdev, q->id - (int)q->vdev + (int)v);
+    for (unsigned v = 0; st == GRAIN_OK && v < t->devices; v++)
+        if (t->statuses[v] != GRAIN_OK)
+            st = grain_fail(t->statuses[v], "endpoint collective: endpoint %d's arguments were refused",
+                            q->id - (int)q->vdev + (int)v);
+    int64_t a[A_WORDS];
+    grain_status_t ranks = agree_ranks(g, 0, key, st, a);
+    if (ranks != GRAIN_OK || st != GRAIN_OK)
+        return ranks != GRAIN_OK ? ranks : st;
+    if (a[A_DONE])
+        return grain_fail(GRAIN_ERR_STATE, "endpoint collective: the endpoints of another rank returned before it");
+    if (a[A_KEY] != -a[A_KEY_NEG])
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "endpoint collective: the ranks' endpoints called different collectives, or with different "
+                          "arguments");
+    grain_status_t other = (grain_status_t)-a[A_STATUS_NEG];
+    if (other == GRAIN_ERR_STATE)
+        return grain_fail(other, "endpoint collective: an endpoint of another rank returned before it");
+    if (other == GRAIN_ERR_CONFIG)
+        return grain_fail(other, "endpoint collective: the endpoints of another rank called different collectives, "
+                                 "or with different arguments");
+    if (other != GRAIN_OK)
+        return grain_fail(other, "endpoint collective: an endpoint of another rank was refused in it (%s)",
+                          grain_strerror(other));
+    return GRAIN_OK;
+}
+
+/* A result of `size` bytes; without the memory, one that says so (the
+ * collective must still be agreed on with the other ranks). */
+static result_t *new_result(size_t size)
+{
+    static result_t no_memory = {.status = GRAIN_ERR_NO_MEMORY, .kept = 1};
+    result_t *r = calloc(1, sizeof *r + size);
+    if (r == NULL)
+        return &no_memory;
+    r->size = size;
+    return r;
+}
+
+/* The leader's part: the rank's parts combined, the ranks' collective. */
+static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint64_t key)
+{
+    grain_ep_team_t *t = q->team;
+    grain_t *g = q->grain;
+    size_t size = c->kind == COLL_ALLREDUCE ? c->count * 8u : c->kind == COLL_BROADCAST ? c->count : 0;
+    result_t *r = new_result(size);
+    grain_status_t st = r->kept ? grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", size)
+                                : GRAIN_OK;
+    st = settle(q, departed, st, key);
+    if (r->kept)
+        return r;
+    if (st == GRAIN_OK && c->kind == COLL_ALLREDUCE) {
+        memcpy(r->data, t->parts[0], size);
+        for (unsigned v = 1; v < t->devices; v++)
+            reduce_into(r->data, t->parts[v], c->count, c->dtype, c->op);
+        st = grain_allreduce(g, r->data, c->count, c->dtype, c->op);
+    } else if (st == GRAIN_OK && c->kind == COLL_BROADCAST) {
+        int root_rank = c->root / (int)t->devices;
+        if (root_rank == g->my_pe)
+            memcpy(r->data, t->parts[c->root % (int)t->devices], size);
+        st = grain_broadcast(g, r->data, size, root_rank);
+    }
+    r->status = st;
+    if (st != GRAIN_OK)
+        snprintf(r->why, sizeof r->why, "%s", grain_error_message(NULL));
+    return r;
+}
+
+/* Hands this endpoint's part to the team and waits for the leader (or
+ * leads); returns the result, which the caller gives back with put_result. */
+static result_t *gather(grain_cmdq_t *q, const coll_t *c, uint64_t key, void *part, grain_status_t st)
+{
+    grain_ep_team_t *t = q->team;
+    pthread_mutex_lock(&t->lock);
+    t->keys[q->vdev] = key;
+    t->parts[q->vdev] = part;
+    t->statuses[q->vdev] = st;
+    uint64_t gen = t->generation;
+    t->arrived++;
+    while (t->generation == gen) {
+        if (!t->leading && t->arrived + t->departed == t->devices) {
+            t->leading = 1;
+            unsigned departed = t->departed;
+            pthread_mutex_unlock(&t->lock);
+            result_t *r = lead(q, departed, c, key);
+            pthread_mutex_lock(&t->lock);
+            if (!r->kept)
+                r->readers = t->arrived;
+            t->result = r;
+            t->arrived = 0;
+            t->leading = 0;
+            t->generation++;
+            pthread_cond_broadcast(&t->cond);
+            break;
+        }
+        pthread_cond_wait(&t->cond, &t->lock);
+    }
+    result_t *r = t->result; /* no later collective can start before this endpoint arrives at it */
+    pthread_mutex_unlock(&t->lock);
+    return r;
+}
+
+static void put_result(grain_ep_team_t *t, result_t *r)
+{
+    pthread_mutex_lock(&t->lock);
+    if (!r->kept && --r->readers == 0) {
+        if (t->result == r)
+            t->result = NULL;
+        free(r);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* The status an endpoint returns from a collective: its own refusal's, or
+ * the collective's (its sentence kept, logged once by the leader). */
+static grain_status_t finish(grain_cmdq_t *q, grain_status_t mine, const char *my_why, result_t *r)
+{
+    grain_status_t st = mine != GRAIN_OK ? mine : r->status;
+    if (mine != GRAIN_OK && my_why[0] != '\0')
+        grain_error_keep(my_why); /* refused before the collective: leading may have left another sentence */
+    else if (st != GRAIN_OK)
+        grain_error_keep(r->kept ? "endpoint collective: no memory for the result" : r->why);
+    put_result(q->team, r);
+    return st;
+}
+
+/* The checks of a collective's memory argument, on q's thread: a sentence
+ * and a status, which the endpoint still brings to the collective. */
+static grain_status_t check_mem(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                unsigned needs, const char *what)
+{
+    if (mem == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: no endpoint memory", what);
+    if (mem->owner != q)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory is endpoint %d's, not endpoint %d's", what, mem->owner->id,
+                          q->id);
+    if ((mem->flags & needs) != needs)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory needs %s", what,
+                          needs == (GRAIN_EP_READ | GRAIN_EP_WRITE) ? "GRAIN_EP_READ and GRAIN_EP_WRITE"
+                          : needs == GRAIN_EP_READ                  ? "GRAIN_EP_READ"
+                                                                    : "GRAIN_EP_WRITE");
+    if (offset > mem->size || bytes > mem->size - offset)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu bytes at offset %zu do not fit the memory's %zu", what, bytes,
+                          offset, mem->size);
+    return GRAIN_OK;
+}
+
+/* Host memory for `bytes` of mem at offset: its shadow, else a buffer the
+ * caller frees (*own). */
+static void *host_part(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **own)
+{
+    *own = NULL;
+    if (mem->shadow != NULL)
+        return (unsigned char *)mem->shadow + offset;
+    return *own = malloc(bytes > 0 ? bytes : 1);
+}
+
+grain_status_t grain_ep_barrier(grain_cmdq_t *q)
+{
+    grain_status_t st = grain_ep_check_thread(q, "grain_ep_barrier");
+    if (st != GRAIN_OK)
+        return st;
+    coll_t c = {.kind = COLL_BARRIER};
+    return finish(q, GRAIN_OK, "", gather(q, &c, key_of(COLL_BARRIER, 0, 0, 0), NULL, GRAIN_OK));
+}
+
+grain_status_t grain_ep_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count,
+                                  grain_dtype_t dtype, grain_op_t op)
+{
+    const char *what = "grain_ep_allreduce";
+    grain_status_t st = grain_ep_check_thread(q, what);
+    if (st != GRAIN_OK)
+        return st;
+    size_t bytes = count * 8u;
+    if (count > SIZE_MAX / 8u || (dtype != GRAIN_INT64 && dtype != GRAIN_UINT64 && dtype != GRAIN_DOUBLE) ||
+        (op != GRAIN_SUM && op != GRAIN_MIN && op != GRAIN_MAX))
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: %zu elements of type %d with operation %d", what, count, (int)dtype,
+                        (int)op);
+    if (st == GRAIN_OK)
+        st = check_mem(q, mem, offset, bytes, GRAIN_EP_READ | GRAIN_EP_WRITE, what);
+    void *own = NULL, *part = NULL;
+    if (st == GRAIN_OK && (part = host_part(mem, offset, bytes, &own)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
+    if (st == GRAIN_OK && bytes > 0)
+        st = q->bops->copy(q->backend, part, (unsigned char *)mem->device + offset, bytes);
+    char why[1024] = "";
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    coll_t c = {.kind = COLL_ALLREDUCE, .count = count, .dtype = dtype, .op = op};
+    result_t *r = gather(q, &c, key_of(COLL_ALLREDUCE, count, (uint64_t)dtype, (uint64_t)op), part, st);
+    if (st == GRAIN_OK && r->status == GRAIN_OK && bytes > 0) {
+        memcpy(part, r->data, bytes);
+        st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, part, bytes);
+    }
+    free(own);
+    return finish(q, st, why, r);
+}
+
+grain_status_t grain_ep_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root)
+{
+    const char *what = "grain_ep_broadcast";
+    grain_status_t st = grain_ep_check_thread(q, what);
+    if (st != GRAIN_OK)
+        return st;
+    int am_root = q->id == root;
+    if (root < 0 || root >= q->count)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: root endpoint %d; the job has endpoints 0 to %d", what, root,
+                        q->count - 1);
+    if (st == GRAIN_OK)
+        st = check_mem(q, mem, offset, bytes, am_root ? GRAIN_EP_READ : GRAIN_EP_WRITE, what);
+    void *own = NULL, *part = NULL;
+    if (st == GRAIN_OK && (part = host_part(mem, offset, bytes, &own)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
+    if (st == GRAIN_OK && am_root && bytes > 0)
+        st = q->bops->copy(q->backend, part, (unsigned char *)mem->device + offset, bytes);
+    char why[1024] = "";
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    coll_t c = {.kind = COLL_BROADCAST, .count = bytes, .root = root};
+    result_t *r = gather(q, &c, key_of(COLL_BROADCAST, bytes, (uint64_t)(int64_t)root, 0), part, st);
+    if (st == GRAIN_OK && r->status == GRAIN_OK && !am_root && bytes > 0) {
+        memcpy(part, r->data, bytes);
+        st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, part, bytes);
+    }
+    free(own);
+    return finish(q, st, why, r);
+}
