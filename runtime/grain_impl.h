@@ -97,7 +97,9 @@ struct grain {
     uint32_t host_quiets;        /* grain_quiet calls: the generation of the host's reply slots */
     uint64_t gets_nbi_done;      /* the aggregators' gets_nbi at the last host quiet */
     uint64_t *reply_next;        /* device memory */
-    struct grain_replier *replier; /* sends the replies to other ranks' fetches */
+    /* Sends the replies to other ranks' fetches; set after the network
+     * thread starts, which reads it (settle), hence atomic. */
+    struct grain_replier *_Atomic replier;
     grain_wire_replies_t reply_sink; /* what host threads apply fetches, replies and quiet requests with */
     struct grain_quiets *quiets;     /* answers work-group quiet requests (quiets.h) */
     int heap_puts;               /* the transport writes into every rank's heap (transport.h put) */

@@ -270,7 +270,9 @@ static grain_status_t start_replies(grain_t *g)
                                            .quiet = quiet_request,
                                            .answer = send_answer,
                                            .arg = g};
-    grain_status_t st = g->n_pes > 1 ? grain_replier_create(g, &g->replier) : GRAIN_OK;
+    struct grain_replier *r = NULL;
+    grain_status_t st = g->n_pes > 1 ? grain_replier_create(g, &r) : GRAIN_OK;
+    atomic_store_explicit(&g->replier, r, memory_order_release);
     return st == GRAIN_OK ? grain_quiets_create(&g->reply_sink, &g->quiets) : st;
 }
 
