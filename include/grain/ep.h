@@ -94,9 +94,24 @@ grain_status_t grain_ep_barrier(grain_cmdq_t *q);
  * needs GRAIN_EP_READ and GRAIN_EP_WRITE). */
 grain_status_t grain_ep_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count,
                                   grain_dtype_t dtype, grain_op_t op);
+/* The same into endpoint `root`'s memory only (GRAIN_EP_READ | WRITE there,
+ * GRAIN_EP_READ elsewhere). */
+grain_status_t grain_ep_reduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count, grain_dtype_t dtype,
+                               grain_op_t op, int root);
 /* `bytes` at `offset` from endpoint `root`'s memory (GRAIN_EP_READ) into
  * every other endpoint's (GRAIN_EP_WRITE). */
 grain_status_t grain_ep_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root);
+/* Slots of `bytes`, one for each endpoint of the job in id order, from
+ * `offset` (MPI's in-place forms):
+ * - allgather: endpoint e's slot e goes into slot e of every endpoint;
+ * - gather: the same into endpoint `root`'s only;
+ * - scatter: slot e of `root`'s goes into slot e of endpoint e's;
+ * - alltoall: slot d of endpoint e's goes into slot e of endpoint d's.
+ * Memory that gives needs GRAIN_EP_READ, memory that takes GRAIN_EP_WRITE. */
+grain_status_t grain_ep_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes);
+grain_status_t grain_ep_gather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root);
+grain_status_t grain_ep_scatter(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root);
+grain_status_t grain_ep_alltoall(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes);
 
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility pop

@@ -16,6 +16,7 @@
  * collective that some rank will never call fails everywhere instead of
  * waiting.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,8 @@ typedef struct grain_ep_result {
     unsigned char data[];
 } result_t;
 
-enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_BROADCAST };
+enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_ALLGATHER, COLL_GATHER, COLL_SCATTER,
+       COLL_ALLTOALL };
 
 /* The ranks' agreement, reduced with MAX: whether any rank, and every rank,
  * is done (its endpoints returned); the collective's key, both ways, so that
@@ -121,10 +123,10 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine)
 /* What one collective asks of the leader. */
 typedef struct coll {
     int kind;
-    size_t count; /* elements (allreduce) or bytes (broadcast) */
+    size_t count; /* elements (reductions) or bytes (the others: a slot, one for each endpoint) */
     grain_dtype_t dtype;
     grain_op_t op;
-    int root; /* broadcast: the root endpoint */
+    int root; /* the root endpoint, where there is one */
 } coll_t;
 
 static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t dtype, grain_op_t op)
@@ -201,19 +203,96 @@ static result_t *new_result(size_t size)
     return r;
 }
 
+/* The bytes of a collective's result a rank's endpoints read: n endpoints
+ * in the job, D a rank. */
+static size_t result_size(const coll_t *c, size_t n, size_t D)
+{
+    switch (c->kind) {
+    case COLL_ALLREDUCE:
+    case COLL_REDUCE:
+        return c->count * 8u;
+    case COLL_BROADCAST:
+        return c->count;
+    case COLL_ALLGATHER:
+    case COLL_GATHER:
+        return n * c->count; /* every endpoint's slot, in endpoint order */
+    case COLL_SCATTER:
+        return D * c->count; /* this rank's endpoints' slots */
+    case COLL_ALLTOALL:
+        return D * n * c->count; /* per endpoint of the rank, a slot from every endpoint */
+    default:
+        return 0;
+    }
+}
+
+/* Between ranks, through grain_alltoallv: allgather and gather send the
+ * rank's slots (D of them, the rank's block) to every rank or to the root's;
+ * scatter sends the root endpoint's slots, a block to each rank; alltoall
+ * sends each rank the D x D slots the rank's endpoints hold for its
+ * endpoints, and puts what arrives in each endpoint's order. */
+static grain_status_t exchange(grain_cmdq_t *q, const coll_t *c, unsigned char *out)
+{
+    grain_ep_team_t *t = q->team;
+    grain_t *g = q->grain;
+    size_t P = (size_t)g->n_pes, D = t->devices, n = P * D, b = c->count, block = D * b;
+    int root_rank = c->root / (int)D;
+    size_t *bytes = calloc(2 * P, sizeof *bytes);
+    /* alltoall: D x D slots for each rank; allgather: the block for each;
+     * scatter: the root endpoint's slots, a block for each; gather: one. */
+    size_t send_size = c->kind == COLL_ALLTOALL ? P * D * block : c->kind == COLL_GATHER ? block : P * block;
+    size_t recv_size = c->kind == COLL_ALLTOALL ? n * block : n * b;
+    unsigned char *send = malloc(send_size > 0 ? send_size : 1), *recv = malloc(recv_size > 0 ? recv_size : 1);
+    if (bytes == NULL || send == NULL || recv == NULL) {
+        free(bytes);
+        free(send);
+        free(recv);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", send_size + recv_size);
+    }
+    size_t *send_bytes = bytes, *recv_bytes = bytes + P, max = c->kind == COLL_ALLTOALL ? D * block : block;
+    for (size_t r = 0; r < P; r++) {
+        if (c->kind == COLL_ALLGATHER || c->kind == COLL_GATHER) {
+            send_bytes[r] = c->kind == COLL_ALLGATHER || (int)r == root_rank ? block : 0;
+            for (size_t v = 0; v < D && (c->kind == COLL_ALLGATHER || r == 0); v++)
+                memcpy(send + (c->kind == COLL_ALLGATHER ? r * block : 0) + v * b, t->parts[v], b);
+        } else if (c->kind == COLL_SCATTER) {
+            send_bytes[r] = g->my_pe == root_rank ? block : 0;
+        } else { /* alltoall: [dest rank][source vdev][dest vdev] */
+            send_bytes[r] = D * block;
+            for (size_t v = 0; v < D; v++)
+                for (size_t w = 0; w < D; w++)
+                    memcpy(send + r * D * block + (v * D + w) * b, (unsigned char *)t->parts[v] + (r * D + w) * b, b);
+        }
+    }
+    if (c->kind == COLL_SCATTER && g->my_pe == root_rank)
+        memcpy(send, t->parts[c->root % (int)D], n * b);
+    grain_status_t st = grain_alltoallv(g, send, send_bytes, max, recv, recv_bytes);
+    if (st == GRAIN_OK && c->kind == COLL_ALLTOALL) { /* from [source rank][source vdev][dest vdev] */
+        for (size_t s = 0; s < P; s++)
+            for (size_t v = 0; v < D; v++)
+                for (size_t w = 0; w < D; w++)
+                    memcpy(out + w * n * b + (s * D + v) * b, recv + s * D * block + (v * D + w) * b, b);
+    } else if (st == GRAIN_OK) {
+        memcpy(out, recv, c->kind == COLL_SCATTER ? block : n * b);
+    }
+    free(bytes);
+    free(send);
+    free(recv);
+    return st;
+}
+
 /* The leader's part: the rank's parts combined, the ranks' collective. */
 static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint64_t key)
 {
     grain_ep_team_t *t = q->team;
     grain_t *g = q->grain;
-    size_t size = c->kind == COLL_ALLREDUCE ? c->count * 8u : c->kind == COLL_BROADCAST ? c->count : 0;
+    size_t size = result_size(c, (size_t)q->count, t->devices);
     result_t *r = new_result(size);
     grain_status_t st = r->kept ? grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", size)
                                 : GRAIN_OK;
     st = settle(q, departed, st, key);
     if (r->kept)
         return r;
-    if (st == GRAIN_OK && c->kind == COLL_ALLREDUCE) {
+    if (st == GRAIN_OK && (c->kind == COLL_ALLREDUCE || c->kind == COLL_REDUCE)) {
         memcpy(r->data, t->parts[0], size);
         for (unsigned v = 1; v < t->devices; v++)
             reduce_into(r->data, t->parts[v], c->count, c->dtype, c->op);
@@ -223,6 +302,8 @@ static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint6
         if (root_rank == g->my_pe)
             memcpy(r->data, t->parts[c->root % (int)t->devices], size);
         st = grain_broadcast(g, r->data, size, root_rank);
+    } else if (st == GRAIN_OK && c->kind != COLL_BARRIER) {
+        st = exchange(q, c, r->data);
     }
     r->status = st;
     if (st != GRAIN_OK)
@@ -319,73 +400,162 @@ static void *host_part(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **
     return *own = malloc(bytes > 0 ? bytes : 1);
 }
 
-grain_status_t grain_ep_barrier(grain_cmdq_t *q)
+/* What one endpoint brings to a collective and takes from it, in bytes of
+ * its memory from the call's offset: the part it copies out before, and the
+ * range it copies in after, from byte `from` of the result. */
+typedef struct side {
+    size_t out_at, out_bytes;
+    size_t in_at, in_bytes, from;
+    unsigned needs;
+} side_t;
+
+/* An endpoint's collective: its checks, its part out, the gathering, the
+ * result in.  `st` is the refusal of its arguments, if any. */
+static grain_status_t run(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem, size_t offset, const coll_t *c,
+                          side_t s, grain_status_t st)
 {
-    grain_status_t st = grain_ep_check_thread(q, "grain_ep_barrier");
+    size_t end = s.out_at + s.out_bytes > s.in_at + s.in_bytes ? s.out_at + s.out_bytes : s.in_at + s.in_bytes;
+    if (st == GRAIN_OK && c->kind != COLL_BARRIER)
+        st = check_mem(q, mem, offset, end, s.needs, what);
+    void *own = NULL;
+    unsigned char *host = NULL;
+    if (st == GRAIN_OK && c->kind != COLL_BARRIER && (host = host_part(mem, offset, end, &own)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, end);
+    unsigned char *dev = mem != NULL ? (unsigned char *)mem->device + offset : NULL;
+    if (st == GRAIN_OK && s.out_bytes > 0)
+        st = q->bops->copy(q->backend, host + s.out_at, dev + s.out_at, s.out_bytes);
+    char why[1024] = "";
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    uint64_t key = key_of((uint64_t)c->kind, c->count, (uint64_t)c->dtype << 8 | (uint64_t)c->op,
+                          (uint64_t)(int64_t)c->root);
+    result_t *r = gather(q, c, key, host != NULL ? host + s.out_at : NULL, st);
+    if (st == GRAIN_OK && r->status == GRAIN_OK && s.in_bytes > 0) {
+        memcpy(host + s.in_at, r->data + s.from, s.in_bytes);
+        st = q->bops->copy(q->backend, dev + s.in_at, host + s.in_at, s.in_bytes);
+    }
+    free(own);
+    return finish(q, st, why, r);
+}
+
+/* The checks every collective's scalar arguments pass. */
+static grain_status_t check_args(const grain_cmdq_t *q, const char *what, size_t items, size_t item_bytes, int root)
+{
+    grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
         return st;
-    coll_t c = {.kind = COLL_BARRIER};
-    return finish(q, GRAIN_OK, "", gather(q, &c, key_of(COLL_BARRIER, 0, 0, 0), NULL, GRAIN_OK));
+    if (item_bytes > 0 && items > SIZE_MAX / item_bytes)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu items of %zu bytes overflow", what, items, item_bytes);
+    if (root != INT_MIN && (root < 0 || root >= q->count))
+        return grain_fail(GRAIN_ERR_INVALID, "%s: root endpoint %d; the job has endpoints 0 to %d", what, root,
+                          q->count - 1);
+    return GRAIN_OK;
+}
+
+static grain_status_t check_reduction(const char *what, grain_dtype_t dtype, grain_op_t op)
+{
+    if ((dtype != GRAIN_INT64 && dtype != GRAIN_UINT64 && dtype != GRAIN_DOUBLE) ||
+        (op != GRAIN_SUM && op != GRAIN_MIN && op != GRAIN_MAX))
+        return grain_fail(GRAIN_ERR_INVALID, "%s: type %d with operation %d; grain reduces GRAIN_INT64, "
+                                             "GRAIN_UINT64 and GRAIN_DOUBLE with GRAIN_SUM, GRAIN_MIN and GRAIN_MAX",
+                          what, (int)dtype, (int)op);
+    return GRAIN_OK;
+}
+
+/* A call on the wrong thread takes no part: the endpoint's own thread will. */
+#define ON_ITS_THREAD(q, what)                                                                                  \
+    do {                                                                                                        \
+        grain_status_t thread_st_ = grain_ep_check_thread(q, what);                                             \
+        if (thread_st_ != GRAIN_OK)                                                                             \
+            return thread_st_;                                                                                  \
+    } while (0)
+
+grain_status_t grain_ep_barrier(grain_cmdq_t *q)
+{
+    ON_ITS_THREAD(q, "grain_ep_barrier");
+    coll_t c = {.kind = COLL_BARRIER, .root = INT_MIN};
+    return run(q, "grain_ep_barrier", NULL, 0, &c, (side_t){0}, GRAIN_OK);
+}
+
+static grain_status_t reduction(grain_cmdq_t *q, const char *what, int kind, grain_ep_mem_t *mem, size_t offset,
+                                size_t count, grain_dtype_t dtype, grain_op_t op, int root)
+{
+    ON_ITS_THREAD(q, what);
+    grain_status_t st = check_args(q, what, count, 8, root);
+    if (st == GRAIN_OK)
+        st = check_reduction(what, dtype, op);
+    int takes = kind == COLL_ALLREDUCE || q->id == root;
+    coll_t c = {.kind = kind, .count = count, .dtype = dtype, .op = op, .root = root};
+    side_t s = {.out_bytes = 8 * count, .in_bytes = takes ? 8 * count : 0,
+                .needs = GRAIN_EP_READ | (takes ? GRAIN_EP_WRITE : 0)};
+    return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);
 }
 
 grain_status_t grain_ep_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count,
                                   grain_dtype_t dtype, grain_op_t op)
 {
-    const char *what = "grain_ep_allreduce";
-    grain_status_t st = grain_ep_check_thread(q, what);
-    if (st != GRAIN_OK)
-        return st;
-    size_t bytes = count * 8u;
-    if (count > SIZE_MAX / 8u || (dtype != GRAIN_INT64 && dtype != GRAIN_UINT64 && dtype != GRAIN_DOUBLE) ||
-        (op != GRAIN_SUM && op != GRAIN_MIN && op != GRAIN_MAX))
-        st = grain_fail(GRAIN_ERR_INVALID, "%s: %zu elements of type %d with operation %d", what, count, (int)dtype,
-                        (int)op);
-    if (st == GRAIN_OK)
-        st = check_mem(q, mem, offset, bytes, GRAIN_EP_READ | GRAIN_EP_WRITE, what);
-    void *own = NULL, *part = NULL;
-    if (st == GRAIN_OK && (part = host_part(mem, offset, bytes, &own)) == NULL)
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
-    if (st == GRAIN_OK && bytes > 0)
-        st = q->bops->copy(q->backend, part, (unsigned char *)mem->device + offset, bytes);
-    char why[1024] = "";
-    if (st != GRAIN_OK)
-        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
-    coll_t c = {.kind = COLL_ALLREDUCE, .count = count, .dtype = dtype, .op = op};
-    result_t *r = gather(q, &c, key_of(COLL_ALLREDUCE, count, (uint64_t)dtype, (uint64_t)op), part, st);
-    if (st == GRAIN_OK && r->status == GRAIN_OK && bytes > 0) {
-        memcpy(part, r->data, bytes);
-        st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, part, bytes);
-    }
-    free(own);
-    return finish(q, st, why, r);
+    return reduction(q, "grain_ep_allreduce", COLL_ALLREDUCE, mem, offset, count, dtype, op, INT_MIN);
+}
+
+grain_status_t grain_ep_reduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t count, grain_dtype_t dtype,
+                               grain_op_t op, int root)
+{
+    return reduction(q, "grain_ep_reduce", COLL_REDUCE, mem, offset, count, dtype, op, root);
 }
 
 grain_status_t grain_ep_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root)
 {
     const char *what = "grain_ep_broadcast";
-    grain_status_t st = grain_ep_check_thread(q, what);
-    if (st != GRAIN_OK)
-        return st;
+    ON_ITS_THREAD(q, what);
+    grain_status_t st = check_args(q, what, 1, bytes, root);
     int am_root = q->id == root;
-    if (root < 0 || root >= q->count)
-        st = grain_fail(GRAIN_ERR_INVALID, "%s: root endpoint %d; the job has endpoints 0 to %d", what, root,
-                        q->count - 1);
-    if (st == GRAIN_OK)
-        st = check_mem(q, mem, offset, bytes, am_root ? GRAIN_EP_READ : GRAIN_EP_WRITE, what);
-    void *own = NULL, *part = NULL;
-    if (st == GRAIN_OK && (part = host_part(mem, offset, bytes, &own)) == NULL)
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
-    if (st == GRAIN_OK && am_root && bytes > 0)
-        st = q->bops->copy(q->backend, part, (unsigned char *)mem->device + offset, bytes);
-    char why[1024] = "";
-    if (st != GRAIN_OK)
-        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
     coll_t c = {.kind = COLL_BROADCAST, .count = bytes, .root = root};
-    result_t *r = gather(q, &c, key_of(COLL_BROADCAST, bytes, (uint64_t)(int64_t)root, 0), part, st);
-    if (st == GRAIN_OK && r->status == GRAIN_OK && !am_root && bytes > 0) {
-        memcpy(part, r->data, bytes);
-        st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, part, bytes);
+    side_t s = {.out_bytes = am_root ? bytes : 0, .in_bytes = am_root ? 0 : bytes,
+                .needs = am_root ? GRAIN_EP_READ : GRAIN_EP_WRITE};
+    return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);
+}
+
+/* The collectives of one slot an endpoint: `bytes` a slot, the slots in
+ * endpoint order from the call's offset. */
+static grain_status_t slots(grain_cmdq_t *q, const char *what, int kind, grain_ep_mem_t *mem, size_t offset,
+                            size_t bytes, int root)
+{
+    ON_ITS_THREAD(q, what);
+    size_t n = (size_t)q->count, mine = (size_t)q->id * bytes;
+    grain_status_t st = check_args(q, what, n, bytes, root);
+    int am_root = q->id == root;
+    coll_t c = {.kind = kind, .count = bytes, .root = root};
+    side_t s = {0};
+    if (kind == COLL_ALLGATHER || kind == COLL_GATHER) {
+        int takes = kind == COLL_ALLGATHER || am_root;
+        s = (side_t){.out_at = mine, .out_bytes = bytes, .in_bytes = takes ? n * bytes : 0,
+                     .needs = GRAIN_EP_READ | (takes ? GRAIN_EP_WRITE : 0)};
+    } else if (kind == COLL_SCATTER) {
+        s = (side_t){.out_bytes = am_root ? n * bytes : 0, .in_at = mine, .in_bytes = am_root ? 0 : bytes,
+                     .from = q->vdev * bytes, .needs = am_root ? GRAIN_EP_READ : GRAIN_EP_WRITE};
+    } else {
+        s = (side_t){.out_bytes = n * bytes, .in_bytes = n * bytes, .from = q->vdev * n * bytes,
+                     .needs = GRAIN_EP_READ | GRAIN_EP_WRITE};
     }
-    free(own);
-    return finish(q, st, why, r);
+    return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);
+}
+
+grain_status_t grain_ep_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes)
+{
+    return slots(q, "grain_ep_allgather", COLL_ALLGATHER, mem, offset, bytes, INT_MIN);
+}
+
+grain_status_t grain_ep_gather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root)
+{
+    return slots(q, "grain_ep_gather", COLL_GATHER, mem, offset, bytes, root);
+}
+
+grain_status_t grain_ep_scatter(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int root)
+{
+    return slots(q, "grain_ep_scatter", COLL_SCATTER, mem, offset, bytes, root);
+}
+
+grain_status_t grain_ep_alltoall(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes)
+{
+    return slots(q, "grain_ep_alltoall", COLL_ALLTOALL, mem, offset, bytes, INT_MIN);
 }

@@ -104,8 +104,76 @@ static grain_status_t count_endpoints(grain_cmdq_t *q, void *arg)
     return GRAIN_OK;
 }
 
+enum { SLOT = 5 }; /* an odd slot, so that a slot's place is never a word's by luck */
+
+static uint8_t slot_byte(int from, int to, int j)
+{
+    return (uint8_t)(from * 31 + to * 7 + j + 1);
+}
+
+/* Reduce, allgather, gather, scatter and alltoall on 5-byte slots. */
+static int slot_collectives(grain_cmdq_t *q)
+{
+    int id = grain_ep_id(q), n = grain_ep_count(q), good = 1;
+    size_t size = (size_t)n * SLOT;
+    grain_ep_mem_t *m = NULL, *r = NULL;
+    uint8_t *buf = calloc(size, 1);
+    OK(grain_ep_mem_alloc(q, size, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    OK(grain_ep_mem_alloc(q, 8, GRAIN_EP_READ | GRAIN_EP_WRITE, &r));
+    if (buf == NULL)
+        return 0;
+    /* reduce: the sum of the ids at endpoint 0 only */
+    int64_t v = id, want = id == 0 ? (int64_t)n * (n - 1) / 2 : id;
+    OK(grain_ep_mem_write(q, r, 0, &v, 8));
+    OK(grain_ep_reduce(q, r, 0, 1, GRAIN_INT64, GRAIN_SUM, 0));
+    OK(grain_ep_mem_read(q, r, 0, &v, 8));
+    good = v == want;
+    /* allgather: slot e of every endpoint from endpoint e */
+    for (int j = 0; j < SLOT; j++)
+        buf[(size_t)id * SLOT + j] = slot_byte(id, -1, j);
+    OK(grain_ep_mem_write(q, m, 0, buf, size));
+    OK(grain_ep_allgather(q, m, 0, SLOT));
+    OK(grain_ep_mem_read(q, m, 0, buf, size));
+    for (int e = 0; e < n; e++)
+        for (int j = 0; j < SLOT; j++)
+            good &= buf[(size_t)e * SLOT + j] == slot_byte(e, -1, j);
+    /* gather at the last endpoint; the others keep what they had */
+    memset(buf, 0, size);
+    for (int j = 0; j < SLOT; j++)
+        buf[(size_t)id * SLOT + j] = slot_byte(id, -2, j);
+    OK(grain_ep_mem_write(q, m, 0, buf, size));
+    OK(grain_ep_gather(q, m, 0, SLOT, n - 1));
+    OK(grain_ep_mem_read(q, m, 0, buf, size));
+    for (int e = 0; e < n; e++)
+        for (int j = 0; j < SLOT; j++)
+            good &= buf[(size_t)e * SLOT + j] == (id == n - 1 || e == id ? slot_byte(e, -2, j) : 0);
+    /* scatter from endpoint 0: slot e to endpoint e */
+    memset(buf, 0, size);
+    for (int e = 0; id == 0 && e < n; e++)
+        for (int j = 0; j < SLOT; j++)
+            buf[(size_t)e * SLOT + j] = slot_byte(e, -3, j);
+    OK(grain_ep_mem_write(q, m, 0, buf, size));
+    OK(grain_ep_scatter(q, m, 0, SLOT, 0));
+    OK(grain_ep_mem_read(q, m, 0, buf, size));
+    for (int j = 0; j < SLOT; j++)
+        good &= buf[(size_t)id * SLOT + j] == slot_byte(id, -3, j);
+    /* alltoall: slot d of endpoint e to slot e of endpoint d */
+    for (int d = 0; d < n; d++)
+        for (int j = 0; j < SLOT; j++)
+            buf[(size_t)d * SLOT + j] = slot_byte(id, d, j);
+    OK(grain_ep_mem_write(q, m, 0, buf, size));
+    OK(grain_ep_alltoall(q, m, 0, SLOT));
+    OK(grain_ep_mem_read(q, m, 0, buf, size));
+    for (int e = 0; e < n; e++)
+        for (int j = 0; j < SLOT; j++)
+            good &= buf[(size_t)e * SLOT + j] == slot_byte(e, id, j);
+    free(buf);
+    return good;
+}
+
 /* Barrier, allreduces of each type and operation (with and without a
- * shadow, one large), a broadcast from the job's last endpoint. */
+ * shadow, one large), a broadcast from the job's last endpoint, then the
+ * slot collectives. */
 static grain_status_t collect(grain_cmdq_t *q, void *arg)
 {
     int *ok = arg, id = grain_ep_id(q), n = grain_ep_count(q);
@@ -148,7 +216,7 @@ static grain_status_t collect(grain_cmdq_t *q, void *arg)
     for (size_t i = 0; good && i < BYTES; i++)
         good = bytes[i] == pattern(n - 1, i);
     OK(grain_ep_barrier(q));
-    ok[grain_ep_vdev(q)] = good;
+    ok[grain_ep_vdev(q)] = good && slot_collectives(q);
     free(host);
     free(bytes);
     return GRAIN_OK; /* memory left is freed */
