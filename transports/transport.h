@@ -115,6 +115,16 @@ typedef struct grain_transport_ops {
     grain_status_t (*put)(grain_transport_t *t, uint32_t dest, uint64_t from, uint64_t to, size_t len);
     /* Waits until every put so far has landed; returns the first error. */
     grain_status_t (*put_wait)(grain_transport_t *t);
+
+    /* Two-sided messages of device endpoints (grain/ep.h) to and from
+     * other ranks, on a channel apart from the buffers above; NULL where
+     * the transport has none.  Any thread; each returns once its message
+     * has left `data` or arrived in it, matched by (rank, tag) in the order
+     * sent.  ep_recv takes a message longer than `cap` whole and refuses
+     * it.  ep_tags: the tags it carries, 0 .. ep_tags - 1 (0: none now). */
+    grain_status_t (*ep_send)(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len);
+    grain_status_t (*ep_recv)(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap, size_t *len);
+    uint64_t (*ep_tags)(grain_transport_t *t);
 } grain_transport_ops_t;
 
 extern const grain_transport_ops_t grain_transport_self;

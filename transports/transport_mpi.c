@@ -86,7 +86,9 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(t->comm, &t->my_pe);
     MPI_Comm_size(t->comm, &t->n_pes);
-    grain_status_t st = grain_mpi_watch_start(t, config->peer_timeout_s);
+    grain_status_t st = grain_mpi_ep_open(t);
+    if (st == GRAIN_OK && (st = grain_mpi_watch_start(t, config->peer_timeout_s)) != GRAIN_OK)
+        grain_mpi_ep_close(t);
     if (st != GRAIN_OK) {
         MPI_Comm_free(&t->comm);
         if (t->initialized_mpi)
@@ -635,6 +637,7 @@ static void mpi_close(grain_transport_t *t)
                 MPI_Wait(&t->recv_reqs[i], MPI_STATUS_IGNORE);
             }
         }
+        grain_mpi_ep_close(t);
         MPI_Comm_free(&t->comm);
         if (t->initialized_mpi)
             MPI_Finalize();
@@ -684,4 +687,7 @@ const grain_transport_ops_t grain_transport_mpi = {
     .close = mpi_close,
     .uses_thread = 1,
     .restores_order = 1,
+    .ep_send = grain_mpi_ep_send,
+    .ep_recv = grain_mpi_ep_recv,
+    .ep_tags = grain_mpi_ep_tags,
 };

@@ -42,6 +42,8 @@ typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t
 
 struct grain_transport {
     MPI_Comm comm;
+    MPI_Comm ep_comm; /* device endpoints' two-sided messages (transport_mpi_ep.c) */
+    uint64_t ep_tags; /* MPI's tags on it: 0 .. ep_tags - 1 */
     int my_pe, n_pes;
     int initialized_mpi;
     int multiple; /* aggregators post their own sends */
@@ -125,6 +127,16 @@ void grain_mpi_watch_stop(grain_transport_t *t);
  * (printf-style), then what this rank has pending with it.  Any thread. */
 void grain_mpi_fail(grain_transport_t *t, int rank, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Device endpoints' messages (transport_mpi_ep.c): the channel opened with
+ * the transport and closed with it, and the transport ops ep_send, ep_recv
+ * and ep_tags. */
+grain_status_t grain_mpi_ep_open(grain_transport_t *t);
+void grain_mpi_ep_close(grain_transport_t *t);
+uint64_t grain_mpi_ep_tags(grain_transport_t *t);
+grain_status_t grain_mpi_ep_send(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len);
+grain_status_t grain_mpi_ep_recv(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap,
+                                 size_t *len);
+
 static inline int grain_mpi_failed(grain_transport_t *t)
 {
     return atomic_load_explicit(&t->failed, memory_order_acquire);

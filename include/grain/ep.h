@@ -81,6 +81,22 @@ grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t o
 grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst,
                                  size_t bytes);
 
+/* ---- two-sided messages (GMH section III-B4) ------------------------------
+ * Blocking, matched by (source endpoint, tag) in the order sent, to and from
+ * endpoints of this rank, of this node or of another node alike.  A send
+ * needs GRAIN_EP_READ and returns once its bytes have left `mem`: at once
+ * to an endpoint of this rank (the rank keeps them until received), and
+ * as MPI_Send does to another rank (a large message may wait for its
+ * receive).  A receive needs GRAIN_EP_WRITE and `bytes` room; it sets
+ * *received to the message's length, and refuses (takes and drops) a longer
+ * one.  A receive from an endpoint of this rank that returned without
+ * sending fails with GRAIN_ERR_STATE; one from a failed rank, with
+ * GRAIN_ERR_PEER.  Between ranks over MPI it needs MPI_THREAD_MULTIPLE. */
+#define GRAIN_EP_TAGS 32768 /* tags are 0 .. GRAIN_EP_TAGS - 1 */
+grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag);
+grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
+                             size_t *received);
+
 /* ---- collectives (GMH section III-B5) -----------------------------------
  * Synchronous and over every endpoint of the job: each endpoint calls the
  * same ones in the same order with the same arguments (its own memory).

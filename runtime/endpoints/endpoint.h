@@ -35,6 +35,11 @@ typedef struct grain_ep_team {
     grain_status_t *statuses;
     /* What the last one led to, kept until every endpoint has read it. */
     struct grain_ep_result *result;
+    /* Messages between the rank's own endpoints, in the order sent, and
+     * which endpoints have returned (a receive from one then fails). */
+    struct grain_ep_msg *mail, **mail_tail;
+    pthread_cond_t mail_cond;
+    unsigned char *gone;
 } grain_ep_team_t;
 
 struct grain_cmdq {
@@ -72,11 +77,15 @@ void grain_ep_mem_free_all(grain_cmdq_t *q);
  * function returned (collectives of the others fail from then on). */
 grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices);
 void grain_ep_team_destroy(grain_ep_team_t *t);
-void grain_ep_team_depart(grain_ep_team_t *t);
+void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev);
 /* After every endpoint of the rank returned: answers the other ranks'
  * collectives (which fail, as this rank's endpoints are gone) until every
  * rank's have returned, and returns the lowest status of all ranks. */
 grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
+
+/* Drops the messages between the rank's endpoints that none received;
+ * returns how many there were. */
+unsigned grain_ep_mail_drop(grain_ep_team_t *t);
 
 /* GRAIN_OK when the calling thread is q's own, else GRAIN_ERR_STATE naming
  * `what`, the call. */

@@ -75,34 +75,42 @@ grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
     t->keys = calloc(devices, sizeof *t->keys);
     t->parts = calloc(devices, sizeof *t->parts);
     t->statuses = calloc(devices, sizeof *t->statuses);
-    if (t->keys == NULL || t->parts == NULL || t->statuses == NULL) {
+    t->gone = calloc(devices, 1);
+    t->mail_tail = &t->mail;
+    if (t->keys == NULL || t->parts == NULL || t->statuses == NULL || t->gone == NULL) {
         grain_ep_team_destroy(t);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for the collectives of %u endpoints", devices);
     }
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->cond, NULL);
+    pthread_cond_init(&t->mail_cond, NULL);
     return GRAIN_OK;
 }
 
 void grain_ep_team_destroy(grain_ep_team_t *t)
 {
-    if (t->keys != NULL && t->parts != NULL && t->statuses != NULL) {
+    if (t->keys != NULL && t->parts != NULL && t->statuses != NULL && t->gone != NULL) {
+        grain_ep_mail_drop(t);
         pthread_mutex_destroy(&t->lock);
         pthread_cond_destroy(&t->cond);
+        pthread_cond_destroy(&t->mail_cond);
     }
     if (t->result != NULL && !t->result->kept)
         free(t->result); /* read by no one once the endpoints returned */
     free(t->keys);
     free(t->parts);
     free(t->statuses);
+    free(t->gone);
     memset(t, 0, sizeof *t);
 }
 
-void grain_ep_team_depart(grain_ep_team_t *t)
+void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev)
 {
     pthread_mutex_lock(&t->lock);
     t->departed++;
-    pthread_cond_broadcast(&t->cond); /* the others may now lack only a leader */
+    t->gone[vdev] = 1;
+    pthread_cond_broadcast(&t->cond);      /* the others may now lack only a leader */
+    pthread_cond_broadcast(&t->mail_cond); /* or wait for a message it will never send */
     pthread_mutex_unlock(&t->lock);
 }
 

@@ -107,7 +107,7 @@ static void *endpoint_thread(void *arg)
         q->status = q->fn(q, q->arg);
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
-    grain_ep_team_depart(q->team);
+    grain_ep_team_depart(q->team, q->vdev);
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)
         q->bops->close(q->backend);
@@ -195,7 +195,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
                                    q->id);
             snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
             for (unsigned w = v; w < devices; w++) /* those that never start count as returned */
-                grain_ep_team_depart(&team);
+                grain_ep_team_depart(&team, w);
             break;
         }
         started++;
@@ -217,6 +217,10 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
         grain_error_keep(why);
     }
     free(eps);
+    unsigned dropped = grain_ep_mail_drop(&team);
+    if (dropped > 0)
+        grain_warn("grain_ep_run: %u message%s between endpoints of rank %d %s never received; dropped", dropped,
+                   dropped == 1 ? "" : "s", g->my_pe, dropped == 1 ? "was" : "were");
     grain_ep_team_destroy(&team);
     return grain_ep_team_finish(g, st);
 }

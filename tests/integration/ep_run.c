@@ -2,9 +2,10 @@
 /*
  * Device endpoints (grain/ep.h) on any number of ranks: every endpoint gets
  * its id, virtual device and a device of its own where the node has enough,
- * and moves a pattern through its memory both ways; the collectives give
- * every endpoint the same sums and bytes; then the refusals, each with its
- * sentence, and a run after them that works.
+ * and moves a pattern through its memory both ways; every pair of endpoints
+ * exchanges messages; the collectives give every endpoint the same sums and
+ * bytes; then the refusals, each with its sentence, and a run after them
+ * that works.
  *
  *   mpirun -np N ep_run DEVICES
  *
@@ -283,6 +284,115 @@ static void check_collective_refusals(grain_t *g, unsigned want)
     OK(grain_ep_run(g, want, leaves_early, NULL));
 }
 
+/* Two-sided messages: every pair of endpoints of the job, in one order all
+ * follow (so that no cycle of blocked sends forms), exchanges four messages
+ * each way, of 0, 1, 1000 and 1 MiB + 3 bytes on tags 0-3, and a second
+ * 1-byte message on tag 1, which must come after the first; the receiver
+ * takes them largest first, the others in reverse. */
+static const size_t msg_bytes[4] = {0, 1, 1000, BYTES};
+
+static uint8_t msg_byte(int src, int dst, int tag, size_t i)
+{
+    return (uint8_t)(src * 13 + dst * 5 + tag * 3 + i * 7 + 1);
+}
+
+static int talk(grain_cmdq_t *q, grain_ep_mem_t *m, uint8_t *buf, int peer, int sending)
+{
+    int me = grain_ep_id(q), good = 1;
+    for (int tag = 0; sending && tag < 4; tag++) {
+        for (size_t i = 0; i < msg_bytes[tag]; i++)
+            buf[i] = msg_byte(me, peer, tag, i);
+        OK(grain_ep_mem_write(q, m, 0, buf, msg_bytes[tag]));
+        OK(grain_ep_send(q, m, 0, msg_bytes[tag], peer, tag));
+        if (tag == 1) { /* the second on tag 1, after the first */
+            buf[0] = 0xee;
+            OK(grain_ep_mem_write(q, m, 0, buf, 1));
+            OK(grain_ep_send(q, m, 0, 1, peer, 1));
+        }
+    }
+    for (int k = 0; !sending && k < 4; k++) {
+        int tag = 3 - k;
+        size_t got = SIZE_MAX;
+        OK(grain_ep_recv(q, m, 0, BYTES, peer, tag, &got));
+        OK(grain_ep_mem_read(q, m, 0, buf, got));
+        good &= got == msg_bytes[tag];
+        for (size_t i = 0; good && i < got; i++)
+            good = buf[i] == msg_byte(peer, me, tag, i);
+        if (tag == 1) {
+            OK(grain_ep_recv(q, m, 0, BYTES, peer, 1, &got));
+            OK(grain_ep_mem_read(q, m, 0, buf, 1));
+            good &= got == 1 && buf[0] == 0xee;
+        }
+    }
+    return good;
+}
+
+static grain_status_t pairs(grain_cmdq_t *q, void *arg)
+{
+    int *ok = arg, me = grain_ep_id(q), n = grain_ep_count(q), good = 1;
+    grain_ep_mem_t *m = NULL;
+    uint8_t *buf = malloc(BYTES);
+    if (buf == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    OK(grain_ep_mem_alloc(q, BYTES, GRAIN_EP_READ | GRAIN_EP_WRITE | (me % 2 ? GRAIN_EP_NO_SHADOW : 0), &m));
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            if (me == a)
+                good &= talk(q, m, buf, b, 1) & talk(q, m, buf, b, 0);
+            else if (me == b)
+                good &= talk(q, m, buf, a, 0) & talk(q, m, buf, a, 1);
+        }
+    good &= talk(q, m, buf, me, 1) & talk(q, m, buf, me, 0); /* to itself: kept by the rank */
+    ok[grain_ep_vdev(q)] = good;
+    free(buf);
+    return GRAIN_OK;
+}
+
+/* The refusals of messages: a receive too small (then the next message
+ * still arrives), bad peers and tags, memory without the permission, and a
+ * receive from an endpoint of this rank that returned without sending. */
+static grain_status_t message_refusals(grain_cmdq_t *q, void *arg)
+{
+    (void)arg;
+    int me = grain_ep_id(q), n = grain_ep_count(q), peer = (me + 1) % n, from = (me + n - 1) % n;
+    grain_ep_mem_t *m = NULL, *ro = NULL;
+    size_t got = 0;
+    OK(grain_ep_mem_alloc(q, 100, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    OK(grain_ep_mem_alloc(q, 100, GRAIN_EP_WRITE, &ro));
+    OK(grain_ep_send(q, m, 0, 100, peer, 5));
+    OK(grain_ep_send(q, m, 0, 10, peer, 6));
+    expect_refused(grain_ep_recv(q, m, 0, 50, from, 5, &got), GRAIN_ERR_INVALID, "does not fit the 50 bytes given",
+                   "a receive too small");
+    OK(grain_ep_recv(q, m, 0, 50, from, 6, &got));
+    expect(got == 10, "the message after a refused one");
+    expect_refused(grain_ep_send(q, m, 0, 1, n, 0), GRAIN_ERR_INVALID, "the job has endpoints 0 to", "no such endpoint");
+    expect_refused(grain_ep_send(q, m, 0, 1, peer, GRAIN_EP_TAGS), GRAIN_ERR_INVALID, "tags are 0 to 32767",
+                   "a tag too large");
+    expect_refused(grain_ep_recv(q, m, 0, 1, -1, 0, &got), GRAIN_ERR_INVALID, "endpoint -1", "a negative source");
+    expect_refused(grain_ep_send(q, ro, 0, 1, peer, 0), GRAIN_ERR_INVALID, "without GRAIN_EP_READ",
+                   "a send from write-only memory");
+    expect_refused(grain_ep_recv(q, m, 90, 20, from, 0, &got), GRAIN_ERR_INVALID, "do not fit the memory's 100",
+                   "a receive past the end");
+    if (grain_ep_devices(q) > 1 && grain_ep_vdev(q) == 1) /* endpoint 0 of this rank never sends tag 7 */
+        expect_refused(grain_ep_recv(q, m, 0, 100, me - 1, 7, &got), GRAIN_ERR_STATE, "returned without sending",
+                       "a receive from an endpoint that returned");
+    return GRAIN_OK;
+}
+
+static void check_messages(grain_t *g, int me, unsigned want)
+{
+    int ok[MAX_EPS];
+    for (int i = 0; i < MAX_EPS; i++)
+        ok[i] = -1;
+    OK(grain_ep_run(g, want, pairs, ok));
+    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
+        char what[96];
+        snprintf(what, sizeof what, "rank %d virtual device %d: the messages' lengths or bytes", me, v);
+        expect(ok[v] == 1, what);
+    }
+    OK(grain_ep_run(g, want, message_refusals, NULL));
+}
+
 static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
 {
     seen_t s;
@@ -406,6 +516,7 @@ int main(int argc, char **argv)
     unsigned node_devices = grain_ep_node_devices(g);
     check_ids(g, me, ranks, want, node_devices);
     check_collectives(g, me, want);
+    check_messages(g, me, want);
     check_refusals(g, me, ranks);
     check_collective_refusals(g, want);
     check_ids(g, me, ranks, want, node_devices); /* nothing the refusals did lingers */
