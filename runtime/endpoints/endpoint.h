@@ -87,6 +87,16 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
  * returns how many there were. */
 unsigned grain_ep_mail_drop(grain_ep_team_t *t);
 
+/* That `mem` is q's, allows `needs` (GRAIN_EP_READ, GRAIN_EP_WRITE) and
+ * holds `bytes` at `offset`; else GRAIN_ERR_INVALID with a sentence naming
+ * `what`, the call. */
+grain_status_t grain_ep_mem_check(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                  unsigned needs, const char *what);
+/* Host memory for `bytes` of mem at offset, on the way to or from the
+ * device: its shadow, else a buffer the caller frees (*own); NULL without
+ * memory. */
+unsigned char *grain_ep_mem_staging(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **own);
+
 /* GRAIN_OK when the calling thread is q's own, else GRAIN_ERR_STATE naming
  * `what`, the call. */
 grain_status_t grain_ep_check_thread(const grain_cmdq_t *q, const char *what);

@@ -377,37 +377,6 @@ static grain_status_t finish(grain_cmdq_t *q, grain_status_t mine, const char *m
     return st;
 }
 
-/* The checks of a collective's memory argument, on q's thread: a sentence
- * and a status, which the endpoint still brings to the collective. */
-static grain_status_t check_mem(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
-                                unsigned needs, const char *what)
-{
-    if (mem == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: no endpoint memory", what);
-    if (mem->owner != q)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory is endpoint %d's, not endpoint %d's", what, mem->owner->id,
-                          q->id);
-    if ((mem->flags & needs) != needs)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory needs %s", what,
-                          needs == (GRAIN_EP_READ | GRAIN_EP_WRITE) ? "GRAIN_EP_READ and GRAIN_EP_WRITE"
-                          : needs == GRAIN_EP_READ                  ? "GRAIN_EP_READ"
-                                                                    : "GRAIN_EP_WRITE");
-    if (offset > mem->size || bytes > mem->size - offset)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu bytes at offset %zu do not fit the memory's %zu", what, bytes,
-                          offset, mem->size);
-    return GRAIN_OK;
-}
-
-/* Host memory for `bytes` of mem at offset: its shadow, else a buffer the
- * caller frees (*own). */
-static void *host_part(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **own)
-{
-    *own = NULL;
-    if (mem->shadow != NULL)
-        return (unsigned char *)mem->shadow + offset;
-    return *own = malloc(bytes > 0 ? bytes : 1);
-}
-
 /* What one endpoint brings to a collective and takes from it, in bytes of
  * its memory from the call's offset: the part it copies out before, and the
  * range it copies in after, from byte `from` of the result. */
@@ -424,10 +393,10 @@ static grain_status_t run(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem
 {
     size_t end = s.out_at + s.out_bytes > s.in_at + s.in_bytes ? s.out_at + s.out_bytes : s.in_at + s.in_bytes;
     if (st == GRAIN_OK && c->kind != COLL_BARRIER)
-        st = check_mem(q, mem, offset, end, s.needs, what);
+        st = grain_ep_mem_check(q, mem, offset, end, s.needs, what);
     void *own = NULL;
     unsigned char *host = NULL;
-    if (st == GRAIN_OK && c->kind != COLL_BARRIER && (host = host_part(mem, offset, end, &own)) == NULL)
+    if (st == GRAIN_OK && c->kind != COLL_BARRIER && (host = grain_ep_mem_staging(mem, offset, end, &own)) == NULL)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, end);
     unsigned char *dev = mem != NULL ? (unsigned char *)mem->device + offset : NULL;
     if (st == GRAIN_OK && s.out_bytes > 0)

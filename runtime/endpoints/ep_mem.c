@@ -95,25 +95,44 @@ void *grain_ep_mem_shadow(grain_ep_mem_t *mem)
     return mem != NULL ? mem->shadow : NULL;
 }
 
-/* The checks a copy of `bytes` at `offset` of `mem` on q's thread passes. */
+grain_status_t grain_ep_mem_check(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                  unsigned needs, const char *what)
+{
+    if (mem == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: no endpoint memory", what);
+    if (mem->owner != q)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory is endpoint %d's, not endpoint %d's", what, mem->owner->id,
+                          q->id);
+    unsigned missing = needs & ~mem->flags & (GRAIN_EP_READ | GRAIN_EP_WRITE);
+    if (missing != 0)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory was allocated without %s", what,
+                          missing == GRAIN_EP_READ    ? "GRAIN_EP_READ"
+                          : missing == GRAIN_EP_WRITE ? "GRAIN_EP_WRITE"
+                                                      : "GRAIN_EP_READ and GRAIN_EP_WRITE");
+    if (offset > mem->size || bytes > mem->size - offset)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu bytes at offset %zu do not fit the memory's %zu", what, bytes,
+                          offset, mem->size);
+    return GRAIN_OK;
+}
+
+unsigned char *grain_ep_mem_staging(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **own)
+{
+    *own = NULL;
+    if (mem->shadow != NULL)
+        return (unsigned char *)mem->shadow + offset;
+    return *own = malloc(bytes > 0 ? bytes : 1);
+}
+
+/* The checks a copy between the host and `mem` passes. */
 static grain_status_t check_copy(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, const void *host,
                                  size_t bytes, unsigned needs, const char *what)
 {
     grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
         return st;
-    if (mem == NULL || host == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: no %s", what, mem == NULL ? "endpoint memory" : "host buffer");
-    if (mem->owner != q)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory is endpoint %d's, not endpoint %d's", what, mem->owner->id,
-                          q->id);
-    if (!(mem->flags & needs))
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory was allocated without %s", what,
-                          needs == GRAIN_EP_READ ? "GRAIN_EP_READ" : "GRAIN_EP_WRITE");
-    if (offset > mem->size || bytes > mem->size - offset)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu bytes at offset %zu do not fit the memory's %zu", what, bytes,
-                          offset, mem->size);
-    return GRAIN_OK;
+    if (host == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: no host buffer", what);
+    return grain_ep_mem_check(q, mem, offset, bytes, needs, what);
 }
 
 grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src, size_t bytes)

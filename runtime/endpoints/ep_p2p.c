@@ -48,18 +48,7 @@ static grain_status_t check(const grain_cmdq_t *q, const char *what, const grain
                           q->count - 1);
     if (tag < 0 || tag >= GRAIN_EP_TAGS)
         return grain_fail(GRAIN_ERR_INVALID, "%s: tag %d; tags are 0 to %d", what, tag, GRAIN_EP_TAGS - 1);
-    if (mem == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: no endpoint memory", what);
-    if (mem->owner != q)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory is endpoint %d's, not endpoint %d's", what, mem->owner->id,
-                          q->id);
-    if (!(mem->flags & needs))
-        return grain_fail(GRAIN_ERR_INVALID, "%s: the memory was allocated without %s", what,
-                          needs == GRAIN_EP_READ ? "GRAIN_EP_READ" : "GRAIN_EP_WRITE");
-    if (offset > mem->size || bytes > mem->size - offset)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu bytes at offset %zu do not fit the memory's %zu", what, bytes,
-                          offset, mem->size);
-    return GRAIN_OK;
+    return grain_ep_mem_check(q, mem, offset, bytes, needs, what);
 }
 
 /* The transport's endpoint channel and the MPI tag of (source, destination,
@@ -82,16 +71,6 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
                           (unsigned long long)D, (unsigned long long)(D * D * GRAIN_EP_TAGS), g->tops->name,
                           (unsigned long long)tags);
     return GRAIN_OK;
-}
-
-/* Host memory for `bytes` of mem at offset: its shadow, else a buffer the
- * caller frees (*own). */
-static unsigned char *staging(grain_ep_mem_t *mem, size_t offset, size_t bytes, void **own)
-{
-    *own = NULL;
-    if (mem->shadow != NULL)
-        return (unsigned char *)mem->shadow + offset;
-    return *own = malloc(bytes > 0 ? bytes : 1);
 }
 
 static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
@@ -128,7 +107,7 @@ grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset
     if ((st = channel(q, what, q->id, dest, tag, &mpi_tag)) != GRAIN_OK)
         return st;
     void *own = NULL;
-    unsigned char *host = staging(mem, offset, bytes, &own);
+    unsigned char *host = grain_ep_mem_staging(mem, offset, bytes, &own);
     if (host == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
     if (bytes > 0)
@@ -202,7 +181,7 @@ grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset
         if ((st = channel(q, what, src, q->id, tag, &mpi_tag)) != GRAIN_OK)
             return st;
         void *own = NULL;
-        unsigned char *host = staging(mem, offset, bytes, &own);
+        unsigned char *host = grain_ep_mem_staging(mem, offset, bytes, &own);
         if (host == NULL)
             return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
         grain_t *g = q->grain;

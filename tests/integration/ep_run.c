@@ -266,7 +266,7 @@ static grain_status_t bad_argument(grain_cmdq_t *q, void *arg)
     int first = grain_ep_id(q) == 0;
     OK(grain_ep_mem_alloc(q, 8, first ? GRAIN_EP_READ : GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
     grain_status_t st = grain_ep_allreduce(q, m, 0, 1, GRAIN_INT64, GRAIN_SUM);
-    const char *words = first                                        ? "needs GRAIN_EP_READ and GRAIN_EP_WRITE"
+    const char *words = first                                        ? "allocated without GRAIN_EP_WRITE"
                         : grain_ep_id(q) < (int)grain_ep_devices(q) ? "endpoint 0's arguments were refused"
                                                                      : "an endpoint of another rank was refused in it";
     expect_refused(st, GRAIN_ERR_INVALID, words, "one endpoint's refused argument");
