@@ -8,17 +8,20 @@
  * that works.
  *
  *   mpirun -np N ep_run DEVICES
+ *   GRAIN_PEER_TIMEOUT_S=T mpirun --enable-recovery -np N ep_run peer
  *
  * DEVICES endpoints a rank (0: GRAIN_EP_DEVICES or the rank's share), the
  * ranks on one host.  On PoCL, POCL_DEVICES="pthread pthread" gives a
  * process two devices.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_ok.h"
 #include "grain/ep.h"
@@ -503,15 +506,63 @@ static void check_refusals(grain_t *g, int me, int ranks)
     }
 }
 
+/* "peer": the last rank's endpoint dies while the others wait to receive
+ * from it; each survivor's receive, then grain_ep_run, must end with
+ * GRAIN_ERR_PEER within twice GRAIN_PEER_TIMEOUT_S.  One line a survivor
+ * (ok_lines.sh counts them). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static grain_status_t wait_for_the_dead(grain_cmdq_t *q, void *arg)
+{
+    double *took = arg;
+    int n = grain_ep_count(q), victim = n - 1;
+    if (grain_ep_id(q) == victim) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+    grain_ep_mem_t *m = NULL;
+    size_t got = 0;
+    OK(grain_ep_mem_alloc(q, 8, GRAIN_EP_WRITE, &m));
+    double t0 = now_s();
+    grain_status_t st = grain_ep_recv(q, m, 0, 8, victim, 0, &got);
+    *took = now_s() - t0;
+    return st;
+}
+
+static int peer_dies(grain_t *g)
+{
+    const char *env = getenv("GRAIN_PEER_TIMEOUT_S");
+    double timeout = env != NULL ? strtod(env, NULL) : 0, took = -1;
+    int me = grain_my_pe(g);
+    if (timeout <= 0 || grain_n_pes(g) < 2) {
+        fprintf(stderr, "ep_run peer: set GRAIN_PEER_TIMEOUT_S and start 2 ranks or more\n");
+        return 2;
+    }
+    grain_status_t st = grain_ep_run(g, 1, wait_for_the_dead, &took);
+    int ok = st == GRAIN_ERR_PEER && took >= 0 && took <= 2 * timeout;
+    printf("ep_run peer: rank %d: %s after %.1f s (%s): %s\n", me, grain_strerror(st), took, grain_error_message(NULL),
+           ok ? "ok" : "FAILED");
+    fflush(stdout);
+    grain_finalize(g);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: mpirun -np N ep_run DEVICES\n");
+        fprintf(stderr, "usage: mpirun -np N ep_run DEVICES|peer\n");
         return 2;
     }
     unsigned want = (unsigned)strtoul(argv[1], NULL, 10);
     grain_t *g = NULL;
     OK(grain_init(NULL, &g));
+    if (strcmp(argv[1], "peer") == 0)
+        return peer_dies(g);
     int me = grain_my_pe(g), ranks = grain_n_pes(g);
     unsigned node_devices = grain_ep_node_devices(g);
     check_ids(g, me, ranks, want, node_devices);
