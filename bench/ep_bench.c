@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ep_bench: two-sided messages between device endpoints (grain/ep.h), as
+ * "GMH: GPU Message Handler" measures them (figs. 6-7): endpoint 0 and
+ * endpoint 1 bounce a message of each size, and the half round trip gives
+ * the latency and the bandwidth.  The baseline, measured in the same run on
+ * endpoint 0's device, is what a message between devices cannot avoid
+ * without a peer copy: the device-to-host copy at the sender and the
+ * host-to-device copy at the receiver (grain_ep_mem_read + write of memory
+ * without a shadow, so that each goes straight), so the ratio is the
+ * message's cost over those copies.
+ *
+ *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
+ *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
+ *   [--min-bytes B] [--max-bytes B] [--iters N] [--csv FILE] [--json FILE]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grain/ep.h"
+#include "tools/cli/cli.h"
+
+#define MAX_SIZES 64
+
+typedef struct options {
+    unsigned long long min_bytes, max_bytes, iters, endpoints;
+    const char *csv, *json;
+} options_t;
+
+typedef struct row {
+    size_t bytes;
+    unsigned iters;
+    double half_rtt_us, copies_us;
+} row_t;
+
+typedef struct run {
+    const options_t *o;
+    row_t rows[MAX_SIZES];
+    unsigned n_rows;
+    char device[256];
+    grain_status_t status;
+} run_t;
+
+enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_ENDPOINTS, OPT_CSV, OPT_JSON };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    if (key == OPT_MIN)
+        o->min_bytes = cli_bytes(option, value);
+    else if (key == OPT_MAX)
+        o->max_bytes = cli_bytes(option, value);
+    else if (key == OPT_ITERS)
+        o->iters = cli_u64_in(option, value, 1, 1000000);
+    else if (key == OPT_ENDPOINTS)
+        o->endpoints = cli_u64_in(option, value, 1, 1024);
+    else if (key == OPT_CSV)
+        o->csv = value;
+    else
+        o->json = value;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np 1|2 ep_bench [--endpoints N] [--min-bytes B] [--max-bytes B] [--iters N]\n"
+                 "                [--csv FILE] [--json FILE]\n"
+                 "  endpoints 0 and 1 bounce messages of min-bytes to max-bytes (doubling); N endpoints a rank\n"
+                 "  (default 2 on one rank, 1 on several); the baseline is a device-host copy each way\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Fewer bounces of large messages: about 256 MiB moved a size, 5 at least. */
+static unsigned iters_for(const options_t *o, size_t bytes)
+{
+    unsigned long long n = bytes > 0 ? (256ull << 20) / bytes : o->iters;
+    n = n < 5 ? 5 : n > o->iters ? o->iters : n;
+    return (unsigned)n;
+}
+
+#define CHECK(x)                                                                                                  \
+    do {                                                                                                          \
+        grain_status_t st_ = (x);                                                                                 \
+        if (st_ != GRAIN_OK)                                                                                      \
+            return st_;                                                                                           \
+    } while (0)
+
+static grain_status_t bounce(grain_cmdq_t *q, void *arg)
+{
+    run_t *r = arg;
+    const options_t *o = r->o;
+    int me = grain_ep_id(q);
+    if (me > 1)
+        return GRAIN_OK; /* only endpoints 0 and 1 take part */
+    int peer = 1 - me;
+    grain_ep_mem_t *m = NULL, *raw = NULL; /* raw: no shadow, so that the baseline copies go straight */
+    size_t got = 0;
+    char *host = malloc(o->max_bytes > 0 ? o->max_bytes : 1);
+    if (host == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    memset(host, 0x5a, o->max_bytes);
+    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+                             GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW, &raw));
+    if (me == 0)
+        snprintf(r->device, sizeof r->device, "%s", grain_ep_device_name(q));
+    unsigned sizes = 0; /* each endpoint counts its own: endpoint 0 alone writes the rows */
+    for (size_t bytes = o->min_bytes; bytes <= o->max_bytes && sizes < MAX_SIZES;
+         bytes = bytes == 0 ? 1 : 2 * bytes, sizes++) {
+        unsigned iters = iters_for(o, bytes);
+        double t0 = 0;
+        for (unsigned i = 0; i < iters + 2; i++) { /* two bounces to warm up */
+            if (i == 2)
+                t0 = now_s();
+            if (me == 0) {
+                CHECK(grain_ep_send(q, m, 0, bytes, peer, 0));
+                CHECK(grain_ep_recv(q, m, 0, bytes, peer, 0, &got));
+            } else {
+                CHECK(grain_ep_recv(q, m, 0, bytes, peer, 0, &got));
+                CHECK(grain_ep_send(q, m, 0, bytes, peer, 0));
+            }
+        }
+        double bounced = now_s() - t0;
+        if (me == 1)
+            continue;
+        t0 = now_s();
+        for (unsigned i = 0; i < iters; i++) {
+            CHECK(grain_ep_mem_read(q, raw, 0, host, bytes));
+            CHECK(grain_ep_mem_write(q, raw, 0, host, bytes));
+        }
+        row_t *row = &r->rows[r->n_rows++];
+        *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, (now_s() - t0) / iters * 1e6};
+        printf("ep_bench: %10zu bytes: half round trip %10.2f us, %8.3f GB/s; copies %10.2f us: ratio %.2f\n",
+               bytes, row->half_rtt_us, bytes / row->half_rtt_us / 1e3, row->copies_us,
+               row->half_rtt_us / row->copies_us);
+        fflush(stdout);
+    }
+    free(host);
+    return GRAIN_OK;
+}
+
+static int write_files(const options_t *o, const run_t *r, const char *mode, const char *backend)
+{
+    FILE *csv = o->csv != NULL ? fopen(o->csv, "w") : NULL, *json = o->json != NULL ? fopen(o->json, "w") : NULL;
+    if ((o->csv != NULL && csv == NULL) || (o->json != NULL && json == NULL)) {
+        fprintf(stderr, "ep_bench: cannot write %s\n", csv == NULL && o->csv != NULL ? o->csv : o->json);
+        return 1;
+    }
+    if (csv != NULL)
+        fprintf(csv, "mode,bytes,iters,half_rtt_us,gb_per_s,copies_us,ratio\n");
+    if (json != NULL)
+        fprintf(json, "{\"mode\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"rows\":[", mode, backend, r->device);
+    for (unsigned i = 0; i < r->n_rows; i++) {
+        const row_t *w = &r->rows[i];
+        double gbs = w->bytes / w->half_rtt_us / 1e3, ratio = w->half_rtt_us / w->copies_us;
+        if (csv != NULL)
+            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f\n", mode, w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us,
+                    ratio);
+        if (json != NULL)
+            fprintf(json, "%s{\"bytes\":%zu,\"iters\":%u,\"half_rtt_us\":%.3f,\"gb_per_s\":%.4f,\"copies_us\":%.3f,"
+                          "\"ratio\":%.3f}",
+                    i ? "," : "", w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us, ratio);
+    }
+    if (json != NULL)
+        fprintf(json, "]}\n");
+    if (csv != NULL)
+        fclose(csv);
+    if (json != NULL)
+        fclose(json);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const cli_option_t options[] = {{"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX},
+                                           {"iters", 1, OPT_ITERS},   {"endpoints", 1, OPT_ENDPOINTS},
+                                           {"csv", 1, OPT_CSV},       {"json", 1, OPT_JSON}};
+    options_t o = {4, 64ull << 20, 1000, 0, NULL, NULL};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("ep_bench", argc, argv, groups, 1, 0, usage);
+    if (o.min_bytes > o.max_bytes) {
+        fprintf(stderr, "ep_bench: --min-bytes %llu is more than --max-bytes %llu\n", o.min_bytes, o.max_bytes);
+        return 2;
+    }
+    grain_t *g = NULL;
+    grain_status_t st = grain_init(NULL, &g);
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "ep_bench: grain_init: %s\n", grain_error_message(NULL));
+        return 1;
+    }
+    int ranks = grain_n_pes(g), me = grain_my_pe(g);
+    unsigned endpoints = o.endpoints ? (unsigned)o.endpoints : ranks == 1 ? 2 : 1;
+    if ((unsigned long long)ranks * endpoints < 2) {
+        fprintf(stderr, "ep_bench: needs two endpoints: --endpoints 2 on one rank, or two ranks\n");
+        grain_finalize(g);
+        return 2;
+    }
+    run_t r = {.o = &o};
+    const char *mode = endpoints > 1 ? "same rank" : "two ranks";
+    if (me == 0)
+        printf("ep_bench: endpoints 0 and 1 on %s (%d rank%s x %u endpoints)\n", mode, ranks, ranks == 1 ? "" : "s",
+               endpoints);
+    st = grain_ep_run(g, endpoints, bounce, &r);
+    int rc = 0;
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "ep_bench: rank %d: %s\n", me, grain_error_message(NULL));
+        rc = 1;
+    } else if (me == 0) {
+        rc = write_files(&o, &r, mode, grain_backend_name(g));
+    }
+    grain_finalize(g);
+    return rc;
+}

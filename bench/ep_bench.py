@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Two-sided messages between device endpoints in both places they can be:
+two endpoints of one rank (the rank's mailbox) and one endpoint on each of
+two ranks (the transport's endpoint channel), each run by ep_bench, whose
+baseline is the device-host copy each way measured in the same run.
+
+Writes <out>/ep.csv, <out>/ep.json and <out>/ep.png (half round trip and
+bandwidth by message size, both placements beside the copies).
+
+  bench/ep_bench.py [--bin build/bin] [--max-bytes 64M] [--iters 1000]
+                    [--out bench-results/ep] [--mpirun "mpirun ..."] [--timeout 900]
+  bench/ep_bench.py --replot [--out DIR]   (the plot again from DIR/ep.json)"""
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+from driver import Progress, pyplot, require_built
+
+PLACEMENTS = (("same rank", 1, ["--endpoints", "2"]), ("two ranks", 2, []))
+
+
+def run(args, ranks, extra, out_json):
+    cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, "ep_bench"), "--max-bytes",
+                                      args.max_bytes, "--iters", str(args.iters), "--json", out_json] + extra
+    env = dict(os.environ)
+    if os.geteuid() == 0:  # Open MPI refuses root unless told
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout,
+                           env=env)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {args.timeout} s"
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    with open(out_json) as f:
+        return json.load(f), ""
+
+
+def plot(runs, path):
+    plt = pyplot("ep_bench")
+    if plt is None or not runs:
+        return
+    fig, (lat, bw) = plt.subplots(1, 2, figsize=(11, 4))
+    for r in runs:
+        sizes = [max(x["bytes"], 1) for x in r["rows"]]
+        lat.plot(sizes, [x["half_rtt_us"] for x in r["rows"]], "o-", markersize=3, label=f"message, {r['mode']}")
+        bw.plot(sizes, [x["gb_per_s"] for x in r["rows"]], "o-", markersize=3, label=f"message, {r['mode']}")
+    first = runs[0]
+    sizes = [max(x["bytes"], 1) for x in first["rows"]]
+    lat.plot(sizes, [x["copies_us"] for x in first["rows"]], "k--", linewidth=0.8,
+             label="device-host copy each way (baseline)")
+    bw.plot(sizes, [x["bytes"] / x["copies_us"] / 1e3 for x in first["rows"]], "k--", linewidth=0.8,
+            label="device-host copy each way (baseline)")
+    for ax, label in ((lat, "half round trip (us)"), (bw, "GB/s")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message bytes")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"endpoint messages, ep_bench ({first['backend']}, {first['device']})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"ep_bench: wrote {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--max-bytes", default="64M")
+    ap.add_argument("--iters", type=int, default=1000)
+    ap.add_argument("--out", default="bench-results/ep")
+    ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--replot", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "ep.json")
+    if args.replot:
+        with open(path) as f:
+            plot(json.load(f), os.path.join(args.out, "ep.png"))
+        return 0
+    require_built("ep_bench", args.bin, ["ep_bench"])
+    runs, failed = [], 0
+    progress = Progress(len(PLACEMENTS))
+    for mode, ranks, extra in PLACEMENTS:
+        progress.start(mode)
+        r, why = run(args, ranks, extra, os.path.join(args.out, f"ep-{ranks}.json"))
+        progress.finish(why or f"{len(r['rows'])} sizes")
+        if r is None:
+            failed = 1
+            continue
+        runs.append(r)
+    with open(path, "w") as f:
+        json.dump(runs, f, indent=1)
+    with open(os.path.join(args.out, "ep.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["mode", "backend", "device", "bytes", "iters", "half_rtt_us", "gb_per_s", "copies_us", "ratio"])
+        for r in runs:
+            for x in r["rows"]:
+                w.writerow([r["mode"], r["backend"], r["device"], x["bytes"], x["iters"], x["half_rtt_us"],
+                            x["gb_per_s"], x["copies_us"], x["ratio"]])
+    print(f"\n{'bytes':>10} " + " ".join(f"{r['mode'] + ' us':>16} {'ratio':>6}" for r in runs))
+    for i in range(min((len(r["rows"]) for r in runs), default=0)):
+        print(f"{runs[0]['rows'][i]['bytes']:>10} " +
+              " ".join(f"{r['rows'][i]['half_rtt_us']:16.2f} {r['rows'][i]['ratio']:6.2f}" for r in runs))
+    plot(runs, os.path.join(args.out, "ep.png"))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
