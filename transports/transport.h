@@ -118,12 +118,20 @@ typedef struct grain_transport_ops {
 
     /* Two-sided messages of device endpoints (grain/ep.h) to and from
      * other ranks, on a channel apart from the buffers above; NULL where
-     * the transport has none.  Any thread; each returns once its message
-     * has left `data` or arrived in it, matched by (rank, tag) in the order
-     * sent.  ep_recv takes a message longer than `cap` whole and refuses
-     * it.  ep_tags: the tags it carries, 0 .. ep_tags - 1 (0: none now). */
-    grain_status_t (*ep_send)(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len);
-    grain_status_t (*ep_recv)(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap, size_t *len);
+     * the transport has none.  Any thread.  ep_isend and ep_irecv start a
+     * message and return its request; receives match messages by (rank,
+     * tag) in the order sent and the order posted.  ep_test says without
+     * waiting whether a request is done (1: its status in *st, a receive's
+     * length in *len, the request freed) or a rank failed (1, with
+     * GRAIN_ERR_PEER); a message longer than `cap` is refused.  ep_cancel
+     * drops a receive nobody waits for.  ep_tags: the tags it carries,
+     * 0 .. ep_tags - 1 (0: none now). */
+    grain_status_t (*ep_isend)(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len,
+                               void **req_p);
+    grain_status_t (*ep_irecv)(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap,
+                               void **req_p);
+    int (*ep_test)(grain_transport_t *t, void *req, size_t *len, grain_status_t *st);
+    void (*ep_cancel)(grain_transport_t *t, void *req);
     uint64_t (*ep_tags)(grain_transport_t *t);
 } grain_transport_ops_t;
 

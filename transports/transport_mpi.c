@@ -687,7 +687,9 @@ const grain_transport_ops_t grain_transport_mpi = {
     .close = mpi_close,
     .uses_thread = 1,
     .restores_order = 1,
-    .ep_send = grain_mpi_ep_send,
-    .ep_recv = grain_mpi_ep_recv,
+    .ep_isend = grain_mpi_ep_isend,
+    .ep_irecv = grain_mpi_ep_irecv,
+    .ep_test = grain_mpi_ep_test,
+    .ep_cancel = grain_mpi_ep_cancel,
     .ep_tags = grain_mpi_ep_tags,
 };

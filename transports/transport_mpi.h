@@ -128,14 +128,16 @@ void grain_mpi_watch_stop(grain_transport_t *t);
 void grain_mpi_fail(grain_transport_t *t, int rank, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Device endpoints' messages (transport_mpi_ep.c): the channel opened with
- * the transport and closed with it, and the transport ops ep_send, ep_recv
- * and ep_tags. */
+ * the transport and closed with it, and the transport's ep_* ops. */
 grain_status_t grain_mpi_ep_open(grain_transport_t *t);
 void grain_mpi_ep_close(grain_transport_t *t);
 uint64_t grain_mpi_ep_tags(grain_transport_t *t);
-grain_status_t grain_mpi_ep_send(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len);
-grain_status_t grain_mpi_ep_recv(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap,
-                                 size_t *len);
+grain_status_t grain_mpi_ep_isend(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data, size_t len,
+                                  void **req_p);
+grain_status_t grain_mpi_ep_irecv(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap,
+                                  void **req_p);
+int grain_mpi_ep_test(grain_transport_t *t, void *req, size_t *len, grain_status_t *st);
+void grain_mpi_ep_cancel(grain_transport_t *t, void *req);
 
 static inline int grain_mpi_failed(grain_transport_t *t)
 {

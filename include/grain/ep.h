@@ -35,6 +35,7 @@ typedef struct grain_cmdq grain_cmdq_t;
 /* Memory of one endpoint's device with, by default, a pinned host shadow of
  * the same size (GMH's gmh_mem_t). */
 typedef struct grain_ep_mem grain_ep_mem_t;
+typedef struct grain_ep_event grain_ep_event_t;
 
 typedef grain_status_t (*grain_ep_fn_t)(grain_cmdq_t *q, void *arg);
 
@@ -96,6 +97,25 @@ grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, siz
 grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag);
 grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
                              size_t *received);
+
+/* The immediate forms (GMH III-B3, III-B4): each starts its message and
+ * returns an event at once; receives take messages in the order they were
+ * posted, blocking ones included.  An immediate send has copied `mem` off
+ * the device when it returns, so the memory may change at once; an
+ * immediate receive writes `mem` and *received by the time its event is
+ * waited for.  A message longer than a receive's room is refused. */
+grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
+                              grain_ep_event_t **event_p);
+grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
+                              size_t *received, grain_ep_event_t **event_p);
+/* Waits for an event, frees it and returns its message's status. */
+grain_status_t grain_ep_wait(grain_cmdq_t *q, grain_ep_event_t *event);
+/* Waits for all `n` (GMH's event sets) and returns the first error. */
+grain_status_t grain_ep_wait_all(grain_cmdq_t *q, grain_ep_event_t *const *events, size_t n);
+/* Without waiting: *done 0, or 1 and the event freed, its status returned.
+ * Events an endpoint leaves are finished when it returns: sends waited
+ * for, receives dropped, with a warning. */
+grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *event, int *done);
 
 /* ---- collectives (GMH section III-B5) -----------------------------------
  * Synchronous and over every endpoint of the job: each endpoint calls the

@@ -51,6 +51,9 @@ struct grain_cmdq {
     grain_backend_t *backend; /* opened by the endpoint's own thread */
     grain_backend_info_t info;
     grain_ep_mem_t *mems;
+    /* Messages started and not yet waited for, in the order posted: the
+     * rank's mailbox gives its messages to receives in that order. */
+    grain_ep_event_t *events, **events_tail;
     grain_ep_fn_t fn;
     void *arg;
     grain_ep_team_t *team;
@@ -82,6 +85,10 @@ void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev);
  * collectives (which fail, as this rank's endpoints are gone) until every
  * rank's have returned, and returns the lowest status of all ranks. */
 grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
+
+/* When the endpoint's function returned: waits for its sends, drops its
+ * receives, and says how many it had left. */
+void grain_ep_events_finish(grain_cmdq_t *q);
 
 /* Drops the messages between the rank's endpoints that none received;
  * returns how many there were. */

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Two-sided messages between device endpoints (GMH III-B4), blocking, matched
- * by (source endpoint, tag) in the order sent.  Between endpoints of one
- * rank a message goes through the rank's mailbox: copied off the sender's
- * device at once, onto the receiver's when it asks.  Between ranks it goes
- * device to host (the memory's shadow), through the transport's endpoint
+ * Two-sided messages between device endpoints (GMH III-B3, III-B4), matched
+ * by (source endpoint, tag) in the order sent and the order posted; every
+ * message is an event, and the blocking calls start one and wait for it.
+ * Between endpoints of one rank a message goes through the rank's mailbox:
+ * copied off the sender's device at once, onto the receiver's when the
+ * receiver progresses its receives, oldest first.  Between ranks it goes
+ * device to a host buffer of its own, through the transport's endpoint
  * channel, host to device; the MPI tag carries both virtual devices and the
  * application's tag, so that MPI's own matching and order serve.
  */
@@ -14,6 +16,7 @@
 
 #include "runtime/endpoints/endpoint.h"
 #include "runtime/grain_impl.h"
+#include "services/backoff.h"
 #include "services/log.h"
 
 struct grain_ep_msg {
@@ -73,6 +76,18 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
     return GRAIN_OK;
 }
 
+struct grain_ep_event {
+    struct grain_ep_event *next; /* in its endpoint's list, in the order posted */
+    int recv, here, done;
+    grain_status_t status;
+    char why[512];
+    grain_ep_mem_t *mem; /* a receive's */
+    size_t offset, cap, *received;
+    int src, tag;
+    void *req;              /* the transport's, between ranks */
+    unsigned char *staging; /* the message's host bytes, between ranks */
+};
+
 static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
                                 int tag)
 {
@@ -95,102 +110,298 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
     return GRAIN_OK;
 }
 
-grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag)
+static grain_ep_event_t *new_event(grain_cmdq_t *q, int recv, int here)
 {
-    const char *what = "grain_ep_send";
-    grain_status_t st = check(q, what, mem, offset, bytes, dest, tag, GRAIN_EP_READ);
-    if (st != GRAIN_OK)
-        return st;
-    if (dest / (int)q->devices == q->grain->my_pe)
-        return send_here(q, mem, offset, bytes, dest, tag);
-    uint64_t mpi_tag = 0;
-    if ((st = channel(q, what, q->id, dest, tag, &mpi_tag)) != GRAIN_OK)
-        return st;
-    void *own = NULL;
-    unsigned char *host = grain_ep_mem_staging(mem, offset, bytes, &own);
-    if (host == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
-    if (bytes > 0)
-        st = q->bops->copy(q->backend, host, (unsigned char *)mem->device + offset, bytes);
-    grain_t *g = q->grain;
-    if (st == GRAIN_OK)
-        st = g->tops->ep_send(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, host, bytes);
-    free(own);
-    return st;
+    grain_ep_event_t *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->recv = recv;
+    e->here = here;
+    *q->events_tail = e;
+    q->events_tail = &e->next;
+    return e;
 }
 
-/* The first message from `src` with `tag` for q in the rank's mailbox,
- * unlinked; NULL once `src` has returned without one. */
-static struct grain_ep_msg *take_mail(grain_cmdq_t *q, int src, int tag)
+static void complete(grain_ep_event_t *e, grain_status_t st)
+{
+    e->done = 1;
+    e->status = st;
+    if (st != GRAIN_OK)
+        snprintf(e->why, sizeof e->why, "%s", grain_error_message(NULL));
+}
+
+grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
+                              grain_ep_event_t **event_p)
+{
+    const char *what = "grain_ep_isend";
+    grain_status_t st = check(q, what, mem, offset, bytes, dest, tag, GRAIN_EP_READ);
+    if (st == GRAIN_OK && event_p == NULL)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    if (st != GRAIN_OK)
+        return st;
+    int here = dest / (int)q->devices == q->grain->my_pe;
+    uint64_t mpi_tag = 0;
+    if (!here && (st = channel(q, what, q->id, dest, tag, &mpi_tag)) != GRAIN_OK)
+        return st;
+    grain_ep_event_t *e = new_event(q, 0, here);
+    if (e == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
+    if (here) {
+        complete(e, send_here(q, mem, offset, bytes, dest, tag));
+    } else if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL) {
+        complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+    } else {
+        grain_t *g = q->grain;
+        st = bytes > 0 ? q->bops->copy(q->backend, e->staging, (unsigned char *)mem->device + offset, bytes) : GRAIN_OK;
+        if (st == GRAIN_OK)
+            st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
+                                   &e->req);
+        if (st != GRAIN_OK)
+            complete(e, st);
+    }
+    *event_p = e;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
+                              size_t *received, grain_ep_event_t **event_p)
+{
+    const char *what = "grain_ep_irecv";
+    grain_status_t st = check(q, what, mem, offset, bytes, src, tag, GRAIN_EP_WRITE);
+    if (st == GRAIN_OK && event_p == NULL)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    if (st != GRAIN_OK)
+        return st;
+    int here = src / (int)q->devices == q->grain->my_pe;
+    uint64_t mpi_tag = 0;
+    if (!here && (st = channel(q, what, src, q->id, tag, &mpi_tag)) != GRAIN_OK)
+        return st;
+    grain_ep_event_t *e = new_event(q, 1, here);
+    if (e == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
+    e->mem = mem;
+    e->offset = offset;
+    e->cap = bytes;
+    e->received = received;
+    e->src = src;
+    e->tag = tag;
+    if (!here) {
+        grain_t *g = q->grain;
+        if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
+            complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+        else if ((st = g->tops->ep_irecv(g->transport, (uint32_t)(src / (int)q->devices), mpi_tag, e->staging,
+                                         bytes, &e->req)) != GRAIN_OK)
+            complete(e, st);
+    }
+    *event_p = e;
+    return GRAIN_OK;
+}
+
+/* The first message from `src` with `tag` for endpoint `dst` in the
+ * mailbox, unlinked, or NULL; under the team's lock. */
+static struct grain_ep_msg *take_mail(grain_ep_team_t *t, int src, int dst, int tag)
+{
+    for (struct grain_ep_msg **p = &t->mail; *p != NULL; p = &(*p)->next) {
+        struct grain_ep_msg *m = *p;
+        if (m->src != src || m->dst != dst || m->tag != tag)
+            continue;
+        *p = m->next;
+        if (t->mail_tail == &m->next)
+            t->mail_tail = p;
+        return m;
+    }
+    return NULL;
+}
+
+/* Lands a message of the mailbox in receive `e`'s memory. */
+static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
+{
+    grain_status_t st = GRAIN_OK;
+    if (m->len > e->cap)
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "grain_ep_recv: a message of %zu bytes from endpoint %d does not fit the %zu bytes given; it "
+                        "was taken and dropped",
+                        m->len, e->src, e->cap);
+    else if (m->len > 0)
+        st = q->bops->copy(q->backend, (unsigned char *)e->mem->device + e->offset, m->data, m->len);
+    if (st == GRAIN_OK && e->received != NULL)
+        *e->received = m->len;
+    free(m);
+    complete(e, st);
+}
+
+/* Gives the mailbox's messages to this endpoint's receives from its own
+ * rank, oldest receive first; a receive from an endpoint that returned
+ * without sending fails.  With `wait`, sleeps until something changed when
+ * nothing did.  Returns whether any receive finished. */
+static int progress_here(grain_cmdq_t *q, int wait)
 {
     grain_ep_team_t *t = q->team;
+    enum { BATCH = 16 };
+    grain_ep_event_t *take[BATCH];
+    struct grain_ep_msg *got[BATCH];
+    int n = 0;
     pthread_mutex_lock(&t->lock);
     for (;;) {
-        for (struct grain_ep_msg **p = &t->mail; *p != NULL; p = &(*p)->next) {
-            struct grain_ep_msg *m = *p;
-            if (m->src != src || m->dst != q->id || m->tag != tag)
+        for (grain_ep_event_t *e = q->events; e != NULL && n < BATCH; e = e->next) {
+            if (!e->recv || !e->here || e->done)
                 continue;
-            *p = m->next;
-            if (t->mail_tail == &m->next)
-                t->mail_tail = p;
-            pthread_mutex_unlock(&t->lock);
-            return m;
+            struct grain_ep_msg *m = take_mail(t, e->src, q->id, e->tag);
+            if (m != NULL) {
+                take[n] = e;
+                got[n++] = m;
+                e->done = 1; /* taken: landed below, outside the lock */
+            } else if (t->gone[e->src % (int)t->devices]) { /* it sent all it will: the mailbox has it */
+                take[n] = e;
+                got[n++] = NULL;
+                e->done = 1;
+            }
         }
-        if (t->gone[src % (int)t->devices])
+        if (n > 0 || !wait)
             break;
         pthread_cond_wait(&t->mail_cond, &t->lock);
     }
     pthread_mutex_unlock(&t->lock);
-    return NULL;
+    for (int i = 0; i < n; i++) {
+        if (got[i] != NULL)
+            land(q, take[i], got[i]);
+        else
+            complete(take[i], grain_fail(GRAIN_ERR_STATE,
+                                         "grain_ep_recv: endpoint %d returned without sending endpoint %d a message "
+                                         "of tag %d",
+                                         take[i]->src, q->id, take[i]->tag));
+    }
+    return n > 0;
 }
 
-static grain_status_t recv_here(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
-                                size_t *received)
+/* One look at a message between ranks. */
+static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
 {
-    const char *what = "grain_ep_recv";
-    struct grain_ep_msg *m = take_mail(q, src, tag);
-    if (m == NULL)
-        return grain_fail(GRAIN_ERR_STATE, "%s: endpoint %d returned without sending endpoint %d a message of tag %d",
-                          what, src, q->id, tag);
+    grain_t *g = q->grain;
+    size_t len = 0;
     grain_status_t st = GRAIN_OK;
-    if (m->len > bytes)
-        st = grain_fail(GRAIN_ERR_INVALID,
-                        "%s: a message of %zu bytes from endpoint %d does not fit the %zu bytes given; it was taken "
-                        "and dropped",
-                        what, m->len, src, bytes);
-    else if (m->len > 0)
-        st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, m->data, m->len);
-    if (st == GRAIN_OK)
-        *received = m->len;
-    free(m);
+    if (!g->tops->ep_test(g->transport, e->req, &len, &st))
+        return;
+    e->req = NULL;
+    if (st == GRAIN_OK && e->recv && len > 0)
+        st = q->bops->copy(q->backend, (unsigned char *)e->mem->device + e->offset, e->staging, len);
+    if (st == GRAIN_OK && e->recv && e->received != NULL)
+        *e->received = len;
+    complete(e, st);
+}
+
+static void unlink_event(grain_cmdq_t *q, grain_ep_event_t *e)
+{
+    for (grain_ep_event_t **p = &q->events; *p != NULL; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            if (q->events_tail == &e->next)
+                q->events_tail = p;
+            break;
+        }
+    free(e->staging);
+    free(e);
+}
+
+/* The status an event ends with, its sentence kept; frees it. */
+static grain_status_t finish(grain_cmdq_t *q, grain_ep_event_t *e)
+{
+    grain_status_t st = e->status;
+    if (st != GRAIN_OK)
+        grain_error_keep(e->why);
+    unlink_event(q, e);
     return st;
+}
+
+static grain_status_t owned(const grain_cmdq_t *q, const grain_ep_event_t *e, const char *what)
+{
+    grain_status_t st = grain_ep_check_thread(q, what);
+    if (st != GRAIN_OK)
+        return st;
+    for (const grain_ep_event_t *x = q->events; x != NULL; x = x->next)
+        if (x == e)
+            return GRAIN_OK;
+    return grain_fail(GRAIN_ERR_INVALID, "%s: not an event of endpoint %d still waiting", what, q->id);
+}
+
+grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *e, int *done)
+{
+    grain_status_t st = owned(q, e, "grain_ep_test");
+    if (st != GRAIN_OK || done == NULL)
+        return st != GRAIN_OK ? st : grain_fail(GRAIN_ERR_INVALID, "grain_ep_test: nowhere to say whether it is done");
+    if (!e->done)
+        e->here ? (void)progress_here(q, 0) : progress_there(q, e);
+    *done = e->done;
+    return e->done ? finish(q, e) : GRAIN_OK;
+}
+
+grain_status_t grain_ep_wait(grain_cmdq_t *q, grain_ep_event_t *e)
+{
+    grain_status_t st = owned(q, e, "grain_ep_wait");
+    if (st != GRAIN_OK)
+        return st;
+    grain_backoff_t backoff = {0};
+    while (!e->done) {
+        if (e->here)
+            progress_here(q, 1);
+        else
+            progress_there(q, e);
+        if (!e->done && !e->here)
+            grain_backoff_idle(&backoff);
+    }
+    return finish(q, e);
+}
+
+grain_status_t grain_ep_wait_all(grain_cmdq_t *q, grain_ep_event_t *const *events, size_t n)
+{
+    grain_status_t first = GRAIN_OK;
+    char why[1024] = "";
+    for (size_t i = 0; i < n; i++) {
+        grain_status_t st = grain_ep_wait(q, events[i]);
+        if (st != GRAIN_OK && first == GRAIN_OK) {
+            first = st;
+            snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+        }
+    }
+    if (first != GRAIN_OK)
+        grain_error_keep(why);
+    return first;
+}
+
+grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag)
+{
+    grain_ep_event_t *e = NULL;
+    grain_status_t st = grain_ep_isend(q, mem, offset, bytes, dest, tag, &e);
+    return st == GRAIN_OK ? grain_ep_wait(q, e) : st;
 }
 
 grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
                              size_t *received)
 {
-    const char *what = "grain_ep_recv";
-    grain_status_t st = check(q, what, mem, offset, bytes, src, tag, GRAIN_EP_WRITE);
-    if (st != GRAIN_OK)
-        return st;
-    size_t got = 0;
-    if (src / (int)q->devices == q->grain->my_pe) {
-        st = recv_here(q, mem, offset, bytes, src, tag, &got);
-    } else {
-        uint64_t mpi_tag = 0;
-        if ((st = channel(q, what, src, q->id, tag, &mpi_tag)) != GRAIN_OK)
-            return st;
-        void *own = NULL;
-        unsigned char *host = grain_ep_mem_staging(mem, offset, bytes, &own);
-        if (host == NULL)
-            return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
-        grain_t *g = q->grain;
-        st = g->tops->ep_recv(g->transport, (uint32_t)(src / (int)q->devices), mpi_tag, host, bytes, &got);
-        if (st == GRAIN_OK && got > 0)
-            st = q->bops->copy(q->backend, (unsigned char *)mem->device + offset, host, got);
-        free(own);
+    grain_ep_event_t *e = NULL;
+    grain_status_t st = grain_ep_irecv(q, mem, offset, bytes, src, tag, received, &e);
+    return st == GRAIN_OK ? grain_ep_wait(q, e) : st;
+}
+
+void grain_ep_events_finish(grain_cmdq_t *q)
+{
+    unsigned left = 0;
+    while (q->events != NULL) {
+        grain_ep_event_t *e = q->events;
+        left++;
+        if (!e->done && !e->here && !e->recv) {
+            grain_backoff_t backoff = {0};
+            while (!e->done) { /* a send: its receiver may be waiting for it */
+                progress_there(q, e);
+                if (!e->done)
+                    grain_backoff_idle(&backoff);
+            }
+        } else if (!e->done && !e->here) {
+            q->grain->tops->ep_cancel(q->grain->transport, e->req);
+        }
+        unlink_event(q, e);
     }
-    if (st == GRAIN_OK && received != NULL)
-        *received = got;
-    return st;
+    if (left > 0)
+        grain_warn("endpoint %d returned with %u message%s it did not wait for: sends waited for, receives dropped",
+                   q->id, left, left == 1 ? "" : "s");
 }

@@ -107,6 +107,7 @@ static void *endpoint_thread(void *arg)
         q->status = q->fn(q, q->arg);
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
+    grain_ep_events_finish(q);
     grain_ep_team_depart(q->team, q->vdev);
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)
@@ -188,6 +189,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
                             .fn = fn,
                             .arg = arg,
                             .team = &team};
+        q->events_tail = &q->events;
         grain_info("endpoint %d: virtual device %u drives device %u%s", q->id, v, q->device_index,
                    q->cpu >= 0 ? ", its thread on a core of its own" : "");
         if (pthread_create(&q->thread, NULL, endpoint_thread, q) != 0) {

@@ -351,6 +351,81 @@ static grain_status_t pairs(grain_cmdq_t *q, void *arg)
     return GRAIN_OK;
 }
 
+/* Immediate messages: every endpoint posts two receives from every endpoint
+ * (itself included) on one tag, then sends each two messages (1000 bytes,
+ * then 70000, past any eager limit), changing its memory as soon as each
+ * send returns; the first receive posted must get the first message.
+ * Then a receive posted before a blocking one of the same source and tag
+ * gets the earlier message, and a receive never matched is left to the
+ * endpoint's return. */
+enum { FIRST = 1000, SECOND = 70000 };
+
+static uint8_t imm_byte(int src, int dst, int which, size_t i)
+{
+    return (uint8_t)(src * 11 + dst * 3 + which * 101 + i * 13 + 5);
+}
+
+static grain_status_t immediate(grain_cmdq_t *q, void *arg)
+{
+    int *ok = arg, me = grain_ep_id(q), n = grain_ep_count(q), good = 1;
+    size_t slot = SECOND, per_peer = 2 * slot;
+    grain_ep_mem_t *in = NULL, *out = NULL;
+    uint8_t *buf = malloc(per_peer);
+    grain_ep_event_t **ev = calloc(4 * (size_t)n, sizeof *ev);
+    size_t *got = calloc(2 * (size_t)n, sizeof *got);
+    if (buf == NULL || ev == NULL || got == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    OK(grain_ep_mem_alloc(q, (size_t)n * per_peer, GRAIN_EP_READ | GRAIN_EP_WRITE, &in));
+    OK(grain_ep_mem_alloc(q, SECOND, GRAIN_EP_READ | GRAIN_EP_WRITE, &out));
+    for (int p = 0; p < n; p++)
+        for (int which = 0; which < 2; which++)
+            OK(grain_ep_irecv(q, in, (size_t)p * per_peer + (size_t)which * slot, slot, p, 9, &got[2 * p + which],
+                              &ev[2 * p + which]));
+    for (int p = 0; p < n; p++)
+        for (int which = 0; which < 2; which++) {
+            size_t bytes = which == 0 ? FIRST : SECOND;
+            for (size_t i = 0; i < bytes; i++)
+                buf[i] = imm_byte(me, p, which, i);
+            OK(grain_ep_mem_write(q, out, 0, buf, bytes));
+            OK(grain_ep_isend(q, out, 0, bytes, p, 9, &ev[2 * n + 2 * p + which]));
+            memset(buf, 0, bytes); /* the send has copied it: changing the memory now changes nothing */
+            OK(grain_ep_mem_write(q, out, 0, buf, bytes));
+        }
+    int done = 0; /* one event by test alone */
+    while (!done)
+        OK(grain_ep_test(q, ev[2 * n], &done));
+    OK(grain_ep_wait_all(q, ev + 2 * n + 1, 2 * (size_t)n - 1));
+    OK(grain_ep_wait_all(q, ev, 2 * (size_t)n));
+    for (int p = 0; p < n; p++)
+        for (int which = 0; which < 2; which++) {
+            size_t bytes = which == 0 ? FIRST : SECOND;
+            good &= got[2 * p + which] == bytes;
+            OK(grain_ep_mem_read(q, in, (size_t)p * per_peer + (size_t)which * slot, buf, bytes));
+            for (size_t i = 0; good && i < bytes; i++)
+                good = buf[i] == imm_byte(p, me, which, i);
+        }
+    /* An immediate receive posted before a blocking one takes the earlier message. */
+    int to = (me + 1) % n, from = (me + n - 1) % n;
+    grain_ep_event_t *early = NULL, *never = NULL;
+    size_t early_got = 0, late_got = 0;
+    OK(grain_ep_irecv(q, in, 0, 100, from, 11, &early_got, &early));
+    OK(grain_ep_send(q, out, 0, 10, to, 11));
+    OK(grain_ep_send(q, out, 0, 20, to, 11));
+    OK(grain_ep_recv(q, in, 100, 100, from, 11, &late_got));
+    OK(grain_ep_wait(q, early));
+    good &= early_got == 10 && late_got == 20;
+    /* Refusals: no place for the event, and an event that is not waiting. */
+    expect_refused(grain_ep_isend(q, out, 0, 1, to, 12, NULL), GRAIN_ERR_INVALID, "nowhere to store the event",
+                   "an immediate send without an event");
+    expect_refused(grain_ep_wait(q, early), GRAIN_ERR_INVALID, "not an event of endpoint", "an event waited twice");
+    OK(grain_ep_irecv(q, in, 0, 8, from, 13, NULL, &never)); /* nobody sends it: dropped when this returns */
+    ok[grain_ep_vdev(q)] = good;
+    free(buf);
+    free(ev);
+    free(got);
+    return GRAIN_OK;
+}
+
 /* The refusals of messages: a receive too small (then the next message
  * still arrives), bad peers and tags, memory without the permission, and a
  * receive from an endpoint of this rank that returned without sending. */
@@ -394,6 +469,14 @@ static void check_messages(grain_t *g, int me, unsigned want)
         expect(ok[v] == 1, what);
     }
     OK(grain_ep_run(g, want, message_refusals, NULL));
+    for (int i = 0; i < MAX_EPS; i++)
+        ok[i] = -1;
+    OK(grain_ep_run(g, want, immediate, ok));
+    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
+        char what[96];
+        snprintf(what, sizeof what, "rank %d virtual device %d: the immediate messages' order or bytes", me, v);
+        expect(ok[v] == 1, what);
+    }
 }
 
 static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
