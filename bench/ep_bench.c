@@ -12,7 +12,7 @@
  *
  *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
  *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
- *   [--min-bytes B] [--max-bytes B] [--iters N] [--csv FILE] [--json FILE]
+ *   [--min-bytes B] [--max-bytes B] [--iters N] [--csv FILE] [--json]   (--json: the report, last on stdout)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,8 @@
 
 typedef struct options {
     unsigned long long min_bytes, max_bytes, iters, endpoints;
-    const char *csv, *json;
+    const char *csv;
+    int json;
 } options_t;
 
 typedef struct row {
@@ -59,13 +60,13 @@ static void take(void *state, int key, const char *option, const char *value)
     else if (key == OPT_CSV)
         o->csv = value;
     else
-        o->json = value;
+        o->json = 1;
 }
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1|2 ep_bench [--endpoints N] [--min-bytes B] [--max-bytes B] [--iters N]\n"
-                 "                [--csv FILE] [--json FILE]\n"
+                 "                [--csv FILE] [--json]\n"
                  "  endpoints 0 and 1 bounce messages of min-bytes to max-bytes (doubling); N endpoints a rank\n"
                  "  (default 2 on one rank, 1 on several); the baseline is a device-host copy each way\n");
 }
@@ -148,9 +149,9 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
 
 static int write_files(const options_t *o, const run_t *r, const char *mode, const char *backend)
 {
-    FILE *csv = o->csv != NULL ? fopen(o->csv, "w") : NULL, *json = o->json != NULL ? fopen(o->json, "w") : NULL;
-    if ((o->csv != NULL && csv == NULL) || (o->json != NULL && json == NULL)) {
-        fprintf(stderr, "ep_bench: cannot write %s\n", csv == NULL && o->csv != NULL ? o->csv : o->json);
+    FILE *csv = o->csv != NULL ? fopen(o->csv, "w") : NULL, *json = o->json ? stdout : NULL;
+    if (o->csv != NULL && csv == NULL) {
+        fprintf(stderr, "ep_bench: cannot write %s\n", o->csv);
         return 1;
     }
     if (csv != NULL)
@@ -172,8 +173,6 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
         fprintf(json, "]}\n");
     if (csv != NULL)
         fclose(csv);
-    if (json != NULL)
-        fclose(json);
     return 0;
 }
 
@@ -181,8 +180,8 @@ int main(int argc, char **argv)
 {
     static const cli_option_t options[] = {{"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX},
                                            {"iters", 1, OPT_ITERS},   {"endpoints", 1, OPT_ENDPOINTS},
-                                           {"csv", 1, OPT_CSV},       {"json", 1, OPT_JSON}};
-    options_t o = {4, 64ull << 20, 1000, 0, NULL, NULL};
+                                           {"csv", 1, OPT_CSV},       {"json", 0, OPT_JSON}};
+    options_t o = {4, 64ull << 20, 1000, 0, NULL, 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("ep_bench", argc, argv, groups, 1, 0, usage);
     if (o.min_bytes > o.max_bytes) {

@@ -16,30 +16,17 @@ import csv
 import json
 import os
 import shlex
-import subprocess
 import sys
 
-from driver import Progress, pyplot, require_built
+from driver import Progress, pyplot, require_built, run_app
 
 PLACEMENTS = (("same rank", 1, ["--endpoints", "2"]), ("two ranks", 2, []))
 
 
-def run(args, ranks, extra, out_json):
+def run(args, ranks, extra):
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, "ep_bench"), "--max-bytes",
-                                      args.max_bytes, "--iters", str(args.iters), "--json", out_json] + extra
-    env = dict(os.environ)
-    if os.geteuid() == 0:  # Open MPI refuses root unless told
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout,
-                           env=env)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {args.timeout} s"
-    if p.returncode != 0:
-        return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
-    with open(out_json) as f:
-        return json.load(f), ""
+                                      args.max_bytes, "--iters", str(args.iters), "--json"] + extra
+    return run_app(cmd, "ep_bench", args.timeout)
 
 
 def plot(runs, path):
@@ -90,7 +77,7 @@ def main():
     progress = Progress(len(PLACEMENTS))
     for mode, ranks, extra in PLACEMENTS:
         progress.start(mode)
-        r, why = run(args, ranks, extra, os.path.join(args.out, f"ep-{ranks}.json"))
+        r, why = run(args, ranks, extra)
         progress.finish(why or f"{len(r['rows'])} sizes")
         if r is None:
             failed = 1

@@ -110,16 +110,29 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
     return GRAIN_OK;
 }
 
-static grain_ep_event_t *new_event(grain_cmdq_t *q, int recv, int here)
+/* The checks of a message to or from `peer`, then its event, appended to
+ * q's; between ranks, the MPI tag too. */
+static grain_status_t open_event(grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
+                                 size_t bytes, int peer, int tag, int recv, grain_ep_event_t **event_p,
+                                 uint64_t *mpi_tag, grain_ep_event_t **e_p)
 {
+    grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, recv ? GRAIN_EP_WRITE : GRAIN_EP_READ);
+    if (st == GRAIN_OK && event_p == NULL)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    if (st != GRAIN_OK)
+        return st;
+    int here = peer / (int)q->devices == q->grain->my_pe;
+    if (!here && (st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag)) != GRAIN_OK)
+        return st;
     grain_ep_event_t *e = calloc(1, sizeof *e);
     if (e == NULL)
-        return NULL;
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
     e->recv = recv;
     e->here = here;
     *q->events_tail = e;
     q->events_tail = &e->next;
-    return e;
+    *e_p = e;
+    return GRAIN_OK;
 }
 
 static void complete(grain_ep_event_t *e, grain_status_t st)
@@ -134,19 +147,12 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
                               grain_ep_event_t **event_p)
 {
     const char *what = "grain_ep_isend";
-    grain_status_t st = check(q, what, mem, offset, bytes, dest, tag, GRAIN_EP_READ);
-    if (st == GRAIN_OK && event_p == NULL)
-        st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    grain_ep_event_t *e = NULL;
+    uint64_t mpi_tag = 0;
+    grain_status_t st = open_event(q, what, mem, offset, bytes, dest, tag, 0, event_p, &mpi_tag, &e);
     if (st != GRAIN_OK)
         return st;
-    int here = dest / (int)q->devices == q->grain->my_pe;
-    uint64_t mpi_tag = 0;
-    if (!here && (st = channel(q, what, q->id, dest, tag, &mpi_tag)) != GRAIN_OK)
-        return st;
-    grain_ep_event_t *e = new_event(q, 0, here);
-    if (e == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
-    if (here) {
+    if (e->here) {
         complete(e, send_here(q, mem, offset, bytes, dest, tag));
     } else if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL) {
         complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
@@ -167,25 +173,18 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
                               size_t *received, grain_ep_event_t **event_p)
 {
     const char *what = "grain_ep_irecv";
-    grain_status_t st = check(q, what, mem, offset, bytes, src, tag, GRAIN_EP_WRITE);
-    if (st == GRAIN_OK && event_p == NULL)
-        st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    grain_ep_event_t *e = NULL;
+    uint64_t mpi_tag = 0;
+    grain_status_t st = open_event(q, what, mem, offset, bytes, src, tag, 1, event_p, &mpi_tag, &e);
     if (st != GRAIN_OK)
         return st;
-    int here = src / (int)q->devices == q->grain->my_pe;
-    uint64_t mpi_tag = 0;
-    if (!here && (st = channel(q, what, src, q->id, tag, &mpi_tag)) != GRAIN_OK)
-        return st;
-    grain_ep_event_t *e = new_event(q, 1, here);
-    if (e == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
     e->mem = mem;
     e->offset = offset;
     e->cap = bytes;
     e->received = received;
     e->src = src;
     e->tag = tag;
-    if (!here) {
+    if (!e->here) {
         grain_t *g = q->grain;
         if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
             complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
