@@ -45,7 +45,8 @@ typedef grain_status_t (*grain_ep_fn_t)(grain_cmdq_t *q, void *arg);
  * once all have returned.  Every rank must ask for the same number.
  * Returns GRAIN_OK on every rank, or an error on every rank: the first one
  * an endpoint of this rank returned (by virtual device), else that of another
- * rank's.  Memory an endpoint did not free is freed when it returns. */
+ * rank's.  Memory an endpoint did not free is freed when it returns, and
+ * messages it did not wait for are finished (grain_ep_test). */
 grain_status_t grain_ep_run(grain_t *grain, unsigned devices, grain_ep_fn_t fn, void *arg);
 
 /* rank x endpoints a rank + virtual device: 0 .. grain_ep_count() - 1. */
@@ -62,13 +63,16 @@ unsigned grain_ep_device_index(const grain_cmdq_t *q);
 grain_t *grain_ep_grain(const grain_cmdq_t *q);
 
 /* What an endpoint may do with its memory's contents: read them out (to the
- * host; later, send them) and write them (from the host; later, receive into
- * them).  GRAIN_EP_NO_SHADOW leaves out the pinned host shadow. */
+ * host, in a message, into a collective) and write them (from the host,
+ * from a message or a collective).  GRAIN_EP_NO_SHADOW leaves out the
+ * pinned host shadow. */
 #define GRAIN_EP_READ 1u
 #define GRAIN_EP_WRITE 2u
 #define GRAIN_EP_NO_SHADOW 4u
 
-/* Zeroed device memory of `bytes` (at least 1) on q's device. */
+/* Zeroed device memory of `bytes` (at least 1) on q's device.  Freeing
+ * memory that a receive not yet waited for writes into is refused (logged;
+ * the memory is freed when the endpoint returns). */
 grain_status_t grain_ep_mem_alloc(grain_cmdq_t *q, size_t bytes, unsigned flags, grain_ep_mem_t **mem_p);
 void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem);
 size_t grain_ep_mem_size(const grain_ep_mem_t *mem);

@@ -89,6 +89,8 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
 /* When the endpoint's function returned: waits for its sends, drops its
  * receives, and says how many it had left. */
 void grain_ep_events_finish(grain_cmdq_t *q);
+/* Whether a receive of q not yet done will write into `mem`. */
+int grain_ep_events_write(const grain_cmdq_t *q, const grain_ep_mem_t *mem);
 
 /* Drops the messages between the rank's endpoints that none received;
  * returns how many there were. */

@@ -67,6 +67,12 @@ void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem)
 {
     if (mem == NULL || grain_ep_check_thread(q, "grain_ep_mem_free") != GRAIN_OK)
         return;
+    if (grain_ep_events_write(q, mem)) { /* kept: freed when the endpoint returns, after its receives */
+        grain_fail(GRAIN_ERR_STATE, "grain_ep_mem_free: a receive of endpoint %d not yet waited for writes into that "
+                                    "memory; wait for it first (the memory is kept until the endpoint returns)",
+                   q->id);
+        return;
+    }
     for (grain_ep_mem_t **p = &q->mems; *p != NULL; p = &(*p)->next)
         if (*p == mem) {
             *p = mem->next;

@@ -382,6 +382,14 @@ grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset
     return st == GRAIN_OK ? grain_ep_wait(q, e) : st;
 }
 
+int grain_ep_events_write(const grain_cmdq_t *q, const grain_ep_mem_t *mem)
+{
+    for (const grain_ep_event_t *e = q->events; e != NULL; e = e->next)
+        if (e->recv && !e->done && e->mem == mem)
+            return 1;
+    return 0;
+}
+
 void grain_ep_events_finish(grain_cmdq_t *q)
 {
     unsigned left = 0;

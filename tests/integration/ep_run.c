@@ -419,6 +419,9 @@ static grain_status_t immediate(grain_cmdq_t *q, void *arg)
                    "an immediate send without an event");
     expect_refused(grain_ep_wait(q, early), GRAIN_ERR_INVALID, "not an event of endpoint", "an event waited twice");
     OK(grain_ep_irecv(q, in, 0, 8, from, 13, NULL, &never)); /* nobody sends it: dropped when this returns */
+    grain_ep_mem_free(q, in); /* refused while that receive may write into it */
+    expect(strstr(grain_error_message(NULL), "not yet waited for writes into that memory") != NULL,
+           "memory freed under a receive not yet waited for");
     ok[grain_ep_vdev(q)] = good;
     free(buf);
     free(ev);
