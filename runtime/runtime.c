@@ -469,7 +469,7 @@ grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_at
  * Once buffers filled up (Nagle's rule for timeout flushes) and arrived in
  * order, pagerank (Kronecker 20) ran fastest there with 6 aggregators
  * (0.47-0.49 s; 0.50-0.53 with 7, 0.52-0.54 with 8, 0.62 with 4), gups with
- * 8 (1.93-2.14 GUP/s; 1.69-1.89 with 6, 1.33 with 4).
+ * 8 (1.93-2.15 GUP/s; 1.69-1.89 with 6, 1.33 with 4).
  */
 #define AUTO_THREADS_MAX 4
 #define AUTO_AGGREGATORS_MAX 6
