@@ -76,6 +76,15 @@ unsigned grain_ep_device_of(unsigned node_rank, unsigned devices, unsigned vdev,
 
 /* Frees what the endpoint allocated and did not free. */
 void grain_ep_mem_free_all(grain_cmdq_t *q);
+/* The ranks' agreement, one allreduce (MAX) of these words: whether any
+ * rank, and every rank, is done (its endpoints returned); a key (a
+ * collective and its arguments, or a count), both ways, so that a
+ * difference shows and the range is known; the lowest status, negated.
+ * grain_ep_run's start, every collective and grain_ep_run's end each cost
+ * every rank one, so that ranks in different ones still meet. */
+enum { A_DONE, A_ALL_DONE_NEG, A_KEY, A_KEY_NEG, A_STATUS_NEG, A_WORDS };
+grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS]);
+
 /* The team's life: set up for `devices` endpoints, and an endpoint's
  * function returned (collectives of the others fail from then on). */
 grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices);

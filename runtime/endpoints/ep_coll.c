@@ -38,12 +38,7 @@ typedef struct grain_ep_result {
 enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_ALLGATHER, COLL_GATHER, COLL_SCATTER,
        COLL_ALLTOALL };
 
-/* The ranks' agreement, reduced with MAX: whether any rank, and every rank,
- * is done (its endpoints returned); the collective's key, both ways, so that
- * a difference shows; the lowest status, negated. */
-enum { A_DONE, A_ALL_DONE_NEG, A_KEY, A_KEY_NEG, A_STATUS_NEG, A_WORDS };
-
-static grain_status_t agree_ranks(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS])
+grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS])
 {
     int64_t k = (int64_t)(key & INT64_MAX);
     a[A_DONE] = done;
@@ -118,7 +113,7 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine)
 {
     int64_t a[A_WORDS];
     do {
-        grain_status_t st = agree_ranks(g, 1, 0, mine, a);
+        grain_status_t st = grain_ep_agree(g, 1, 0, mine, a);
         if (st != GRAIN_OK)
             return st;
     } while (a[A_ALL_DONE_NEG] != -1);
@@ -178,7 +173,7 @@ static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t 
             st = grain_fail(t->statuses[v], "endpoint collective: endpoint %d's arguments were refused",
                             q->id - (int)q->vdev + (int)v);
     int64_t a[A_WORDS];
-    grain_status_t ranks = agree_ranks(g, 0, key, st, a);
+    grain_status_t ranks = grain_ep_agree(g, 0, key, st, a);
     if (ranks != GRAIN_OK || st != GRAIN_OK)
         return ranks != GRAIN_OK ? ranks : st;
     if (a[A_DONE])

@@ -119,17 +119,17 @@ static void *endpoint_thread(void *arg)
  * collective: ranks that disagree all return, none waits for the others. */
 static grain_status_t agree(grain_t *g, unsigned devices, int bad)
 {
-    int64_t v[3] = {(int64_t)devices, -(int64_t)devices, bad};
-    grain_status_t st = grain_allreduce(g, v, 3, GRAIN_INT64, GRAIN_MAX);
+    int64_t a[A_WORDS];
+    grain_status_t st = grain_ep_agree(g, 0, devices, bad ? GRAIN_ERR_INVALID : GRAIN_OK, a);
     if (st != GRAIN_OK || bad)
         return st != GRAIN_OK ? st : GRAIN_ERR_INVALID;
-    if (v[2])
+    if (a[A_STATUS_NEG] != 0)
         return grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: another rank's arguments were refused");
-    if (v[0] != -v[1])
+    if (a[A_KEY] != -a[A_KEY_NEG])
         return grain_fail(GRAIN_ERR_CONFIG,
                           "grain_ep_run: the ranks ask for %lld to %lld endpoints each; every rank must run the same "
                           "number (the endpoint ids are rank x endpoints + virtual device)",
-                          (long long)-v[1], (long long)v[0]);
+                          (long long)-a[A_KEY_NEG], (long long)a[A_KEY]);
     return GRAIN_OK;
 }
 
