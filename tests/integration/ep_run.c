@@ -226,17 +226,24 @@ static grain_status_t collect(grain_cmdq_t *q, void *arg)
     return GRAIN_OK; /* memory left is freed */
 }
 
-static void check_collectives(grain_t *g, int me, unsigned want)
+/* Runs `fn`, which sets ok[its virtual device] to 1 when what it checked
+ * held, and expects that of every endpoint of this rank. */
+static void expect_each(grain_t *g, int me, unsigned want, grain_ep_fn_t fn, const char *checked)
 {
     int ok[MAX_EPS];
     for (int i = 0; i < MAX_EPS; i++)
         ok[i] = -1;
-    OK(grain_ep_run(g, want, collect, ok));
+    OK(grain_ep_run(g, want, fn, ok));
     for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
-        char what[96];
-        snprintf(what, sizeof what, "rank %d virtual device %d: the collectives' sums or bytes", me, v);
+        char what[160];
+        snprintf(what, sizeof what, "rank %d virtual device %d: %s", me, v, checked);
         expect(ok[v] == 1, what);
     }
+}
+
+static void check_collectives(grain_t *g, int me, unsigned want)
+{
+    expect_each(g, me, want, collect, "the collectives' sums or bytes");
 }
 
 /* Endpoint 0 calls a barrier where the others call an allreduce. */
@@ -462,24 +469,9 @@ static grain_status_t message_refusals(grain_cmdq_t *q, void *arg)
 
 static void check_messages(grain_t *g, int me, unsigned want)
 {
-    int ok[MAX_EPS];
-    for (int i = 0; i < MAX_EPS; i++)
-        ok[i] = -1;
-    OK(grain_ep_run(g, want, pairs, ok));
-    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
-        char what[96];
-        snprintf(what, sizeof what, "rank %d virtual device %d: the messages' lengths or bytes", me, v);
-        expect(ok[v] == 1, what);
-    }
+    expect_each(g, me, want, pairs, "the messages' lengths or bytes");
     OK(grain_ep_run(g, want, message_refusals, NULL));
-    for (int i = 0; i < MAX_EPS; i++)
-        ok[i] = -1;
-    OK(grain_ep_run(g, want, immediate, ok));
-    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
-        char what[96];
-        snprintf(what, sizeof what, "rank %d virtual device %d: the immediate messages' order or bytes", me, v);
-        expect(ok[v] == 1, what);
-    }
+    expect_each(g, me, want, immediate, "the immediate messages' order or bytes");
 }
 
 static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
