@@ -261,8 +261,10 @@ static void request_failed(grain_transport_t *t, int err, int n, MPI_Request *re
  * reposts receives in whatever order their buffers come back, so receives
  * that arrived in order came out of order: between two H100 ranks, 37% of
  * the buffers of six aggregators, each then copied aside (0.1% once
- * ordered).  A malformed buffer sorts last; the runtime rejects it wherever
- * it comes. */
+ * ordered).  A buffer the transport or the runtime will reject sorts last:
+ * a malformed one, and one numbered below the next expected (delivered
+ * already), so that the report's first error is the first damaged buffer
+ * in the order sent, as where batches hold one receive each. */
 static void order_arrivals(grain_transport_t *t, int n)
 {
     for (int k = 0; k < n; k++) {
@@ -271,7 +273,8 @@ static void order_arrivals(grain_transport_t *t, int n)
         MPI_Get_count(&t->statuses[k], MPI_BYTE, &len);
         if ((size_t)len >= sizeof h)
             memcpy(&h, t->recv_memory + (size_t)t->indices[k] * t->recv_size, sizeof h);
-        t->arrival_seq[k] = h.magic == GRAIN_WIRE_MAGIC ? h.seq : UINT64_MAX;
+        int src = t->statuses[k].MPI_SOURCE;
+        t->arrival_seq[k] = h.magic == GRAIN_WIRE_MAGIC && h.seq >= t->next_seq[src] ? h.seq : UINT64_MAX;
     }
     for (int k = 1; k < n; k++) { /* insertion sort: a batch holds a few receives */
         int index = t->indices[k];
