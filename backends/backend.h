@@ -135,6 +135,10 @@ typedef struct grain_backend_ops {
      * thread's.  All four or none: without them the runtime copies
      * synchronously. */
     grain_status_t (*copy_async)(grain_backend_t *backend, unsigned lane, void *dst, const void *src, size_t size);
+    /* Optional, beside the lanes: a kernel on a lane, in order with its
+     * copies and counted by its marks (device endpoints' streams). */
+    grain_status_t (*launch_lane)(grain_bkernel_t *kernel, unsigned lane, unsigned dims, const size_t *global,
+                                  const size_t *local);
     grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
     grain_status_t (*copy_mark)(grain_backend_t *backend, unsigned lane, uint64_t *n_p);
     int (*copy_done)(grain_backend_t *backend, unsigned lane, uint64_t n);

@@ -188,6 +188,12 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
 /* Copies dev_host to the device; only while no kernel runs. */
 grain_status_t grain_dev_upload(struct grain *g);
 
+/* The directory holding grain/device.h for a source that includes grain's
+ * headers rather than having them inlined: GRAIN_INCLUDE_DIR, else the
+ * build tree's, else the installed prefix's (CMake defines both); "" for a
+ * source that includes none of them. */
+const char *grain_device_include_dir(const struct grain *g, const char *source);
+
 /* Keeps a program alive past the application's grain_program_destroy, until
  * a matching grain_program_destroy of the runtime's own. */
 void grain_program_retain(grain_program_t *program);

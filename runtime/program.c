@@ -35,11 +35,7 @@ static unsigned subgroup_width(const grain_t *g)
     return g->config.subgroup_width ? (unsigned)g->config.subgroup_width : g->binfo.subgroup_width;
 }
 
-/* The directory holding grain/device.h for a source that includes grain's
- * headers rather than having them inlined: GRAIN_INCLUDE_DIR, else the
- * build tree's, else the installed prefix's (CMake defines both); "" for a
- * source that includes none of them. */
-static const char *device_include_dir(const grain_t *g, const char *source)
+const char *grain_device_include_dir(const grain_t *g, const char *source)
 {
     if (strstr(source, "#include \"grain/") == NULL)
         return "";
@@ -61,7 +57,7 @@ grain_status_t grain_program_create(grain_t *g, const char *source, const char *
     if (g == NULL || source == NULL || program_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_program_create needs a handle, a source and an output");
     unsigned sg = subgroup_width(g);
-    const char *include = device_include_dir(g, source);
+    const char *include = grain_device_include_dir(g, source);
     char defines[2048];
     /* The include directory after the caller's options: their -I is
      * searched first. */

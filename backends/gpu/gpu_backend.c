@@ -619,18 +619,34 @@ static void gpu_unmap_peer(grain_backend_t *b, void *ptr)
     gpuIpcCloseMemHandle(ptr);
 }
 
-static grain_status_t gpu_copy_async(grain_backend_t *b, unsigned lane, void *dst, const void *src, size_t size)
+/* The lane's stream, created on its first use. */
+static gpu_err_t lane_stream(grain_backend_t *b, unsigned lane, gpu_stream_t *s_p)
 {
     gpu_err_t err = on_device(b);
     pthread_mutex_lock(&b->lanes_lock);
     if (err == GPU_SUCCESS && b->lanes[lane] == NULL && (err = ring_create(&b->lane_marks[lane])) == GPU_SUCCESS &&
         (err = gpuStreamCreate(&b->lanes[lane], 0)) != GPU_SUCCESS)
         ring_destroy(&b->lane_marks[lane]);
-    gpu_stream_t s = b->lanes[lane];
+    *s_p = b->lanes[lane];
     pthread_mutex_unlock(&b->lanes_lock);
+    return err;
+}
+
+static grain_status_t gpu_copy_async(grain_backend_t *b, unsigned lane, void *dst, const void *src, size_t size)
+{
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(b, lane, &s);
     if (err == GPU_SUCCESS)
         err = gpuMemcpyAnyAsync(dst, src, size, s);
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "an asynchronous copy");
+}
+
+static grain_status_t gpu_launch_lane(grain_bkernel_t *k, unsigned lane, unsigned dims, const size_t *global,
+                                      const size_t *local)
+{
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(k->backend, lane, &s);
+    return err == GPU_SUCCESS ? launch_on(k, dims, global, local, s) : gpu_fail(err, "creating a stream");
 }
 
 /* Under the lock: threads of several regions share lane numbers. */
@@ -727,6 +743,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_async = gpu_copy_async,
     .copy_wait = gpu_copy_wait,
     .copy_mark = gpu_copy_mark,
+    .launch_lane = gpu_launch_lane,
     .copy_done = gpu_copy_done,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,

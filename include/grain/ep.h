@@ -121,6 +121,52 @@ grain_status_t grain_ep_wait_all(grain_cmdq_t *q, grain_ep_event_t *const *event
  * for, receives dropped, with a warning. */
 grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *event, int *done);
 
+/* ---- command queues over streams (GMH section III-B3) --------------------
+ * An endpoint queues kernels and copies on GRAIN_EP_STREAMS streams of its
+ * device.  Each stream runs its commands in the order queued; streams run
+ * beside each other.  A command may name events of this endpoint to come
+ * `after` (messages' or other commands', of any stream): it starts once
+ * they are done, and the later commands of its stream wait behind it.  One
+ * whose event failed, or was dropped unwaited, does not run and fails
+ * naming it.  Every command returns an event, finished with grain_ep_wait,
+ * grain_ep_wait_all or grain_ep_test as a message's, in the same sets.
+ * Commands start as the endpoint queues, waits or tests.  Where the backend
+ * runs streams (CUDA, HIP) they run asynchronously on its streams; elsewhere
+ * (OpenCL) each runs to its end when it starts, in the same order.  Host
+ * memory a copy names must stay until its event is done; the memory's
+ * pinned shadow (grain_ep_mem_shadow) lets a copy overlap for real. */
+#define GRAIN_EP_STREAMS 8
+typedef struct grain_ep_program grain_ep_program_t;
+typedef struct grain_ep_kernel grain_ep_kernel_t;
+
+/* A program for q's device from source written once for every backend
+ * (grain/device/port.h), `options` passed to its compiler; kernels take
+ * their arguments from index 0 (no grain device context). */
+grain_status_t grain_ep_program_create(grain_cmdq_t *q, const char *source, const char *options,
+                                       grain_ep_program_t **program_p);
+void grain_ep_program_destroy(grain_ep_program_t *program);
+grain_status_t grain_ep_kernel_create(grain_ep_program_t *program, const char *name, grain_ep_kernel_t **kernel_p);
+/* A kernel or program destroyed while launches of it are queued lives on
+ * until they are done; what an endpoint leaves is freed when it returns. */
+void grain_ep_kernel_destroy(grain_ep_kernel_t *kernel);
+/* Arguments, by value (at most 64 bytes) or as the device address of q's
+ * memory at a byte offset; a launch takes them when it is queued. */
+grain_status_t grain_ep_kernel_arg(grain_ep_kernel_t *kernel, unsigned index, size_t size, const void *value);
+grain_status_t grain_ep_kernel_arg_mem(grain_ep_kernel_t *kernel, unsigned index, grain_ep_mem_t *mem,
+                                       size_t offset);
+/* `dims` (1 to 3) global sizes, each a multiple of its work-group size
+ * (local; NULL: the device's choice). */
+grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
+                               const size_t *global, const size_t *local, grain_ep_event_t *const *after,
+                               size_t n_after, grain_ep_event_t **event_p);
+/* Host to device (needs GRAIN_EP_WRITE) and device to host (GRAIN_EP_READ). */
+grain_status_t grain_ep_copy_in(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset,
+                                const void *src, size_t bytes, grain_ep_event_t *const *after, size_t n_after,
+                                grain_ep_event_t **event_p);
+grain_status_t grain_ep_copy_out(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, void *dst,
+                                 size_t bytes, grain_ep_event_t *const *after, size_t n_after,
+                                 grain_ep_event_t **event_p);
+
 /* ---- collectives (GMH section III-B5) -----------------------------------
  * Synchronous and over every endpoint of the job: each endpoint calls the
  * same ones in the same order with the same arguments (its own memory).

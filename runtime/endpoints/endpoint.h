@@ -20,6 +20,21 @@ struct grain_ep_mem {
     void *shadow; /* the backend's alloc_shared (pinned, or shared virtual memory), or NULL */
 };
 
+/* A message (GMH's transport request) or a stream command (its backend
+ * event), in its endpoint's list until waited for. */
+struct grain_ep_event {
+    struct grain_ep_event *next; /* in its endpoint's list, in the order posted */
+    int recv, here, done;
+    grain_status_t status;
+    char why[512];
+    grain_ep_mem_t *mem; /* a receive's */
+    size_t offset, cap, *received;
+    int src, tag;
+    void *req;              /* the transport's, between ranks */
+    unsigned char *staging; /* the message's host bytes, between ranks */
+    struct grain_ep_cmd *cmd; /* a stream command's (ep_stream.c), else NULL */
+};
+
 /* The endpoints of one rank in one grain_ep_run, for collectives: the last
  * endpoint to arrive leads (rank-local combine, the ranks' agreement, the
  * data collective), the others wait for it. */
@@ -51,6 +66,8 @@ struct grain_cmdq {
     grain_backend_t *backend; /* opened by the endpoint's own thread */
     grain_backend_info_t info;
     grain_ep_mem_t *mems;
+    struct grain_ep_program *programs; /* built and not destroyed */
+    int streams_async; /* the backend runs lanes and kernels on them */
     /* Messages started and not yet waited for, in the order posted: the
      * rank's mailbox gives its messages to receives in that order. */
     grain_ep_event_t *events, **events_tail;
@@ -96,10 +113,29 @@ void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev);
 grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
 
 /* When the endpoint's function returned: waits for its sends, drops its
- * receives, and says how many it had left. */
+ * receives, lets its commands end (those after a dropped receive fail),
+ * and says how many it had left. */
 void grain_ep_events_finish(grain_cmdq_t *q);
-/* Whether a receive of q not yet done will write into `mem`. */
-int grain_ep_events_write(const grain_cmdq_t *q, const grain_ep_mem_t *mem);
+/* Whether a receive or a command of q not yet done uses `mem`. */
+int grain_ep_events_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem);
+
+/* Stream commands (ep_stream.c): starts those whose turn has come and
+ * whose events are done, notes those the device finished, and returns how
+ * many are not done.  Whether command `e` uses `mem`.  That event `gone`
+ * is freed: commands that came after it forget it, failing if it failed or
+ * never ended.  A command's end.  When the endpoint returns, after its
+ * events: frees the programs and kernels it did not destroy. */
+int grain_ep_streams_progress(grain_cmdq_t *q);
+int grain_ep_cmd_uses(const grain_ep_event_t *e, const grain_ep_mem_t *mem);
+void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone);
+void grain_ep_cmd_free(struct grain_ep_cmd *cmd);
+void grain_ep_programs_free(grain_cmdq_t *q);
+/* Events (ep_p2p.c): one look at a message's, without waiting; one ends
+ * with `st` (its sentence kept when not GRAIN_OK); GRAIN_OK when `e` is an
+ * event of q not yet waited for, else GRAIN_ERR_INVALID naming `what`. */
+void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e);
+void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st);
+grain_status_t grain_ep_event_owned(const grain_cmdq_t *q, const grain_ep_event_t *e, const char *what);
 
 /* Drops the messages between the rank's endpoints that none received;
  * returns how many there were. */

@@ -67,8 +67,8 @@ void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem)
 {
     if (mem == NULL || grain_ep_check_thread(q, "grain_ep_mem_free") != GRAIN_OK)
         return;
-    if (grain_ep_events_write(q, mem)) { /* kept: freed when the endpoint returns, after its receives */
-        grain_fail(GRAIN_ERR_STATE, "grain_ep_mem_free: a receive of endpoint %d not yet waited for writes into that "
+    if (grain_ep_events_use(q, mem)) { /* kept: freed when the endpoint returns, after its events */
+        grain_fail(GRAIN_ERR_STATE, "grain_ep_mem_free: a receive or a command of endpoint %d not yet done uses that "
                                     "memory; wait for it first (the memory is kept until the endpoint returns)",
                    q->id);
         return;

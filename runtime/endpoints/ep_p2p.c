@@ -76,18 +76,6 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
     return GRAIN_OK;
 }
 
-struct grain_ep_event {
-    struct grain_ep_event *next; /* in its endpoint's list, in the order posted */
-    int recv, here, done;
-    grain_status_t status;
-    char why[512];
-    grain_ep_mem_t *mem; /* a receive's */
-    size_t offset, cap, *received;
-    int src, tag;
-    void *req;              /* the transport's, between ranks */
-    unsigned char *staging; /* the message's host bytes, between ranks */
-};
-
 static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
                                 int tag)
 {
@@ -135,7 +123,7 @@ static grain_status_t open_event(grain_cmdq_t *q, const char *what, const grain_
     return GRAIN_OK;
 }
 
-static void complete(grain_ep_event_t *e, grain_status_t st)
+void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st)
 {
     e->done = 1;
     e->status = st;
@@ -153,9 +141,9 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
     if (st != GRAIN_OK)
         return st;
     if (e->here) {
-        complete(e, send_here(q, mem, offset, bytes, dest, tag));
+        grain_ep_event_complete(e, send_here(q, mem, offset, bytes, dest, tag));
     } else if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL) {
-        complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+        grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
     } else {
         grain_t *g = q->grain;
         st = bytes > 0 ? q->bops->copy(q->backend, e->staging, (unsigned char *)mem->device + offset, bytes) : GRAIN_OK;
@@ -163,7 +151,7 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
             st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
                                    &e->req);
         if (st != GRAIN_OK)
-            complete(e, st);
+            grain_ep_event_complete(e, st);
     }
     *event_p = e;
     return GRAIN_OK;
@@ -187,10 +175,10 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
     if (!e->here) {
         grain_t *g = q->grain;
         if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
-            complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+            grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
         else if ((st = g->tops->ep_irecv(g->transport, (uint32_t)(src / (int)q->devices), mpi_tag, e->staging,
                                          bytes, &e->req)) != GRAIN_OK)
-            complete(e, st);
+            grain_ep_event_complete(e, st);
     }
     *event_p = e;
     return GRAIN_OK;
@@ -226,7 +214,7 @@ static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
     if (st == GRAIN_OK && e->received != NULL)
         *e->received = m->len;
     free(m);
-    complete(e, st);
+    grain_ep_event_complete(e, st);
 }
 
 /* Gives the mailbox's messages to this endpoint's receives from its own
@@ -265,7 +253,7 @@ static int progress_here(grain_cmdq_t *q, int wait)
         if (got[i] != NULL)
             land(q, take[i], got[i]);
         else
-            complete(take[i], grain_fail(GRAIN_ERR_STATE,
+            grain_ep_event_complete(take[i], grain_fail(GRAIN_ERR_STATE,
                                          "grain_ep_recv: endpoint %d returned without sending endpoint %d a message "
                                          "of tag %d",
                                          take[i]->src, q->id, take[i]->tag));
@@ -286,11 +274,22 @@ static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
         st = q->bops->copy(q->backend, (unsigned char *)e->mem->device + e->offset, e->staging, len);
     if (st == GRAIN_OK && e->recv && e->received != NULL)
         *e->received = len;
-    complete(e, st);
+    grain_ep_event_complete(e, st);
+}
+
+void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e)
+{
+    if (e->here)
+        progress_here(q, 0);
+    else
+        progress_there(q, e);
 }
 
 static void unlink_event(grain_cmdq_t *q, grain_ep_event_t *e)
 {
+    grain_ep_cmd_forget(q, e);
+    if (e->cmd != NULL)
+        grain_ep_cmd_free(e->cmd);
     for (grain_ep_event_t **p = &q->events; *p != NULL; p = &(*p)->next)
         if (*p == e) {
             *p = e->next;
@@ -312,7 +311,7 @@ static grain_status_t finish(grain_cmdq_t *q, grain_ep_event_t *e)
     return st;
 }
 
-static grain_status_t owned(const grain_cmdq_t *q, const grain_ep_event_t *e, const char *what)
+grain_status_t grain_ep_event_owned(const grain_cmdq_t *q, const grain_ep_event_t *e, const char *what)
 {
     grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
@@ -325,27 +324,30 @@ static grain_status_t owned(const grain_cmdq_t *q, const grain_ep_event_t *e, co
 
 grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *e, int *done)
 {
-    grain_status_t st = owned(q, e, "grain_ep_test");
+    grain_status_t st = grain_ep_event_owned(q, e, "grain_ep_test");
     if (st != GRAIN_OK || done == NULL)
         return st != GRAIN_OK ? st : grain_fail(GRAIN_ERR_INVALID, "grain_ep_test: nowhere to say whether it is done");
-    if (!e->done)
-        e->here ? (void)progress_here(q, 0) : progress_there(q, e);
+    if (!e->done && e->cmd == NULL)
+        grain_ep_msg_poke(q, e);
+    grain_ep_streams_progress(q);
     *done = e->done;
     return e->done ? finish(q, e) : GRAIN_OK;
 }
 
 grain_status_t grain_ep_wait(grain_cmdq_t *q, grain_ep_event_t *e)
 {
-    grain_status_t st = owned(q, e, "grain_ep_wait");
+    grain_status_t st = grain_ep_event_owned(q, e, "grain_ep_wait");
     if (st != GRAIN_OK)
         return st;
     grain_backoff_t backoff = {0};
     while (!e->done) {
-        if (e->here)
-            progress_here(q, 1);
-        else
-            progress_there(q, e);
-        if (!e->done && !e->here)
+        int pending = grain_ep_streams_progress(q); /* may finish e: a command came after it */
+        if (e->done)
+            break;
+        int sleep = e->cmd == NULL && e->here && pending == 0; /* until the mailbox changes */
+        if (e->cmd == NULL)
+            e->here ? (void)progress_here(q, sleep) : progress_there(q, e);
+        if (!e->done && !sleep)
             grain_backoff_idle(&backoff);
     }
     return finish(q, e);
@@ -382,20 +384,24 @@ grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset
     return st == GRAIN_OK ? grain_ep_wait(q, e) : st;
 }
 
-int grain_ep_events_write(const grain_cmdq_t *q, const grain_ep_mem_t *mem)
+int grain_ep_events_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem)
 {
     for (const grain_ep_event_t *e = q->events; e != NULL; e = e->next)
-        if (e->recv && !e->done && e->mem == mem)
+        if (!e->done && (e->cmd != NULL ? grain_ep_cmd_uses(e, mem) : e->recv && e->mem == mem))
             return 1;
     return 0;
 }
 
 void grain_ep_events_finish(grain_cmdq_t *q)
 {
-    unsigned left = 0;
-    while (q->events != NULL) {
-        grain_ep_event_t *e = q->events;
-        left++;
+    unsigned messages = 0, commands = 0;
+    /* Messages first: a command that came after a dropped receive then
+     * fails instead of waiting for it. */
+    for (grain_ep_event_t *e = q->events, *next; e != NULL; e = next) {
+        next = e->next;
+        if (e->cmd != NULL)
+            continue;
+        messages++;
         if (!e->done && !e->here && !e->recv) {
             grain_backoff_t backoff = {0};
             while (!e->done) { /* a send: its receiver may be waiting for it */
@@ -408,7 +414,17 @@ void grain_ep_events_finish(grain_cmdq_t *q)
         }
         unlink_event(q, e);
     }
-    if (left > 0)
+    grain_backoff_t backoff = {0};
+    while (grain_ep_streams_progress(q) > 0)
+        grain_backoff_idle(&backoff);
+    while (q->events != NULL) {
+        commands++;
+        unlink_event(q, q->events);
+    }
+    if (messages > 0)
         grain_warn("endpoint %d returned with %u message%s it did not wait for: sends waited for, receives dropped",
-                   q->id, left, left == 1 ? "" : "s");
+                   q->id, messages, messages == 1 ? "" : "s");
+    if (commands > 0)
+        grain_warn("endpoint %d returned with %u command%s it did not wait for: each ran to its end", q->id,
+                   commands, commands == 1 ? "" : "s");
 }

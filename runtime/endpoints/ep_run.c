@@ -85,6 +85,9 @@ static grain_status_t open_device(grain_cmdq_t *q)
     if (st != GRAIN_OK)
         return st;
     q->bops->query(q->backend, &q->info);
+    /* Streams are lanes of the endpoint's own backend, which nothing else uses. */
+    q->streams_async = q->bops->copy_async != NULL && q->bops->launch_lane != NULL &&
+                       GRAIN_EP_STREAMS <= GRAIN_COPY_LANES;
     return GRAIN_OK;
 }
 
@@ -109,6 +112,7 @@ static void *endpoint_thread(void *arg)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
     grain_ep_team_depart(q->team, q->vdev);
+    grain_ep_programs_free(q);
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)
         q->bops->close(q->backend);

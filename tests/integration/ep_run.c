@@ -23,30 +23,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "check_ok.h"
-#include "grain/ep.h"
+#define EP_TEST "ep_run"
+#include "ep_expect.h"
 #include "runtime/endpoints/endpoint.h"
 
-#define MAX_EPS 64
 #define BYTES ((1u << 20) + 3u) /* not a multiple of any word */
-
-static atomic_int failures; /* endpoint threads check too */
-
-static void expect(int ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "ep_run: FAILED: %s\n", what);
-        failures++;
-    }
-}
-
-static void expect_refused(grain_status_t st, grain_status_t want, const char *words, const char *what)
-{
-    char line[1536];
-    snprintf(line, sizeof line, "%s: %s (%s), wanted %s with \"%s\"", what, grain_strerror(st),
-             grain_error_message(NULL), grain_strerror(want), words);
-    expect(st == want && strstr(grain_error_message(NULL), words) != NULL, line);
-}
 
 typedef struct seen {
     int id[MAX_EPS], count[MAX_EPS];
@@ -224,21 +205,6 @@ static grain_status_t collect(grain_cmdq_t *q, void *arg)
     free(host);
     free(bytes);
     return GRAIN_OK; /* memory left is freed */
-}
-
-/* Runs `fn`, which sets ok[its virtual device] to 1 when what it checked
- * held, and expects that of every endpoint of this rank. */
-static void expect_each(grain_t *g, int me, unsigned want, grain_ep_fn_t fn, const char *checked)
-{
-    int ok[MAX_EPS];
-    for (int i = 0; i < MAX_EPS; i++)
-        ok[i] = -1;
-    OK(grain_ep_run(g, want, fn, ok));
-    for (int v = 0; v < MAX_EPS && ok[v] != -1; v++) {
-        char what[160];
-        snprintf(what, sizeof what, "rank %d virtual device %d: %s", me, v, checked);
-        expect(ok[v] == 1, what);
-    }
 }
 
 static void check_collectives(grain_t *g, int me, unsigned want)
@@ -427,7 +393,7 @@ static grain_status_t immediate(grain_cmdq_t *q, void *arg)
     expect_refused(grain_ep_wait(q, early), GRAIN_ERR_INVALID, "not an event of endpoint", "an event waited twice");
     OK(grain_ep_irecv(q, in, 0, 8, from, 13, NULL, &never)); /* nobody sends it: dropped when this returns */
     grain_ep_mem_free(q, in); /* refused while that receive may write into it */
-    expect(strstr(grain_error_message(NULL), "not yet waited for writes into that memory") != NULL,
+    expect(strstr(grain_error_message(NULL), "not yet done uses that memory") != NULL,
            "memory freed under a receive not yet waited for");
     ok[grain_ep_vdev(q)] = good;
     free(buf);
