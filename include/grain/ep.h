@@ -159,6 +159,17 @@ grain_status_t grain_ep_kernel_arg_mem(grain_ep_kernel_t *kernel, unsigned index
 grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
                                const size_t *global, const size_t *local, grain_ep_event_t *const *after,
                                size_t n_after, grain_ep_event_t **event_p);
+/* A message as a stream command: posted, as grain_ep_isend and
+ * grain_ep_irecv post theirs, once its stream's earlier commands and its
+ * `after` events are done (a send thus carries what the kernel before it
+ * wrote), and done when the message is.  A receive takes a message in the
+ * order it is posted, which is when it starts. */
+grain_status_t grain_ep_send_on(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                int dest, int tag, grain_ep_event_t *const *after, size_t n_after,
+                                grain_ep_event_t **event_p);
+grain_status_t grain_ep_recv_on(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                int src, int tag, size_t *received, grain_ep_event_t *const *after, size_t n_after,
+                                grain_ep_event_t **event_p);
 /* Host to device (needs GRAIN_EP_WRITE) and device to host (GRAIN_EP_READ). */
 grain_status_t grain_ep_copy_in(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset,
                                 const void *src, size_t bytes, grain_ep_event_t *const *after, size_t n_after,
@@ -166,6 +177,45 @@ grain_status_t grain_ep_copy_in(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t
 grain_status_t grain_ep_copy_out(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, void *dst,
                                  size_t bytes, grain_ep_event_t *const *after, size_t n_after,
                                  grain_ep_event_t **event_p);
+
+/* ---- registered commands and the run loop (GMH III-B4, III-B6) ----------
+ * An endpoint registers its commands once, each as the immediate command of
+ * the same name describes it (checked now; a launch takes its kernel's
+ * arguments now), and grain_ep_start runs them in rounds.  A round queues
+ * them in the order registered; `after` names earlier registered commands
+ * by the index each registration returned (*index_p, may be NULL), and
+ * means their events of the same round.  GRAIN_EP_BLOCK makes a message
+ * blocking: the round queues nothing more until it is done.  A control
+ * task runs when its turn comes, once every command before it in the round
+ * is done, so it may read results and call collectives; it returns
+ * GRAIN_EP_RERUN to go on (the rest of the round, then another) or
+ * GRAIN_EP_EXIT to end the loop once the round's commands queued so far are
+ * done.  Without a control task grain_ep_start runs one round.  It returns
+ * the first command's failure, which ends the loop after the round's other
+ * commands, or GRAIN_OK.  Registrations stay for another grain_ep_start
+ * until grain_ep_clear (or the endpoint's return); memory they use cannot
+ * be freed before. */
+#define GRAIN_EP_BLOCK 1u
+#define GRAIN_EP_EXIT 0
+#define GRAIN_EP_RERUN 1
+typedef int (*grain_ep_control_fn_t)(grain_cmdq_t *q, void *arg);
+grain_status_t grain_ep_add_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
+                                   const size_t *global, const size_t *local, const unsigned *after, size_t n_after,
+                                   unsigned *index_p);
+grain_status_t grain_ep_add_copy_in(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset,
+                                    const void *src, size_t bytes, const unsigned *after, size_t n_after,
+                                    unsigned *index_p);
+grain_status_t grain_ep_add_copy_out(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, void *dst,
+                                     size_t bytes, const unsigned *after, size_t n_after, unsigned *index_p);
+grain_status_t grain_ep_add_send(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                 int dest, int tag, unsigned flags, const unsigned *after, size_t n_after,
+                                 unsigned *index_p);
+grain_status_t grain_ep_add_recv(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                 int src, int tag, unsigned flags, size_t *received, const unsigned *after,
+                                 size_t n_after, unsigned *index_p);
+grain_status_t grain_ep_add_control(grain_cmdq_t *q, grain_ep_control_fn_t fn, void *arg, unsigned *index_p);
+grain_status_t grain_ep_start(grain_cmdq_t *q);
+void grain_ep_clear(grain_cmdq_t *q);
 
 /* ---- collectives (GMH section III-B5) -----------------------------------
  * Synchronous and over every endpoint of the job: each endpoint calls the

@@ -67,6 +67,8 @@ struct grain_cmdq {
     grain_backend_info_t info;
     grain_ep_mem_t *mems;
     struct grain_ep_program *programs; /* built and not destroyed */
+    struct grain_ep_reg *regs;         /* registered commands, in order (ep_loop.c) */
+    unsigned n_regs, cap_regs;
     int streams_async; /* the backend runs lanes and kernels on them */
     /* Messages started and not yet waited for, in the order posted: the
      * rank's mailbox gives its messages to receives in that order. */
@@ -116,24 +118,46 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine);
  * receives, lets its commands end (those after a dropped receive fail),
  * and says how many it had left. */
 void grain_ep_events_finish(grain_cmdq_t *q);
-/* Whether a receive or a command of q not yet done uses `mem`. */
+/* Whether a receive or a command of q not yet done uses `mem`; whether a
+ * registered command does (ep_loop.c). */
 int grain_ep_events_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem);
+int grain_ep_regs_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem);
 
-/* Stream commands (ep_stream.c): starts those whose turn has come and
- * whose events are done, notes those the device finished, and returns how
- * many are not done.  Whether command `e` uses `mem`.  That event `gone`
- * is freed: commands that came after it forget it, failing if it failed or
- * never ended.  A command's end.  When the endpoint returns, after its
- * events: frees the programs and kernels it did not destroy. */
-int grain_ep_streams_progress(grain_cmdq_t *q);
-int grain_ep_cmd_uses(const grain_ep_event_t *e, const grain_ep_mem_t *mem);
-void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone);
+/* Stream commands (ep_stream.c).  A command is first described (checked,
+ * with its own copy of a launch's arguments and a hold on its kernel), then
+ * queued with its events as often as wanted: once for an immediate command,
+ * once a round for a registered one (ep_loop.c).  grain_ep_cmd_free frees
+ * a description or a queued command. */
+grain_status_t grain_ep_describe_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
+                                        const size_t *global, const size_t *local, struct grain_ep_cmd **c_p);
+grain_status_t grain_ep_describe_copy(grain_cmdq_t *q, int in, unsigned stream, grain_ep_mem_t *mem, size_t offset,
+                                      void *host, size_t bytes, struct grain_ep_cmd **c_p);
+grain_status_t grain_ep_describe_message(grain_cmdq_t *q, int recv, unsigned stream, grain_ep_mem_t *mem,
+                                         size_t offset, size_t bytes, int peer, int tag, size_t *received,
+                                         struct grain_ep_cmd **c_p);
+grain_status_t grain_ep_cmd_queue(grain_cmdq_t *q, const struct grain_ep_cmd *d, grain_ep_event_t *const *after,
+                                  size_t n_after, grain_ep_event_t **event_p);
 void grain_ep_cmd_free(struct grain_ep_cmd *cmd);
+/* Starts the commands whose turn has come and whose events are done,
+ * notes those the device finished, and returns how many are not done.
+ * Whether a command uses `mem`.  That event `gone` is freed: commands that
+ * came after it forget it, failing if it failed or never ended.  When the
+ * endpoint returns, after its events: frees the programs and kernels it did
+ * not destroy. */
+int grain_ep_streams_progress(grain_cmdq_t *q);
+int grain_ep_cmd_uses(const struct grain_ep_cmd *cmd, const grain_ep_mem_t *mem);
+void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone);
 void grain_ep_programs_free(grain_cmdq_t *q);
-/* Events (ep_p2p.c): one look at a message's, without waiting; one ends
- * with `st` (its sentence kept when not GRAIN_OK); GRAIN_OK when `e` is an
- * event of q not yet waited for, else GRAIN_ERR_INVALID naming `what`. */
+/* Events (ep_p2p.c): the checks of a message's arguments (peer, tag,
+ * memory, the channel between ranks); one look at a message's event,
+ * without waiting; an event unlinked and freed, its status dropped; one
+ * ends with `st` (its sentence kept when not GRAIN_OK); GRAIN_OK when `e`
+ * is an event of q not yet waited for, else GRAIN_ERR_INVALID naming
+ * `what`. */
+grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
+                                  size_t bytes, int peer, int tag, int recv);
 void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e);
+void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e);
 void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st);
 grain_status_t grain_ep_event_owned(const grain_cmdq_t *q, const grain_ep_event_t *e, const char *what);
 

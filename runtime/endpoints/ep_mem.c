@@ -73,6 +73,13 @@ void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem)
                    q->id);
         return;
     }
+    if (grain_ep_regs_use(q, mem)) {
+        grain_fail(GRAIN_ERR_STATE, "grain_ep_mem_free: a command endpoint %d registered uses that memory; "
+                                    "grain_ep_clear its commands first (the memory is kept until the endpoint "
+                                    "returns)",
+                   q->id);
+        return;
+    }
     for (grain_ep_mem_t **p = &q->mems; *p != NULL; p = &(*p)->next)
         if (*p == mem) {
             *p = mem->next;

@@ -76,6 +76,16 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
     return GRAIN_OK;
 }
 
+grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
+                                  size_t bytes, int peer, int tag, int recv)
+{
+    grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, recv ? GRAIN_EP_WRITE : GRAIN_EP_READ);
+    uint64_t mpi_tag = 0;
+    if (st == GRAIN_OK && peer / (int)q->devices != q->grain->my_pe)
+        st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, &mpi_tag);
+    return st;
+}
+
 static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
                                 int tag)
 {
@@ -104,14 +114,14 @@ static grain_status_t open_event(grain_cmdq_t *q, const char *what, const grain_
                                  size_t bytes, int peer, int tag, int recv, grain_ep_event_t **event_p,
                                  uint64_t *mpi_tag, grain_ep_event_t **e_p)
 {
-    grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, recv ? GRAIN_EP_WRITE : GRAIN_EP_READ);
+    grain_status_t st = grain_ep_msg_check(q, what, mem, offset, bytes, peer, tag, recv);
     if (st == GRAIN_OK && event_p == NULL)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
     if (st != GRAIN_OK)
         return st;
     int here = peer / (int)q->devices == q->grain->my_pe;
-    if (!here && (st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag)) != GRAIN_OK)
-        return st;
+    if (!here)
+        channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag); /* checked above */
     grain_ep_event_t *e = calloc(1, sizeof *e);
     if (e == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
@@ -285,7 +295,7 @@ void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e)
         progress_there(q, e);
 }
 
-static void unlink_event(grain_cmdq_t *q, grain_ep_event_t *e)
+void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e)
 {
     grain_ep_cmd_forget(q, e);
     if (e->cmd != NULL)
@@ -307,7 +317,7 @@ static grain_status_t finish(grain_cmdq_t *q, grain_ep_event_t *e)
     grain_status_t st = e->status;
     if (st != GRAIN_OK)
         grain_error_keep(e->why);
-    unlink_event(q, e);
+    grain_ep_event_release(q, e);
     return st;
 }
 
@@ -387,7 +397,7 @@ grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset
 int grain_ep_events_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem)
 {
     for (const grain_ep_event_t *e = q->events; e != NULL; e = e->next)
-        if (!e->done && (e->cmd != NULL ? grain_ep_cmd_uses(e, mem) : e->recv && e->mem == mem))
+        if (!e->done && (e->cmd != NULL ? grain_ep_cmd_uses(e->cmd, mem) : e->recv && e->mem == mem))
             return 1;
     return 0;
 }
@@ -412,14 +422,14 @@ void grain_ep_events_finish(grain_cmdq_t *q)
         } else if (!e->done && !e->here) {
             q->grain->tops->ep_cancel(q->grain->transport, e->req);
         }
-        unlink_event(q, e);
+        grain_ep_event_release(q, e);
     }
     grain_backoff_t backoff = {0};
     while (grain_ep_streams_progress(q) > 0)
         grain_backoff_idle(&backoff);
     while (q->events != NULL) {
         commands++;
-        unlink_event(q, q->events);
+        grain_ep_event_release(q, q->events);
     }
     if (messages > 0)
         grain_warn("endpoint %d returned with %u message%s it did not wait for: sends waited for, receives dropped",

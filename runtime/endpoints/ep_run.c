@@ -112,6 +112,7 @@ static void *endpoint_thread(void *arg)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
     grain_ep_team_depart(q->team, q->vdev);
+    grain_ep_clear(q);
     grain_ep_programs_free(q);
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)

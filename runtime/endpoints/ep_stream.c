@@ -54,17 +54,20 @@ struct grain_ep_kernel {
     ep_arg_t args[EP_ARGS];
 };
 
-enum { CMD_LAUNCH, CMD_COPY_IN, CMD_COPY_OUT };
+enum { CMD_LAUNCH, CMD_COPY_IN, CMD_COPY_OUT, CMD_SEND, CMD_RECV };
 
 struct grain_ep_cmd {
     int kind;
     unsigned stream;
     int started;
     uint64_t mark; /* the lane's mark after it, once started on a lane */
-    const grain_ep_mem_t *mem; /* a copy's */
+    grain_ep_mem_t *mem; /* a copy's or a message's */
     void *dst;
     const void *src;
-    size_t bytes;
+    size_t bytes, offset;
+    int peer, tag;                /* a message's */
+    size_t *received;             /* a receive's */
+    grain_ep_event_t *msg;        /* a message's own event, once started */
     grain_ep_kernel_t *kernel; /* a launch's */
     unsigned dims;
     size_t global[3], local[3];
@@ -75,7 +78,8 @@ struct grain_ep_cmd {
     grain_ep_event_t *after[]; /* NULL once done and waited for */
 };
 
-static const char *const cmd_names[] = {"grain_ep_launch", "grain_ep_copy_in", "grain_ep_copy_out"};
+static const char *const cmd_names[] = {"grain_ep_launch", "grain_ep_copy_in", "grain_ep_copy_out", "grain_ep_send_on",
+                                        "grain_ep_recv_on"};
 
 static void program_release(grain_ep_program_t *p)
 {
@@ -222,41 +226,23 @@ grain_status_t grain_ep_kernel_arg_mem(grain_ep_kernel_t *kernel, unsigned index
     return GRAIN_OK;
 }
 
-/* The checks every command shares, then its event, last in q's list. */
-static grain_status_t open_cmd(grain_cmdq_t *q, int kind, unsigned stream, grain_ep_event_t *const *after,
-                               size_t n_after, grain_ep_event_t **event_p, grain_ep_event_t **e_p)
+/* A command described, checked, with its own copy of a launch's
+ * arguments and a hold on its kernel; no events yet. */
+static grain_status_t describe(grain_cmdq_t *q, int kind, unsigned stream, struct grain_ep_cmd **c_p)
 {
     const char *what = cmd_names[kind];
     grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
         return st;
-    if (event_p == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
     if (stream >= GRAIN_EP_STREAMS)
         return grain_fail(GRAIN_ERR_INVALID, "%s: stream %u; an endpoint has streams 0 to %d", what, stream,
                           GRAIN_EP_STREAMS - 1);
-    if (n_after > 0 && after == NULL)
-        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu events to come after, but no array of them", what, n_after);
-    for (size_t i = 0; i < n_after; i++)
-        if ((st = grain_ep_event_owned(q, after[i], what)) != GRAIN_OK)
-            return st;
-    grain_ep_event_t *e = calloc(1, sizeof *e);
-    struct grain_ep_cmd *c = calloc(1, sizeof *c + n_after * sizeof c->after[0]);
-    if (e == NULL || c == NULL) {
-        free(e);
-        free(c);
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
-    }
+    struct grain_ep_cmd *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for a command", what);
     c->kind = kind;
     c->stream = stream;
-    c->n_after = n_after;
-    if (n_after > 0)
-        memcpy(c->after, after, n_after * sizeof after[0]);
-    e->cmd = c;
-    *q->events_tail = e;
-    q->events_tail = &e->next;
-    *e_p = e;
-    *event_p = e;
+    *c_p = c;
     return GRAIN_OK;
 }
 
@@ -270,9 +256,16 @@ static size_t divisor_at_most(size_t n, size_t limit)
     return 1;
 }
 
-grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
-                               const size_t *global, const size_t *local, grain_ep_event_t *const *after,
-                               size_t n_after, grain_ep_event_t **event_p)
+static ep_arg_t *args_copy(const grain_ep_kernel_t *k, const ep_arg_t *from)
+{
+    ep_arg_t *args = malloc((k->n_args > 0 ? k->n_args : 1) * sizeof *args);
+    if (args != NULL)
+        memcpy(args, from, k->n_args * sizeof *args);
+    return args;
+}
+
+grain_status_t grain_ep_describe_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
+                                        const size_t *global, const size_t *local, struct grain_ep_cmd **c_p)
 {
     const char *what = "grain_ep_launch";
     if (kernel == NULL || global == NULL || dims < 1 || dims > 3)
@@ -295,18 +288,14 @@ grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel
     for (unsigned i = 0; i < kernel->n_args; i++)
         if (kernel->args[i].size == 0)
             return grain_fail(GRAIN_ERR_INVALID, "%s: kernel %s: argument %u was never set", what, kernel->name, i);
-    ep_arg_t *args = malloc((kernel->n_args > 0 ? kernel->n_args : 1) * sizeof *args);
-    if (args == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", what);
-    grain_ep_event_t *e = NULL;
-    grain_status_t st = open_cmd(q, CMD_LAUNCH, stream, after, n_after, event_p, &e);
-    if (st != GRAIN_OK) {
-        free(args);
+    struct grain_ep_cmd *c = NULL;
+    grain_status_t st = describe(q, CMD_LAUNCH, stream, &c);
+    if (st != GRAIN_OK)
         return st;
+    if ((c->args = args_copy(kernel, kernel->args)) == NULL) {
+        free(c);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", what);
     }
-    struct grain_ep_cmd *c = e->cmd;
-    memcpy(args, kernel->args, kernel->n_args * sizeof *args);
-    c->args = args;
     c->kernel = kernel;
     kernel->refs++;
     c->dims = dims;
@@ -314,52 +303,158 @@ grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel
         c->global[d] = d < dims ? global[d] : 1;
         c->local[d] = chosen[d];
     }
+    *c_p = c;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_ep_describe_copy(grain_cmdq_t *q, int in, unsigned stream, grain_ep_mem_t *mem, size_t offset,
+                                      void *host, size_t bytes, struct grain_ep_cmd **c_p)
+{
+    int kind = in ? CMD_COPY_IN : CMD_COPY_OUT;
+    const char *what = cmd_names[kind];
+    grain_status_t st = grain_ep_mem_check(q, mem, offset, bytes, in ? GRAIN_EP_WRITE : GRAIN_EP_READ, what);
+    if (st == GRAIN_OK && host == NULL && bytes > 0)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: no host memory", what);
+    struct grain_ep_cmd *c = NULL;
+    if (st != GRAIN_OK || (st = describe(q, kind, stream, &c)) != GRAIN_OK)
+        return st;
+    void *device = (unsigned char *)mem->device + offset;
+    c->mem = mem;
+    c->dst = in ? device : host;
+    c->src = in ? host : device;
+    c->bytes = bytes;
+    *c_p = c;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_ep_describe_message(grain_cmdq_t *q, int recv, unsigned stream, grain_ep_mem_t *mem,
+                                         size_t offset, size_t bytes, int peer, int tag, size_t *received,
+                                         struct grain_ep_cmd **c_p)
+{
+    int kind = recv ? CMD_RECV : CMD_SEND;
+    grain_status_t st = grain_ep_msg_check(q, cmd_names[kind], mem, offset, bytes, peer, tag, recv);
+    struct grain_ep_cmd *c = NULL;
+    if (st != GRAIN_OK || (st = describe(q, kind, stream, &c)) != GRAIN_OK)
+        return st;
+    c->mem = mem;
+    c->offset = offset;
+    c->bytes = bytes;
+    c->peer = peer;
+    c->tag = tag;
+    c->received = received;
+    *c_p = c;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_ep_cmd_queue(grain_cmdq_t *q, const struct grain_ep_cmd *d, grain_ep_event_t *const *after,
+                                  size_t n_after, grain_ep_event_t **event_p)
+{
+    const char *what = cmd_names[d->kind];
+    grain_status_t st = GRAIN_OK;
+    if (event_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
+    if (n_after > 0 && after == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %zu events to come after, but no array of them", what, n_after);
+    for (size_t i = 0; i < n_after; i++)
+        if ((st = grain_ep_event_owned(q, after[i], what)) != GRAIN_OK)
+            return st;
+    grain_ep_event_t *e = calloc(1, sizeof *e);
+    struct grain_ep_cmd *c = malloc(sizeof *c + n_after * sizeof c->after[0]);
+    ep_arg_t *args = d->kind == CMD_LAUNCH ? args_copy(d->kernel, d->args) : NULL;
+    if (e == NULL || c == NULL || (d->kind == CMD_LAUNCH && args == NULL)) {
+        free(e);
+        free(c);
+        free(args);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);
+    }
+    *c = *d;
+    c->args = args;
+    if (c->kind == CMD_LAUNCH)
+        c->kernel->refs++;
+    c->n_after = n_after;
+    if (n_after > 0)
+        memcpy(c->after, after, n_after * sizeof after[0]);
+    e->cmd = c;
+    *q->events_tail = e;
+    q->events_tail = &e->next;
+    *event_p = e;
     grain_ep_streams_progress(q);
     return GRAIN_OK;
 }
 
-static grain_status_t queue_copy(grain_cmdq_t *q, int kind, unsigned stream, grain_ep_mem_t *mem, size_t offset,
-                                 void *host, size_t bytes, grain_ep_event_t *const *after, size_t n_after,
-                                 grain_ep_event_t **event_p)
+/* An immediate command: described, queued, the description dropped. */
+static grain_status_t queue_now(grain_cmdq_t *q, grain_status_t described, struct grain_ep_cmd *d,
+                                grain_ep_event_t *const *after, size_t n_after, grain_ep_event_t **event_p)
 {
-    const char *what = cmd_names[kind];
-    grain_status_t st = grain_ep_mem_check(q, mem, offset, bytes, kind == CMD_COPY_IN ? GRAIN_EP_WRITE : GRAIN_EP_READ,
-                                           what);
-    if (st == GRAIN_OK && host == NULL && bytes > 0)
-        st = grain_fail(GRAIN_ERR_INVALID, "%s: no host memory", what);
-    grain_ep_event_t *e = NULL;
-    if (st != GRAIN_OK || (st = open_cmd(q, kind, stream, after, n_after, event_p, &e)) != GRAIN_OK)
-        return st;
-    struct grain_ep_cmd *c = e->cmd;
-    void *device = (unsigned char *)mem->device + offset;
-    c->mem = mem;
-    c->dst = kind == CMD_COPY_IN ? device : host;
-    c->src = kind == CMD_COPY_IN ? host : device;
-    c->bytes = bytes;
-    grain_ep_streams_progress(q);
-    return GRAIN_OK;
+    if (described != GRAIN_OK)
+        return described;
+    grain_status_t st = grain_ep_cmd_queue(q, d, after, n_after, event_p);
+    grain_ep_cmd_free(d);
+    return st;
+}
+
+grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
+                               const size_t *global, const size_t *local, grain_ep_event_t *const *after,
+                               size_t n_after, grain_ep_event_t **event_p)
+{
+    struct grain_ep_cmd *d = NULL;
+    grain_status_t st = grain_ep_describe_launch(q, stream, kernel, dims, global, local, &d);
+    return queue_now(q, st, d, after, n_after, event_p);
 }
 
 grain_status_t grain_ep_copy_in(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset,
                                 const void *src, size_t bytes, grain_ep_event_t *const *after, size_t n_after,
                                 grain_ep_event_t **event_p)
 {
-    return queue_copy(q, CMD_COPY_IN, stream, mem, offset, (void *)src, bytes, after, n_after, event_p);
+    struct grain_ep_cmd *d = NULL;
+    grain_status_t st = grain_ep_describe_copy(q, 1, stream, mem, offset, (void *)src, bytes, &d);
+    return queue_now(q, st, d, after, n_after, event_p);
 }
 
 grain_status_t grain_ep_copy_out(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, void *dst,
                                  size_t bytes, grain_ep_event_t *const *after, size_t n_after,
                                  grain_ep_event_t **event_p)
 {
-    return queue_copy(q, CMD_COPY_OUT, stream, mem, offset, dst, bytes, after, n_after, event_p);
+    struct grain_ep_cmd *d = NULL;
+    grain_status_t st = grain_ep_describe_copy(q, 0, stream, mem, offset, dst, bytes, &d);
+    return queue_now(q, st, d, after, n_after, event_p);
+}
+
+grain_status_t grain_ep_send_on(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                int dest, int tag, grain_ep_event_t *const *after, size_t n_after,
+                                grain_ep_event_t **event_p)
+{
+    struct grain_ep_cmd *d = NULL;
+    grain_status_t st = grain_ep_describe_message(q, 0, stream, mem, offset, bytes, dest, tag, NULL, &d);
+    return queue_now(q, st, d, after, n_after, event_p);
+}
+
+grain_status_t grain_ep_recv_on(grain_cmdq_t *q, unsigned stream, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                                int src, int tag, size_t *received, grain_ep_event_t *const *after, size_t n_after,
+                                grain_ep_event_t **event_p)
+{
+    struct grain_ep_cmd *d = NULL;
+    grain_status_t st = grain_ep_describe_message(q, 1, stream, mem, offset, bytes, src, tag, received, &d);
+    return queue_now(q, st, d, after, n_after, event_p);
 }
 
 /* Starts command `c`: on its lane where streams are asynchronous, else to
- * completion.  Returns whether it is done already. */
+ * completion; a message is posted, and done when its own event is.  Sets
+ * *done when it is done already. */
 static grain_status_t start(grain_cmdq_t *q, struct grain_ep_cmd *c, int *done)
 {
     grain_status_t st = GRAIN_OK;
     *done = !q->streams_async;
+    if (c->kind == CMD_SEND || c->kind == CMD_RECV) {
+        *done = 0;
+        /* Its stream's earlier commands are done, so the device holds what a send reads. */
+        st = c->kind == CMD_SEND ? grain_ep_isend(q, c->mem, c->offset, c->bytes, c->peer, c->tag, &c->msg)
+                                 : grain_ep_irecv(q, c->mem, c->offset, c->bytes, c->peer, c->tag, c->received,
+                                                  &c->msg);
+        if (st != GRAIN_OK)
+            *done = 1;
+        return st;
+    }
     if (c->kind == CMD_LAUNCH) {
         grain_bkernel_t *bk = c->kernel->bkernel;
         for (unsigned i = 0; i < c->kernel->n_args && st == GRAIN_OK; i++) {
@@ -410,15 +505,22 @@ static int after_done(grain_cmdq_t *q, struct grain_ep_cmd *c)
 
 int grain_ep_streams_progress(grain_cmdq_t *q)
 {
-    unsigned waiting = 0; /* streams with a command not started: those behind it wait too */
+    /* waiting: streams with a command that holds those behind it (not
+     * started, or a message not done: messages are not on the lane, whose
+     * order would hold them); busy: streams with a command started on the
+     * lane and not done, which a message must wait for, since it leaves
+     * the lane's order to read or write the memory. */
+    unsigned waiting = 0, busy = 0;
     int pending = 0;
     for (grain_ep_event_t *e = q->events; e != NULL; e = e->next) {
         struct grain_ep_cmd *c = e->cmd;
         if (c == NULL || e->done)
             continue;
+        unsigned bit = 1u << c->stream;
         if (!c->started) {
-            if ((waiting & 1u << c->stream) || !after_done(q, c)) {
-                waiting |= 1u << c->stream;
+            int message = c->kind == CMD_SEND || c->kind == CMD_RECV;
+            if ((waiting & bit) || (message && (busy & bit)) || !after_done(q, c)) {
+                waiting |= bit;
                 pending++;
                 continue;
             }
@@ -436,19 +538,36 @@ int grain_ep_streams_progress(grain_cmdq_t *q)
                 continue;
             }
         }
+        if (c->msg != NULL) {
+            grain_ep_msg_poke(q, c->msg);
+            if (!c->msg->done) {
+                waiting |= bit;
+                pending++;
+                continue;
+            }
+            grain_ep_event_t *m = c->msg;
+            grain_status_t st = m->status;
+            if (st != GRAIN_OK)
+                grain_error_keep(m->why);
+            c->msg = NULL; /* first, so that releasing it ends nothing else */
+            grain_ep_event_release(q, m);
+            grain_ep_event_complete(e, st);
+            continue;
+        }
         int state = q->bops->copy_done(q->backend, c->stream, c->mark);
-        if (state != 0)
+        if (state != 0) {
             grain_ep_event_complete(e, state > 0 ? GRAIN_OK : q->bops->copy_wait(q->backend, c->stream));
-        else
+        } else {
+            busy |= bit;
             pending++;
+        }
     }
     return pending;
 }
 
-int grain_ep_cmd_uses(const grain_ep_event_t *e, const grain_ep_mem_t *mem)
+int grain_ep_cmd_uses(const struct grain_ep_cmd *c, const grain_ep_mem_t *mem)
 {
-    const struct grain_ep_cmd *c = e->cmd;
-    if (c->mem == mem)
+    if (c->mem == mem && (c->kind != CMD_SEND || c->msg == NULL)) /* a posted send has copied its bytes off */
         return 1;
     for (unsigned i = 0; c->kind == CMD_LAUNCH && i < c->kernel->n_args; i++)
         if (c->args[i].mem == mem)
@@ -460,6 +579,14 @@ void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone)
 {
     for (grain_ep_event_t *e = q->events; e != NULL; e = e->next) {
         struct grain_ep_cmd *c = e->cmd;
+        if (c != NULL && c->msg == gone) { /* its own message, ended with the endpoint */
+            c->msg = NULL;
+            if (gone->done && gone->status != GRAIN_OK)
+                grain_error_keep(gone->why);
+            grain_ep_event_complete(e, gone->done ? gone->status
+                                                  : grain_fail(GRAIN_ERR_STATE, "%s: its message was dropped",
+                                                               cmd_names[c->kind]));
+        }
         for (size_t i = 0; c != NULL && !c->started && i < c->n_after; i++) {
             if (c->after[i] != gone)
                 continue;
@@ -474,6 +601,8 @@ void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone)
 
 void grain_ep_cmd_free(struct grain_ep_cmd *c)
 {
+    if (c == NULL)
+        return;
     if (c->kind == CMD_LAUNCH)
         kernel_release(c->kernel);
     free(c->args);

@@ -3,7 +3,9 @@
  * Endpoint command queues over streams (grain/ep.h, GMH III-B3) on any
  * number of ranks: commands of one stream run in the order queued; a kernel
  * comes after a copy of another stream and after a message from the
- * neighbouring endpoint; a launch keeps the arguments it was queued with;
+ * neighbouring endpoint; a send behind the kernel that wrote it and a
+ * copy behind a receive, by their streams' order alone; a launch keeps the
+ * arguments it was queued with;
  * a command after a failed event fails and its stream goes on; the
  * refusals, each with its sentence; commands left unwaited run to their end
  * when the endpoint returns.  Every value is checked against what only the
@@ -143,6 +145,32 @@ static int after_failure(grain_cmdq_t *q, grain_ep_kernel_t *affine, grain_ep_me
     return same(out, id, count, summed, "the stream after a command that was not run");
 }
 
+static uint64_t sent_plus_five(int id, int count, size_t i)
+{
+    return sent(from_of(id, count), i) + 5u;
+}
+
+/* Messages as stream commands: a send behind the kernel that wrote its
+ * bytes (stream 6), a receive and a copy behind it (stream 7); no events
+ * between them but the streams' order. */
+static int messages_on_streams(grain_cmdq_t *q, grain_ep_kernel_t *affine, grain_ep_mem_t *y, grain_ep_mem_t *z,
+                               uint64_t *out)
+{
+    int id = grain_ep_id(q), count = grain_ep_count(q);
+    size_t got = 0;
+    const size_t global = N;
+    grain_ep_event_t *e[4];
+    set_affine(affine, z, 1, 5);
+    OK(grain_ep_launch(q, 6, affine, 1, &global, NULL, NULL, 0, &e[0]));
+    OK(grain_ep_send_on(q, 6, z, 0, BYTES, (id + 1) % count, 8, NULL, 0, &e[1]));
+    OK(grain_ep_recv_on(q, 7, y, 0, BYTES, from_of(id, count), 8, &got, NULL, 0, &e[2]));
+    OK(grain_ep_copy_out(q, 7, y, 0, out, BYTES, NULL, 0, &e[3]));
+    OK(grain_ep_wait(q, e[3]));
+    OK(grain_ep_wait_all(q, e, 3));
+    expect(got == BYTES, "a receive on a stream: its length");
+    return same(out, id, count, sent_plus_five, "a send behind a kernel, a copy behind a receive");
+}
+
 static void refusals(grain_cmdq_t *q, grain_ep_program_t *p, grain_ep_kernel_t *affine, grain_ep_mem_t *x,
                      grain_ep_mem_t *ro, uint64_t *host)
 {
@@ -207,6 +235,7 @@ static grain_status_t streams(grain_cmdq_t *q, void *arg)
         host[i] = seed(id, i);
     good &= across(q, accumulate, x, y, z, host, out);
     good &= after_failure(q, affine, x, y, z, out);
+    good &= messages_on_streams(q, affine, y, z, out);
     refusals(q, p, affine, x, ro, host);
 
     /* Left for the endpoint's return: a launch after a receive from itself
