@@ -4,7 +4,8 @@
 two endpoints of one rank (the rank's mailbox) and one endpoint on each of
 two ranks (the transport's endpoint channel), each run by ep_bench, whose
 baseline is the device-host copy each way measured in the same run; beside
-it the same copies as stream commands with their events (GMH fig. 6).
+it the same copies as stream commands with their events (GMH fig. 6), and
+the bandwidth both ways at once over the bounce's (fig. 8).
 
 Writes <out>/ep.csv, <out>/ep.json and <out>/ep.png (half round trip and
 bandwidth by message size, both placements beside the copies).
@@ -91,16 +92,18 @@ def main():
     with open(os.path.join(args.out, "ep.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["mode", "backend", "device", "bytes", "iters", "half_rtt_us", "gb_per_s", "copies_us", "ratio",
-                    "stream_us", "stream_ratio"])
+                    "stream_us", "stream_ratio", "both_us", "both_gain"])
         for r in runs:
             for x in r["rows"]:
                 w.writerow([r["mode"], r["backend"], r["device"], x["bytes"], x["iters"], x["half_rtt_us"],
-                            x["gb_per_s"], x["copies_us"], x["ratio"], x["stream_us"], x["stream_ratio"]])
-    print(f"\n{'bytes':>10} " + " ".join(f"{r['mode'] + ' us':>16} {'ratio':>6}" for r in runs) +
+                            x["gb_per_s"], x["copies_us"], x["ratio"], x["stream_us"], x["stream_ratio"],
+                            x["both_us"], x["both_gain"]])
+    print(f"\n{'bytes':>10} " + " ".join(f"{r['mode'] + ' us':>16} {'ratio':>6} {'both ways':>9}" for r in runs) +
           f" {'copies as stream commands / plain':>34}")
     for i in range(min((len(r["rows"]) for r in runs), default=0)):
         print(f"{runs[0]['rows'][i]['bytes']:>10} " +
-              " ".join(f"{r['rows'][i]['half_rtt_us']:16.2f} {r['rows'][i]['ratio']:6.2f}" for r in runs) +
+              " ".join(f"{r['rows'][i]['half_rtt_us']:16.2f} {r['rows'][i]['ratio']:6.2f} "
+                       f"{r['rows'][i]['both_gain']:8.2f}x" for r in runs) +
               f" {runs[0]['rows'][i]['stream_ratio']:34.2f}")
     plot(runs, os.path.join(args.out, "ep.png"))
     return failed
