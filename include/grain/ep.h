@@ -194,7 +194,7 @@ grain_status_t grain_ep_copy_out(grain_cmdq_t *q, unsigned stream, grain_ep_mem_
  * the first command's failure, which ends the loop after the round's other
  * commands, or GRAIN_OK.  Registrations stay for another grain_ep_start
  * until grain_ep_clear (or the endpoint's return); memory they use cannot
- * be freed before. */
+ * be freed before.  A control task may not register, clear or start. */
 #define GRAIN_EP_BLOCK 1u
 #define GRAIN_EP_EXIT 0
 #define GRAIN_EP_RERUN 1

@@ -69,6 +69,7 @@ struct grain_cmdq {
     struct grain_ep_program *programs; /* built and not destroyed */
     struct grain_ep_reg *regs;         /* registered commands, in order (ep_loop.c) */
     unsigned n_regs, cap_regs;
+    int looping;                       /* inside grain_ep_start: the registrations hold still */
     int streams_async; /* the backend runs lanes and kernels on them */
     /* Messages started and not yet waited for, in the order posted: the
      * rank's mailbox gives its messages to receives in that order. */

@@ -35,7 +35,10 @@ static grain_status_t add(grain_cmdq_t *q, const char *what, struct grain_ep_cmd
                           void *arg, unsigned flags, const unsigned *after, size_t n_after, unsigned *index_p)
 {
     grain_status_t st = GRAIN_OK;
-    if ((flags & ~GRAIN_EP_BLOCK) != 0)
+    if (q->looping)
+        st = grain_fail(GRAIN_ERR_STATE, "%s: endpoint %d's loop is running; register before grain_ep_start", what,
+                        q->id);
+    else if ((flags & ~GRAIN_EP_BLOCK) != 0)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: flags 0x%x; give GRAIN_EP_BLOCK or 0", what, flags);
     else if (n_after > 0 && after == NULL)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: %zu commands to come after, but no array of them", what, n_after);
@@ -136,6 +139,10 @@ void grain_ep_clear(grain_cmdq_t *q)
 {
     if (q == NULL || grain_ep_check_thread(q, "grain_ep_clear") != GRAIN_OK)
         return;
+    if (q->looping) {
+        grain_fail(GRAIN_ERR_STATE, "grain_ep_clear: endpoint %d's loop is running; its commands stay", q->id);
+        return;
+    }
     for (unsigned i = 0; i < q->n_regs; i++) {
         grain_ep_cmd_free(q->regs[i].cmd);
         free(q->regs[i].after);
@@ -215,6 +222,10 @@ grain_status_t grain_ep_start(grain_cmdq_t *q)
     grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
         return st;
+    if (q->looping)
+        return grain_fail(GRAIN_ERR_STATE, "%s: endpoint %d's loop is running already (a control task may not "
+                                           "start it again)",
+                          what, q->id);
     if (q->n_regs == 0)
         return grain_fail(GRAIN_ERR_STATE, "%s: endpoint %d has registered no commands", what, q->id);
     int controlled = 0;
@@ -231,9 +242,11 @@ grain_status_t grain_ep_start(grain_cmdq_t *q)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", what);
     }
     int exit = 0;
+    q->looping = 1;
     do
         st = round_run(q, events, after, &exit);
     while (st == GRAIN_OK && controlled && !exit); /* without a control task: one round */
+    q->looping = 0;
     free(events);
     free(after);
     return st;

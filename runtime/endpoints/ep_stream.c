@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * An endpoint's command queue over streams (GMH III-B3): kernels and copies
- * queued on GRAIN_EP_STREAMS streams, each command an event beside the
- * messages' and waited for with them.
+ * An endpoint's command queue over streams (GMH III-B3): kernels, copies
+ * and messages queued on GRAIN_EP_STREAMS streams, each command an event
+ * beside the immediate messages' and waited for with them.
  *
- * The endpoint's thread is the loop: whenever it waits or tests it starts
- * the commands whose turn has come (FIFO per stream: none passes an earlier
- * one of its stream that has not started) and whose `after` events are
- * done, and notes those the device finished.  Dependencies are therefore
+ * The endpoint's thread is the loop: whenever it queues, waits or tests it
+ * starts the commands whose turn has come (FIFO per stream: none passes an
+ * earlier one of its stream that has not started; a message, which leaves
+ * the lane's order, also waits for the earlier ones to be done, and holds
+ * the later ones until it is) and whose `after` events are done, and notes
+ * those the device finished.  Dependencies are therefore
  * kept on the host, which lets a kernel come after a message as easily as
  * after another kernel.  A stream is one of the backend's lanes, of the
  * endpoint's own backend, where the backend can launch kernels on them
@@ -71,6 +73,7 @@ struct grain_ep_cmd {
     grain_ep_kernel_t *kernel; /* a launch's */
     unsigned dims;
     size_t global[3], local[3];
+    unsigned n_args; /* of args: the kernel may take more arguments later */
     ep_arg_t *args;
     int after_failed;
     char why[512]; /* why, when an event it came after failed */
@@ -256,11 +259,11 @@ static size_t divisor_at_most(size_t n, size_t limit)
     return 1;
 }
 
-static ep_arg_t *args_copy(const grain_ep_kernel_t *k, const ep_arg_t *from)
+static ep_arg_t *args_copy(const ep_arg_t *from, unsigned n)
 {
-    ep_arg_t *args = malloc((k->n_args > 0 ? k->n_args : 1) * sizeof *args);
+    ep_arg_t *args = malloc((n > 0 ? n : 1) * sizeof *args);
     if (args != NULL)
-        memcpy(args, from, k->n_args * sizeof *args);
+        memcpy(args, from, n * sizeof *args);
     return args;
 }
 
@@ -292,7 +295,8 @@ grain_status_t grain_ep_describe_launch(grain_cmdq_t *q, unsigned stream, grain_
     grain_status_t st = describe(q, CMD_LAUNCH, stream, &c);
     if (st != GRAIN_OK)
         return st;
-    if ((c->args = args_copy(kernel, kernel->args)) == NULL) {
+    c->n_args = kernel->n_args;
+    if ((c->args = args_copy(kernel->args, c->n_args)) == NULL) {
         free(c);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", what);
     }
@@ -360,7 +364,7 @@ grain_status_t grain_ep_cmd_queue(grain_cmdq_t *q, const struct grain_ep_cmd *d,
             return st;
     grain_ep_event_t *e = calloc(1, sizeof *e);
     struct grain_ep_cmd *c = malloc(sizeof *c + n_after * sizeof c->after[0]);
-    ep_arg_t *args = d->kind == CMD_LAUNCH ? args_copy(d->kernel, d->args) : NULL;
+    ep_arg_t *args = d->kind == CMD_LAUNCH ? args_copy(d->args, d->n_args) : NULL;
     if (e == NULL || c == NULL || (d->kind == CMD_LAUNCH && args == NULL)) {
         free(e);
         free(c);
@@ -457,7 +461,7 @@ static grain_status_t start(grain_cmdq_t *q, struct grain_ep_cmd *c, int *done)
     }
     if (c->kind == CMD_LAUNCH) {
         grain_bkernel_t *bk = c->kernel->bkernel;
-        for (unsigned i = 0; i < c->kernel->n_args && st == GRAIN_OK; i++) {
+        for (unsigned i = 0; i < c->n_args && st == GRAIN_OK; i++) {
             const ep_arg_t *a = &c->args[i];
             void *address;
             memcpy(&address, a->value, sizeof address);
@@ -569,7 +573,7 @@ int grain_ep_cmd_uses(const struct grain_ep_cmd *c, const grain_ep_mem_t *mem)
 {
     if (c->mem == mem && (c->kind != CMD_SEND || c->msg == NULL)) /* a posted send has copied its bytes off */
         return 1;
-    for (unsigned i = 0; c->kind == CMD_LAUNCH && i < c->kernel->n_args; i++)
+    for (unsigned i = 0; c->kind == CMD_LAUNCH && i < c->n_args; i++)
         if (c->args[i].mem == mem)
             return 1;
     return 0;

@@ -78,10 +78,15 @@ static int control(grain_cmdq_t *q, void *arg)
     return r->rounds < ROUNDS ? GRAIN_EP_RERUN : GRAIN_EP_EXIT;
 }
 
+/* Returns 7, once it has seen the loop refuse to change under it. */
 static int seven(grain_cmdq_t *q, void *arg)
 {
-    (void)q;
     (void)arg;
+    expect_refused(grain_ep_start(q), GRAIN_ERR_STATE, "running already", "the loop started from a control task");
+    expect_refused(grain_ep_add_control(q, seven, NULL, NULL), GRAIN_ERR_STATE, "register before grain_ep_start",
+                   "a registration from a control task");
+    grain_ep_clear(q);
+    expect(strstr(grain_error_message(NULL), "its commands stay") != NULL, "grain_ep_clear from a control task");
     return 7;
 }
 
@@ -154,6 +159,7 @@ static grain_status_t ring(grain_cmdq_t *q, void *arg)
     OK(grain_ep_kernel_arg_mem(accumulate, 1, halo, 0));
     OK(grain_ep_kernel_arg(accumulate, 2, sizeof n, &n));
     OK(grain_ep_add_launch(q, 2, accumulate, 1, &global, NULL, c, 2, &c[2]));
+    OK(grain_ep_kernel_arg(accumulate, 9, sizeof n, &n)); /* more arguments than registered: the launch keeps 3 */
     OK(grain_ep_kernel_arg_mem(affine, 0, v, 0));
     OK(grain_ep_kernel_arg(affine, 1, sizeof mul, &mul));
     OK(grain_ep_kernel_arg(affine, 2, sizeof add, &add));
