@@ -13,11 +13,14 @@
  * waited for; the same memory both ways): GMH's fig. 6 compares the
  * asynchronous copy and its event with the synchronous one.  And both
  * ways at once (fig. 8): each endpoint sends and receives a message per
- * exchange; both_gain is that bandwidth over the bounce's.
+ * exchange; both_gain is that bandwidth over the bounce's.  Messages go
+ * from and to memory with its pinned shadow, through which they pass, or
+ * with --no-shadow without one (pageable copies).
  *
  *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
  *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
- *   [--min-bytes B] [--max-bytes B] [--iters N] [--csv FILE] [--json]   (--json: the report, last on stdout)
+ *   [--min-bytes B] [--max-bytes B] [--iters N] [--no-shadow] [--csv FILE] [--json]
+ *   (--json: the report, last on stdout)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +35,7 @@
 typedef struct options {
     unsigned long long min_bytes, max_bytes, iters, endpoints;
     const char *csv;
-    int json;
+    int json, no_shadow;
 } options_t;
 
 typedef struct row {
@@ -49,7 +52,7 @@ typedef struct run {
     grain_status_t status;
 } run_t;
 
-enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_ENDPOINTS, OPT_CSV, OPT_JSON };
+enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_ENDPOINTS, OPT_CSV, OPT_JSON, OPT_NO_SHADOW };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -64,6 +67,8 @@ static void take(void *state, int key, const char *option, const char *value)
         o->endpoints = cli_u64_in(option, value, 1, 1024);
     else if (key == OPT_CSV)
         o->csv = value;
+    else if (key == OPT_NO_SHADOW)
+        o->no_shadow = 1;
     else
         o->json = 1;
 }
@@ -71,7 +76,7 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1|2 ep_bench [--endpoints N] [--min-bytes B] [--max-bytes B] [--iters N]\n"
-                 "                [--csv FILE] [--json]\n"
+                 "                [--no-shadow] [--csv FILE] [--json]\n"
                  "  endpoints 0 and 1 bounce messages of min-bytes to max-bytes (doubling); N endpoints a rank\n"
                  "  (default 2 on one rank, 1 on several); the baseline is a device-host copy each way\n");
 }
@@ -112,7 +117,8 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
     if (host == NULL)
         return GRAIN_ERR_NO_MEMORY;
     memset(host, 0x5a, o->max_bytes);
-    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+                             GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
     CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
                              GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW, &raw));
     if (me == 0)
@@ -210,8 +216,9 @@ int main(int argc, char **argv)
 {
     static const cli_option_t options[] = {{"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX},
                                            {"iters", 1, OPT_ITERS},   {"endpoints", 1, OPT_ENDPOINTS},
-                                           {"csv", 1, OPT_CSV},       {"json", 0, OPT_JSON}};
-    options_t o = {4, 64ull << 20, 1000, 0, NULL, 0};
+                                           {"csv", 1, OPT_CSV},       {"json", 0, OPT_JSON},
+                                           {"no-shadow", 0, OPT_NO_SHADOW}};
+    options_t o = {4, 64ull << 20, 1000, 0, NULL, 0, 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("ep_bench", argc, argv, groups, 1, 0, usage);
     if (o.min_bytes > o.max_bytes) {
@@ -232,7 +239,8 @@ int main(int argc, char **argv)
         return 2;
     }
     run_t r = {.o = &o};
-    const char *mode = endpoints > 1 ? "same rank" : "two ranks";
+    const char *mode = endpoints > 1 ? (o.no_shadow ? "same rank, no shadow" : "same rank")
+                                     : (o.no_shadow ? "two ranks, no shadow" : "two ranks");
     if (me == 0)
         printf("ep_bench: endpoints 0 and 1 on %s (%d rank%s x %u endpoints)\n", mode, ranks, ranks == 1 ? "" : "s",
                endpoints);

@@ -5,7 +5,8 @@ two endpoints of one rank (the rank's mailbox) and one endpoint on each of
 two ranks (the transport's endpoint channel), each run by ep_bench, whose
 baseline is the device-host copy each way measured in the same run; beside
 it the same copies as stream commands with their events (GMH fig. 6), and
-the bandwidth both ways at once over the bounce's (fig. 8).
+the bandwidth both ways at once over the bounce's (fig. 8); each from memory
+with its pinned shadow (messages pass through it) and without (pageable).
 
 Writes <out>/ep.csv, <out>/ep.json and <out>/ep.png (half round trip and
 bandwidth by message size, both placements beside the copies).
@@ -22,7 +23,9 @@ import sys
 
 from driver import Progress, pyplot, require_built, run_app
 
-PLACEMENTS = (("same rank", 1, ["--endpoints", "2"]), ("two ranks", 2, []))
+PLACEMENTS = (("same rank", 1, ["--endpoints", "2"]), ("two ranks", 2, []),
+              ("same rank, no shadow", 1, ["--endpoints", "2", "--no-shadow"]),
+              ("two ranks, no shadow", 2, ["--no-shadow"]))
 
 
 def run(args, ranks, extra):

@@ -76,7 +76,10 @@ grain_t *grain_ep_grain(const grain_cmdq_t *q);
 grain_status_t grain_ep_mem_alloc(grain_cmdq_t *q, size_t bytes, unsigned flags, grain_ep_mem_t **mem_p);
 void grain_ep_mem_free(grain_cmdq_t *q, grain_ep_mem_t *mem);
 size_t grain_ep_mem_size(const grain_ep_mem_t *mem);
-/* The pinned host shadow, or NULL without one. */
+/* The pinned host shadow, or NULL without one.  Host copies, messages and
+ * collectives of the memory pass through it (the device copies pinned
+ * memory several times faster than pageable), so a copy command into or
+ * out of it may race with them over the same bytes. */
 void *grain_ep_mem_shadow(grain_ep_mem_t *mem);
 /* Host to device (needs GRAIN_EP_WRITE) and device to host (GRAIN_EP_READ)
  * at a byte offset, through the shadow where there is one; they return once

@@ -171,6 +171,10 @@ unsigned grain_ep_mail_drop(grain_ep_team_t *t);
  * `what`, the call. */
 grain_status_t grain_ep_mem_check(const grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
                                   unsigned needs, const char *what);
+/* Host memory into and out of `mem` at `offset`, through its pinned shadow
+ * where it has one; unchecked (the callers checked). */
+grain_status_t grain_ep_mem_in(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src, size_t bytes);
+grain_status_t grain_ep_mem_out(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst, size_t bytes);
 /* Host memory for `bytes` of mem at offset, on the way to or from the
  * device: its shadow, else a buffer the caller frees (*own); NULL without
  * memory. */

@@ -148,11 +148,13 @@ static grain_status_t check_copy(const grain_cmdq_t *q, const grain_ep_mem_t *me
     return grain_ep_mem_check(q, mem, offset, bytes, needs, what);
 }
 
-grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src, size_t bytes)
+/* The device copies pinned memory at full speed and pageable memory at a
+ * fraction of it (a sixth for 16 MiB each way on an H100): through the
+ * shadow, a host memcpy and a pinned copy beat one pageable copy. */
+grain_status_t grain_ep_mem_in(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src, size_t bytes)
 {
-    grain_status_t st = check_copy(q, mem, offset, src, bytes, GRAIN_EP_WRITE, "grain_ep_mem_write");
-    if (st != GRAIN_OK || bytes == 0)
-        return st;
+    if (bytes == 0)
+        return GRAIN_OK;
     uint8_t *dev = (uint8_t *)mem->device + offset;
     if (mem->shadow == NULL)
         return q->bops->copy(q->backend, dev, src, bytes);
@@ -161,17 +163,28 @@ grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t o
     return q->bops->copy(q->backend, dev, shadow, bytes);
 }
 
-grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst, size_t bytes)
+grain_status_t grain_ep_mem_out(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst, size_t bytes)
 {
-    grain_status_t st = check_copy(q, mem, offset, dst, bytes, GRAIN_EP_READ, "grain_ep_mem_read");
-    if (st != GRAIN_OK || bytes == 0)
-        return st;
+    if (bytes == 0)
+        return GRAIN_OK;
     const uint8_t *dev = (const uint8_t *)mem->device + offset;
     if (mem->shadow == NULL)
         return q->bops->copy(q->backend, dst, dev, bytes);
     uint8_t *shadow = (uint8_t *)mem->shadow + offset;
-    st = q->bops->copy(q->backend, shadow, dev, bytes);
+    grain_status_t st = q->bops->copy(q->backend, shadow, dev, bytes);
     if (st == GRAIN_OK)
         memcpy(dst, shadow, bytes);
     return st;
+}
+
+grain_status_t grain_ep_mem_write(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, const void *src, size_t bytes)
+{
+    grain_status_t st = check_copy(q, mem, offset, src, bytes, GRAIN_EP_WRITE, "grain_ep_mem_write");
+    return st != GRAIN_OK ? st : grain_ep_mem_in(q, mem, offset, src, bytes);
+}
+
+grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, void *dst, size_t bytes)
+{
+    grain_status_t st = check_copy(q, mem, offset, dst, bytes, GRAIN_EP_READ, "grain_ep_mem_read");
+    return st != GRAIN_OK ? st : grain_ep_mem_out(q, mem, offset, dst, bytes);
 }

@@ -93,8 +93,7 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
     if (m == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_send: no memory for a message of %zu bytes", bytes);
     *m = (struct grain_ep_msg){.src = q->id, .dst = dest, .tag = tag, .len = bytes};
-    grain_status_t st =
-        bytes > 0 ? q->bops->copy(q->backend, m->data, (const unsigned char *)mem->device + offset, bytes) : GRAIN_OK;
+    grain_status_t st = grain_ep_mem_out(q, mem, offset, m->data, bytes);
     if (st != GRAIN_OK) {
         free(m);
         return st;
@@ -156,7 +155,7 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
     } else {
         grain_t *g = q->grain;
-        st = bytes > 0 ? q->bops->copy(q->backend, e->staging, (unsigned char *)mem->device + offset, bytes) : GRAIN_OK;
+        st = grain_ep_mem_out(q, mem, offset, e->staging, bytes);
         if (st == GRAIN_OK)
             st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
                                    &e->req);
@@ -219,8 +218,8 @@ static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
                         "grain_ep_recv: a message of %zu bytes from endpoint %d does not fit the %zu bytes given; it "
                         "was taken and dropped",
                         m->len, e->src, e->cap);
-    else if (m->len > 0)
-        st = q->bops->copy(q->backend, (unsigned char *)e->mem->device + e->offset, m->data, m->len);
+    else
+        st = grain_ep_mem_in(q, e->mem, e->offset, m->data, m->len);
     if (st == GRAIN_OK && e->received != NULL)
         *e->received = m->len;
     free(m);
@@ -280,8 +279,8 @@ static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
     if (!g->tops->ep_test(g->transport, e->req, &len, &st))
         return;
     e->req = NULL;
-    if (st == GRAIN_OK && e->recv && len > 0)
-        st = q->bops->copy(q->backend, (unsigned char *)e->mem->device + e->offset, e->staging, len);
+    if (st == GRAIN_OK && e->recv)
+        st = grain_ep_mem_in(q, e->mem, e->offset, e->staging, len);
     if (st == GRAIN_OK && e->recv && e->received != NULL)
         *e->received = len;
     grain_ep_event_complete(e, st);
