@@ -160,37 +160,38 @@ int grain_ep_regs_use(const grain_cmdq_t *q, const grain_ep_mem_t *mem)
     return 0;
 }
 
-/* Waits for the round's events of commands [0, n) not yet waited for;
- * the first failure, its sentence kept. */
-static grain_status_t wait_round(grain_cmdq_t *q, grain_ep_event_t **events, unsigned n, grain_status_t first)
+/* Waits for the round's events of commands [0, n) not yet waited for
+ * (gathered into `set`); the first failure, `first` before any, its
+ * sentence kept. */
+static grain_status_t wait_round(grain_cmdq_t *q, grain_ep_event_t **events, unsigned n, grain_ep_event_t **set,
+                                 grain_status_t first)
 {
     char why[1024] = "";
     if (first != GRAIN_OK)
         snprintf(why, sizeof why, "%s", grain_error_message(NULL));
-    for (unsigned i = 0; i < n; i++) {
-        if (events[i] == NULL)
-            continue;
-        grain_status_t st = grain_ep_wait(q, events[i]);
-        events[i] = NULL;
-        if (st != GRAIN_OK && first == GRAIN_OK) {
-            first = st;
-            snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    size_t k = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (events[i] != NULL) {
+            set[k++] = events[i];
+            events[i] = NULL;
         }
-    }
-    if (first != GRAIN_OK)
-        grain_error_keep(why);
+    grain_status_t st = grain_ep_wait_all(q, set, k);
+    if (first == GRAIN_OK)
+        return st;
+    grain_error_keep(why);
     return first;
 }
 
 /* One round: every command queued, the control tasks run when their turn
  * comes; *exit_p set when one says GRAIN_EP_EXIT. */
-static grain_status_t round_run(grain_cmdq_t *q, grain_ep_event_t **events, grain_ep_event_t **after, int *exit_p)
+static grain_status_t round_run(grain_cmdq_t *q, grain_ep_event_t **events, grain_ep_event_t **after,
+                                grain_ep_event_t **set, int *exit_p)
 {
     grain_status_t st = GRAIN_OK;
     for (unsigned i = 0; i < q->n_regs && st == GRAIN_OK; i++) {
         const struct grain_ep_reg *r = &q->regs[i];
         if (r->cmd == NULL) {
-            if ((st = wait_round(q, events, i, GRAIN_OK)) != GRAIN_OK)
+            if ((st = wait_round(q, events, i, set, GRAIN_OK)) != GRAIN_OK)
                 break;
             int verdict = r->control(q, r->arg);
             if (verdict == GRAIN_EP_EXIT) {
@@ -213,7 +214,7 @@ static grain_status_t round_run(grain_cmdq_t *q, grain_ep_event_t **events, grai
             events[i] = NULL;
         }
     }
-    return wait_round(q, events, q->n_regs, st);
+    return wait_round(q, events, q->n_regs, set, st);
 }
 
 grain_status_t grain_ep_start(grain_cmdq_t *q)
@@ -234,20 +235,22 @@ grain_status_t grain_ep_start(grain_cmdq_t *q)
         controlled |= q->regs[i].cmd == NULL;
         most_after = q->regs[i].n_after > most_after ? q->regs[i].n_after : most_after;
     }
-    grain_ep_event_t **events = calloc(q->n_regs, sizeof *events);
+    grain_ep_event_t **events = calloc(q->n_regs, sizeof *events), **set = malloc(q->n_regs * sizeof *set);
     grain_ep_event_t **after = malloc((most_after > 0 ? most_after : 1) * sizeof *after);
-    if (events == NULL || after == NULL) {
+    if (events == NULL || set == NULL || after == NULL) {
         free(events);
+        free(set);
         free(after);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", what);
     }
     int exit = 0;
     q->looping = 1;
     do
-        st = round_run(q, events, after, &exit);
+        st = round_run(q, events, after, set, &exit);
     while (st == GRAIN_OK && controlled && !exit); /* without a control task: one round */
     q->looping = 0;
     free(events);
+    free(set);
     free(after);
     return st;
 }
