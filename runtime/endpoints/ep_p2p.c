@@ -263,9 +263,9 @@ static int progress_here(grain_cmdq_t *q, int wait)
             land(q, take[i], got[i]);
         else
             grain_ep_event_complete(take[i], grain_fail(GRAIN_ERR_STATE,
-                                         "grain_ep_recv: endpoint %d returned without sending endpoint %d a message "
-                                         "of tag %d",
-                                         take[i]->src, q->id, take[i]->tag));
+                                                        "grain_ep_recv: endpoint %d returned without sending endpoint "
+                                                        "%d a message of tag %d",
+                                                        take[i]->src, q->id, take[i]->tag));
     }
     return n > 0;
 }
