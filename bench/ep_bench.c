@@ -15,7 +15,10 @@
  * ways at once (fig. 8): each endpoint sends and receives a message per
  * exchange; both_gain is that bandwidth over the bounce's.  Messages go
  * from and to memory with its pinned shadow, through which they pass, or
- * with --no-shadow without one (pageable copies).
+ * with --no-shadow without one (pageable copies).  Then a broadcast from
+ * endpoint 0 to every endpoint (fig. 9), against the ranks' host broadcast
+ * of the same bytes (grain_broadcast: MPI on the MPI transport) plus the
+ * copies: bcast_ratio is the first over the second.
  *
  *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
  *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
@@ -42,6 +45,7 @@ typedef struct row {
     size_t bytes;
     unsigned iters;
     double half_rtt_us, copies_us, stream_us, both_us;
+    double bcast_us, host_bcast_us; /* every endpoint's broadcast; the ranks' host broadcast of the same bytes */
 } row_t;
 
 typedef struct run {
@@ -167,7 +171,7 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
         }
         row_t *row = &r->rows[r->n_rows++];
         *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, copied / iters * 1e6, (now_s() - t0) / iters * 1e6,
-                       both / iters * 1e6};
+                       both / iters * 1e6, 0, 0}; /* the broadcasts come later */
         printf("ep_bench: %10zu bytes: half round trip %10.2f us, %8.3f GB/s; copies %10.2f us: ratio %.2f; "
                "as stream commands %10.2f us: ratio %.2f; both ways %.2fx the bandwidth\n",
                bytes, row->half_rtt_us, bytes / row->half_rtt_us / 1e3, row->copies_us,
@@ -176,6 +180,57 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
         fflush(stdout);
     }
     free(host);
+    return GRAIN_OK;
+}
+
+/* GMH fig. 9: a broadcast from endpoint 0 to every endpoint, each size
+ * timed on endpoint 0 between barriers. */
+static grain_status_t spread(grain_cmdq_t *q, void *arg)
+{
+    run_t *r = arg;
+    const options_t *o = r->o;
+    grain_ep_mem_t *m = NULL;
+    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+                             GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
+    for (unsigned k = 0; k < r->n_rows; k++) {
+        row_t *row = &r->rows[k];
+        CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0)); /* warm */
+        CHECK(grain_ep_barrier(q));
+        double t0 = now_s();
+        for (unsigned i = 0; i < row->iters; i++)
+            CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0));
+        CHECK(grain_ep_barrier(q));
+        if (grain_ep_id(q) == 0)
+            row->bcast_us = (now_s() - t0) / row->iters * 1e6;
+    }
+    return GRAIN_OK;
+}
+
+/* The baseline of fig. 9 on the rank's own thread: the ranks' host
+ * broadcast of each size (beside the copies each endpoint makes). */
+static grain_status_t host_broadcasts(grain_t *g, run_t *r)
+{
+    char *buf = malloc(r->o->max_bytes > 0 ? r->o->max_bytes : 1);
+    if (buf == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    memset(buf, 0x5a, r->o->max_bytes);
+    for (unsigned k = 0; k < r->n_rows; k++) {
+        row_t *row = &r->rows[k];
+        grain_status_t st = grain_broadcast(g, buf, row->bytes, 0);
+        if (st == GRAIN_OK)
+            st = grain_barrier_all(g);
+        double t0 = now_s();
+        for (unsigned i = 0; i < row->iters && st == GRAIN_OK; i++)
+            st = grain_broadcast(g, buf, row->bytes, 0);
+        if (st == GRAIN_OK)
+            st = grain_barrier_all(g);
+        if (st != GRAIN_OK) {
+            free(buf);
+            return st;
+        }
+        row->host_bcast_us = (now_s() - t0) / row->iters * 1e6;
+    }
+    free(buf);
     return GRAIN_OK;
 }
 
@@ -188,22 +243,24 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
     }
     if (csv != NULL)
         fprintf(csv, "mode,bytes,iters,half_rtt_us,gb_per_s,copies_us,ratio,stream_us,stream_ratio,both_us,"
-                     "both_gain\n");
+                     "both_gain,bcast_us,host_bcast_us,bcast_ratio\n");
     if (json != NULL)
         fprintf(json, "{\"mode\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"rows\":[", mode, backend, r->device);
     for (unsigned i = 0; i < r->n_rows; i++) {
         const row_t *w = &r->rows[i];
         double gbs = w->bytes / w->half_rtt_us / 1e3, ratio = w->half_rtt_us / w->copies_us;
+        double bcast_ratio = w->bcast_us / (w->host_bcast_us + w->copies_us);
         if (csv != NULL)
-            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", mode, w->bytes, w->iters,
-                    w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us, w->stream_us / w->copies_us, w->both_us,
-                    2 * w->half_rtt_us / w->both_us);
+            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", mode, w->bytes,
+                    w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us, w->stream_us / w->copies_us,
+                    w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us, w->host_bcast_us, bcast_ratio);
         if (json != NULL)
             fprintf(json, "%s{\"bytes\":%zu,\"iters\":%u,\"half_rtt_us\":%.3f,\"gb_per_s\":%.4f,\"copies_us\":%.3f,"
                           "\"ratio\":%.3f,\"stream_us\":%.3f,\"stream_ratio\":%.3f,\"both_us\":%.3f,"
-                          "\"both_gain\":%.3f}",
+                          "\"both_gain\":%.3f,\"bcast_us\":%.3f,\"host_bcast_us\":%.3f,\"bcast_ratio\":%.3f}",
                     i ? "," : "", w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us,
-                    w->stream_us / w->copies_us, w->both_us, 2 * w->half_rtt_us / w->both_us);
+                    w->stream_us / w->copies_us, w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us,
+                    w->host_bcast_us, bcast_ratio);
     }
     if (json != NULL)
         fprintf(json, "]}\n");
@@ -245,6 +302,15 @@ int main(int argc, char **argv)
         printf("ep_bench: endpoints 0 and 1 on %s (%d rank%s x %u endpoints)\n", mode, ranks, ranks == 1 ? "" : "s",
                endpoints);
     st = grain_ep_run(g, endpoints, bounce, &r);
+    /* Every rank times the same sizes: endpoint 0's rows, broadcast. */
+    unsigned n_rows = r.n_rows;
+    if (st == GRAIN_OK && (st = grain_broadcast(g, &n_rows, sizeof n_rows, 0)) == GRAIN_OK)
+        st = grain_broadcast(g, r.rows, sizeof r.rows, 0);
+    r.n_rows = n_rows;
+    if (st == GRAIN_OK)
+        st = grain_ep_run(g, endpoints, spread, &r);
+    if (st == GRAIN_OK)
+        st = host_broadcasts(g, &r);
     int rc = 0;
     if (st != GRAIN_OK) {
         fprintf(stderr, "ep_bench: rank %d: %s\n", me, grain_error_message(NULL));

@@ -7,6 +7,8 @@ baseline is the device-host copy each way measured in the same run; beside
 it the same copies as stream commands with their events (GMH fig. 6), and
 the bandwidth both ways at once over the bounce's (fig. 8); each from memory
 with its pinned shadow (messages pass through it) and without (pageable).
+Then a broadcast to every endpoint against the ranks' host broadcast plus the
+copies (fig. 9).
 
 Writes <out>/ep.csv, <out>/ep.json and <out>/ep.png (half round trip and
 bandwidth by message size, both placements beside the copies).
@@ -38,11 +40,14 @@ def plot(runs, path):
     plt = pyplot("ep_bench")
     if plt is None or not runs:
         return
-    fig, (lat, bw) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (lat, bw, bc) = plt.subplots(1, 3, figsize=(16, 4))
     for r in runs:
         sizes = [max(x["bytes"], 1) for x in r["rows"]]
         lat.plot(sizes, [x["half_rtt_us"] for x in r["rows"]], "o-", markersize=3, label=f"message, {r['mode']}")
         bw.plot(sizes, [x["gb_per_s"] for x in r["rows"]], "o-", markersize=3, label=f"message, {r['mode']}")
+        line, = bc.plot(sizes, [x["bcast_us"] for x in r["rows"]], "o-", markersize=3, label=f"broadcast, {r['mode']}")
+        bc.plot(sizes, [x["host_bcast_us"] + x["copies_us"] for x in r["rows"]], "--", linewidth=0.8,
+                color=line.get_color(), label=f"host broadcast + copies, {r['mode']}")
     first = runs[0]
     sizes = [max(x["bytes"], 1) for x in first["rows"]]
     lat.plot(sizes, [x["copies_us"] for x in first["rows"]], "k--", linewidth=0.8,
@@ -51,7 +56,7 @@ def plot(runs, path):
              label="the same copies as stream commands, each waited")
     bw.plot(sizes, [x["bytes"] / x["copies_us"] / 1e3 for x in first["rows"]], "k--", linewidth=0.8,
             label="device-host copy each way (baseline)")
-    for ax, label in ((lat, "half round trip (us)"), (bw, "GB/s")):
+    for ax, label in ((lat, "half round trip (us)"), (bw, "GB/s"), (bc, "broadcast to every endpoint (us)")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message bytes")
@@ -95,19 +100,21 @@ def main():
     with open(os.path.join(args.out, "ep.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["mode", "backend", "device", "bytes", "iters", "half_rtt_us", "gb_per_s", "copies_us", "ratio",
-                    "stream_us", "stream_ratio", "both_us", "both_gain"])
+                    "stream_us", "stream_ratio", "both_us", "both_gain", "bcast_us", "host_bcast_us", "bcast_ratio"])
         for r in runs:
             for x in r["rows"]:
                 w.writerow([r["mode"], r["backend"], r["device"], x["bytes"], x["iters"], x["half_rtt_us"],
                             x["gb_per_s"], x["copies_us"], x["ratio"], x["stream_us"], x["stream_ratio"],
-                            x["both_us"], x["both_gain"]])
-    print(f"\n{'bytes':>10} " + " ".join(f"{r['mode'] + ' us':>16} {'ratio':>6} {'both ways':>9}" for r in runs) +
-          f" {'copies as stream commands / plain':>34}")
+                            x["both_us"], x["both_gain"], x["bcast_us"], x["host_bcast_us"], x["bcast_ratio"]])
+    # ratio: the half round trip over the copies; both ways: the bandwidth both ways at once over the
+    # bounce's; bcast: the broadcast over the host broadcast plus the copies.
+    print(f"\n{'bytes':>10} " + " ".join(f"{r['mode'] + ' us':>24} {'ratio':>6} {'both':>6} {'bcast':>6}"
+                                         for r in runs) + f" {'stream copies':>14}")
     for i in range(min((len(r["rows"]) for r in runs), default=0)):
         print(f"{runs[0]['rows'][i]['bytes']:>10} " +
-              " ".join(f"{r['rows'][i]['half_rtt_us']:16.2f} {r['rows'][i]['ratio']:6.2f} "
-                       f"{r['rows'][i]['both_gain']:8.2f}x" for r in runs) +
-              f" {runs[0]['rows'][i]['stream_ratio']:34.2f}")
+              " ".join(f"{r['rows'][i]['half_rtt_us']:24.2f} {r['rows'][i]['ratio']:6.2f} "
+                       f"{r['rows'][i]['both_gain']:6.2f} {r['rows'][i]['bcast_ratio']:6.2f}" for r in runs) +
+              f" {runs[0]['rows'][i]['stream_ratio']:14.2f}")
     plot(runs, os.path.join(args.out, "ep.png"))
     return failed
 
