@@ -5,7 +5,8 @@
  * One network thread keeps receives posted, hands arrived buffers to the
  * runtime in the order their source sent them, completes sends, and runs the
  * host collectives as non-blocking collectives so that receives keep being
- * applied meanwhile.  Who posts the aggregators' buffers is GRAIN_MPI_THREADS:
+ * applied meanwhile (and, under "serialized", posts and tests the device
+ * endpoints' messages: transport_mpi_ep.c).  Who posts the aggregators' buffers is GRAIN_MPI_THREADS:
  * under MPI_THREAD_MULTIPLE each aggregator calls MPI_Isend itself; under
  * "serialized" it hands the buffer to the network thread, the only caller of
  * MPI.  The hand-off waits for a network thread that may be napping or
@@ -519,6 +520,7 @@ static void *network_thread(void *arg)
         worked |= progress_lent(t);
         worked |= complete_sends(t);
         worked |= progress_collective(t);
+        worked |= grain_mpi_ep_progress(t);
         grain_mpi_watch(t);
         if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0) {
             t->handlers.settle(t->handlers.arg, 1); /* no copy may read freed buffers */
@@ -526,7 +528,8 @@ static void *network_thread(void *arg)
         }
         if (worked)
             grain_backoff_reset(&backoff);
-        else if (t->coll_in_flight || t->n_inflight > 0 || t->n_lent > 0) /* MPI and copies progress unrung */
+        else if (t->coll_in_flight || t->n_inflight > 0 || t->n_lent > 0 || grain_mpi_ep_busy(t))
+            /* MPI and copies progress unrung */
             grain_backoff_idle_patient(&backoff, GRAIN_BACKOFF_PATIENCE_NS);
         else
             grain_backoff_idle_bell(&backoff, &t->bell, seen);

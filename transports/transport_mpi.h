@@ -44,6 +44,12 @@ struct grain_transport {
     MPI_Comm comm;
     MPI_Comm ep_comm; /* device endpoints' two-sided messages (transport_mpi_ep.c) */
     uint64_t ep_tags; /* MPI's tags on it: 0 .. ep_tags - 1 */
+    /* Under "serialized" the network thread posts and tests the endpoints'
+     * requests: those handed to it, in order, and those it posted. */
+    pthread_mutex_t ep_lock;
+    struct ep_req *ep_queued, **ep_queued_tail;
+    struct ep_req **ep_posted;
+    unsigned n_ep_posted, cap_ep_posted;
     int my_pe, n_pes;
     int initialized_mpi;
     int multiple; /* aggregators post their own sends */
@@ -138,6 +144,11 @@ grain_status_t grain_mpi_ep_irecv(grain_transport_t *t, uint32_t src, uint64_t t
                                   void **req_p);
 int grain_mpi_ep_test(grain_transport_t *t, void *req, size_t *len, grain_status_t *st);
 void grain_mpi_ep_cancel(grain_transport_t *t, void *req);
+/* Under "serialized", on the network thread: posts the requests handed
+ * over and tests those posted; returns whether any changed.  Whether any
+ * is posted and not done (MPI progresses it unrung). */
+int grain_mpi_ep_progress(grain_transport_t *t);
+int grain_mpi_ep_busy(const grain_transport_t *t);
 
 static inline int grain_mpi_failed(grain_transport_t *t)
 {

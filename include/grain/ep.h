@@ -99,7 +99,9 @@ grain_status_t grain_ep_mem_read(grain_cmdq_t *q, const grain_ep_mem_t *mem, siz
  * *received to the message's length, and refuses (takes and drops) a longer
  * one.  A receive from an endpoint of this rank that returned without
  * sending fails with GRAIN_ERR_STATE; one from a failed rank, with
- * GRAIN_ERR_PEER.  Between ranks over MPI it needs MPI_THREAD_MULTIPLE. */
+ * GRAIN_ERR_PEER.  Between ranks over MPI, endpoint threads call MPI
+ * themselves under MPI_THREAD_MULTIPLE and hand their messages to the
+ * network thread under GRAIN_MPI_THREADS=serialized. */
 #define GRAIN_EP_TAGS 32768 /* tags are 0 .. GRAIN_EP_TAGS - 1 */
 grain_status_t grain_ep_send(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag);
 grain_status_t grain_ep_recv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,

@@ -63,9 +63,8 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
     if (tags == 0)
         return grain_fail(GRAIN_ERR_UNSUPPORTED,
                           "%s: endpoint %d and endpoint %d are on different ranks, and the %s transport carries no "
-                          "endpoint messages between ranks%s",
-                          what, src, dst, g->tops->name,
-                          strcmp(g->tops->name, "mpi") == 0 ? " without MPI_THREAD_MULTIPLE (GRAIN_MPI_THREADS)" : "");
+                          "endpoint messages between ranks",
+                          what, src, dst, g->tops->name);
     uint64_t D = q->devices, pair = (uint64_t)(src % (int)D) * D + (uint64_t)(dst % (int)D);
     *mpi_tag = pair * GRAIN_EP_TAGS + (uint64_t)tag;
     if (*mpi_tag >= tags)
