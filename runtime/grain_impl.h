@@ -194,6 +194,9 @@ grain_status_t grain_dev_upload(struct grain *g);
  * source that includes none of them. */
 const char *grain_device_include_dir(const struct grain *g, const char *source);
 
+/* The largest work-group size that divides `n`, at most `limit`. */
+size_t grain_divisor_at_most(size_t n, size_t limit);
+
 /* Keeps a program alive past the application's grain_program_destroy, until
  * a matching grain_program_destroy of the runtime's own. */
 void grain_program_retain(grain_program_t *program);

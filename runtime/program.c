@@ -158,8 +158,7 @@ grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_
     return g->bops->launch_agent(k->bkernel, global, local);
 }
 
-/* The largest work-group size that divides `n`, at most `limit`. */
-static size_t divisor_at_most(size_t n, size_t limit)
+size_t grain_divisor_at_most(size_t n, size_t limit)
 {
     for (size_t d = limit < n ? limit : n; d > 1; d--)
         if (n % d == 0)
@@ -191,7 +190,7 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
                                   k->name, global[d], d, local[d]);
             chosen[d] = local[d];
         } else if (d == 0) {
-            chosen[0] = divisor_at_most(global[0], limit);
+            chosen[0] = grain_divisor_at_most(global[0], limit);
         }
         wg *= chosen[d];
     }

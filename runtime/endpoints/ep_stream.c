@@ -189,10 +189,16 @@ static grain_status_t arg_slot(grain_ep_kernel_t *k, unsigned index, const char 
     if (index >= EP_ARGS)
         return grain_fail(GRAIN_ERR_INVALID, "%s: kernel %s: argument %u; an endpoint kernel takes at most %d", what,
                           k->name, index, EP_ARGS);
-    if (index >= k->n_args)
-        k->n_args = index + 1;
     *a_p = &k->args[index];
     return GRAIN_OK;
+}
+
+/* Argument `index` of k is set (only once its call succeeded): the
+ * kernel takes at least index + 1. */
+static void arg_set(grain_ep_kernel_t *k, unsigned index)
+{
+    if (index >= k->n_args)
+        k->n_args = index + 1;
 }
 
 grain_status_t grain_ep_kernel_arg(grain_ep_kernel_t *kernel, unsigned index, size_t size, const void *value)
@@ -207,6 +213,7 @@ grain_status_t grain_ep_kernel_arg(grain_ep_kernel_t *kernel, unsigned index, si
                           what, kernel->name, index, size, EP_ARG_BYTES);
     *a = (ep_arg_t){.size = size};
     memcpy(a->value, value, size);
+    arg_set(kernel, index);
     return GRAIN_OK;
 }
 
@@ -226,6 +233,7 @@ grain_status_t grain_ep_kernel_arg_mem(grain_ep_kernel_t *kernel, unsigned index
     void *address = (unsigned char *)mem->device + offset;
     *a = (ep_arg_t){.size = sizeof address, .mem = mem};
     memcpy(a->value, &address, sizeof address);
+    arg_set(kernel, index);
     return GRAIN_OK;
 }
 
@@ -247,16 +255,6 @@ static grain_status_t describe(grain_cmdq_t *q, int kind, unsigned stream, struc
     c->stream = stream;
     *c_p = c;
     return GRAIN_OK;
-}
-
-/* The work-group size where the caller gives none: the largest divisor of
- * the first dimension the device takes. */
-static size_t divisor_at_most(size_t n, size_t limit)
-{
-    for (size_t d = limit < n ? limit : n; d > 1; d--)
-        if (n % d == 0)
-            return d;
-    return 1;
 }
 
 static ep_arg_t *args_copy(const ep_arg_t *from, unsigned n)
@@ -282,7 +280,8 @@ grain_status_t grain_ep_describe_launch(grain_cmdq_t *q, unsigned stream, grain_
                               "%s: kernel %s: dimension %u has global size %zu%s; give a global size that is a "
                               "non-zero multiple of the work-group size",
                               what, kernel->name, d, global[d], local != NULL ? " and a work-group size" : "");
-        chosen[d] = local != NULL ? local[d] : d == 0 ? divisor_at_most(global[0], q->info.max_wg_size) : 1;
+        /* Where the caller gives none: the largest divisor of the first dimension the device takes. */
+        chosen[d] = local != NULL ? local[d] : d == 0 ? grain_divisor_at_most(global[0], q->info.max_wg_size) : 1;
         wg *= chosen[d];
     }
     if (wg > q->info.max_wg_size)
