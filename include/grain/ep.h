@@ -127,8 +127,8 @@ grain_status_t grain_ep_wait_all(grain_cmdq_t *q, grain_ep_event_t *const *event
 grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *event, int *done);
 
 /* ---- command queues over streams (GMH section III-B3) --------------------
- * An endpoint queues kernels and copies on GRAIN_EP_STREAMS streams of its
- * device.  Each stream runs its commands in the order queued; streams run
+ * An endpoint queues kernels, copies and messages on GRAIN_EP_STREAMS
+ * streams of its device.  Each stream runs its commands in the order queued; streams run
  * beside each other.  A command may name events of this endpoint to come
  * `after` (messages' or other commands', of any stream): it starts once
  * they are done, and the later commands of its stream wait behind it.  One
