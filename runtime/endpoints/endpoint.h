@@ -150,13 +150,14 @@ int grain_ep_cmd_uses(const struct grain_ep_cmd *cmd, const grain_ep_mem_t *mem)
 void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone);
 void grain_ep_programs_free(grain_cmdq_t *q);
 /* Events (ep_p2p.c): the checks of a message's arguments (peer, tag,
- * memory, the channel between ranks); one look at a message's event,
+ * memory, the channel between ranks, whose MPI tag goes to *mpi_tag when
+ * not NULL); one look at a message's event,
  * without waiting; an event unlinked and freed, its status dropped; one
  * ends with `st` (its sentence kept when not GRAIN_OK); GRAIN_OK when `e`
  * is an event of q not yet waited for, else GRAIN_ERR_INVALID naming
  * `what`. */
 grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
-                                  size_t bytes, int peer, int tag, int recv);
+                                  size_t bytes, int peer, int tag, int recv, uint64_t *mpi_tag);
 void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e);
 void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e);
 void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st);

@@ -76,12 +76,12 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
 }
 
 grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
-                                  size_t bytes, int peer, int tag, int recv)
+                                  size_t bytes, int peer, int tag, int recv, uint64_t *mpi_tag)
 {
     grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, recv ? GRAIN_EP_WRITE : GRAIN_EP_READ);
-    uint64_t mpi_tag = 0;
+    uint64_t unused = 0;
     if (st == GRAIN_OK && peer / (int)q->devices != q->grain->my_pe)
-        st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, &mpi_tag);
+        st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag != NULL ? mpi_tag : &unused);
     return st;
 }
 
@@ -112,14 +112,12 @@ static grain_status_t open_event(grain_cmdq_t *q, const char *what, const grain_
                                  size_t bytes, int peer, int tag, int recv, grain_ep_event_t **event_p,
                                  uint64_t *mpi_tag, grain_ep_event_t **e_p)
 {
-    grain_status_t st = grain_ep_msg_check(q, what, mem, offset, bytes, peer, tag, recv);
+    grain_status_t st = grain_ep_msg_check(q, what, mem, offset, bytes, peer, tag, recv, mpi_tag);
     if (st == GRAIN_OK && event_p == NULL)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
     if (st != GRAIN_OK)
         return st;
     int here = peer / (int)q->devices == q->grain->my_pe;
-    if (!here)
-        channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag); /* checked above */
     grain_ep_event_t *e = calloc(1, sizeof *e);
     if (e == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for an event", what);

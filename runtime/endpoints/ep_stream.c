@@ -335,7 +335,7 @@ grain_status_t grain_ep_describe_message(grain_cmdq_t *q, int recv, unsigned str
                                          struct grain_ep_cmd **c_p)
 {
     int kind = recv ? CMD_RECV : CMD_SEND;
-    grain_status_t st = grain_ep_msg_check(q, cmd_names[kind], mem, offset, bytes, peer, tag, recv);
+    grain_status_t st = grain_ep_msg_check(q, cmd_names[kind], mem, offset, bytes, peer, tag, recv, NULL);
     struct grain_ep_cmd *c = NULL;
     if (st != GRAIN_OK || (st = describe(q, kind, stream, &c)) != GRAIN_OK)
         return st;
