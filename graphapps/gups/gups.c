@@ -15,7 +15,7 @@
 #include "../common/app.h"
 #include "../common/model.h"
 #include "grain/grain.h"
-#include "gups_stream.h"
+#include "gups_host.h"
 
 extern const char gups_kernel_source[];
 
@@ -87,30 +87,6 @@ static grain_config_t *parse(int argc, char **argv, gups_options_t *o)
     return config;
 }
 
-/* Replays the whole stream and counts the mismatches in this rank's block. */
-static unsigned long long verify(const int64_t *table, unsigned long long updates, uint64_t mask,
-                                 uint64_t owned, uint64_t local_entries, int my_pe)
-{
-    int64_t *expect = calloc(owned ? owned : 1, sizeof *expect);
-    if (expect == NULL) {
-        fprintf(stderr, "gups: no memory to verify\n");
-        exit(APP_EXIT_ERROR);
-    }
-    uint64_t first = (uint64_t)my_pe * local_entries;
-    uint64_t ran = 1; /* element 0 of the stream; update k uses element k + 1 */
-    for (unsigned long long k = 0; k < updates; k++) {
-        ran = gups_next(ran);
-        uint64_t index = ran & mask;
-        if (index - first < owned)
-            expect[index - first]++;
-    }
-    unsigned long long bad = 0;
-    for (uint64_t i = 0; i < owned; i++)
-        bad += table[i] != expect[i];
-    free(expect);
-    return bad;
-}
-
 /* The kernel `name` of the program, with the run's arguments set. */
 static grain_kernel_t *gups_kernel(grain_program_t *prog, const char *name, int64_t *table, uint64_t *m2,
                                    const uint64_t args[5])
@@ -158,22 +134,19 @@ static app_timing_t timed_run(grain_t *g, grain_kernel_t *k, size_t global, size
 }
 
 /* Collective: whether every rank's block matches the replayed stream. */
-static int verified_everywhere(grain_t *g, const int64_t *table, const gups_options_t *o, uint64_t local_entries)
+static int verified_everywhere(grain_t *g, const int64_t *table, const gups_options_t *o, const gups_split_t *s)
 {
-    int me = grain_my_pe(g);
-    uint64_t size = 1ull << o->log2_table;
-    /* The last blocks may be short (or empty) when the ranks do not divide the table. */
-    uint64_t lo = local_entries * (uint64_t)me;
-    uint64_t owned = lo >= size ? 0 : (size - lo < local_entries ? size - lo : local_entries);
     /* The heap may be device memory that only grain_memcpy reads. */
-    int64_t *host = app_malloc(owned * sizeof *host);
-    app_check(grain_memcpy(g, host, table, owned * sizeof *host), "reading the table");
-    uint64_t total = verify(host, o->updates, size - 1, owned, local_entries, me);
+    int64_t *host = app_malloc(s->owned * sizeof *host), *expect = app_malloc(s->owned * sizeof *expect);
+    app_check(grain_memcpy(g, host, table, s->owned * sizeof *host), "reading the table");
+    gups_replay(expect, o->updates, s->mask, s->lo, s->owned);
+    uint64_t total = gups_mismatches(host, expect, s->owned);
     free(host);
+    free(expect);
     app_check(grain_allreduce(g, &total, 1, GRAIN_UINT64, GRAIN_SUM), "reducing the verification");
-    if (me == 0 && !o->common.json)
+    if (grain_my_pe(g) == 0 && !o->common.json)
         printf("verification: %s (%llu of %llu counters differ)\n", total == 0 ? "passed" : "FAILED",
-               (unsigned long long)total, (unsigned long long)size);
+               (unsigned long long)total, (unsigned long long)s->size);
     return total == 0;
 }
 
@@ -190,10 +163,8 @@ int main(int argc, char **argv)
         return APP_EXIT_ERROR;
     }
 
-    uint64_t size = 1ull << o.log2_table, mask = size - 1;
-    uint64_t local_entries = (size + (uint64_t)npes - 1) / (uint64_t)npes;
-    unsigned long long first = o.updates * (unsigned long long)me / (unsigned long long)npes;
-    unsigned long long count = o.updates * (unsigned long long)(me + 1) / (unsigned long long)npes - first;
+    gups_split_t split = gups_split(o.log2_table, o.updates, me, npes);
+    uint64_t local_entries = split.local_entries;
 
     int64_t *table;
     uint64_t *m2;
@@ -206,11 +177,9 @@ int main(int argc, char **argv)
     grain_program_t *prog;
     app_check(grain_program_create(g, gups_kernel_source, NULL, &prog), "building the gups kernel");
     /* Every rank launches the same grid so that the loop is uniform. */
-    unsigned long long max_count = o.updates / (unsigned long long)npes + 1;
     size_t wg_max = grain_wg_size_max(g), wg = o.wg_size ? (size_t)o.wg_size : wg_max < 256 ? wg_max : 256;
-    size_t items = (size_t)((max_count + o.per_wi - 1) / o.per_wi);
-    size_t global = (items + wg - 1) / wg * wg;
-    uint64_t args[5] = {first, count, o.per_wi, local_entries, mask};
+    size_t global = gups_global_size(&split, o.per_wi, wg);
+    uint64_t args[5] = {split.first, split.count, o.per_wi, local_entries, split.mask};
     char name[64];
     app_model_kernel_name(&o.model, "gups", name, sizeof name);
     grain_kernel_t *k = gups_kernel(prog, name, table, m2, args);
@@ -220,9 +189,9 @@ int main(int argc, char **argv)
         app_coprocessor_init(g, prog, &o.model, coproc);
         app_coprocessor_args(coproc, k, 8);
     }
-    app_timing_t timing = timed_run(g, k, global, wg, coproc, table, args, max_count);
+    app_timing_t timing = timed_run(g, k, global, wg, coproc, table, args, split.max_count);
     double slowest = timing.seconds;
-    int verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
+    int verified = o.common.verify ? verified_everywhere(g, table, &o, &split) : -1;
 
     /* The baseline runs on a fresh table: the heap allocator gives the same
      * range back, zeroed. */
@@ -232,9 +201,9 @@ int main(int argc, char **argv)
         app_check(grain_free(g, table), "freeing");
         app_check(grain_malloc(g, local_entries * sizeof *table, (void **)&table), "allocating the table");
         grain_kernel_t *pk = gups_kernel(prog, "gups_plain", table, m2, args);
-        plain = timed_run(g, pk, global, wg, NULL, table, args, max_count).seconds;
+        plain = timed_run(g, pk, global, wg, NULL, table, args, split.max_count).seconds;
         grain_kernel_destroy(pk);
-        plain_verified = o.common.verify ? verified_everywhere(g, table, &o, local_entries) : -1;
+        plain_verified = o.common.verify ? verified_everywhere(g, table, &o, &split) : -1;
     }
 
     double gups = (double)o.updates / slowest / 1e9;
@@ -252,7 +221,7 @@ int main(int argc, char **argv)
         fprintf(out, ",\"verified\":%s,", verified < 0 ? "null" : verified ? "true" : "false");
         app_timing_json(out, &timing);
         fprintf(out, ",\"gups\":%.6f,\"table_size\":%llu,\"updates\":%llu,\"wg_size\":%zu,\"per_wi\":%llu,"
-                "\"model\":\"%s\"", gups, (unsigned long long)size, o.updates, wg, o.per_wi,
+                "\"model\":\"%s\"", gups, (unsigned long long)split.size, o.updates, wg, o.per_wi,
                 app_model_names[o.model.model]);
 
         if (o.baseline)
