@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Builds grain's GUPS peers (gups_peer.c, gups_peer.cu) into OUT_DIR:
+#   gups_ipc      always (nvcc, an MPI's mpicc);
+#   gups_nvshmem  when NVSHMEM is found: $NVSHMEM_HOME, else the nvidia-nvshmem
+#                 wheel of a python3 on PATH (pip's nvidia/nvshmem: include/, lib/).
+# Exit 77 without nvcc or mpicc (nothing to build here), 1 on a failed build.
+#
+#   bench/peers/build.sh [OUT_DIR]      (default build/peers)
+#   GRAIN_PEERS_ARCH=sm_90 ...          (default: the GPU here, else sm_90)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+top="$(cd "$here/../.." && pwd)"
+out="$(mkdir -p "${1:-build/peers}" && cd "${1:-build/peers}" && pwd)"
+
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+nvcc="$(command -v nvcc || true)"
+[ -n "$nvcc" ] || { [ -x "$cuda/bin/nvcc" ] && nvcc="$cuda/bin/nvcc"; } || true
+if [ -z "$nvcc" ] || ! command -v mpicc > /dev/null; then
+    echo "peers: no nvcc or no mpicc: nothing built (install the CUDA toolkit and Open MPI)"
+    exit 77
+fi
+cuda="$(cd "$(dirname "$nvcc")/.." && pwd)"
+if [ -n "${GRAIN_PEERS_ARCH:-}" ]; then
+    arch="$GRAIN_PEERS_ARCH"
+elif nvidia-smi -L > /dev/null 2>&1; then
+    arch=native
+else
+    arch=sm_90
+fi
+
+# NVSHMEM's include/ and lib/, or nothing.
+nvshmem_home() {
+    if [ -n "${NVSHMEM_HOME:-}" ]; then
+        echo "$NVSHMEM_HOME"
+        return
+    fi
+    local py
+    for py in $(type -ap python3); do
+        "$py" -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2> /dev/null && return
+    done
+}
+nvshmem="$(nvshmem_home || true)"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mpi_cflags="$(mpicc --showme:compile)"
+includes=(-I"$top/include" -I"$top/graphapps/gups" -I"$top")
+mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$here/gups_peer.c" -o "$tmp/host.o"
+mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$top/tools/cli/cli.c" -o "$tmp/cli.o"
+cuda_link=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcudart -lstdc++)
+
+# shellcheck disable=SC2086 # mpi_cflags is a list of flags
+"$nvcc" -O3 -arch="$arch" "${includes[@]}" $mpi_cflags -c "$here/gups_peer.cu" -o "$tmp/ipc.o"
+mpicc -o "$out/gups_ipc" "$tmp/host.o" "$tmp/cli.o" "$tmp/ipc.o" "${cuda_link[@]}"
+echo "peers: built $out/gups_ipc ($arch)"
+
+if [ -z "$nvshmem" ] || [ ! -f "$nvshmem/include/nvshmem.h" ]; then
+    echo "peers: no NVSHMEM (set NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13): gups_nvshmem not built"
+    exit 0
+fi
+host_lib="$(ls "$nvshmem"/lib/libnvshmem_host.so* | head -1)"
+# Device calls need relocatable device code, linked with NVSHMEM's device
+# library; its bootstrap plugins are loaded from the same lib/ at run time.
+# shellcheck disable=SC2086
+"$nvcc" -O3 -arch="$arch" -rdc=true -DGUPS_PEER_NVSHMEM "${includes[@]}" -I"$nvshmem/include" $mpi_cflags \
+    -c "$here/gups_peer.cu" -o "$tmp/nvshmem.o"
+"$nvcc" -arch="$arch" -dlink "$tmp/nvshmem.o" "$nvshmem/lib/libnvshmem_device.a" -o "$tmp/dlink.o"
+mpicc -o "$out/gups_nvshmem" "$tmp/host.o" "$tmp/cli.o" "$tmp/nvshmem.o" "$tmp/dlink.o" \
+    "$nvshmem/lib/libnvshmem_device.a" "$host_lib" -Wl,--disable-new-dtags,-rpath,"$nvshmem/lib" \
+    -L"$cuda/lib64/stubs" -lcuda "${cuda_link[@]}"
+echo "peers: built $out/gups_nvshmem with NVSHMEM from $nvshmem"
