@@ -89,7 +89,7 @@ def measure(args, variants, gpus_list, extra):
     return rows
 
 
-def report(rows, gpus_list, variants, out):
+def report(rows, gpus_list, variants, log2, out):
     names = [v for v in ("plain",) + VARIANTS if v in variants or v == "plain"]
     best = {(g, v): median(rows, gpus=g, variant=v) for g in gpus_list for v in names}
     names = [v for v in names if any(best[(g, v)] for g in gpus_list)]
@@ -118,11 +118,11 @@ def report(rows, gpus_list, variants, out):
             print(f"gups_peers: {r['variant']} on {r['gpus']} GPUs, repeat {r['repeat']}: {r['error']}")
     for m in missed:
         print(f"gups_peers: target missed: {m}")
-    plot(best, gpus_list, names, os.path.join(out, "gups_peers.png"))
+    plot(best, gpus_list, names, log2, os.path.join(out, "gups_peers.png"))
     return best
 
 
-def plot(best, gpus_list, names, path):
+def plot(best, gpus_list, names, log2, path):
     plt = pyplot("gups_peers")
     if plt is None:
         return
@@ -131,7 +131,7 @@ def plot(best, gpus_list, names, path):
         pts = [(g, best[(g, v)]["gups"]) for g in gpus_list if best.get((g, v))]
         if pts:
             left.plot(*zip(*pts), marker="o", label=v)
-    left.set(xlabel="GPUs", ylabel="GUP/s (median)", yscale="log", title="GUPS, 2^k counters a GPU",
+    left.set(xlabel="GPUs", ylabel="GUP/s (median)", yscale="log", title=f"GUPS, 2^{log2} counters a GPU",
              xticks=gpus_list)
     left.legend(fontsize=8)
     for v, target in TARGETS.items():
@@ -167,7 +167,7 @@ def main():
     if args.replot:
         with open(path) as f:
             saved = json.load(f)
-        report(saved["rows"], saved["gpus"], saved["variants"], args.out)
+        report(saved["rows"], saved["gpus"], saved["variants"], saved["log2_per_gpu"], args.out)
         return 0
     gpus_list = [int(x) for x in args.gpus.split(",")]
     variants = [v for v in args.variants.split(",") if v]
@@ -183,7 +183,7 @@ def main():
     with open(path, "w") as f:
         json.dump({"gpus": gpus_list, "variants": variants, "log2_per_gpu": args.log2_per_gpu, "rows": rows}, f,
                   indent=1)
-    report(rows, gpus_list, variants, args.out)
+    report(rows, gpus_list, variants, args.log2_per_gpu, args.out)
     return 1 if any(r["error"] for r in rows) else 0
 
 
