@@ -33,6 +33,7 @@ struct grain_ep_event {
     void *req;              /* the transport's, between ranks */
     unsigned char *staging; /* the message's host bytes, between ranks */
     struct grain_ep_cmd *cmd; /* a stream command's (ep_stream.c), else NULL */
+    int inner;                /* a stream command's own message: the user knows it as that command */
 };
 
 /* The endpoints of one rank in one grain_ep_run, for collectives: the last
@@ -74,6 +75,7 @@ struct grain_cmdq {
     /* Messages started and not yet waited for, in the order posted: the
      * rank's mailbox gives its messages to receives in that order. */
     grain_ep_event_t *events, **events_tail;
+    unsigned n_cmds; /* of those, stream commands: none, and a wait looks at no stream */
     grain_ep_fn_t fn;
     void *arg;
     grain_ep_team_t *team;

@@ -294,8 +294,10 @@ void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e)
 void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e)
 {
     grain_ep_cmd_forget(q, e);
-    if (e->cmd != NULL)
+    if (e->cmd != NULL) {
         grain_ep_cmd_free(e->cmd);
+        q->n_cmds--;
+    }
     for (grain_ep_event_t **p = &q->events; *p != NULL; p = &(*p)->next)
         if (*p == e) {
             *p = e->next;
@@ -407,7 +409,7 @@ void grain_ep_events_finish(grain_cmdq_t *q)
         next = e->next;
         if (e->cmd != NULL)
             continue;
-        messages++;
+        messages += !e->inner; /* a command's own is counted with its command */
         if (!e->done && !e->here && !e->recv) {
             grain_backoff_t backoff = {0};
             while (!e->done) { /* a send: its receiver may be waiting for it */

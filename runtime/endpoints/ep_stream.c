@@ -380,6 +380,7 @@ grain_status_t grain_ep_cmd_queue(grain_cmdq_t *q, const struct grain_ep_cmd *d,
     e->cmd = c;
     *q->events_tail = e;
     q->events_tail = &e->next;
+    q->n_cmds++;
     *event_p = e;
     grain_ep_streams_progress(q);
     return GRAIN_OK;
@@ -456,6 +457,8 @@ static grain_status_t start(grain_cmdq_t *q, struct grain_ep_cmd *c, int *done)
                                                   &c->msg);
         if (st != GRAIN_OK)
             *done = 1;
+        else
+            c->msg->inner = 1;
         return st;
     }
     if (c->kind == CMD_LAUNCH) {
@@ -515,7 +518,7 @@ int grain_ep_streams_progress(grain_cmdq_t *q)
      * the lane's order to read or write the memory. */
     unsigned waiting = 0, busy = 0;
     int pending = 0;
-    for (grain_ep_event_t *e = q->events; e != NULL; e = e->next) {
+    for (grain_ep_event_t *e = q->n_cmds > 0 ? q->events : NULL; e != NULL; e = e->next) {
         struct grain_ep_cmd *c = e->cmd;
         if (c == NULL || e->done)
             continue;
@@ -580,7 +583,7 @@ int grain_ep_cmd_uses(const struct grain_ep_cmd *c, const grain_ep_mem_t *mem)
 
 void grain_ep_cmd_forget(grain_cmdq_t *q, const grain_ep_event_t *gone)
 {
-    for (grain_ep_event_t *e = q->events; e != NULL; e = e->next) {
+    for (grain_ep_event_t *e = q->n_cmds > 0 ? q->events : NULL; e != NULL; e = e->next) {
         struct grain_ep_cmd *c = e->cmd;
         if (c != NULL && c->msg == gone) { /* its own message, ended with the endpoint */
             c->msg = NULL;
