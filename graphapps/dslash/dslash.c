@@ -38,6 +38,7 @@ extern const char dslash_kernel_source[];
 #define TAG_UP 1              /* a slab's top slice, the next endpoint's halo_lo */
 #define TAG_DOWN 2            /* its bottom slice, the previous endpoint's halo_hi */
 #define GRAIN_EP_MAX_LOCAL 64 /* --devices' limit */
+#define WG 64                 /* every launch's work-group; the kernels skip the items past the end */
 
 typedef struct options {
     lattice_t lat;
@@ -131,14 +132,21 @@ typedef struct slab {
             return st_;                                                                                       \
     } while (0)
 
+/* A launch's global size for `items`: whole work-groups, so that no size
+ * of the lattice leaves the device a small work-group that divides it. */
+static size_t grid(uint64_t items)
+{
+    return (size_t)((items + WG - 1) / WG * WG);
+}
+
 /* Registers the dslash kernel, its arguments set, on slices [from, to). */
 static grain_status_t add_slices(slab_t *sl, grain_u32 from, grain_u32 to, const unsigned *after, size_t n_after,
                                  unsigned *index_p)
 {
     TRY(grain_ep_kernel_arg(sl->dslash, 11, sizeof from, &from));
     TRY(grain_ep_kernel_arg(sl->dslash, 12, sizeof to, &to));
-    size_t global = (size_t)((to - from) * sl->v3);
-    return grain_ep_add_launch(sl->q, 0, sl->dslash, 1, &global, NULL, after, n_after, index_p);
+    size_t global = grid((to - from) * sl->v3), local = WG;
+    return grain_ep_add_launch(sl->q, 0, sl->dslash, 1, &global, &local, after, n_after, index_p);
 }
 
 /* Registers out = a * y + b * D psi: psi's edge slices out on stream 1
@@ -259,18 +267,18 @@ static grain_status_t add_cg_round(slab_t *sl, control_t *c)
 {
     grain_cmdq_t *q = sl->q;
     unsigned first, second;
-    const size_t parts = PARTS, global = (size_t)sl->n;
+    const size_t parts = PARTS, global = grid(sl->n), local = WG;
     TRY(add_dslash(sl, sl->t, sl->p, sl->p, 0.0, 1.0, NULL, NULL, &first));
     TRY(add_dslash(sl, sl->ap, sl->p, sl->t, sl->o->mass * sl->o->mass, -1.0, &first, &first, &second));
     TRY(set_args(sl->dot, (grain_ep_mem_t *[]){sl->partials, sl->p, sl->ap}, 3, sl->n, 1));
-    TRY(grain_ep_add_launch(q, 0, sl->dot, 1, &parts, NULL, NULL, 0, NULL));
+    TRY(grain_ep_add_launch(q, 0, sl->dot, 1, &parts, &local, NULL, 0, NULL));
     TRY(grain_ep_add_control(q, control_alpha, c, NULL));
     TRY(set_args(sl->update, (grain_ep_mem_t *[]){sl->x, sl->r, sl->p, sl->ap, sl->scalars, sl->partials}, 6, sl->n,
                  1));
-    TRY(grain_ep_add_launch(q, 0, sl->update, 1, &parts, NULL, NULL, 0, NULL));
+    TRY(grain_ep_add_launch(q, 0, sl->update, 1, &parts, &local, NULL, 0, NULL));
     TRY(grain_ep_add_control(q, control_beta, c, NULL));
     TRY(set_args(sl->direction, (grain_ep_mem_t *[]){sl->p, sl->r, sl->scalars}, 3, sl->n, 0));
-    return grain_ep_add_launch(q, 0, sl->direction, 1, &global, NULL, NULL, 0, NULL);
+    return grain_ep_add_launch(q, 0, sl->direction, 1, &global, &local, NULL, 0, NULL);
 }
 
 /* The whole lattice's links and source on the host, for the reference. */
@@ -436,10 +444,10 @@ static grain_status_t copy_rate(slab_t *sl, control_t *c, double *seconds_p, uin
     uint64_t n = sl->sites * 4 * DSLASH_LINK;
     grain_ep_mem_t *tmp = NULL;
     TRY(grain_ep_mem_alloc(sl->q, n * sizeof(double), GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW, &tmp));
-    size_t global = (size_t)n;
+    size_t global = grid(n), local = WG;
     grain_status_t st = set_args(sl->copy, (grain_ep_mem_t *[]){tmp, sl->u}, 2, n, 0);
     if (st == GRAIN_OK)
-        st = grain_ep_add_launch(sl->q, 0, sl->copy, 1, &global, NULL, NULL, 0, NULL);
+        st = grain_ep_add_launch(sl->q, 0, sl->copy, 1, &global, &local, NULL, 0, NULL);
     if (st == GRAIN_OK)
         st = grain_ep_add_control(sl->q, control_count, c, NULL);
     if (st == GRAIN_OK)
@@ -488,12 +496,12 @@ static grain_status_t endpoint(grain_cmdq_t *q, void *arg)
         st = copy_rate(&sl, &c, &copy_s, &copy_bytes);
 
     /* CG from x = 0: r = p = b. */
-    const size_t parts = PARTS;
+    const size_t parts = PARTS, local = WG;
     grain_ep_event_t *e = NULL;
     if (st == GRAIN_OK)
         st = set_args(sl.dot, (grain_ep_mem_t *[]){sl.partials, sl.r, sl.r}, 3, sl.n, 1);
     if (st == GRAIN_OK)
-        st = grain_ep_launch(q, 0, sl.dot, 1, &parts, NULL, NULL, 0, &e);
+        st = grain_ep_launch(q, 0, sl.dot, 1, &parts, &local, NULL, 0, &e);
     if (st == GRAIN_OK)
         st = grain_ep_wait(q, e);
     if (st == GRAIN_OK)
