@@ -101,6 +101,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np N dslash [--lattice X,Y,Z,T] [--mass M] [--tol E] [--max-iter K]\n"
                  "                           [--dslash-reps R] [--devices D] [--seed S] [--verify] [--json]\n"
+                 "                           [--out FILE]\n"
                  "  --lattice X,Y,Z,T  the periodic lattice, T a multiple of the endpoints (default 8,8,8,16)\n"
                  "  --mass M           A = M^2 - D^2 (default 1)\n"
                  "  --tol E            CG stops at |r| / |b| <= E (default 1e-10)\n"
