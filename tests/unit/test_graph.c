@@ -230,6 +230,19 @@ static void test_kronecker(void **state)
 
     assert_int_equal(app_kronecker(0, 16, 1, NULL, &a, &err), -1);
     assert_non_null(strstr(err.msg, "the scale must be 1 to 36"));
+
+    /* Drawn by several threads wherever there are several cores, the list
+     * is the one the single-threaded generator gave (its FNV-1a hash). */
+    assert_int_equal(app_kronecker(16, 16, 7, NULL, &a, &err), 0);
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < a.count; i++) {
+        uint64_t words[3] = {a.edges[i].u, a.edges[i].v, (uint64_t)a.edges[i].w};
+        for (int k = 0; k < 3; k++)
+            hash = (hash ^ words[k]) * 1099511628211ull;
+    }
+    assert_int_equal(a.count, 2096663);
+    assert_int_equal(hash, 15896974241523133820ull);
+    app_edges_free(&a);
 }
 
 static void points_fail(const char *text, const char *expect)
