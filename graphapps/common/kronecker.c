@@ -67,14 +67,16 @@ static void *draw(void *arg)
     return NULL;
 }
 
+#define DRAW_THREADS_MAX 16
+
 /* Threads for `edges` undirected edges: the cores this process may use, at
- * most 16, and none for fewer than 2^16 edges each. */
+ * most DRAW_THREADS_MAX, and none for fewer than 2^16 edges each. */
 static unsigned draw_threads(uint64_t edges)
 {
     cpu_set_t set;
     unsigned cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
     uint64_t most = edges >> 16;
-    unsigned n = cores < 16 ? cores : 16;
+    unsigned n = cores < DRAW_THREADS_MAX ? cores : DRAW_THREADS_MAX;
     return most < n ? (most > 0 ? (unsigned)most : 1) : n;
 }
 
@@ -93,7 +95,7 @@ int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_
     uint64_t undirected = (uint64_t)edgefactor << scale;
     e->cap = 2 * undirected;
     e->edges = malloc(e->cap * sizeof *e->edges);
-    kron_part_t parts[16];
+    kron_part_t parts[DRAW_THREADS_MAX];
     unsigned n = draw_threads(undirected);
     if (e->edges == NULL) {
         snprintf(err->msg, sizeof err->msg, "%s: no memory for %llu edges", name, (unsigned long long)e->cap);

@@ -140,6 +140,14 @@ static size_t grid(uint64_t items)
     return (size_t)((items + WG - 1) / WG * WG);
 }
 
+/* Arguments 0 .. n - 1 of `k`: the memories, from their start. */
+static grain_status_t set_mems(grain_ep_kernel_t *k, grain_ep_mem_t *const *mems, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        TRY(grain_ep_kernel_arg_mem(k, i, mems[i], 0));
+    return GRAIN_OK;
+}
+
 /* Registers the dslash kernel, its arguments set, on slices [from, to). */
 static grain_status_t add_slices(slab_t *sl, grain_u32 from, grain_u32 to, const unsigned *after, size_t n_after,
                                  unsigned *index_p)
@@ -167,9 +175,7 @@ static grain_status_t add_dslash(slab_t *sl, grain_ep_mem_t *out, grain_ep_mem_t
     TRY(grain_ep_add_recv(q, 1, sl->halo_lo, 0, slice, sl->prev, TAG_UP, 0, NULL, halos_free, halos_free ? 1 : 0,
                           &halos[0]));
     TRY(grain_ep_add_recv(q, 1, sl->halo_hi, 0, slice, sl->next, TAG_DOWN, 0, NULL, NULL, 0, &halos[1]));
-    grain_ep_mem_t *mems[7] = {out, y, psi, sl->u, sl->u_below, sl->halo_lo, sl->halo_hi};
-    for (unsigned i = 0; i < 7; i++)
-        TRY(grain_ep_kernel_arg_mem(sl->dslash, i, mems[i], 0));
+    TRY(set_mems(sl->dslash, (grain_ep_mem_t *[]){out, y, psi, sl->u, sl->u_below, sl->halo_lo, sl->halo_hi}, 7));
     const grain_u32 dims[4] = {sl->o->lat.l[0], sl->o->lat.l[1], sl->o->lat.l[2], sl->lt};
     for (unsigned i = 0; i < 4; i++)
         TRY(grain_ep_kernel_arg(sl->dslash, 7 + i, sizeof dims[i], &dims[i]));
@@ -238,8 +244,8 @@ static int control_count(grain_cmdq_t *q, void *arg)
 }
 
 /* Runs the registered loop `target` rounds (or to its control's exit) and
- * returns the seconds of the slowest endpoint, every endpoint starting
- * together. */
+ * returns this endpoint's seconds, every endpoint starting together (CG's
+ * rounds end in collectives, so they end together too). */
 static grain_status_t timed_start(slab_t *sl, control_t *c, unsigned target, double *seconds_p)
 {
     c->count = 0;
@@ -252,11 +258,12 @@ static grain_status_t timed_start(slab_t *sl, control_t *c, unsigned target, dou
     return grain_ep_barrier(sl->q);
 }
 
+/* A kernel's arguments after its `n_mems` memories: the elements and,
+ * with `parts`, the partial sums' count. */
 static grain_status_t set_args(grain_ep_kernel_t *k, grain_ep_mem_t *const *mems, unsigned n_mems, uint64_t n,
                                int parts)
 {
-    for (unsigned i = 0; i < n_mems; i++)
-        TRY(grain_ep_kernel_arg_mem(k, i, mems[i], 0));
+    TRY(set_mems(k, mems, n_mems));
     TRY(grain_ep_kernel_arg(k, n_mems, sizeof n, &n));
     grain_u32 p = PARTS;
     return parts ? grain_ep_kernel_arg(k, n_mems + 1, sizeof p, &p) : GRAIN_OK;

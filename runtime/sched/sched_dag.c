@@ -123,12 +123,8 @@ grain_status_t sched_dag_add(sched_dag_t *dag, const sched_arg_t *args, size_t n
     }
     for (size_t i = 0; i < n_args; i++) {
         array_state_t *s = &dag->arrays[args[i].array];
+        /* Written by this element, or read through an earlier argument. */
         if (s->writer == e || (s->n_readers > 0 && s->readers[s->n_readers - 1] == e))
-            continue;
-        int seen = 0;
-        for (size_t j = 0; j < i; j++)
-            seen |= args[j].array == args[i].array;
-        if (seen)
             continue;
         if (s->n_readers == s->cap_readers) { /* retired readers order nothing: drop them first */
             size_t kept = 0;
