@@ -104,7 +104,7 @@ def report(rows, gpus_list, variants, log2, out):
         for v, target in TARGETS.items():
             if v not in names:
                 continue
-            mine, theirs = best[(g, "grain")], best[(g, v)]
+            mine, theirs = best.get((g, "grain")), best[(g, v)]
             if mine and theirs:
                 ratio = mine["gups"] / theirs["gups"]
                 line += f"{ratio:13.3f}{'' if ratio >= target else '!'}"
@@ -119,7 +119,6 @@ def report(rows, gpus_list, variants, log2, out):
     for m in missed:
         print(f"gups_peers: target missed: {m}")
     plot(best, gpus_list, names, log2, os.path.join(out, "gups_peers.png"))
-    return best
 
 
 def plot(best, gpus_list, names, log2, path):
@@ -165,6 +164,8 @@ def main():
     args = ap.parse_args(argv)
     path = os.path.join(args.out, "gups_peers.json")
     if args.replot:
+        if not os.path.exists(path):
+            sys.exit(f"gups_peers: {path}: no saved run to draw again (run without --replot first)")
         with open(path) as f:
             saved = json.load(f)
         report(saved["rows"], saved["gpus"], saved["variants"], saved["log2_per_gpu"], args.out)
