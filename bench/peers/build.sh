@@ -20,7 +20,21 @@ if [ -z "$nvcc" ] || ! command -v mpicc > /dev/null; then
     echo "peers: no nvcc or no mpicc: nothing built (install the CUDA toolkit and Open MPI)"
     exit 77
 fi
-cuda="$(cd "$(dirname "$nvcc")/.." && pwd)"
+# nvcc may be a wrapper script elsewhere on PATH (/usr/local/bin/nvcc on some
+# images), so its own directory says nothing: ask nvcc where its toolkit is.
+top_dir="$("$nvcc" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -1)"
+cuda="$(cd "${top_dir:-$(dirname "$nvcc")/..}" && pwd)"
+cuda_lib=""
+for dir in lib64 lib "targets/$(uname -m)-linux/lib"; do
+    if [ -e "$cuda/$dir/libcudart.so" ]; then
+        cuda_lib="$cuda/$dir"
+        break
+    fi
+done
+if [ -z "$cuda_lib" ]; then
+    echo "peers: nvcc ($nvcc) has no libcudart.so under $cuda (lib64, lib, targets/*/lib): is the toolkit whole?" >&2
+    exit 1
+fi
 if [ -n "${GRAIN_PEERS_ARCH:-}" ]; then
     arch="$GRAIN_PEERS_ARCH"
 elif nvidia-smi -L > /dev/null 2>&1; then
@@ -48,7 +62,7 @@ mpi_cflags="$(mpicc --showme:compile)"
 includes=(-I"$top/include" -I"$top/graphapps/gups" -I"$top")
 mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$here/gups_peer.c" -o "$tmp/host.o"
 mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$top/tools/cli/cli.c" -o "$tmp/cli.o"
-cuda_link=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcudart -lstdc++)
+cuda_link=(-L"$cuda_lib" -Wl,-rpath,"$cuda_lib" -lcudart -lstdc++)
 
 # shellcheck disable=SC2086 # mpi_cflags is a list of flags
 "$nvcc" -O3 -arch="$arch" "${includes[@]}" $mpi_cflags -c "$here/gups_peer.cu" -o "$tmp/ipc.o"
@@ -68,5 +82,5 @@ host_lib="$(ls "$nvshmem"/lib/libnvshmem_host.so* | head -1)"
 "$nvcc" -arch="$arch" -dlink "$tmp/nvshmem.o" "$nvshmem/lib/libnvshmem_device.a" -o "$tmp/dlink.o"
 mpicc -o "$out/gups_nvshmem" "$tmp/host.o" "$tmp/cli.o" "$tmp/nvshmem.o" "$tmp/dlink.o" \
     "$nvshmem/lib/libnvshmem_device.a" "$host_lib" -Wl,--disable-new-dtags,-rpath,"$nvshmem/lib" \
-    -L"$cuda/lib64/stubs" -lcuda "${cuda_link[@]}"
+    -L"$cuda_lib/stubs" -lcuda "${cuda_link[@]}"
 echo "peers: built $out/gups_nvshmem with NVSHMEM from $nvshmem"
