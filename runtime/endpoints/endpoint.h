@@ -85,16 +85,9 @@ struct grain_cmdq {
     char why[1024]; /* the thread's error sentence when status is not GRAIN_OK */
 };
 
-/* The devices the rank's backend sees on this node (grain_info's list). */
-unsigned grain_ep_node_devices(const grain_t *g);
 /* Endpoints a rank runs where neither the call nor GRAIN_EP_DEVICES says:
  * its share of the node's devices, at least one. */
 unsigned grain_ep_auto_devices(unsigned node_devices, unsigned node_ranks);
-/* The node's device that virtual device `vdev` drives on the rank that is
- * `node_rank`-th of its node, each rank running `devices` endpoints: the
- * node's ranks take consecutive devices, round the node's devices when they
- * ask for more than there are. */
-unsigned grain_ep_device_of(unsigned node_rank, unsigned devices, unsigned vdev, unsigned node_devices);
 
 /* Frees what the endpoint allocated and did not free. */
 void grain_ep_mem_free_all(grain_cmdq_t *q);

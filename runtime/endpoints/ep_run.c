@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/devices.h"
 #include "runtime/endpoints/endpoint.h"
 #include "runtime/grain_impl.h"
 #include "services/log.h"
@@ -24,27 +25,6 @@ unsigned grain_ep_auto_devices(unsigned node_devices, unsigned node_ranks)
 {
     unsigned share = node_ranks > 0 ? node_devices / node_ranks : node_devices;
     return share > 0 ? share : 1;
-}
-
-unsigned grain_ep_device_of(unsigned node_rank, unsigned devices, unsigned vdev, unsigned node_devices)
-{
-    return (unsigned)(((uint64_t)node_rank * devices + vdev) % node_devices);
-}
-
-unsigned grain_ep_node_devices(const grain_t *g)
-{
-    unsigned n = 0;
-    for (grain_config_t c = g->config; g->bops->select_device(&c, n); c = g->config)
-        n++;
-    return n;
-}
-
-static unsigned node_rank(const grain_t *g)
-{
-    unsigned r = 0;
-    for (int p = 0; p < g->my_pe; p++)
-        r += g->node_of[p] == g->node_of[g->my_pe];
-    return r;
 }
 
 /* A core of its own for each endpoint thread where the rank may use at
@@ -69,19 +49,9 @@ static void pick_cores(grain_cmdq_t *eps, unsigned devices)
     }
 }
 
-/* Backends open one at a time: opening reads and sets process-wide state
- * (the OpenCL platform list, PoCL's thread count in the environment). */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static grain_status_t open_device(grain_cmdq_t *q)
 {
-    grain_config_t c = q->grain->config;
-    if (!q->bops->select_device(&c, q->device_index))
-        return grain_fail(GRAIN_ERR_NO_DEVICE, "endpoint %d: the backend no longer lists device %u", q->id,
-                          q->device_index);
-    pthread_mutex_lock(&open_lock);
-    grain_status_t st = q->bops->open(&c, 1, &q->backend);
-    pthread_mutex_unlock(&open_lock);
+    grain_status_t st = grain_node_device_open(q->grain, q->device_index, &q->backend);
     if (st != GRAIN_OK)
         return st;
     q->bops->query(q->backend, &q->info);
@@ -149,7 +119,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
 {
     if (g == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_ep_run: no grain handle");
-    unsigned node_devices = grain_ep_node_devices(g);
+    unsigned node_devices = grain_node_devices(g);
     devices = how_many(g, devices, node_devices);
     int bad = 1;
     if (fn == NULL)
@@ -174,7 +144,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
         free(eps);
         return grain_ep_team_finish(g, st);
     }
-    unsigned nr = node_rank(g);
+    unsigned nr = grain_node_rank(g);
     if ((uint64_t)g->node_size * devices > node_devices && g->my_pe == g->node_of[g->my_pe])
         grain_info("grain_ep_run: %u ranks of this node run %u endpoints each on %u device%s: endpoints share devices",
                    g->node_size, devices, node_devices, node_devices == 1 ? "" : "s");
@@ -188,7 +158,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
                             .count = g->n_pes * (int)devices,
                             .vdev = v,
                             .devices = devices,
-                            .device_index = grain_ep_device_of(nr, devices, v, node_devices),
+                            .device_index = grain_node_device_of(nr, devices, v, node_devices),
                             .cpu = cpu,
                             .bops = g->bops,
                             .fn = fn,

@@ -25,6 +25,7 @@
 
 #define EP_TEST "ep_run"
 #include "ep_expect.h"
+#include "runtime/devices.h"
 #include "runtime/endpoints/endpoint.h"
 
 #define BYTES ((1u << 20) + 3u) /* not a multiple of any word */
@@ -608,7 +609,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "peer") == 0)
         return peer_dies(g);
     int me = grain_my_pe(g), ranks = grain_n_pes(g);
-    unsigned node_devices = grain_ep_node_devices(g);
+    unsigned node_devices = grain_node_devices(g);
     check_ids(g, me, ranks, want, node_devices);
     check_collectives(g, me, want);
     check_messages(g, me, want);
