@@ -8,20 +8,47 @@
 #include "grain/device.h"
 #include "runtime/grain_impl.h"
 #include "runtime/messages/apply.h"
+#include "runtime/sched/sched_exec.h"
 #include "services/backoff.h"
 #include "services/log.h"
 
+/* A program of the task scheduler (grain/sched.h) keeps its builds, one a
+ * device, in `sched`, and its kernels theirs: both are plain, with no
+ * grain device context and no `grain`. */
 struct grain_program {
     grain_t *grain;
     grain_bprogram_t *bprogram;
     unsigned refs; /* the application's, and the apply engine's while it runs this program */
+    sched_program_t *sched;
 };
 
 struct grain_kernel {
     grain_t *grain;
     grain_bkernel_t *bkernel;
     char name[128];
+    sched_kernel_t *sched;
 };
+
+sched_program_t *grain_program_sched(const grain_program_t *p)
+{
+    return p != NULL ? p->sched : NULL;
+}
+
+sched_kernel_t *grain_kernel_sched(const grain_kernel_t *k)
+{
+    return k != NULL ? k->sched : NULL;
+}
+
+grain_status_t grain_program_wrap_sched(sched_program_t *sp, grain_program_t **program_p)
+{
+    grain_program_t *prog = calloc(1, sizeof *prog);
+    if (prog == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a program");
+    prog->refs = 1;
+    prog->sched = sp;
+    *program_p = prog;
+    return GRAIN_OK;
+}
 
 static int reserve_mode(const char *name)
 {
@@ -90,7 +117,10 @@ void grain_program_destroy(grain_program_t *prog)
 {
     if (prog == NULL || --prog->refs > 0)
         return;
-    prog->grain->bops->program_release(prog->bprogram);
+    if (prog->sched != NULL)
+        sched_program_release(prog->sched);
+    else
+        prog->grain->bops->program_release(prog->bprogram);
     free(prog);
 }
 
@@ -104,8 +134,10 @@ grain_status_t grain_kernel_create(grain_program_t *prog, const char *name, grai
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for a kernel");
     k->grain = g;
     snprintf(k->name, sizeof k->name, "%s", name);
-    grain_status_t st = g->bops->kernel_create(prog->bprogram, name, &k->bkernel);
-    if (st == GRAIN_OK) {
+    grain_status_t st = GRAIN_OK;
+    if (prog->sched != NULL)
+        st = sched_kernel_create(prog->sched, name, &k->sched);
+    else if ((st = g->bops->kernel_create(prog->bprogram, name, &k->bkernel)) == GRAIN_OK) {
         st = g->bops->kernel_set_arg_ptr(k->bkernel, 0, g->dev);
         if (st != GRAIN_OK)
             g->bops->kernel_release(k->bkernel);
@@ -122,12 +154,17 @@ void grain_kernel_destroy(grain_kernel_t *k)
 {
     if (k == NULL)
         return;
-    k->grain->bops->kernel_release(k->bkernel);
+    if (k->sched != NULL)
+        sched_kernel_let_go(k->sched);
+    else
+        k->grain->bops->kernel_release(k->bkernel);
     free(k);
 }
 
 grain_status_t grain_kernel_set_arg(grain_kernel_t *k, unsigned index, size_t size, const void *value)
 {
+    if (k != NULL && k->sched != NULL)
+        return sched_kernel_set_arg(k->sched, index, size, value);
     if (k == NULL || index == 0)
         return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
     return k->grain->bops->kernel_set_arg(k->bkernel, index, size, value);
@@ -135,6 +172,9 @@ grain_status_t grain_kernel_set_arg(grain_kernel_t *k, unsigned index, size_t si
 
 grain_status_t grain_kernel_set_arg_ptr(grain_kernel_t *k, unsigned index, void *ptr)
 {
+    if (k != NULL && k->sched != NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "kernel %s is the task scheduler's: its memory arguments are arrays "
+                                             "(grain_kernel_set_arg_array), which it moves between devices", k->name);
     if (k == NULL || index == 0)
         return grain_fail(GRAIN_ERR_INVALID, "kernel argument 0 is grain's device context; yours start at 1");
     return k->grain->bops->kernel_set_arg_ptr(k->bkernel, index, ptr);
@@ -175,6 +215,9 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
 {
     if (k == NULL || global == NULL || dims < 1 || dims > 3)
         return grain_fail(GRAIN_ERR_INVALID, "grain_launch needs a kernel and 1 to 3 dimensions");
+    if (k->sched != NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "kernel %s is the task scheduler's: launch it with grain_sched_launch",
+                          k->name);
     grain_t *g = k->grain;
     size_t limit = grain_wg_size_max(g);
     size_t chosen[3] = {1, 1, 1};

@@ -184,6 +184,17 @@ unsigned grain_config_queue_protocol(const grain_config_t *c)
     return strcmp(c->queue, "paper") == 0 ? GRAIN_QUEUE_PAPER : GRAIN_QUEUE_RING;
 }
 
+/* Indexed by grain_sched_mode_t. */
+const char *const grain_sched_mode_names[] = {"async", "sync", "serial", NULL};
+
+grain_sched_mode_t grain_config_sched_mode(const grain_config_t *c)
+{
+    for (unsigned i = 0; grain_sched_mode_names[i] != NULL; i++)
+        if (strcmp(c->sched, grain_sched_mode_names[i]) == 0)
+            return (grain_sched_mode_t)i;
+    return GRAIN_SCHED_ASYNC;
+}
+
 grain_status_t grain_config_check(const grain_config_t *c)
 {
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
@@ -219,6 +230,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("LOG_LEVEL", c->log_level, grain_log_level_names);
     if (st == GRAIN_OK)
         st = check_choice("TRANSFER_AGENT", c->transfer_agent, grain_agent_names);
+    if (st == GRAIN_OK)
+        st = check_choice("SCHED", c->sched, grain_sched_mode_names);
     return st;
 }
 

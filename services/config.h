@@ -46,6 +46,15 @@ extern const char *const grain_aggregation_names[];
 /* Indexed by grain_agent_t, NULL-terminated (region_settings.c). */
 extern const char *const grain_agent_names[];
 grain_aggregation_t grain_config_aggregation(const grain_config_t *config);
+
+/* GRAIN_SCHED: how the task scheduler runs its elements (grain/sched.h). */
+typedef enum grain_sched_mode {
+    GRAIN_SCHED_ASYNC,
+    GRAIN_SCHED_SYNC,
+    GRAIN_SCHED_SERIAL,
+} grain_sched_mode_t;
+extern const char *const grain_sched_mode_names[];
+grain_sched_mode_t grain_config_sched_mode(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
 /* Warns of each GRAIN_* environment variable that grain reads nowhere,

@@ -116,6 +116,16 @@
     X(ep_devices, EP_DEVICES, UINT, "0", 0, 1024,                                                 \
       "device endpoints grain_ep_run starts on each rank where the call says 0 (grain/ep.h): 0, "   \
       "the rank's share of its node's devices, at least 1; more than there are share devices")   \
+    X(sched_devices, SCHED_DEVICES, UINT, "0", 0, 63,                                             \
+      "devices grain_sched_create opens (grain/sched.h): 0, every device of the backend on the "  \
+      "node; more than there are share devices")                                                  \
+    X(sched, SCHED, STR, "async", 0, 0,                                                           \
+      "how the task scheduler runs its elements: async (at once where their dependencies "        \
+      "allow), sync (each waited for when it starts), serial (in order on the first device and "  \
+      "one stream: the oracle)")                                                                  \
+    X(sched_threshold, SCHED_THRESHOLD, UINT, "10", 0, 100,                                        \
+      "percent of the bytes a kernel reads that a device must hold for the data-aware policies "  \
+      "to consider it (GrCUDA's exploration threshold)")                                          \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

@@ -49,6 +49,7 @@ WORDS = {
     "opencl_device": ["", "0", "no such device"],
     "gpu_device": ["", "0", "7"],
     "reserve": ["wg", "sg", "wi"],
+    "sched": ["async", "sync", "serial", "eager"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }

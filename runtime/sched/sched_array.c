@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The scheduler's arrays (GRAIN_SCHED_MEMORY=replicas, GrCUDA III-B1): a
+ * host copy and, on each device that uses it, a copy of its own, kept
+ * coherent per whole array (sched_place.h).  Copies between devices go
+ * through the host copy, which they leave valid; the backends have no
+ * copy between two devices of their own.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/grain_impl.h"
+#include "runtime/sched/sched_exec.h"
+#include "services/backoff.h"
+#include "services/log.h"
+
+grain_status_t grain_array_create(grain_sched_t *s, size_t bytes, grain_array_t **array_p)
+{
+    if (s == NULL || bytes == 0 || array_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_create needs a scheduler, at least 1 byte and an output");
+    grain_array_t *a = calloc(1, sizeof *a);
+    if (a != NULL) {
+        a->host = calloc(1, bytes);
+        a->replica = calloc(s->n_dev + 1, sizeof *a->replica);
+        a->producer = malloc((s->n_dev + 1) * sizeof *a->producer);
+    }
+    if (a == NULL || a->host == NULL || a->replica == NULL || a->producer == NULL) {
+        if (a != NULL) {
+            free(a->host);
+            free(a->replica);
+            free(a->producer);
+        }
+        free(a);
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_array_create: no host memory for %zu bytes", bytes);
+    }
+    for (unsigned l = 0; l <= s->n_dev; l++)
+        a->producer[l] = SCHED_NONE;
+    a->sched = s;
+    a->bytes = bytes;
+    a->where = (sched_where_t)1 << SCHED_HOST; /* zeros, as calloc left them */
+    a->id = s->n_array_ids++;
+    a->next = s->arrays;
+    a->prev = &s->arrays;
+    if (s->arrays != NULL)
+        s->arrays->prev = &a->next;
+    s->arrays = a;
+    *array_p = a;
+    return GRAIN_OK;
+}
+
+static void array_free(grain_array_t *a)
+{
+    grain_sched_t *s = a->sched;
+    for (unsigned l = 1; l <= s->n_dev; l++)
+        if (a->replica[l] != NULL)
+            s->bops->free_device(s->dev[l - 1].backend, a->replica[l]);
+    *a->prev = a->next;
+    if (a->next != NULL)
+        a->next->prev = a->prev;
+    free(a->host);
+    free(a->replica);
+    free(a->producer);
+    free(a);
+}
+
+void grain_array_destroy(grain_array_t *a)
+{
+    if (a == NULL)
+        return;
+    grain_backoff_t backoff = {0};
+    while (a->users > 0) {
+        sched_progress(a->sched);
+        grain_backoff_idle(&backoff);
+    }
+    array_free(a);
+}
+
+void sched_arrays_free(grain_sched_t *s)
+{
+    while (s->arrays != NULL)
+        array_free(s->arrays);
+}
+
+size_t grain_array_bytes(const grain_array_t *a)
+{
+    return a != NULL ? a->bytes : 0;
+}
+
+grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned location, void **ptr_p)
+{
+    if (a->replica[location] == NULL) {
+        grain_status_t st = s->bops->alloc_device(s->dev[location - 1].backend, a->bytes, &a->replica[location]);
+        if (st != GRAIN_OK)
+            return st;
+    }
+    *ptr_p = a->replica[location];
+    return GRAIN_OK;
+}
+
+grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)
+{
+    grain_status_t st = GRAIN_OK;
+    void *src = NULL, *dst = NULL;
+    if (from != SCHED_HOST) {
+        if ((st = sched_replica(s, a, from, &src)) != GRAIN_OK ||
+            (st = s->bops->copy(s->dev[from - 1].backend, a->host, src, a->bytes)) != GRAIN_OK)
+            return st;
+        s->stats.bytes_copied += a->bytes;
+        s->stats.copies++;
+    }
+    if (to == SCHED_HOST)
+        return GRAIN_OK;
+    sched_device_t *dev = &s->dev[to - 1];
+    if ((st = sched_replica(s, a, to, &dst)) != GRAIN_OK)
+        return st;
+    st = dev->lanes ? s->bops->copy_async(dev->backend, stream, dst, a->host, a->bytes)
+                    : s->bops->copy(dev->backend, dst, a->host, a->bytes);
+    if (st == GRAIN_OK) {
+        s->stats.bytes_copied += a->bytes;
+        s->stats.copies++;
+    }
+    return st;
+}
+
+/* A host access or a prefetch: an element of the graph that reads the
+ * array (a host write is also a write). */
+static grain_status_t add_access(grain_array_t *a, int kind, unsigned location, unsigned access, uint32_t *e_p)
+{
+    grain_sched_t *s = a->sched;
+    sched_arg_t arg = {.array = a->id, .access = access};
+    sched_elem_t proto = {.kind = kind, .location = location, .array = a,
+                          .name = kind == ELEM_HOST ? "host" : "prefetch"};
+    return sched_add(s, &proto, &arg, 1, &a, e_p);
+}
+
+grain_status_t grain_array_host(grain_array_t *a, grain_access_t access, void **ptr_p)
+{
+    if (a == NULL || ptr_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_host needs an array and an output");
+    if (access < GRAIN_READ || access > GRAIN_READ_WRITE)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_host: access %d; give GRAIN_READ, GRAIN_WRITE or "
+                                             "GRAIN_READ_WRITE", (int)access);
+    /* The host's copy is brought up to date for a write too: the host may
+     * write part of it. */
+    uint32_t e;
+    grain_status_t st = add_access(a, ELEM_HOST, SCHED_HOST, (unsigned)access | SCHED_READ, &e);
+    if (st != GRAIN_OK)
+        return st;
+    grain_sched_t *s = a->sched;
+    sched_wait_for(s, e);
+    if (s->elems[e].failed)
+        return grain_fail(s->status != GRAIN_OK ? s->status : GRAIN_ERR_STATE,
+                          "grain_array_host: the array's contents are lost: %s", s->why);
+    *ptr_p = a->host;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_array_prefetch(grain_array_t *a, int device)
+{
+    if (a == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_prefetch needs an array");
+    grain_sched_t *s = a->sched;
+    unsigned devices = grain_sched_devices(s);
+    if (device < -1 || device >= (int)devices)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_prefetch: device %d; the scheduler has devices 0 to %u, "
+                          "and -1 is the host", device, devices - 1);
+    uint32_t e;
+    return add_access(a, ELEM_PREFETCH, (unsigned)(device + 1), SCHED_READ, &e);
+}
