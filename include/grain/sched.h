@@ -73,7 +73,9 @@ unsigned grain_sched_devices(const grain_sched_t *sched);
 /* `bytes` (at least 1) that the host and every device may hold a copy of;
  * its contents are zero until written. */
 grain_status_t grain_array_create(grain_sched_t *sched, size_t bytes, grain_array_t **array_p);
-/* Waits for the kernels that use the array, then frees it. */
+/* Waits for the kernels that use the array, then frees it; a kernel whose
+ * argument names it must have that argument set again before its next
+ * launch. */
 void grain_array_destroy(grain_array_t *array);
 size_t grain_array_bytes(const grain_array_t *array);
 /* The host's copy, for `access`: waits for the kernels the access must

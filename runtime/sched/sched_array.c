@@ -14,19 +14,40 @@
 #include "services/backoff.h"
 #include "services/log.h"
 
+void *sched_host_alloc(grain_sched_t *s, size_t bytes, int *pinned_p)
+{
+    void *p = NULL;
+    /* Pinned where copies on lanes overlap for real only from pinned
+     * memory (CUDA, HIP); the probe's failure is no error: pageable
+     * memory serves, more slowly. */
+    grain_log_quiet(1);
+    *pinned_p = s->dev[0].lanes && s->bops->alloc_shared(s->dev[0].backend, bytes, &p) == GRAIN_OK;
+    grain_log_quiet(0);
+    return *pinned_p ? p : calloc(1, bytes);
+}
+
+void sched_host_free(grain_sched_t *s, void *p, int pinned)
+{
+    if (pinned)
+        s->bops->free_shared(s->dev[0].backend, p);
+    else
+        free(p);
+}
+
 grain_status_t grain_array_create(grain_sched_t *s, size_t bytes, grain_array_t **array_p)
 {
     if (s == NULL || bytes == 0 || array_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_array_create needs a scheduler, at least 1 byte and an output");
     grain_array_t *a = calloc(1, sizeof *a);
     if (a != NULL) {
-        a->host = calloc(1, bytes);
+        a->host = sched_host_alloc(s, bytes, &a->host_pinned);
         a->replica = calloc(s->n_dev + 1, sizeof *a->replica);
         a->producer = malloc((s->n_dev + 1) * sizeof *a->producer);
     }
     if (a == NULL || a->host == NULL || a->replica == NULL || a->producer == NULL) {
         if (a != NULL) {
-            free(a->host);
+            if (a->host != NULL)
+                sched_host_free(s, a->host, a->host_pinned);
             free(a->replica);
             free(a->producer);
         }
@@ -37,7 +58,7 @@ grain_status_t grain_array_create(grain_sched_t *s, size_t bytes, grain_array_t 
         a->producer[l] = SCHED_NONE;
     a->sched = s;
     a->bytes = bytes;
-    a->where = (sched_where_t)1 << SCHED_HOST; /* zeros, as calloc left them */
+    a->where = (sched_where_t)1 << SCHED_HOST; /* zeros, as the allocation left them */
     a->id = s->n_array_ids++;
     a->next = s->arrays;
     a->prev = &s->arrays;
@@ -57,7 +78,7 @@ static void array_free(grain_array_t *a)
     *a->prev = a->next;
     if (a->next != NULL)
         a->next->prev = a->prev;
-    free(a->host);
+    sched_host_free(s, a->host, a->host_pinned);
     free(a->replica);
     free(a->producer);
     free(a);

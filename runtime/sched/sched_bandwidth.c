@@ -40,7 +40,8 @@ grain_status_t sched_measure_bandwidth(grain_sched_t *s)
     /* Large enough to leave latency behind; CPU devices copy within the
      * host's memory, where less does. */
     size_t bytes = s->dev[0].info.device_memory > 0 ? 64u << 20 : 8u << 20;
-    unsigned char *host = calloc(1, bytes);
+    int pinned = 0;
+    unsigned char *host = sched_host_alloc(s, bytes, &pinned);
     grain_status_t st = bw != NULL && host != NULL ? GRAIN_OK
                                                    : grain_fail(GRAIN_ERR_NO_MEMORY, "sched: no memory to measure "
                                                                                      "bandwidth");
@@ -58,7 +59,8 @@ grain_status_t sched_measure_bandwidth(grain_sched_t *s)
         for (unsigned j = 1; j < n; j++)
             if (i != j)
                 bw[i * n + j] = 1.0 / (1.0 / bw[i * n + 0] + 1.0 / bw[0 * n + j]);
-    free(host);
+    if (host != NULL)
+        sched_host_free(s, host, pinned);
     if (st != GRAIN_OK) {
         free(bw);
         return st;

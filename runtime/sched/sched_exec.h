@@ -116,6 +116,7 @@ struct grain_array {
     uint32_t id; /* the graph's index */
     size_t bytes;
     unsigned char *host;
+    int host_pinned;
     void **replica;       /* per location, [0] unused: the device's copy, allocated at first use */
     sched_where_t where;  /* where the copy is valid, as of the elements placed so far */
     uint32_t *producer;   /* per location: the element whose submission makes it valid there */
@@ -172,6 +173,10 @@ void sched_elem_release(grain_sched_t *s, sched_elem_t *el);
  * `stream` of that device; the replica at `location`, allocated if need be. */
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream);
 grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned location, void **ptr_p);
+/* Zeroed host memory for an array's host copy, pinned where the devices
+ * copy on lanes (*pinned_p says which); NULL without memory. */
+void *sched_host_alloc(grain_sched_t *s, size_t bytes, int *pinned_p);
+void sched_host_free(grain_sched_t *s, void *p, int pinned);
 void sched_arrays_free(grain_sched_t *s);
 
 /* sched_kernel.c: a kernel held and let go; the programs' device builds

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sched_bench: one of the scheduler's benchmarks (sched_suite.h) through
+ * the task scheduler (--mode sched: the graph inferred, devices and
+ * streams picked by --policy, copies made as needed) or hand-written on
+ * one device endpoint (--mode hand: the description's streams, its events
+ * between them, inputs copied in on the stream that first needs them and
+ * outputs copied out after their last writer, all from and to pinned
+ * memory).  Either way a repetition is timed from the inputs on the host
+ * to the outputs on the host, and checked against the host's run of the
+ * same steps.  bench/sched_bench.py runs the grid and draws the figures.
+ *
+ *   mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P] [--mode sched|hand]
+ *                            [--policy P] [--reps R] [--seed S] [--json]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grain/ep.h"
+#include "grain/sched.h"
+#include "sched_suite.h"
+#include "tools/cli/cli.h"
+
+extern const char sched_bench_source[];
+
+#define MAX_REPS 1000
+#define KERNELS 16
+
+typedef struct options {
+    const char *bench, *mode;
+    unsigned long long size, partitions, reps, seed;
+    grain_policy_t policy;
+    int json;
+} options_t;
+
+typedef struct run {
+    const options_t *o;
+    suite_t suite;
+    double *want[SUITE_ARRAYS];
+    double seconds[MAX_REPS];
+    int verified;
+    unsigned devices;
+    grain_sched_stats_t stats;
+    double bw[64 * 64]; /* the bandwidth matrix, GB/s: (devices + 1)^2, GRAIN_SCHED_DEVICES at most 63 */
+} run_t;
+
+enum { OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_REPS, OPT_SEED, OPT_JSON };
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    if (key == OPT_BENCH)
+        o->bench = value;
+    else if (key == OPT_SIZE)
+        o->size = cli_u64_in(option, value, 1, 1ull << 34);
+    else if (key == OPT_PARTITIONS)
+        o->partitions = cli_u64_in(option, value, 1, 40);
+    else if (key == OPT_MODE)
+        o->mode = value;
+    else if (key == OPT_POLICY) {
+        if (grain_policy_parse(value, &o->policy) != GRAIN_OK) {
+            fprintf(stderr, "sched_bench: %s: %s\n", option, grain_error_message(NULL));
+            exit(CLI_EXIT_USAGE);
+        }
+    } else if (key == OPT_REPS)
+        o->reps = cli_u64_in(option, value, 1, MAX_REPS - 1);
+    else if (key == OPT_SEED)
+        o->seed = cli_u64(option, value);
+    else
+        o->json = 1;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P]\n"
+                 "                   [--mode sched|hand] [--policy P] [--reps R] [--seed S] [--json]\n"
+                 "  one benchmark of the task scheduler (GRAIN_SCHED, GRAIN_SCHED_DEVICES) or hand-written on\n"
+                 "  one device endpoint's streams; each repetition timed host to host and checked\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t bytes_of(const suite_t *s, unsigned a)
+{
+    return s->length[a] * sizeof(double);
+}
+
+static int check_outputs(run_t *r, double *const *got)
+{
+    for (unsigned a = 0; a < r->suite.n_arrays; a++)
+        if (r->suite.output[a] && !suite_same(&r->suite, a, got[a], r->want[a]))
+            return 0;
+    return 1;
+}
+
+#define CHECK(x)                                                                                                  \
+    do {                                                                                                          \
+        grain_status_t st_ = (x);                                                                                 \
+        if (st_ != GRAIN_OK)                                                                                      \
+            return st_;                                                                                           \
+    } while (0)
+
+/* ---- through the scheduler ---------------------------------------------- */
+
+static grain_status_t sched_kernel(grain_program_t *p, grain_kernel_t **kernels, const char **names,
+                                   const char *name, grain_kernel_t **k_p)
+{
+    unsigned i = 0;
+    while (i < KERNELS && names[i] != NULL && strcmp(names[i], name) != 0)
+        i++;
+    if (i == KERNELS)
+        return GRAIN_ERR_INVALID;
+    if (names[i] == NULL) {
+        CHECK(grain_kernel_create(p, name, &kernels[i]));
+        names[i] = name;
+    }
+    *k_p = kernels[i];
+    return GRAIN_OK;
+}
+
+static grain_status_t sched_rep(run_t *r, grain_sched_t *s, grain_program_t *p, grain_kernel_t **kernels,
+                                const char **names, grain_array_t **arrays, double *seconds)
+{
+    const suite_t *su = &r->suite;
+    for (unsigned a = 0; a < su->n_arrays; a++)
+        if (su->input[a]) {
+            void *h;
+            CHECK(grain_array_host(arrays[a], GRAIN_WRITE, &h));
+            memcpy(h, su->init[a], bytes_of(su, a));
+        }
+    double t0 = now_s();
+    for (unsigned i = 0; i < su->n_steps; i++) {
+        const suite_step_t *st = &su->steps[i];
+        grain_kernel_t *k;
+        CHECK(sched_kernel(p, kernels, names, st->kernel, &k));
+        for (unsigned j = 0; j < st->n_args; j++) {
+            const suite_arg_t *g = &st->args[j];
+            if (g->array >= 0)
+                CHECK(grain_kernel_set_arg_array(k, j, arrays[g->array], g->access));
+            else
+                CHECK(grain_kernel_set_arg(k, j, sizeof g->value, &g->value));
+        }
+        CHECK(grain_sched_launch(k, 1, &st->global, NULL));
+    }
+    double *got[SUITE_ARRAYS] = {0};
+    for (unsigned a = 0; a < su->n_arrays; a++)
+        if (su->output[a])
+            CHECK(grain_array_host(arrays[a], GRAIN_READ, (void **)&got[a]));
+    *seconds = now_s() - t0;
+    CHECK(grain_sched_wait(s));
+    r->verified = check_outputs(r, got);
+    return GRAIN_OK;
+}
+
+static grain_status_t run_sched(grain_t *g, run_t *r)
+{
+    grain_sched_t *s;
+    CHECK(grain_sched_create(g, r->o->policy, &s));
+    r->devices = grain_sched_devices(s);
+    grain_program_t *p = NULL;
+    grain_kernel_t *kernels[KERNELS] = {0};
+    const char *names[KERNELS] = {0};
+    grain_array_t *arrays[SUITE_ARRAYS] = {0};
+    grain_status_t st = grain_sched_program_create(s, sched_bench_source, NULL, &p);
+    for (unsigned a = 0; a < r->suite.n_arrays && st == GRAIN_OK; a++)
+        st = grain_array_create(s, bytes_of(&r->suite, a), &arrays[a]);
+    /* The first repetition builds nothing more but warms every path. */
+    for (unsigned rep = 0; rep <= r->o->reps && st == GRAIN_OK && (rep == 0 || r->verified); rep++)
+        st = sched_rep(r, s, p, kernels, names, arrays, &r->seconds[rep]);
+    if (st == GRAIN_OK)
+        st = grain_sched_stats(s, &r->stats);
+    if (st == GRAIN_OK) /* measured already under min-max-transfer-time */
+        st = grain_sched_bandwidth(s, 0, r->bw);
+    for (unsigned i = 0; i < KERNELS; i++)
+        grain_kernel_destroy(kernels[i]);
+    grain_program_destroy(p);
+    grain_sched_destroy(s); /* and its arrays */
+    return st;
+}
+
+/* ---- hand-written on one endpoint's streams ------------------------------ */
+
+typedef struct hand {
+    grain_ep_kernel_t *kernels[KERNELS];
+    const char *names[KERNELS];
+    grain_ep_mem_t *mem[SUITE_ARRAYS];
+    grain_ep_event_t **events;
+    size_t n_events;
+} hand_t;
+
+static grain_status_t hand_kernel(grain_ep_program_t *p, hand_t *h, const char *name, grain_ep_kernel_t **k_p)
+{
+    unsigned i = 0;
+    while (i < KERNELS && h->names[i] != NULL && strcmp(h->names[i], name) != 0)
+        i++;
+    if (i == KERNELS)
+        return GRAIN_ERR_INVALID;
+    if (h->names[i] == NULL) {
+        CHECK(grain_ep_kernel_create(p, name, &h->kernels[i]));
+        h->names[i] = name;
+    }
+    *k_p = h->kernels[i];
+    return GRAIN_OK;
+}
+
+static grain_status_t hand_rep(grain_cmdq_t *q, run_t *r, grain_ep_program_t *p, hand_t *h, double *seconds)
+{
+    const suite_t *su = &r->suite;
+    grain_ep_event_t *copied[SUITE_ARRAYS] = {0}, *step_ev[1024];
+    unsigned copy_stream[SUITE_ARRAYS] = {0};
+    int writer[SUITE_ARRAYS];
+    for (unsigned a = 0; a < su->n_arrays; a++) {
+        writer[a] = -1;
+        if (su->input[a])
+            memcpy(grain_ep_mem_shadow(h->mem[a]), su->init[a], bytes_of(su, a));
+    }
+    h->n_events = 0;
+    double t0 = now_s();
+    for (unsigned i = 0; i < su->n_steps; i++) {
+        const suite_step_t *st = &su->steps[i];
+        grain_ep_event_t *after[SUITE_AFTER + SUITE_ARGS];
+        size_t n_after = 0;
+        for (unsigned j = 0; j < st->n_after; j++)
+            after[n_after++] = step_ev[st->after[j]];
+        grain_ep_kernel_t *k;
+        CHECK(hand_kernel(p, h, st->kernel, &k));
+        for (unsigned j = 0; j < st->n_args; j++) {
+            const suite_arg_t *g = &st->args[j];
+            if (g->array < 0) {
+                CHECK(grain_ep_kernel_arg(k, j, sizeof g->value, &g->value));
+                continue;
+            }
+            unsigned a = (unsigned)g->array;
+            if (su->input[a] && copied[a] == NULL) { /* on the stream that needs it first */
+                CHECK(grain_ep_copy_in(q, st->stream, h->mem[a], 0, grain_ep_mem_shadow(h->mem[a]),
+                                       bytes_of(su, a), NULL, 0, &copied[a]));
+                copy_stream[a] = st->stream;
+                h->events[h->n_events++] = copied[a];
+            } else if (su->input[a] && copy_stream[a] != st->stream) {
+                after[n_after++] = copied[a];
+            }
+            if (g->access & GRAIN_WRITE)
+                writer[a] = (int)i;
+            CHECK(grain_ep_kernel_arg_mem(k, j, h->mem[a], 0));
+        }
+        CHECK(grain_ep_launch(q, st->stream, k, 1, &st->global, NULL, after, n_after, &step_ev[i]));
+        h->events[h->n_events++] = step_ev[i];
+    }
+    for (unsigned a = 0; a < su->n_arrays; a++)
+        if (su->output[a]) {
+            unsigned w = (unsigned)writer[a];
+            CHECK(grain_ep_copy_out(q, su->steps[w].stream, h->mem[a], 0, grain_ep_mem_shadow(h->mem[a]),
+                                    bytes_of(su, a), &step_ev[w], 1, &h->events[h->n_events]));
+            h->n_events++;
+        }
+    grain_status_t st = grain_ep_wait_all(q, h->events, h->n_events);
+    *seconds = now_s() - t0;
+    CHECK(st);
+    double *got[SUITE_ARRAYS] = {0};
+    for (unsigned a = 0; a < su->n_arrays; a++)
+        if (su->output[a])
+            got[a] = grain_ep_mem_shadow(h->mem[a]);
+    r->verified = check_outputs(r, got);
+    return GRAIN_OK;
+}
+
+static grain_status_t run_hand(grain_cmdq_t *q, void *arg)
+{
+    run_t *r = arg;
+    const suite_t *su = &r->suite;
+    if (su->n_steps > 1024) {
+        fprintf(stderr, "sched_bench: %s has %u steps; the hand-written version takes 1024\n", su->name,
+                su->n_steps);
+        return GRAIN_ERR_INVALID;
+    }
+    r->devices = 1;
+    hand_t h = {.events = calloc(su->n_steps + 2 * su->n_arrays, sizeof *h.events)};
+    if (h.events == NULL)
+        return GRAIN_ERR_NO_MEMORY;
+    grain_ep_program_t *p = NULL;
+    grain_status_t st = grain_ep_program_create(q, sched_bench_source, NULL, &p);
+    for (unsigned a = 0; a < su->n_arrays && st == GRAIN_OK; a++)
+        st = grain_ep_mem_alloc(q, bytes_of(su, a), GRAIN_EP_READ | GRAIN_EP_WRITE, &h.mem[a]);
+    for (unsigned rep = 0; rep <= r->o->reps && st == GRAIN_OK && (rep == 0 || r->verified); rep++)
+        st = hand_rep(q, r, p, &h, &r->seconds[rep]);
+    free(h.events);
+    return st; /* the endpoint frees its memory, kernels and program when it returns */
+}
+
+/* ---- report --------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void report(grain_t *g, const run_t *r)
+{
+    const options_t *o = r->o;
+    unsigned n = (unsigned)o->reps;
+    double sorted[MAX_REPS];
+    memcpy(sorted, r->seconds + 1, n * sizeof *sorted); /* past the warm-up */
+    qsort(sorted, n, sizeof *sorted, cmp_double);
+    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    const char *sched = getenv("GRAIN_SCHED");
+    int hand = strcmp(o->mode, "hand") == 0;
+    if (!o->json) {
+        printf("sched_bench: %s, size %llu, %s%s%s on %u device%s: median %.6f s of %u, %s\n", o->bench, o->size,
+               o->mode, hand ? "" : " ", hand ? "" : grain_policy_name(o->policy), r->devices,
+               r->devices == 1 ? "" : "s", median, n, r->verified ? "verified" : "WRONG");
+        return;
+    }
+    printf("{\"bench\":\"%s\",\"size\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
+           "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"reps\":%u,\"median_s\":%.9f,"
+           "\"seconds\":[",
+           o->bench, o->size, o->partitions, o->mode, hand ? "" : grain_policy_name(o->policy),
+           hand ? "" : sched != NULL ? sched : "async", r->devices, grain_backend_name(g), grain_device_name(g), n,
+           median);
+    for (unsigned i = 1; i <= n; i++)
+        printf("%s%.9f", i > 1 ? "," : "", r->seconds[i]);
+    printf("],\"copies\":%llu,\"bytes_copied\":%llu,\"edges\":%llu,\"streams_used\":%u,\"bandwidth_gbps\":[",
+           (unsigned long long)r->stats.copies, (unsigned long long)r->stats.bytes_copied,
+           (unsigned long long)r->stats.edges, r->stats.streams_used);
+    unsigned locations = hand ? 0 : r->devices + 1;
+    for (unsigned i = 0; i < locations * locations; i++)
+        printf("%s%.3f", i > 0 ? "," : "", r->bw[i]);
+    printf("],\"verified\":%s}\n", r->verified ? "true" : "false");
+}
+
+int main(int argc, char **argv)
+{
+    options_t o = {.bench = "vec", .mode = "sched", .size = 1u << 16, .partitions = 4, .reps = 5, .seed = 1,
+                   .policy = GRAIN_POLICY_MIN_MAX_TRANSFER_TIME};
+    static const cli_option_t table[] = {{"bench", 1, OPT_BENCH},   {"size", 1, OPT_SIZE},
+                                         {"partitions", 1, OPT_PARTITIONS}, {"mode", 1, OPT_MODE},
+                                         {"policy", 1, OPT_POLICY}, {"reps", 1, OPT_REPS},
+                                         {"seed", 1, OPT_SEED},     {"json", 0, OPT_JSON}};
+    cli_group_t groups[] = {CLI_GROUP(table, take, &o)};
+    cli_parse("sched_bench", argc, argv, groups, 1, 0, usage);
+    if (strcmp(o.mode, "sched") != 0 && strcmp(o.mode, "hand") != 0) {
+        fprintf(stderr, "sched_bench: --mode %s: expected sched or hand\n", o.mode);
+        return CLI_EXIT_USAGE;
+    }
+    static run_t r;
+    r.o = &o;
+    if (suite_build(&r.suite, o.bench, o.size, (unsigned)o.partitions, o.seed) != 0)
+        return CLI_EXIT_USAGE;
+    if (suite_reference(&r.suite, r.want) != 0) {
+        fprintf(stderr, "sched_bench: no memory for the host's run\n");
+        return 1;
+    }
+    grain_t *g;
+    grain_status_t st = grain_init(NULL, &g);
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "sched_bench: grain_init: %s\n", grain_error_message(NULL));
+        return 1;
+    }
+    st = strcmp(o.mode, "hand") == 0 ? grain_ep_run(g, 1, run_hand, &r) : run_sched(g, &r);
+    if (st != GRAIN_OK)
+        fprintf(stderr, "sched_bench: %s: %s (%s)\n", o.bench, grain_strerror(st), grain_error_message(g));
+    else if (grain_my_pe(g) == 0)
+        report(g, &r);
+    int rc = st != GRAIN_OK || !r.verified;
+    grain_finalize(g);
+    for (unsigned a = 0; a < SUITE_ARRAYS; a++)
+        free(r.want[a]);
+    suite_free(&r.suite);
+    return rc;
+}

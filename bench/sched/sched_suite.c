@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The five benchmarks as arrays and steps (sched_suite.h), and the host's
+ * run of the same steps. */
+#include "sched_suite.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
+
+static uint64_t next(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* In [lo, hi). */
+static double uniform(uint64_t *state, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(next(state) >> 11) * 0x1p-53;
+}
+
+static int add_array(suite_t *s, size_t length, int input, int output)
+{
+    if (s->n_arrays == SUITE_ARRAYS)
+        return -1;
+    unsigned a = s->n_arrays++;
+    s->length[a] = length;
+    s->input[a] = input;
+    s->output[a] = output;
+    if (input && (s->init[a] = calloc(length, sizeof(double))) == NULL)
+        return -1;
+    return (int)a;
+}
+
+static int random_input(suite_t *s, size_t length, uint64_t *rng, double lo, double hi)
+{
+    int a = add_array(s, length, 1, 0);
+    for (size_t i = 0; a >= 0 && i < length; i++)
+        s->init[a][i] = uniform(rng, lo, hi);
+    return a;
+}
+
+static suite_step_t *add_step(suite_t *s, const char *kernel, size_t global, unsigned stream)
+{
+    if (s->n_steps == s->cap_steps) {
+        unsigned cap = s->cap_steps ? 2 * s->cap_steps : 64;
+        suite_step_t *grown = realloc(s->steps, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        s->steps = grown;
+        s->cap_steps = cap;
+    }
+    suite_step_t *st = &s->steps[s->n_steps++];
+    *st = (suite_step_t){.kernel = kernel, .global = global, .stream = stream};
+    if (stream + 1 > s->streams)
+        s->streams = stream + 1;
+    return st;
+}
+
+static void arg_array(suite_step_t *st, int array, grain_access_t access)
+{
+    st->args[st->n_args++] = (suite_arg_t){.array = array, .access = access};
+}
+
+static void arg_value(suite_step_t *st, uint64_t value)
+{
+    st->args[st->n_args++] = (suite_arg_t){.array = -1, .value = value};
+}
+
+static unsigned last_step(const suite_t *s)
+{
+    return s->n_steps - 1;
+}
+
+/* A step: its arrays with their accesses, then its values. */
+static suite_step_t *step(suite_t *s, const char *kernel, size_t global, unsigned stream, const int *arrays,
+                          const grain_access_t *access, unsigned n_arrays, const uint64_t *values, unsigned n_values)
+{
+    suite_step_t *st = add_step(s, kernel, global, stream);
+    for (unsigned i = 0; st != NULL && i < n_arrays; i++)
+        arg_array(st, arrays[i], access[i]);
+    for (unsigned i = 0; st != NULL && i < n_values; i++)
+        arg_value(st, values[i]);
+    return st;
+}
+
+#define A(...) (const int[]){__VA_ARGS__}
+#define ACC(...) (const grain_access_t[]){__VA_ARGS__}
+#define V(...) (const uint64_t[]){__VA_ARGS__}
+#define R GRAIN_READ
+#define W GRAIN_WRITE
+#define RW GRAIN_READ_WRITE
+
+/* VEC: squares of two vectors on two streams, then the sum of their
+ * difference. */
+static void build_vec(suite_t *s, uint64_t n, uint64_t *rng)
+{
+    int x = random_input(s, n, rng, -1, 1), y = random_input(s, n, rng, -1, 1);
+    int x2 = add_array(s, n, 0, 0), y2 = add_array(s, n, 0, 0), part = add_array(s, PARTS, 0, 0),
+        res = add_array(s, 1, 0, 1);
+    step(s, "square", n, 0, A(x2, x), ACC(W, R), 2, V(n), 1);
+    step(s, "square", n, 1, A(y2, y), ACC(W, R), 2, V(n), 1);
+    unsigned y_squared = last_step(s);
+    suite_step_t *st = step(s, "partials", PARTS, 0, A(part, x2, y2), ACC(W, R, R), 3, V(n, PARTS, 1), 3);
+    st->after[st->n_after++] = y_squared;
+    step(s, "sum", 1, 0, A(res, part), ACC(W, R), 2, V(PARTS), 1);
+}
+
+/* B&S: ten independent vectors of prices. */
+static void build_bs(suite_t *s, uint64_t n, uint64_t *rng)
+{
+    for (unsigned k = 0; k < BS_VECTORS; k++) {
+        int spot = random_input(s, n, rng, 50, 150), call = add_array(s, n, 0, 1);
+        step(s, "black_scholes", n, k % 8, A(call, spot), ACC(W, R), 2, V(n), 1);
+    }
+}
+
+/* ML: two classifiers of the same rows on two streams (scores, softmax),
+ * then their combined vote. */
+static void build_ml(suite_t *s, uint64_t rows, uint64_t *rng)
+{
+    int x = random_input(s, rows * ML_FEATURES, rng, 0, 1);
+    int w1 = random_input(s, ML_CLASSES * ML_FEATURES, rng, -1, 1);
+    int w2 = random_input(s, ML_CLASSES * ML_FEATURES, rng, -1, 1);
+    int s1 = add_array(s, rows * ML_CLASSES, 0, 0), s2 = add_array(s, rows * ML_CLASSES, 0, 0),
+        label = add_array(s, rows, 0, 1);
+    step(s, "scores", rows * ML_CLASSES, 0, A(s1, x, w1), ACC(W, R, R), 3, V(rows, ML_FEATURES, ML_CLASSES), 3);
+    step(s, "softmax", rows, 0, A(s1), ACC(RW), 1, V(rows, ML_CLASSES), 2);
+    step(s, "scores", rows * ML_CLASSES, 1, A(s2, x, w2), ACC(W, R, R), 3, V(rows, ML_FEATURES, ML_CLASSES), 3);
+    step(s, "softmax", rows, 1, A(s2), ACC(RW), 1, V(rows, ML_CLASSES), 2);
+    unsigned second = last_step(s);
+    suite_step_t *st = step(s, "argmax2", rows, 0, A(label, s1, s2), ACC(W, R, R), 3, V(rows, ML_CLASSES), 2);
+    st->after[st->n_after++] = second;
+}
+
+/* CG: conjugate gradient on a dense symmetric positive-definite matrix,
+ * from x = 0 (r = p = b), a fixed number of iterations; x's update beside
+ * r's on a second stream. */
+static void build_cg(suite_t *s, uint64_t n, uint64_t *rng)
+{
+    int a = add_array(s, n * n, 1, 0);
+    for (uint64_t i = 0; a >= 0 && i < n; i++)
+        for (uint64_t j = 0; j <= i; j++) {
+            double v = i == j ? (double)n : uniform(rng, -0.5, 0.5);
+            s->init[a][i * n + j] = s->init[a][j * n + i] = v;
+        }
+    int r = random_input(s, n, rng, -1, 1), p = add_array(s, n, 1, 0), x = add_array(s, n, 1, 1);
+    if (p >= 0 && r >= 0)
+        memcpy(s->init[p], s->init[r], n * sizeof(double));
+    int ap = add_array(s, n, 0, 0), part = add_array(s, PARTS, 0, 0), rr = add_array(s, 1, 0, 0),
+        rr_new = add_array(s, 1, 0, 0), pap = add_array(s, 1, 0, 0);
+    step(s, "partials", PARTS, 0, A(part, r, r), ACC(W, R, R), 3, V(n, PARTS, 0), 3);
+    step(s, "sum", 1, 0, A(rr, part), ACC(W, R), 2, V(PARTS), 1);
+    for (unsigned it = 0; it < CG_ITERATIONS; it++) {
+        step(s, "matvec", n, 0, A(ap, a, p), ACC(W, R, R), 3, V(n, n), 2);
+        step(s, "partials", PARTS, 0, A(part, p, ap), ACC(W, R, R), 3, V(n, PARTS, 0), 3);
+        step(s, "sum", 1, 0, A(pap, part), ACC(W, R), 2, V(PARTS), 1);
+        unsigned denominator = last_step(s);
+        suite_step_t *st = step(s, "axpy_ratio", n, 1, A(x, p, rr, pap), ACC(RW, R, R, R), 4, V(n, 0), 2);
+        st->after[st->n_after++] = denominator;
+        unsigned x_updated = last_step(s);
+        step(s, "axpy_ratio", n, 0, A(r, ap, rr, pap), ACC(RW, R, R, R), 4, V(n, 1), 2);
+        step(s, "partials", PARTS, 0, A(part, r, r), ACC(W, R, R), 3, V(n, PARTS, 0), 3);
+        step(s, "sum", 1, 0, A(rr_new, part), ACC(W, R), 2, V(PARTS), 1);
+        st = step(s, "xpay_ratio", n, 0, A(p, r, rr_new, rr), ACC(RW, R, R, R), 4, V(n), 1);
+        st->after[st->n_after++] = x_updated;
+        step(s, "copy1", 1, 0, A(rr, rr_new), ACC(W, R), 2, NULL, 0);
+    }
+}
+
+/* MUL: y = A x with A split into row blocks, one kernel and stream each. */
+static void build_mul(suite_t *s, uint64_t n, unsigned partitions, uint64_t *rng)
+{
+    int x = random_input(s, n, rng, -1, 1);
+    for (unsigned p = 0; p < partitions; p++) {
+        uint64_t first = n * p / partitions, rows = n * (p + 1) / partitions - first;
+        int a = random_input(s, rows * n, rng, -1, 1), y = add_array(s, rows, 0, 1);
+        step(s, "matvec", rows, p % 8, A(y, a, x), ACC(W, R, R), 3, V(rows, n), 2);
+    }
+}
+
+int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, uint64_t seed)
+{
+    *s = (suite_t){.name = name};
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    if (n == 0 || (strcmp(name, "mul") == 0 && (partitions == 0 || partitions > n || partitions > 40))) {
+        fprintf(stderr, "sched_bench: %s: size %llu with %u partitions; give a size of at least 1 and 1 to 40 "
+                        "partitions, at most the size\n", name, (unsigned long long)n, partitions);
+        return -1;
+    }
+    if (strcmp(name, "vec") == 0)
+        build_vec(s, n, &rng);
+    else if (strcmp(name, "bs") == 0)
+        build_bs(s, n, &rng);
+    else if (strcmp(name, "ml") == 0)
+        build_ml(s, n, &rng);
+    else if (strcmp(name, "cg") == 0)
+        build_cg(s, n, &rng);
+    else if (strcmp(name, "mul") == 0)
+        build_mul(s, n, partitions, &rng);
+    else {
+        fprintf(stderr, "sched_bench: no benchmark \"%s\": vec, bs, ml, cg or mul\n", name);
+        return -1;
+    }
+    for (unsigned a = 0; a < s->n_arrays; a++)
+        if (s->input[a] && s->init[a] == NULL) {
+            fprintf(stderr, "sched_bench: %s: no memory for its inputs\n", name);
+            suite_free(s);
+            return -1;
+        }
+    if (s->n_steps == 0 || s->steps == NULL) {
+        fprintf(stderr, "sched_bench: %s: no memory for its steps\n", name);
+        suite_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void suite_free(suite_t *s)
+{
+    for (unsigned a = 0; a < s->n_arrays; a++)
+        free(s->init[a]);
+    free(s->steps);
+    *s = (suite_t){0};
+}
+
+/* ---- the host's run: the kernels of sched_kernels.cl, the same order ---- */
+
+static double cnd(double d)
+{
+    double x = fabs(d), t = 1.0 / (1.0 + 0.2316419 * x);
+    double poly = t * (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))));
+    double c = 1.0 - 0.3989422804014327 * exp(-0.5 * x * x) * poly;
+    return d < 0.0 ? 1.0 - c : c;
+}
+
+static void run_step(const suite_step_t *st, double **m)
+{
+    const suite_arg_t *g = st->args;
+    double *o = m[g[0].array];
+    const double *a = st->n_args > 1 && g[1].array >= 0 ? m[g[1].array] : NULL;
+    const double *b = st->n_args > 2 && g[2].array >= 0 ? m[g[2].array] : NULL;
+    const double *c = st->n_args > 3 && g[3].array >= 0 ? m[g[3].array] : NULL;
+    const char *k = st->kernel;
+    if (strcmp(k, "square") == 0) {
+        for (uint64_t i = 0; i < g[2].value; i++)
+            o[i] = a[i] * a[i];
+    } else if (strcmp(k, "partials") == 0) {
+        uint64_t n = g[3].value, parts = g[4].value;
+        for (uint64_t p = 0; p < parts; p++) {
+            double s = 0.0;
+            for (uint64_t i = p; i < n; i += parts)
+                s += g[5].value ? a[i] - b[i] : a[i] * b[i];
+            o[p] = s;
+        }
+    } else if (strcmp(k, "sum") == 0) {
+        double s = 0.0;
+        for (uint64_t p = 0; p < g[2].value; p++)
+            s += a[p];
+        o[0] = s;
+    } else if (strcmp(k, "black_scholes") == 0) {
+        const double strike = 100.0, rate = 0.02, vol = 0.3, years = 1.0, sq = vol * sqrt(years);
+        for (uint64_t i = 0; i < g[2].value; i++) {
+            double d1 = (log(a[i] / strike) + (rate + 0.5 * vol * vol) * years) / sq;
+            o[i] = a[i] * cnd(d1) - strike * exp(-rate * years) * cnd(d1 - sq);
+        }
+    } else if (strcmp(k, "matvec") == 0) {
+        uint64_t rows = g[3].value, cols = g[4].value;
+        for (uint64_t r = 0; r < rows; r++) {
+            double s = 0.0;
+            for (uint64_t j = 0; j < cols; j++)
+                s += a[r * cols + j] * b[j];
+            o[r] = s;
+        }
+    } else if (strcmp(k, "scores") == 0) {
+        uint64_t rows = g[3].value, feats = g[4].value, classes = g[5].value;
+        for (uint64_t i = 0; i < rows * classes; i++) {
+            double s = 0.0;
+            for (uint64_t f = 0; f < feats; f++)
+                s += a[i / classes * feats + f] * b[i % classes * feats + f];
+            o[i] = s;
+        }
+    } else if (strcmp(k, "softmax") == 0) {
+        uint64_t rows = g[1].value, classes = g[2].value;
+        for (uint64_t r = 0; r < rows; r++) {
+            double *row = o + r * classes, top = row[0], total = 0.0;
+            for (uint64_t j = 1; j < classes; j++)
+                top = fmax(top, row[j]);
+            for (uint64_t j = 0; j < classes; j++)
+                total += row[j] = exp(row[j] - top);
+            for (uint64_t j = 0; j < classes; j++)
+                row[j] /= total;
+        }
+    } else if (strcmp(k, "argmax2") == 0) {
+        uint64_t rows = g[3].value, classes = g[4].value;
+        for (uint64_t r = 0; r < rows; r++) {
+            uint64_t best = 0;
+            for (uint64_t j = 1; j < classes; j++)
+                if (a[r * classes + j] + b[r * classes + j] > a[r * classes + best] + b[r * classes + best])
+                    best = j;
+            o[r] = (double)best;
+        }
+    } else if (strcmp(k, "axpy_ratio") == 0) {
+        double ratio = (g[5].value ? -1.0 : 1.0) * (b[0] / c[0]);
+        for (uint64_t i = 0; i < g[4].value; i++)
+            o[i] += ratio * a[i];
+    } else if (strcmp(k, "xpay_ratio") == 0) {
+        for (uint64_t i = 0; i < g[4].value; i++)
+            o[i] = a[i] + (b[0] / c[0]) * o[i];
+    } else { /* copy1 */
+        o[0] = a[0];
+    }
+}
+
+int suite_reference(const suite_t *s, double **out)
+{
+    double *m[SUITE_ARRAYS] = {0};
+    int ok = 1;
+    for (unsigned a = 0; a < s->n_arrays && ok; a++) {
+        ok = (m[a] = calloc(s->length[a], sizeof(double))) != NULL;
+        if (ok && s->input[a])
+            memcpy(m[a], s->init[a], s->length[a] * sizeof(double));
+    }
+    for (unsigned i = 0; i < s->n_steps && ok; i++)
+        run_step(&s->steps[i], m);
+    for (unsigned a = 0; a < s->n_arrays; a++) {
+        out[a] = ok && s->output[a] ? m[a] : NULL;
+        if (out[a] == NULL)
+            free(m[a]);
+    }
+    return ok ? 0 : -1;
+}
+
+int suite_same(const suite_t *s, unsigned a, const double *got, const double *want)
+{
+    for (size_t i = 0; i < s->length[a]; i++) {
+        double tol = 1e-8 * fmax(fabs(want[i]), 1.0);
+        if (!(fabs(got[i] - want[i]) <= tol)) {
+            fprintf(stderr, "sched_bench: %s: array %u, element %zu: %.17g, wanted %.17g\n", s->name, a, i, got[i],
+                    want[i]);
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The task scheduler's benchmarks (GrCUDA's VEC, B&S, ML, CG and MUL) through
+the scheduler, against the same steps hand-written on one device endpoint's
+streams and measured in the same run (sched_bench; "Taming Multi-GPU Greedy
+Scheduling Through a Polyglot Runtime", figs. 1, 2, 8-11, 13):
+
+  hand       the baseline: the description's own streams and events, pinned
+             copies, one device;
+  1 device   the scheduler on one device (GRAIN_SCHED_DEVICES=1): scheduler
+             over hand is fig. 9's ratio (target >= 0.90, geomean);
+  D devices  every policy on each device count of --devices: speedup over
+             hand (figs. 1, 8, 11);
+  sync       GRAIN_SCHED=sync on one device, over async (fig. 10);
+  MUL by P   MUL's partitions on the most devices, min-max-transfer-time
+             (fig. 13), beside P = 1 on one device;
+  B          the bandwidth matrix the scheduler measured (fig. 2).
+
+Every run checks its outputs against the host's run of the same steps.
+Writes <out>/sched.csv, sched.json and sched.png.
+
+  bench/sched_bench.py [--bin build/bin] [--benches vec,bs,ml,cg,mul] [--devices 1,2]
+                       [--partitions 1,2,4,8,16,32] [--reps 5] [--tiny] [--out bench-results/sched]
+                       [--mpirun "mpirun ..."] [--timeout 900]
+  bench/sched_bench.py --replot [--out DIR]"""
+import argparse
+import csv
+import json
+import math
+import os
+import shlex
+import sys
+
+from driver import Progress, pyplot, require_built, run_app
+
+POLICIES = ("round-robin", "stream-aware", "min-transfer-size", "min-max-transfer-time")
+# Sizes (vector length; CG and MUL: the matrix's rows) for a GPU of tens of GiB, and for CI.
+SIZES = {"vec": 1 << 27, "bs": 1 << 24, "ml": 1 << 20, "cg": 16384, "mul": 20000}
+TINY = {"vec": 4096, "bs": 2048, "ml": 512, "cg": 128, "mul": 256}
+
+
+def run(args, bench, size, mode, env, policy=None, partitions=None):
+    cmd = shlex.split(args.mpirun) + ["-np", "1"]
+    for k, v in env.items():
+        cmd += ["-x", f"{k}={v}"]
+    cmd += [os.path.join(args.bin, "sched_bench"), "--bench", bench, "--size", str(size), "--mode", mode,
+            "--reps", str(args.reps), "--json"]
+    if policy:
+        cmd += ["--policy", policy]
+    if partitions:
+        cmd += ["--partitions", str(partitions)]
+    r, why = run_app(cmd, "sched_bench", args.timeout)
+    if r is not None:
+        r["env"] = " ".join(f"{k}={v}" for k, v in env.items())
+    return r, why
+
+
+def grid(args):
+    """(label, bench, mode, env, policy, partitions) of every run."""
+    runs = []
+    most = max(args.devices)
+    for b in args.benches:
+        runs.append(("hand", b, "hand", {}, None, None))
+        runs.append(("1 device", b, "sched", {"GRAIN_SCHED_DEVICES": "1"}, "min-max-transfer-time", None))
+        runs.append(("sync", b, "sched", {"GRAIN_SCHED_DEVICES": "1", "GRAIN_SCHED": "sync"},
+                     "min-max-transfer-time", None))
+        for d in args.devices:
+            if d == 1:
+                continue
+            for p in POLICIES:
+                runs.append((f"{d} devices", b, "sched", {"GRAIN_SCHED_DEVICES": str(d)}, p, None))
+    if "mul" in args.benches:
+        for p in args.partitions:
+            runs.append(("MUL by P", "mul", "sched", {"GRAIN_SCHED_DEVICES": str(most)}, "min-max-transfer-time", p))
+    return runs
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def summarize(rows):
+    """The ratios the figures show, from the rows of one run."""
+    hand = {r["bench"]: r["median_s"] for r in rows if r["label"] == "hand"}
+    one = {r["bench"]: r["median_s"] for r in rows if r["label"] == "1 device"}
+    out = {"sched_over_hand_1dev": {b: hand[b] / one[b] for b in one if b in hand}}
+    out["geomean_sched_over_hand_1dev"] = geomean(out["sched_over_hand_1dev"].values())
+    out["sync_slowdown"] = {r["bench"]: r["median_s"] / one[r["bench"]] for r in rows
+                            if r["label"] == "sync" and r["bench"] in one}
+    out["speedup_over_hand"] = {}
+    for r in rows:
+        if r["label"].endswith("devices") and r["bench"] in hand:
+            out["speedup_over_hand"].setdefault(r["label"], {}).setdefault(r["policy"], {})[r["bench"]] = \
+                hand[r["bench"]] / r["median_s"]
+    return out
+
+
+def plot(rows, summary, path):
+    plt = pyplot("sched_bench")
+    if plt is None or not rows:
+        return
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
+    ratio, speed, mul, heat = axes
+    benches = list(summary["sched_over_hand_1dev"])
+    ratio.bar(benches, [summary["sched_over_hand_1dev"][b] for b in benches], color="tab:blue")
+    ratio.axhline(1.0, color="k", linewidth=0.8)
+    ratio.axhline(0.9, color="tab:red", linestyle="--", linewidth=0.8, label="target 0.90")
+    ratio.set_title(f"scheduler / hand, one device (geomean {summary['geomean_sched_over_hand_1dev']:.2f})",
+                    fontsize=9)
+    ratio.legend(fontsize=7)
+    groups = [(label, p) for label, by in summary["speedup_over_hand"].items() for p in by]
+    width = 0.8 / max(len(groups), 1)
+    for i, (label, p) in enumerate(groups):
+        by = summary["speedup_over_hand"][label][p]
+        speed.bar([j + i * width for j in range(len(benches))], [by.get(b, 0) for b in benches], width,
+                  label=f"{p}, {label}")
+    speed.set_xticks([j + 0.4 - width / 2 for j in range(len(benches))])
+    speed.set_xticklabels(benches)
+    speed.axhline(1.0, color="k", linewidth=0.8)
+    speed.set_title("speedup over hand on one device", fontsize=9)
+    speed.legend(fontsize=6)
+    by_p = sorted((r["partitions"], r["median_s"]) for r in rows if r["label"] == "MUL by P")
+    hand_mul = [r["median_s"] for r in rows if r["label"] == "hand" and r["bench"] == "mul"]
+    if by_p and hand_mul:
+        mul.plot([p for p, _ in by_p], [hand_mul[0] / t for _, t in by_p], "o-")
+        mul.set_xscale("log", base=2)
+    mul.set_xlabel("MUL partitions P")
+    mul.set_ylabel("speedup over hand (P from the run's default)")
+    mul.set_title("MUL by partitions, the most devices", fontsize=9)
+    bw = next((r for r in reversed(rows) if r.get("bandwidth_gbps")), None)
+    if bw:
+        n = int(round(math.sqrt(len(bw["bandwidth_gbps"]))))
+        m = [[bw["bandwidth_gbps"][i * n + j] for j in range(n)] for i in range(n)]
+        im = heat.imshow(m, cmap="viridis")
+        names = ["host"] + [f"dev {d}" for d in range(n - 1)]
+        heat.set_xticks(range(n))
+        heat.set_xticklabels(names, fontsize=7)
+        heat.set_yticks(range(n))
+        heat.set_yticklabels(names, fontsize=7)
+        for i in range(n):
+            for j in range(n):
+                heat.text(j, i, f"{m[i][j]:.1f}", ha="center", va="center", fontsize=7, color="w")
+        fig.colorbar(im, ax=heat, label="GB/s, from row to column")
+        heat.set_title("bandwidth matrix B", fontsize=9)
+    first = rows[0]
+    fig.suptitle(f"task scheduler, sched_bench ({first['backend']}, {first['device']})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"sched_bench: wrote {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--benches", default="vec,bs,ml,cg,mul")
+    ap.add_argument("--devices", default="1,2")
+    ap.add_argument("--partitions", default="1,2,4,8,16,32")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--tiny", action="store_true", help="CI's sizes")
+    ap.add_argument("--out", default="bench-results/sched")
+    ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--replot", action="store_true")
+    args = ap.parse_args()
+    args.benches = [b for b in args.benches.split(",") if b]
+    args.devices = [int(d) for d in args.devices.split(",")]
+    args.partitions = [int(p) for p in args.partitions.split(",")]
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "sched.json")
+    if args.replot:
+        if not os.path.exists(path):
+            sys.exit(f"sched_bench: no saved run in {args.out} (sched.json): run it first")
+        with open(path) as f:
+            saved = json.load(f)
+        plot(saved["rows"], saved["summary"], os.path.join(args.out, "sched.png"))
+        return 0
+    require_built("sched_bench", args.bin, ["sched_bench"])
+    sizes = TINY if args.tiny else SIZES
+    rows, failed = [], 0
+    runs = grid(args)
+    progress = Progress(len(runs))
+    for label, bench, mode, env, policy, partitions in runs:
+        progress.start(f"{bench} {label} {policy or ''} {f'P={partitions}' if partitions else ''}".strip())
+        r, why = run(args, bench, sizes[bench], mode, env, policy, partitions)
+        if r is None or not r["verified"]:
+            failed = 1
+            progress.finish(why or "WRONG outputs")
+            continue
+        r["label"] = label
+        rows.append(r)
+        progress.finish(f"{r['median_s'] * 1e3:.3f} ms")
+    summary = summarize(rows)
+    with open(path, "w") as f:
+        json.dump({"rows": rows, "summary": summary}, f, indent=1)
+    with open(os.path.join(args.out, "sched.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "bench", "size", "partitions", "mode", "policy", "env", "devices", "backend", "device",
+                    "median_s", "copies", "bytes_copied", "streams_used"])
+        for r in rows:
+            w.writerow([r["label"], r["bench"], r["size"], r["partitions"], r["mode"], r["policy"], r["env"],
+                        r["devices"], r["backend"], r["device"], r["median_s"], r["copies"], r["bytes_copied"],
+                        r["streams_used"]])
+    print(f"\n{'bench':<6} {'sched/hand (1 dev)':>19} {'sync/async':>11}  best speedup over hand")
+    for b in summary["sched_over_hand_1dev"]:
+        best = max(((by[b], f"{p}, {label}") for label, ps in summary["speedup_over_hand"].items()
+                    for p, by in ps.items() if b in by), default=(float("nan"), "-"))
+        print(f"{b:<6} {summary['sched_over_hand_1dev'][b]:19.2f} {summary['sync_slowdown'].get(b, float('nan')):11.2f}"
+              f"  {best[0]:.2f} ({best[1]})")
+    print(f"geomean sched/hand on one device: {summary['geomean_sched_over_hand_1dev']:.2f} (target >= 0.90)")
+    plot(rows, summary, os.path.join(args.out, "sched.png"))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
