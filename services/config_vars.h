@@ -123,6 +123,10 @@
       "how the task scheduler runs its elements: async (at once where their dependencies "        \
       "allow), sync (each waited for when it starts), serial (in order on the first device and "  \
       "one stream: the oracle)")                                                                  \
+    X(sched_profile, SCHED_PROFILE, STR, "", 0, 0,                                                 \
+      "where the task scheduler keeps the bandwidth matrices it measured, one per set of devices; "\
+      "empty: $XDG_CACHE_HOME/grain/sched-bandwidth.tsv (~/.cache/grain/...); none: measure in "   \
+      "every run")                                                                                 \
     X(sched_threshold, SCHED_THRESHOLD, UINT, "10", 0, 100,                                        \
       "percent of the bytes a kernel reads that a device must hold for the data-aware policies "  \
       "to consider it (GrCUDA's exploration threshold)")                                          \

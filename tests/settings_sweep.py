@@ -50,6 +50,7 @@ WORDS = {
     "gpu_device": ["", "0", "7"],
     "reserve": ["wg", "sg", "wi"],
     "sched": ["async", "sync", "serial", "eager"],
+    "sched_profile": ["", "none"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }

@@ -6,12 +6,26 @@
  * to device as the scheduler's copies go, through the host, so both hops
  * in turn.  The diagonal is left 0: a location holding an array copies
  * nothing (sched_place.c).
+ *
+ * Measured once, then kept in the profile (GRAIN_SCHED_PROFILE), a text
+ * file of '#' comments and one line per backend and set of devices:
+ *
+ *   backend <TAB> devices <TAB> name|name|... <TAB> b,b,... (bytes a second, row by row)
+ *
+ * The last line for a key wins.  A line for these devices of another form
+ * is ignored with a warning and left for a person to see, so that a
+ * damaged profile costs one measurement and never a wrong matrix.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "runtime/grain_impl.h"
 #include "runtime/sched/sched_exec.h"
 #include "services/backoff.h"
+#include "services/cache_path.h"
 #include "services/log.h"
 
 enum { TRIES = 3 };
@@ -73,14 +87,129 @@ grain_status_t sched_measure_bandwidth(grain_sched_t *s)
     return GRAIN_OK;
 }
 
+/* The profile's key of this scheduler's devices: backend, count, names. */
+static void profile_key(const grain_sched_t *s, char *key, size_t size)
+{
+    int len = snprintf(key, size, "%s\t%u\t", s->bops->name, s->n_dev);
+    for (unsigned d = 0; d < s->n_dev && len > 0 && (size_t)len < size; d++)
+        len += snprintf(key + len, size - (size_t)len, "%s%s", d > 0 ? "|" : "", s->dev[d].info.device_name);
+}
+
+/* The matrix of a line with this key, into bw; 0 when the line is another's,
+ * -1 when it is ours but malformed. */
+static int parse_line(const char *line, const char *key, size_t locations, double *bw)
+{
+    size_t klen = strlen(key);
+    if (strncmp(line, key, klen) != 0 || line[klen] != '\t')
+        return 0;
+    const char *at = line + klen + 1;
+    for (size_t i = 0; i < locations * locations; i++) {
+        char *end;
+        errno = 0;
+        bw[i] = strtod(at, &end);
+        if (errno != 0 || end == at || bw[i] < 0.0 || (*end != ',' && *end != '\0') ||
+            (*end == '\0' && i + 1 < locations * locations))
+            return -1;
+        at = end + 1;
+    }
+    return 1;
+}
+
+/* The profile's matrix for these devices into a new s->bw; 1 found. */
+static int profile_read(grain_sched_t *s, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = (size_t)s->n_dev + 1, cap = 0;
+    char key[2048], *line = NULL;
+    profile_key(s, key, sizeof key);
+    double *bw = calloc(n * n, sizeof *bw), *found = NULL;
+    for (unsigned number = 1; bw != NULL && getline(&line, &cap, f) >= 0; number++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        int r = parse_line(line, key, n, bw);
+        if (r < 0)
+            grain_warn("sched: %s, line %u: not a bandwidth matrix of %zu x %zu numbers; ignored", path, number, n,
+                       n);
+        if (r > 0) {
+            free(found);
+            found = bw;
+            bw = calloc(n * n, sizeof *bw);
+        }
+    }
+    free(line);
+    free(bw);
+    fclose(f);
+    if (found == NULL)
+        return 0;
+    free(s->bw);
+    s->bw = found;
+    return 1;
+}
+
+/* Rewrites the profile with s->bw as the line for these devices: the others
+ * kept, through a new file renamed over the old, so that a reader never
+ * sees half of one. */
+static void profile_write(grain_sched_t *s, const char *path)
+{
+    size_t n = (size_t)s->n_dev + 1, cap = 0;
+    char key[2048], tmp[4200], *line = NULL;
+    profile_key(s, key, sizeof key);
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    FILE *in = fopen(path, "r"), *out = NULL;
+    if (grain_cache_mkdirs(path) != 0 || (out = fopen(tmp, "w")) == NULL) {
+        grain_warn("sched: cannot write the bandwidth profile %s (%s): it will be measured again", path,
+                   strerror(errno));
+        if (in != NULL)
+            fclose(in);
+        return;
+    }
+    double *scratch = calloc(n * n, sizeof *scratch);
+    if (in == NULL)
+        fprintf(out, "# grain's task scheduler: bandwidth matrices, bytes a second from row to column "
+                     "(host, then the devices)\n");
+    while (in != NULL && scratch != NULL && getline(&line, &cap, in) >= 0) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (parse_line(line, key, n, scratch) <= 0) /* another's, or a damaged one of ours for a person to see */
+            fprintf(out, "%s\n", line);
+    }
+    free(line);
+    free(scratch);
+    if (in != NULL)
+        fclose(in);
+    fprintf(out, "%s\t", key);
+    for (size_t i = 0; i < n * n; i++)
+        fprintf(out, "%s%.6g", i > 0 ? "," : "", s->bw[i]);
+    fprintf(out, "\n");
+    if (fclose(out) != 0 || rename(tmp, path) != 0) {
+        grain_warn("sched: cannot write the bandwidth profile %s (%s)", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+grain_status_t sched_load_bandwidth(grain_sched_t *s, int measure)
+{
+    char path[4096];
+    grain_cache_path(s->grain->config.sched_profile, "sched-bandwidth.tsv", path, sizeof path);
+    if (!measure && path[0] != '\0' && profile_read(s, path)) {
+        grain_info("sched: the bandwidth matrix of these %u devices from %s", s->n_dev, path);
+        return GRAIN_OK;
+    }
+    /* Nothing of the scheduler's may run beside the measurement: it would
+     * slow both. */
+    sched_wait_for(s, SCHED_NONE);
+    grain_status_t st = sched_measure_bandwidth(s);
+    if (st == GRAIN_OK && path[0] != '\0')
+        profile_write(s, path);
+    return st;
+}
+
 grain_status_t grain_sched_bandwidth(grain_sched_t *s, int measure, double *gbps)
 {
     if (s == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_sched_bandwidth needs a scheduler");
     if (measure || s->bw == NULL) {
-        /* Nothing of the scheduler's may run beside it: it would slow both. */
-        sched_wait_for(s, SCHED_NONE);
-        grain_status_t st = sched_measure_bandwidth(s);
+        grain_status_t st = sched_load_bandwidth(s, measure);
         if (st != GRAIN_OK)
             return st;
     }

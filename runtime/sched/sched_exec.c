@@ -117,7 +117,7 @@ static unsigned pick_device(grain_sched_t *s, const uint32_t *parents, size_t n_
         for (unsigned k = 0; k < s->dev[d].streams; k++)
             busy[1 + d] += s->dev[d].stream[k].placed > 0;
     sched_policy_t policy = (sched_policy_t)s->policy;
-    if (policy == SCHED_MIN_MAX_TRANSFER_TIME && s->bw == NULL && sched_measure_bandwidth(s) != GRAIN_OK) {
+    if (policy == SCHED_MIN_MAX_TRANSFER_TIME && s->bw == NULL && sched_load_bandwidth(s, 0) != GRAIN_OK) {
         grain_warn("sched: the bandwidth matrix could not be measured (%s): placing by bytes instead",
                    grain_error_message(s->grain));
         policy = SCHED_MIN_TRANSFER_SIZE;

@@ -188,8 +188,10 @@ void sched_programs_orphan(grain_sched_t *s);
 const char *sched_intern(grain_sched_t *s, const char *name);
 
 /* sched_bandwidth.c: s->bw measured (host to and from each device, device
- * to device through the host as the copies go). */
+ * to device through the host as the copies go); from the profile unless
+ * `measure`, else measured and kept there. */
 grain_status_t sched_measure_bandwidth(grain_sched_t *s);
+grain_status_t sched_load_bandwidth(grain_sched_t *s, int measure);
 
 /* program.c's side: a scheduler program or kernel behind grain_program_t
  * and grain_kernel_t. */

@@ -20,6 +20,7 @@
 
 #include "runtime/grain_impl.h"
 #include "runtime/transfers/region.h"
+#include "services/cache_path.h"
 #include "services/log.h"
 
 #define DEFAULT_CHUNK_BYTES (256u << 10)
@@ -64,16 +65,7 @@ typedef struct profile_entry {
 /* The profile's path in `out` (empty: none). */
 static void profile_path(const grain_t *g, char *out, size_t size)
 {
-    const char *set = g->config.transfer_profile, *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    out[0] = '\0';
-    if (strcmp(set, "none") == 0)
-        return;
-    if (set[0] != '\0')
-        snprintf(out, size, "%s", set);
-    else if (xdg != NULL && xdg[0] != '\0')
-        snprintf(out, size, "%s/grain/transfer-profile.tsv", xdg);
-    else if (home != NULL && home[0] != '\0')
-        snprintf(out, size, "%s/.cache/grain/transfer-profile.tsv", home);
+    grain_cache_path(g->config.transfer_profile, "transfer-profile.tsv", out, size);
 }
 
 /* Splits `line` at tabs into up to `max` fields; returns how many. */
