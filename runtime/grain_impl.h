@@ -170,6 +170,11 @@ struct grain {
      * network, the remote apply and the other ranks. */
     uint64_t epoch_start_ns;
     uint64_t phase_ns[GRAIN_PHASE_COUNT];
+
+    /* What the rank's task schedulers did, over all of them (grain/sched.h;
+     * statistics "sched"): elements, edges, copies, bytes copied, kernels;
+     * their owner thread alone writes them. */
+    uint64_t sched_counts[5];
 };
 
 /* The shape GRAIN_QUEUE, GRAIN_QUEUE_RINGS and the device give a queue of

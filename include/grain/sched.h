@@ -120,13 +120,14 @@ grain_status_t grain_sched_bandwidth(grain_sched_t *sched, int measure, double *
  * per dependency. */
 grain_status_t grain_sched_export_dot(grain_sched_t *sched, FILE *out);
 
-/* What the scheduler did since it was created. */
+/* What the scheduler did since it was created; the rank's statistics
+ * (grain_stats_json's "sched", GRAIN_STATS) sum every scheduler's. */
 typedef struct grain_sched_stats {
     uint64_t elements;         /* kernels, host accesses and prefetches */
     uint64_t edges;            /* dependencies the graph holds */
     uint64_t bytes_copied;     /* into every location, the host's included */
     uint64_t copies;
-    uint64_t per_device[64];   /* kernels each device ran (the first 64) */
+    uint64_t per_device[64];   /* kernels each device ran (GRAIN_SCHED_DEVICES is at most 63) */
     unsigned streams_used;     /* streams that ran anything, over the devices */
 } grain_sched_stats_t;
 grain_status_t grain_sched_stats(const grain_sched_t *sched, grain_sched_stats_t *stats);

@@ -171,6 +171,14 @@ grain_status_t grain_sched_wait(grain_sched_t *s)
     return st;
 }
 
+void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device)
+{
+    grain_sched_stats_t *st = &s->stats;
+    uint64_t *mine[] = {&st->elements, &st->edges, &st->copies, &st->bytes_copied, &st->per_device[device]};
+    *mine[what] += n;
+    s->grain->sched_counts[what] += n;
+}
+
 grain_status_t grain_sched_stats(const grain_sched_t *s, grain_sched_stats_t *stats)
 {
     if (s == NULL || stats == NULL)

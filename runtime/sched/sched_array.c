@@ -118,6 +118,12 @@ grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned locati
     return GRAIN_OK;
 }
 
+static void copied(grain_sched_t *s, const grain_array_t *a)
+{
+    sched_count(s, SCHED_COPIES, 1, 0);
+    sched_count(s, SCHED_BYTES_COPIED, a->bytes, 0);
+}
+
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)
 {
     grain_status_t st = GRAIN_OK;
@@ -126,8 +132,7 @@ grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, uns
         if ((st = sched_replica(s, a, from, &src)) != GRAIN_OK ||
             (st = s->bops->copy(s->dev[from - 1].backend, a->host, src, a->bytes)) != GRAIN_OK)
             return st;
-        s->stats.bytes_copied += a->bytes;
-        s->stats.copies++;
+        copied(s, a);
     }
     if (to == SCHED_HOST)
         return GRAIN_OK;
@@ -136,10 +141,8 @@ grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, uns
         return st;
     st = dev->lanes ? s->bops->copy_async(dev->backend, stream, dst, a->host, a->bytes)
                     : s->bops->copy(dev->backend, dst, a->host, a->bytes);
-    if (st == GRAIN_OK) {
-        s->stats.bytes_copied += a->bytes;
-        s->stats.copies++;
-    }
+    if (st == GRAIN_OK)
+        copied(s, a);
     return st;
 }
 

@@ -278,8 +278,8 @@ grain_status_t sched_add(grain_sched_t *s, sched_elem_t *proto, const sched_arg_
         seen[j]->users++;
     }
     s->live[s->n_live++] = e;
-    s->stats.elements++;
-    s->stats.edges += n_parents;
+    sched_count(s, SCHED_ELEMENTS, 1, 0);
+    sched_count(s, SCHED_EDGES, n_parents, 0);
     *index_p = e;
     if (s->mode != GRAIN_SCHED_ASYNC)
         sched_wait_for(s, e);
@@ -354,7 +354,7 @@ static void submit(grain_sched_t *s, uint32_t e)
         else
             el->mark = ++dev->submitted;
         if (el->kind == ELEM_KERNEL)
-            s->stats.per_device[el->location - 1]++;
+            sched_count(s, SCHED_KERNELS, 1, el->location - 1);
     }
     if (st != GRAIN_OK) {
         char why[512];

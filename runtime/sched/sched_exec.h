@@ -154,6 +154,11 @@ struct grain_sched {
     grain_sched_stats_t stats;
 };
 
+/* What the scheduler counts, in its own statistics and in its rank's
+ * (grain_stats_json's "sched"). */
+enum { SCHED_ELEMENTS, SCHED_EDGES, SCHED_COPIES, SCHED_BYTES_COPIED, SCHED_KERNELS };
+void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device);
+
 /* sched_exec.c: an element added with `args` (arrays by the graph's index,
  * and their accesses; `arrays` the same arrays), placed and given its
  * copies and waits; then run as the mode says.  `proto` gives its kind,
