@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The offload-time models of tiled BLAS ("CoCoPeLia: Communication-
+ * Computation Overlap Prediction for Efficient Linear Algebra on GPUs",
+ * section III): how long a routine whose operands start on the host or on
+ * the device takes when it is split into T-sized tiles whose host-to-device
+ * copies, kernels and device-to-host copies overlap (3-way concurrency).
+ *
+ * A routine is described by its dimensions D1 [, D2, D3] and its operands,
+ * each S1 x S2 elements with flags get (copied in) and set (copied out).
+ * A tile is T elements (level 1) or T x T (level 3); k subproblems, each
+ * dimension rounded up.  Per tile, t_h2d and t_d2h come from the machine's
+ * latency-bandwidth links (t_i + t_b bytes, a slowdown sl when the other
+ * direction runs too) and t_GPU from the kernel's lookup table.
+ *
+ *   baseline  eq. 1: every operand in and out:
+ *             max(t_GPU, opd t_h2d, opd t_d2h)(k - 1) + opd t_h2d + t_GPU + opd t_d2h
+ *   dataloc   eq. 2: eq. 1 with t_in = sum get t_h2d, t_out = sum set t_d2h
+ *   bts       eq. 4: max(t_GPU, t_over)(k - 1) + t_in + t_GPU + t_out, with
+ *             t_over from eq. 3: the copies both ways overlapped, each
+ *             slowed by sl while the other runs, the rest of the longer
+ *             one at full speed
+ *   dr        eq. 5 (level 3, data reuse): each tile copied once,
+ *             k_in = sum get (tiles - 1) subproblems that copy a tile in:
+ *             max(t_h2d, t_GPU) k_in + t_GPU (k - k_in) + t_in + t_out
+ *   cso       the CUDA-stream overlap model with two copy engines
+ *             ("Performance models for CPU-GPU data transfers", van
+ *             Werkhoven et al.), the baseline the paper compares with:
+ *             whichever of the three stages dominates runs whole, with a
+ *             latency per extra stream, and the other two a stream's share.
+ *
+ * The paper writes k_in as sum(get_i tiles_i - 1); read literally, an
+ * operand already on the device would count -1.  What it counts is the
+ * tiles copied after the first subproblem's, sum get_i (tiles_i - 1),
+ * which is what this uses.
+ */
+#ifndef GRAIN_RUNTIME_BLAS_BLAS_MODEL_H
+#define GRAIN_RUNTIME_BLAS_BLAS_MODEL_H
+
+#include <stddef.h>
+
+typedef enum blas_model {
+    BLAS_MODEL_CSO,
+    BLAS_MODEL_BASELINE,
+    BLAS_MODEL_DATALOC,
+    BLAS_MODEL_BTS,
+    BLAS_MODEL_DR,
+    BLAS_MODELS,
+} blas_model_t;
+
+/* One direction of the host-device link. */
+typedef struct blas_link {
+    double t_i; /* seconds a copy costs whatever its size */
+    double t_b; /* seconds a byte */
+    double sl;  /* slowdown while the other direction copies too (>= 1) */
+} blas_link_t;
+
+typedef struct blas_machine {
+    blas_link_t h2d, d2h;
+} blas_machine_t;
+
+typedef struct blas_operand {
+    size_t s1, s2;
+    int get, set;
+} blas_operand_t;
+
+typedef struct blas_shape {
+    unsigned level; /* 1 or 3 */
+    size_t d[3];    /* D1 [, D2, D3] */
+    size_t dtype;   /* bytes an element */
+    unsigned opd;
+    blas_operand_t op[3];
+} blas_shape_t;
+
+/* y = a x + y of n elements; each vector on the host (copied) or not. */
+void blas_shape_axpy(blas_shape_t *s, size_t n, size_t dtype, int x_on_host, int y_on_host);
+/* C = alpha A B + beta C with C m x n and k inner: A m x k, B k x n.  C is
+ * copied in only where beta is not 0 (else the kernel never reads it). */
+void blas_shape_gemm(blas_shape_t *s, size_t m, size_t n, size_t k, size_t dtype, int a_on_host, int b_on_host,
+                     int c_on_host, int beta_zero);
+
+/* Subproblems of tile T, and tiles of operand i. */
+double blas_subproblems(const blas_shape_t *s, size_t tile);
+double blas_operand_tiles(const blas_shape_t *s, unsigned i, size_t tile);
+/* Seconds to copy one tile one way. */
+double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, size_t tile);
+/* Eq. 3: the copies in and out of one subproblem overlapped both ways. */
+double blas_overlap(const blas_machine_t *m, double t_in, double t_out);
+/* The offload time by `model` with tile T, whose kernel takes t_gpu
+ * seconds (the lookup's for T). */
+double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shape_t *s, size_t tile, double t_gpu);
+
+const char *blas_model_name(blas_model_t model);
+
+#endif

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The tiled-BLAS models (CoCoPeLia eqs. 1-5 and the CUDA-stream overlap
+ * baseline) against values worked by hand, the deployment's fits on
+ * synthetic copies, the stopping rule, and tile selection and its cache. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "runtime/blas/blas_fit.h"
+#include "runtime/blas/blas_model.h"
+#include "runtime/blas/blas_select.h"
+
+/* h2d 10 GB/s after 10 us, d2h 5 GB/s after 20 us; slowdowns 1.25, 1.5. */
+static const blas_machine_t machine = {{1e-5, 1e-10, 1.25}, {2e-5, 2e-10, 1.5}};
+
+#define NEAR(x, want) assert_true(fabs((x) - (want)) <= 1e-12 + 1e-9 * fabs(want))
+
+/* dgemm 1024^3, every operand on the host, T = 256, t_GPU = 100 us:
+ * k = 64, a tile 524288 bytes, t_h2d = 62.4288 us, t_d2h = 124.8576 us. */
+static void test_gemm_by_hand(void **state)
+{
+    (void)state;
+    blas_shape_t s;
+    blas_shape_gemm(&s, 1024, 1024, 1024, 8, 1, 1, 1, 0);
+    assert_true(blas_subproblems(&s, 256) == 64.0);
+    NEAR(blas_tile_copy(&machine.h2d, &s, 256), 6.24288e-5);
+    NEAR(blas_tile_copy(&machine.d2h, &s, 256), 1.248576e-4);
+    /* eq. 1: max(100, 3 x 62.4, 3 x 124.9) x 63 + 3 x 62.4 + 100 + 3 x 124.9 (us) */
+    NEAR(blas_predict(BLAS_MODEL_BASELINE, &machine, &s, 256, 1e-4), 2.42599456e-2);
+    /* eq. 2: t_in = 3 tiles, t_out = C's alone */
+    NEAR(blas_predict(BLAS_MODEL_DATALOC, &machine, &s, 256, 1e-4), 1.22111872e-2);
+    /* eq. 3: in 234.108 us at 1.25x, out 187.2864 us at 1.5x: 187.2864 + 46.8216 / 1.25 */
+    NEAR(blas_overlap(&machine, 1.872864e-4, 1.248576e-4), 2.2474368e-4);
+    NEAR(blas_predict(BLAS_MODEL_BTS, &machine, &s, 256, 1e-4), 1.457099584e-2);
+    /* eq. 5: 16 tiles an operand, k_in = 45: 100 x 45 + 100 x 19 + t_in + t_out */
+    NEAR(blas_predict(BLAS_MODEL_DR, &machine, &s, 256, 1e-4), 6.712144e-3);
+    /* CSO: the kernel stage dominates: h2d's share + 64 x 100 us + d2h's share */
+    NEAR(blas_predict(BLAS_MODEL_CSO, &machine, &s, 256, 1e-4), 6.495536e-3);
+}
+
+static void test_locations_and_shapes(void **state)
+{
+    (void)state;
+    blas_shape_t s;
+    /* Dimensions that T does not divide round up: 4 x 4 x 3 subproblems. */
+    blas_shape_gemm(&s, 1000, 777, 513, 8, 1, 1, 1, 0);
+    assert_true(blas_subproblems(&s, 256) == 48.0);
+    assert_true(blas_operand_tiles(&s, 0, 256) == 12.0); /* A: 1000 x 513 */
+    assert_true(blas_operand_tiles(&s, 1, 256) == 12.0); /* B: 513 x 777 */
+    assert_true(blas_operand_tiles(&s, 2, 256) == 16.0); /* C: 1000 x 777 */
+    /* beta == 0: C is not read, so not copied in; still copied out. */
+    blas_shape_gemm(&s, 1024, 1024, 1024, 8, 1, 1, 1, 1);
+    assert_false(s.op[2].get);
+    assert_true(s.op[2].set);
+    /* Everything on the device: no copies, the kernels back to back. */
+    blas_shape_gemm(&s, 1024, 1024, 1024, 8, 0, 0, 0, 0);
+    for (blas_model_t m = BLAS_MODEL_DATALOC; m < BLAS_MODELS; m++)
+        NEAR(blas_predict(m, &machine, &s, 256, 1e-4), 6.4e-3);
+    /* daxpy of 2^20 in tiles of 2^18: x and y in, y out; 2 MiB a tile. */
+    blas_shape_axpy(&s, 1u << 20, 8, 1, 1);
+    assert_true(blas_subproblems(&s, 1u << 18) == 4.0);
+    double th = 1e-5 + 1e-10 * 2097152.0, td = 2e-5 + 2e-10 * 2097152.0, g = 5e-5;
+    NEAR(blas_predict(BLAS_MODEL_DATALOC, &machine, &s, 1u << 18, g), fmax(g, fmax(2 * th, td)) * 3 + 2 * th + g + td);
+    double over = blas_overlap(&machine, 2 * th, td);
+    NEAR(blas_predict(BLAS_MODEL_BTS, &machine, &s, 1u << 18, g), fmax(g, over) * 3 + 2 * th + g + td);
+    /* Only y on the host: x is copied in by nobody. */
+    blas_shape_axpy(&s, 1u << 20, 8, 0, 1);
+    NEAR(blas_predict(BLAS_MODEL_DATALOC, &machine, &s, 1u << 18, g), fmax(g, fmax(th, td)) * 3 + th + g + td);
+}
+
+static void test_fits(void **state)
+{
+    (void)state;
+    double bytes[64], one_way[64], both_ways[64];
+    for (int i = 0; i < 64; i++) {
+        double d = 256.0 * (i + 1);
+        bytes[i] = d * d * 8.0;
+        one_way[i] = 3e-6 + 8e-11 * bytes[i] * (i % 2 ? 1.01 : 0.99); /* noise that averages out */
+        both_ways[i] = 3e-6 + 1.3 * 8e-11 * bytes[i];
+    }
+    double ones[4] = {2.9e-6, 3.1e-6, 3.0e-6, 3.0e-6};
+    double t_i = blas_mean(ones, 4);
+    NEAR(t_i, 3e-6);
+    double t_b = blas_fit_t_b(bytes, one_way, 64, t_i), t_bid = blas_fit_t_b(bytes, both_ways, 64, t_i);
+    assert_true(fabs(t_b - 8e-11) < 0.01 * 8e-11);
+    assert_true(fabs(t_bid / t_b - 1.3) < 0.02);
+    /* The stopping rule: identical samples settle, two far apart do not,
+     * and many close ones do. */
+    double same[3] = {1.0, 1.0, 1.0}, apart[2] = {1.0, 2.0}, close[40];
+    for (int i = 0; i < 40; i++)
+        close[i] = 1.0 + (i % 2 ? 0.02 : -0.02);
+    assert_true(blas_mean_settled(same, 3, 0.05));
+    assert_false(blas_mean_settled(apart, 2, 0.05));
+    assert_false(blas_mean_settled(apart, 1, 0.05));
+    assert_true(blas_mean_settled(close, 40, 0.05));
+}
+
+static void test_select(void **state)
+{
+    (void)state;
+    static const size_t tiles[] = {256, 512, 1024, 2048};
+    static const double seconds[] = {1e-4, 5e-4, 5e-3, 1e-2};
+    blas_lookup_t lk = {4, tiles, seconds};
+    blas_shape_t s;
+    double t;
+    /* On the device: 64 x 100 us, 8 x 500 us, 1 x 5 ms; 2048 exceeds the problem. */
+    blas_shape_gemm(&s, 1024, 1024, 1024, 8, 0, 0, 0, 0);
+    assert_int_equal(blas_select_tile(BLAS_MODEL_DR, &machine, &s, &lk, &t), 512);
+    NEAR(t, 4e-3);
+    /* Every choice is the model's least. */
+    blas_shape_gemm(&s, 4096, 4096, 4096, 8, 1, 1, 1, 0);
+    for (blas_model_t m = 0; m < BLAS_MODELS; m++) {
+        size_t best = blas_select_tile(m, &machine, &s, &lk, &t);
+        for (size_t i = 0; i < lk.n; i++)
+            assert_true(t <= blas_predict(m, &machine, &s, tiles[i], seconds[i]));
+        NEAR(blas_predict(m, &machine, &s, best, seconds[best == 256 ? 0 : best == 512 ? 1 : best == 1024 ? 2 : 3]), t);
+    }
+    /* A problem smaller than every tile: the smallest. */
+    blas_shape_gemm(&s, 100, 100, 100, 8, 1, 1, 1, 0);
+    assert_int_equal(blas_select_tile(BLAS_MODEL_DR, &machine, &s, &lk, &t), 256);
+    blas_lookup_t empty = {0, tiles, seconds};
+    assert_int_equal(blas_select_tile(BLAS_MODEL_DR, &machine, &s, &empty, NULL), 0);
+}
+
+static void test_cache(void **state)
+{
+    (void)state;
+    static blas_cache_t c;
+    blas_cache_key_t a = {.routine = 1, .model = BLAS_MODEL_DR, .flags = 7, .d = {1024, 1024, 1024}};
+    blas_cache_key_t b = a;
+    b.flags = 3; /* another location of the operands */
+    assert_int_equal(blas_cache_get(&c, &a), 0);
+    blas_cache_put(&c, &a, 512);
+    assert_int_equal(blas_cache_get(&c, &a), 512);
+    assert_int_equal(blas_cache_get(&c, &b), 0);
+    blas_cache_put(&c, &a, 1024); /* replaced in place */
+    assert_int_equal(blas_cache_get(&c, &a), 1024);
+    assert_int_equal(c.used, 1);
+    /* Full: the oldest goes first. */
+    for (uint64_t i = 0; i < BLAS_CACHE_SLOTS; i++) {
+        blas_cache_key_t k = a;
+        k.d[2] = 1 + i;
+        blas_cache_put(&c, &k, 256);
+    }
+    assert_int_equal(c.used, BLAS_CACHE_SLOTS);
+    assert_int_equal(blas_cache_get(&c, &a), 0);
+    assert_true(c.hits == 2 && c.misses == 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_by_hand), cmocka_unit_test(test_locations_and_shapes),
+        cmocka_unit_test(test_fits),         cmocka_unit_test(test_select),
+        cmocka_unit_test(test_cache),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
