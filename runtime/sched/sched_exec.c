@@ -111,7 +111,8 @@ static unsigned pick_device(grain_sched_t *s, const uint32_t *parents, size_t n_
         if (s->elems[parents[i]].location != SCHED_HOST)
             candidates |= bit(s->elems[parents[i]].location);
     if (candidates == 0)
-        candidates = (bit(s->n_dev + 1) - 1) & ~bit(SCHED_HOST);
+        for (unsigned l = 1; l <= s->n_dev; l++)
+            candidates |= bit(l);
     unsigned busy[SCHED_MAX_LOCATIONS] = {0};
     for (unsigned d = 0; d < s->n_dev; d++)
         for (unsigned k = 0; k < s->dev[d].streams; k++)
