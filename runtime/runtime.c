@@ -396,6 +396,7 @@ static void release(grain_t *g)
             grain_applier_wait(g->applier);
             grain_applier_destroy(g->applier);
         }
+        grain_blas_release(g);
         grain_kernel_destroy(g->agent_kernel); /* the device transfer agent's, if a region built it */
         grain_program_destroy(g->agent_program);
         grain_peer_unmap_all(g, &g->heap_peers);
