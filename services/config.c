@@ -165,15 +165,22 @@ static grain_status_t check_choice(const char *env, const char *value, const cha
     return grain_fail(GRAIN_ERR_CONFIG, "GRAIN_%s=\"%s\": expected %s", env, value, expected);
 }
 
+/* The index of `value` among `names` (NULL-terminated); 0, the default,
+ * for any other (grain_config_check refuses those first). */
+static unsigned choice_index(const char *value, const char *const *names)
+{
+    for (unsigned i = 0; names[i] != NULL; i++)
+        if (strcmp(value, names[i]) == 0)
+            return i;
+    return 0;
+}
+
 /* Indexed by grain_aggregation_t. */
 const char *const grain_aggregation_names[] = {"gpu", "wg", "none", NULL};
 
 grain_aggregation_t grain_config_aggregation(const grain_config_t *c)
 {
-    for (unsigned i = 0; grain_aggregation_names[i] != NULL; i++)
-        if (strcmp(c->aggregation, grain_aggregation_names[i]) == 0)
-            return (grain_aggregation_t)i;
-    return GRAIN_AGGREGATE_GPU;
+    return (grain_aggregation_t)choice_index(c->aggregation, grain_aggregation_names);
 }
 
 /* Indexed by GRAIN_QUEUE_PAPER and GRAIN_QUEUE_RING. */
@@ -189,10 +196,7 @@ const char *const grain_sched_mode_names[] = {"async", "sync", "serial", NULL};
 
 grain_sched_mode_t grain_config_sched_mode(const grain_config_t *c)
 {
-    for (unsigned i = 0; grain_sched_mode_names[i] != NULL; i++)
-        if (strcmp(c->sched, grain_sched_mode_names[i]) == 0)
-            return (grain_sched_mode_t)i;
-    return GRAIN_SCHED_ASYNC;
+    return (grain_sched_mode_t)choice_index(c->sched, grain_sched_mode_names);
 }
 
 grain_status_t grain_config_check(const grain_config_t *c)

@@ -131,8 +131,11 @@
       "percent of the bytes a kernel reads that a device must hold for the data-aware policies "  \
       "to consider it (GrCUDA's exploration threshold)")                                          \
     X(blas_tile, BLAS_TILE, UINT, "0", 0, 1u << 30,                                                \
-      "the tiled BLAS's tile side (axpy: elements) where a call gives 0 (grain/blas.h); 0: 2048 "  \
-      "for gemm, 4M elements for axpy")                                                          \
+      "the tiled BLAS's tile side (axpy: elements) where a call gives 0 (grain/blas.h); 0: the "  \
+      "deployed selection where the device has a profile, else 2048 for gemm, 4M elements for axpy") \
+    X(blas_profile, BLAS_PROFILE, STR, "", 0, 0,                                                   \
+      "where grain_blas_deploy keeps the devices' BLAS profiles (links and tile kernels); empty: "  \
+      "$XDG_CACHE_HOME/grain/blas-profile.tsv (~/.cache/grain/...); none: kept nowhere")          \
     X(stats, STATS, BOOL, "0", 0, 1, "print statistics at finalize")                              \
     X(log_level, LOG_LEVEL, STR, "warn", 0, 0, "error, warn, info or debug")                     \
     X(opencl_platform, OPENCL_PLATFORM, STR, "", 0, 0,                                            \

@@ -51,6 +51,7 @@ WORDS = {
     "reserve": ["wg", "sg", "wi"],
     "sched": ["async", "sync", "serial", "eager"],
     "sched_profile": ["", "none"],
+    "blas_profile": ["", "none"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }

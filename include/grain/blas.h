@@ -11,7 +11,8 @@
  * operand in the heap (grain_malloc) is used where it is; any other is
  * host memory, copied to the device tile by tile (each tile once) and, for
  * an output, back.  `tile` is the tile's side (elements, for axpy); 0 takes
- * GRAIN_BLAS_TILE.  Positive increments only.  Each call returns once its
+ * GRAIN_BLAS_TILE, else the deployed selection, else 2048 (gemm) or 4M
+ * elements (axpy).  Positive increments only.  Each call returns once its
  * results are in place, and is collective over nothing: a rank calls it
  * alone.
  */
@@ -29,6 +30,46 @@ extern "C" {
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility push(default)
 #endif
+
+/* ---- the tile (CoCoPeLia sections III and IV) ----------------------------
+ * grain_blas_deploy measures the rank's device once: its links each way
+ * (latency, bandwidth, the slowdown while the other way copies) and its
+ * tile kernels at each tile size; the profile is kept in `profile` (NULL:
+ * GRAIN_BLAS_PROFILE, by default ~/.cache/grain/blas-profile.tsv) and read
+ * by later runs on the same device.  From it, grain_blas_predict gives
+ * the time of a problem with a tile by a model, and grain_blas_select the
+ * deployed tile a model predicts fastest; a routine called with tile 0
+ * (and no GRAIN_BLAS_TILE) takes that tile, by dr for gemm and bts for
+ * axpy, where the device has a profile.  Without one both calls fail with
+ * GRAIN_ERR_STATE, saying so. */
+typedef enum grain_blas_routine {
+    GRAIN_BLAS_DGEMM,
+    GRAIN_BLAS_SGEMM,
+    GRAIN_BLAS_DAXPY,
+    GRAIN_BLAS_SAXPY,
+} grain_blas_routine_t;
+
+typedef enum grain_blas_model {
+    GRAIN_BLAS_MODEL_CSO,      /* CUDA-stream overlap (van Werkhoven et al.), the baseline */
+    GRAIN_BLAS_MODEL_BASELINE, /* eq. 1: every operand in and out */
+    GRAIN_BLAS_MODEL_DATALOC,  /* eq. 2: only what is on the host */
+    GRAIN_BLAS_MODEL_BTS,      /* eq. 4: and the copies both ways slowing each other */
+    GRAIN_BLAS_MODEL_DR,       /* eq. 5: and each tile copied once (gemm) */
+} grain_blas_model_t;
+
+typedef struct grain_blas_problem {
+    grain_blas_routine_t routine;
+    size_t m, n, k;          /* gemm's; axpy: n */
+    char transa, transb;     /* gemm's */
+    const void *a, *b, *c;   /* where the operands live (gemm A, B, C; axpy x as a, y as b) */
+    int beta_zero;           /* gemm: beta is 0, so C is not read */
+} grain_blas_problem_t;
+
+grain_status_t grain_blas_deploy(grain_t *grain, const char *profile);
+grain_status_t grain_blas_predict(grain_t *grain, const grain_blas_problem_t *problem, size_t tile,
+                                  grain_blas_model_t model, double *seconds_p);
+grain_status_t grain_blas_select(grain_t *grain, const grain_blas_problem_t *problem, grain_blas_model_t model,
+                                 size_t *tile_p);
 
 /* y = alpha x + y over n elements. */
 grain_status_t grain_daxpy(grain_t *grain, size_t n, double alpha, const double *x, size_t incx, double *y,

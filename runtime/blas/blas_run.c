@@ -15,12 +15,14 @@
 #include <string.h>
 
 #include "grain/blas.h"
+#include "runtime/blas/blas_run.h"
 #include "runtime/grain_impl.h"
+#include "services/cache_path.h"
 #include "services/log.h"
 
 extern const char grain_blas_kernels_source[];
 
-enum { K_DGEMM, K_SGEMM, K_DAXPY, K_SAXPY, K_COUNT };
+#define K_COUNT BLAS_ROUTINES
 static const char *const kernel_names[K_COUNT] = {"grain_blas_dgemm_tile", "grain_blas_sgemm_tile",
                                                   "grain_blas_daxpy_tile", "grain_blas_saxpy_tile"};
 
@@ -30,6 +32,9 @@ static const char *const kernel_names[K_COUNT] = {"grain_blas_dgemm_tile", "grai
 struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
+    int profile_read;      /* the profile was looked for */
+    blas_profile_t profile; /* this device's, or none (no routine has kernels) */
+    blas_cache_t cache;
 };
 
 void grain_blas_release(grain_t *g)
@@ -41,13 +46,51 @@ void grain_blas_release(grain_t *g)
             g->bops->kernel_release(g->blas->kernel[i]);
     if (g->blas->program != NULL)
         g->bops->program_release(g->blas->program);
+    blas_profile_free(&g->blas->profile);
     free(g->blas);
     g->blas = NULL;
 }
 
+static struct grain_blas_state *state(grain_t *g)
+{
+    if (g->blas == NULL)
+        g->blas = calloc(1, sizeof *g->blas);
+    return g->blas;
+}
+
+blas_cache_t *blas_cache_of(grain_t *g)
+{
+    return state(g) != NULL ? &g->blas->cache : NULL;
+}
+
+const blas_profile_t *blas_profile_of(grain_t *g, const char *path)
+{
+    struct grain_blas_state *b = state(g);
+    if (b == NULL)
+        return NULL;
+    if (!b->profile_read) {
+        b->profile_read = 1;
+        if (blas_profile_read(&b->profile, path, grain_device_name(g)) < 0)
+            grain_warn("blas: %s", grain_error_message(g)); /* a damaged profile: as if none */
+    }
+    return b->profile.have_links ? &b->profile : NULL;
+}
+
+void blas_use_profile(grain_t *g, blas_profile_t *p)
+{
+    struct grain_blas_state *b = state(g);
+    if (b == NULL)
+        return;
+    blas_profile_free(&b->profile);
+    b->profile = *p;
+    b->profile_read = 1;
+    memset(&b->cache, 0, sizeof b->cache); /* choices of the old profile */
+    *p = (blas_profile_t){0};
+}
+
 static grain_status_t kernel(grain_t *g, unsigned which, grain_bkernel_t **k_p)
 {
-    if (g->blas == NULL && (g->blas = calloc(1, sizeof *g->blas)) == NULL)
+    if (state(g) == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory");
     grain_status_t st = GRAIN_OK;
     if (g->blas->program == NULL)
@@ -58,9 +101,7 @@ static grain_status_t kernel(grain_t *g, unsigned which, grain_bkernel_t **k_p)
     return st;
 }
 
-/* Whether `elements` of `es` bytes from p, `ld` apart in `cols` columns of
- * `rows`, lie in the symmetric heap, where kernels reach them. */
-static int in_heap(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es)
+int blas_in_heap_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es)
 {
     if (rows == 0 || cols == 0)
         return 0;
@@ -95,6 +136,62 @@ static void unpack(unsigned char *dst, size_t ld, const unsigned char *src, size
 {
     for (size_t c = 0; c < cols; c++)
         memcpy(dst + c * ld * es, src + c * rows * es, rows * es);
+}
+
+/* One gemm tile kernel: c (m x n, ldc) = alpha op(a) op(b) + beta c. */
+static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, void *c, uint64_t ldc, const void *a,
+                                  uint64_t lda, uint64_t ta, const void *b, uint64_t ldb, uint64_t tb, uint64_t m,
+                                  uint64_t n, uint64_t k, const void *alpha, const void *beta)
+{
+    const void *values[] = {&ldc, &lda, &ta, &ldb, &tb, &m, &n, &k};
+    static const unsigned at[] = {1, 3, 4, 6, 7, 8, 9, 10};
+    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, 0, c);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg_ptr(bk, 2, (void *)a);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg_ptr(bk, 5, (void *)b);
+    for (unsigned x = 0; x < 8 && st == GRAIN_OK; x++)
+        st = g->bops->kernel_set_arg(bk, at[x], 8, values[x]);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 11, es, alpha);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 12, es, beta);
+    size_t global = (size_t)(m * n), local = local_size(g, global);
+    return st == GRAIN_OK ? grain_launch_app(g, bk, 1, &global, &local) : st;
+}
+
+/* One axpy tile kernel: y (incy apart) += alpha x (incx apart), n of them. */
+static grain_status_t launch_axpy(grain_t *g, grain_bkernel_t *bk, size_t es, void *y, uint64_t incy, const void *x,
+                                  uint64_t incx, uint64_t n, const void *alpha)
+{
+    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, 0, y);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 1, 8, &incy);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg_ptr(bk, 2, (void *)x);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 3, 8, &incx);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 4, 8, &n);
+    if (st == GRAIN_OK)
+        st = g->bops->kernel_set_arg(bk, 5, es, alpha);
+    size_t global = (size_t)n, local = local_size(g, global);
+    return st == GRAIN_OK ? grain_launch_app(g, bk, 1, &global, &local) : st;
+}
+
+grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c)
+{
+    static const double one_d = 1.0;
+    static const float one_f = 1.0f;
+    size_t es = routine == BLAS_DGEMM || routine == BLAS_DAXPY ? 8 : 4;
+    const void *one = es == 8 ? (const void *)&one_d : (const void *)&one_f;
+    grain_bkernel_t *bk = NULL;
+    grain_status_t st = kernel(g, routine, &bk);
+    if (st != GRAIN_OK)
+        return st;
+    if (routine == BLAS_DGEMM || routine == BLAS_SGEMM)
+        return launch_gemm(g, bk, es, c, t, a, t, 0, b, t, 0, t, t, t, one, one);
+    return launch_axpy(g, bk, es, b, 1, a, 1, t, one);
 }
 
 typedef struct gemm_call {
@@ -198,14 +295,9 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
                                  es, &b, &ldb, &trb);
                 if (a == NULL) /* k == 0: the kernel reads neither */
                     a = b = c_tile;
-                const void *beta = l == 0 ? p->beta : p->one;
-                const void *args[] = {&c_tile, &ldc, &a, &lda, &tra, &b, &ldb, &trb, &m, &n, &k, p->alpha, beta};
-                for (unsigned x = 0; x < 13 && st == GRAIN_OK; x++)
-                    st = x == 0 || x == 2 || x == 5 ? g->bops->kernel_set_arg_ptr(bk, x, *(void *const *)args[x])
-                                                    : g->bops->kernel_set_arg(bk, x, x >= 11 ? es : 8, args[x]);
-                size_t global = ti * tj, local = local_size(g, global);
                 if (st == GRAIN_OK)
-                    st = grain_launch_app(g, bk, 1, &global, &local);
+                    st = launch_gemm(g, bk, es, c_tile, ldc, a, lda, tra, b, ldb, trb, m, n, k, p->alpha,
+                                     l == 0 ? p->beta : p->one);
             }
             if (st == GRAIN_OK && !tc->resident && (st = g->bops->synchronize(g->backend)) == GRAIN_OK &&
                 (st = g->bops->copy(g->backend, staging, c_tile, ti * tj * es)) == GRAIN_OK)
@@ -214,9 +306,27 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
     return st;
 }
 
+/* The tile of a call that gave 0: GRAIN_BLAS_TILE, else the deployed
+ * selection by `model` where the device has a profile, else `fallback`. */
+static size_t auto_tile(grain_t *g, const grain_blas_problem_t *q, grain_blas_model_t model, size_t fallback)
+{
+    if (g->config.blas_tile)
+        return (size_t)g->config.blas_tile;
+    char path[4096];
+    blas_profile_path(g, NULL, path, sizeof path);
+    size_t tile = 0;
+    if (blas_profile_of(g, path) != NULL) {
+        grain_log_quiet(1); /* a routine the profile lacks: the fallback */
+        if (grain_blas_select(g, q, model, &tile) != GRAIN_OK)
+            tile = 0;
+        grain_log_quiet(0);
+    }
+    return tile ? tile : fallback;
+}
+
 static int trans_of(char t, int *trans)
 {
-    *trans = t == 'T' || t == 't' || t == 'C' || t == 'c';
+    *trans = blas_transposed(t);
     return *trans || t == 'N' || t == 'n';
 }
 
@@ -242,23 +352,28 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
                           p->name, (const void *)p->a, (const void *)p->b, (void *)p->c, p->m, p->n, p->k);
     if (p->m == 0 || p->n == 0)
         return GRAIN_OK;
-    if (p->tile == 0)
-        p->tile = g->config.blas_tile ? (size_t)g->config.blas_tile : DEFAULT_GEMM_TILE;
-    size_t T = p->tile, es = p->es, tile_bytes = T * T * es;
+    size_t es = p->es;
+    if (p->tile == 0) {
+        grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DGEMM : GRAIN_BLAS_SGEMM, .m = p->m, .n = p->n,
+                                  .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b,
+                                  .c = p->c, .beta_zero = p->beta_zero};
+        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
+    }
+    size_t T = p->tile, tile_bytes = T * T * es;
     size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
-    grain_bkernel_t *bk;
-    grain_status_t st = kernel(g, es == 8 ? K_DGEMM : K_SGEMM, &bk);
+    grain_bkernel_t *bk = NULL;
+    grain_status_t st = kernel(g, es == 8 ? BLAS_DGEMM : BLAS_SGEMM, &bk);
     tiles_t ta_ = {0}, tb_ = {0}, tc_ = {0};
     unsigned char *staging = NULL;
     int reads = p->k > 0 && !p->alpha_zero;
     if (st == GRAIN_OK)
-        st = tiles_init(g, &ta_, !reads || in_heap(g, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es),
+        st = tiles_init(g, &ta_, !reads || blas_in_heap_ld(g, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es),
                         reads ? mt * kt : 0, tile_bytes);
     if (st == GRAIN_OK)
-        st = tiles_init(g, &tb_, !reads || in_heap(g, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es),
+        st = tiles_init(g, &tb_, !reads || blas_in_heap_ld(g, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es),
                         reads ? kt * nt : 0, tile_bytes);
     if (st == GRAIN_OK)
-        st = tiles_init(g, &tc_, in_heap(g, p->c, p->m, p->n, p->ldc, es), 1, tile_bytes);
+        st = tiles_init(g, &tc_, blas_in_heap_ld(g, p->c, p->m, p->n, p->ldc, es), 1, tile_bytes);
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, tile_bytes, (void **)&staging);
     if (st == GRAIN_OK)
@@ -309,10 +424,11 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
                           "both vectors", name, incx, incy, (const void *)x, (void *)y);
     if (n == 0 || alpha_zero) /* reference BLAS: y unchanged */
         return GRAIN_OK;
-    size_t T = tile ? tile : g->config.blas_tile ? (size_t)g->config.blas_tile : DEFAULT_AXPY_TILE;
-    grain_bkernel_t *bk;
-    grain_status_t st = kernel(g, es == 8 ? K_DAXPY : K_SAXPY, &bk);
-    int rx = in_heap(g, x, 1, n, incx, es), ry = in_heap(g, y, 1, n, incy, es);
+    grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DAXPY : GRAIN_BLAS_SAXPY, .n = n, .a = x, .b = y};
+    size_t T = tile ? tile : auto_tile(g, &q, GRAIN_BLAS_MODEL_BTS, DEFAULT_AXPY_TILE);
+    grain_bkernel_t *bk = NULL;
+    grain_status_t st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
+    int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
     unsigned char *dx = NULL, *dy = NULL, *staging = NULL;
     if (st == GRAIN_OK && !rx)
         st = g->bops->alloc_device(g->backend, T * es, (void **)&dx);
@@ -343,15 +459,8 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
             yp = dy;
             iy = 1;
         }
-        if (st == GRAIN_OK && (st = g->bops->kernel_set_arg_ptr(bk, 0, yp)) == GRAIN_OK &&
-            (st = g->bops->kernel_set_arg(bk, 1, 8, &iy)) == GRAIN_OK &&
-            (st = g->bops->kernel_set_arg_ptr(bk, 2, (void *)xp)) == GRAIN_OK &&
-            (st = g->bops->kernel_set_arg(bk, 3, 8, &ix)) == GRAIN_OK &&
-            (st = g->bops->kernel_set_arg(bk, 4, 8, &cnt)) == GRAIN_OK &&
-            (st = g->bops->kernel_set_arg(bk, 5, es, alpha)) == GRAIN_OK) {
-            size_t global = count, local = local_size(g, global);
-            st = grain_launch_app(g, bk, 1, &global, &local);
-        }
+        if (st == GRAIN_OK)
+            st = launch_axpy(g, bk, es, yp, iy, xp, ix, cnt, alpha);
         if (st == GRAIN_OK && !ry && (st = g->bops->synchronize(g->backend)) == GRAIN_OK &&
             (st = g->bops->copy(g->backend, staging, dy, count * es)) == GRAIN_OK)
             unpack(ys, incy, staging, 1, count, es);

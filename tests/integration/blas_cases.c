@@ -101,6 +101,19 @@ static void dump(FILE *f, const void *p, size_t count, size_t es)
     }
 }
 
+/* Case `index`'s file, for its operands. */
+static FILE *case_file(const char *dir, unsigned index)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/case%u.bin", dir, index);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        perror(path);
+        exit(2);
+    }
+    return f;
+}
+
 static void run_gemm(const char *dir, FILE *manifest, unsigned index, const gcase_t *c)
 {
     size_t es = c->single ? 4 : 8;
@@ -123,13 +136,7 @@ static void run_gemm(const char *dir, FILE *manifest, unsigned index, const gcas
                        c->tile));
     else
         OK(grain_dgemm(g, c->ta, c->tb, c->m, c->n, c->k, c->alpha, a, lda, b, ldb, c->beta, cc, ldc, c->tile));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/case%u.bin", dir, index);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        perror(path);
-        exit(2);
-    }
+    FILE *f = case_file(dir, index);
     dump(f, a, na, es);
     dump(f, b, nb, es);
     dump(f, before, nc, es);
@@ -160,13 +167,7 @@ static void run_axpy(const char *dir, FILE *manifest, unsigned index, const acas
         OK(grain_saxpy(g, c->n, (float)c->alpha, x, c->incx, y, c->incy, c->tile));
     else
         OK(grain_daxpy(g, c->n, c->alpha, x, c->incx, y, c->incy, c->tile));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/case%u.bin", dir, index);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        perror(path);
-        exit(2);
-    }
+    FILE *f = case_file(dir, index);
     dump(f, x, nx, es);
     dump(f, before, ny, es);
     dump(f, y, ny, es);

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Deployment (CoCoPeLia section IV-A) and the selection it feeds
+ * (section IV-B): grain_blas_deploy measures the rank's device, and
+ * grain_blas_predict and grain_blas_select read what it kept.
+ *
+ * The links: t_i is the mean of one-byte copies; t_b the least-squares
+ * slope through the origin of square copies of doubles, D = 256 to 16384
+ * in steps of 256 (on a CPU device, 64 to 1024 in steps of 64); sl the
+ * same slope with a second thread copying the other way over the slope
+ * alone.  The kernels: grain's own tile kernels (blas_kernels.cl) at each
+ * tile size, gemm T = 256 to 16384 in steps of 256 and axpy N = 2^18 to
+ * 2^26 in steps of 2^18 (a CPU device, where grain's kernels are slow
+ * and the CI runs: 16 to 128 by 16, 2^14 to 2^18 by 2^14), until one
+ * kernel takes longer than a second.  Every sample is
+ * repeated until the 95% confidence interval of its mean is within 5% of
+ * it, at most 20 times.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grain/blas.h"
+#include "runtime/blas/blas_fit.h"
+#include "runtime/blas/blas_profile.h"
+#include "runtime/blas/blas_run.h"
+#include "runtime/grain_impl.h"
+#include "services/backoff.h"
+#include "services/cache_path.h"
+#include "services/log.h"
+
+#define SAMPLE_REPS_MAX 20u
+#define SAMPLE_REPS_MIN 3u
+#define KERNEL_SECONDS_MAX 1.0
+
+typedef struct ranges {
+    size_t copy_step, copy_max;      /* square copies of doubles, D */
+    size_t gemm_step, gemm_max;      /* T */
+    size_t axpy_step, axpy_max;      /* N */
+} ranges_t;
+
+static ranges_t ranges_of(const grain_t *g)
+{
+    if (g->binfo.device_memory > 0)
+        return (ranges_t){256, 16384, 256, 16384, 1u << 18, 1u << 26};
+    return (ranges_t){64, 1024, 16, 128, 1u << 14, 1u << 18};
+}
+
+/* The mean seconds of fn(arg), repeated until it settles. */
+static grain_status_t sample(grain_status_t (*fn)(void *), void *arg, double *mean_p)
+{
+    double t[SAMPLE_REPS_MAX];
+    unsigned n = 0;
+    /* Once untimed: the first launch of a kernel or copy of a size pays
+     * for compiling, paging and caches. */
+    grain_status_t first = fn(arg);
+    if (first != GRAIN_OK)
+        return first;
+    for (; n < SAMPLE_REPS_MAX; n++) {
+        uint64_t t0 = grain_now_ns();
+        grain_status_t st = fn(arg);
+        if (st != GRAIN_OK)
+            return st;
+        t[n] = (double)(grain_now_ns() - t0) * 1e-9;
+        if (n + 1 >= SAMPLE_REPS_MIN && blas_mean_settled(t, n + 1, 0.05)) {
+            n++;
+            break;
+        }
+    }
+    *mean_p = blas_mean(t, n);
+    return GRAIN_OK;
+}
+
+typedef struct copy_job {
+    grain_t *g;
+    void *dst;
+    const void *src;
+    size_t bytes;
+    atomic_int stop;
+    grain_status_t status;
+} copy_job_t;
+
+static grain_status_t copy_once(void *arg)
+{
+    copy_job_t *j = arg;
+    return j->g->bops->copy(j->g->backend, j->dst, j->src, j->bytes);
+}
+
+/* The other direction, copying until told to stop. */
+static void *copy_loop(void *arg)
+{
+    copy_job_t *j = arg;
+    while (!atomic_load(&j->stop) && j->status == GRAIN_OK)
+        j->status = copy_once(j);
+    return NULL;
+}
+
+/* One direction's link: into the device when `h2d`. */
+static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsigned char *host, unsigned char *dev,
+                                  blas_link_t *l)
+{
+    size_t half = r->copy_max * r->copy_max * 8;
+    copy_job_t one = {.g = g, .dst = h2d ? (void *)dev : host, .src = h2d ? (void *)host : dev, .bytes = 1};
+    double ones[SAMPLE_REPS_MAX * 2];
+    grain_status_t st = GRAIN_OK;
+    for (unsigned i = 0; i < SAMPLE_REPS_MAX * 2 && st == GRAIN_OK; i++) {
+        uint64_t t0 = grain_now_ns();
+        st = copy_once(&one);
+        ones[i] = (double)(grain_now_ns() - t0) * 1e-9;
+    }
+    l->t_i = blas_mean(ones, SAMPLE_REPS_MAX * 2);
+    size_t n = r->copy_max / r->copy_step;
+    double *bytes = calloc(n, sizeof *bytes), *alone = calloc(n, sizeof *alone), *both = calloc(n, sizeof *both);
+    if (bytes == NULL || alone == NULL || both == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory to deploy");
+    for (size_t i = 0; i < n && st == GRAIN_OK; i++) {
+        size_t d = r->copy_step * (i + 1);
+        bytes[i] = (double)d * (double)d * 8.0;
+        copy_job_t job = {.g = g, .dst = one.dst, .src = one.src, .bytes = (size_t)bytes[i]};
+        /* The other way: the second halves of both buffers. */
+        copy_job_t back = {.g = g, .dst = h2d ? (void *)(host + half) : dev + half,
+                           .src = h2d ? (void *)(dev + half) : host + half, .bytes = job.bytes};
+        st = sample(copy_once, &job, &alone[i]);
+        pthread_t t;
+        if (st == GRAIN_OK && pthread_create(&t, NULL, copy_loop, &back) != 0)
+            st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no thread to copy the other way");
+        else if (st == GRAIN_OK) {
+            st = sample(copy_once, &job, &both[i]);
+            atomic_store(&back.stop, 1);
+            pthread_join(t, NULL);
+            st = st != GRAIN_OK ? st : back.status;
+        }
+    }
+    if (st == GRAIN_OK) {
+        l->t_b = blas_fit_t_b(bytes, alone, n, l->t_i);
+        double t_bid = blas_fit_t_b(bytes, both, n, l->t_i);
+        l->sl = l->t_b > 0 && t_bid > l->t_b ? t_bid / l->t_b : 1.0;
+        if (l->t_b <= 0)
+            st = grain_fail(GRAIN_ERR_BACKEND, "blas: the copies %s the device took no time to fit",
+                            h2d ? "to" : "from");
+    }
+    free(bytes);
+    free(alone);
+    free(both);
+    return st;
+}
+
+typedef struct kernel_job {
+    grain_t *g;
+    unsigned routine;
+    size_t t;
+    void *a, *b, *c;
+} kernel_job_t;
+
+static grain_status_t kernel_once(void *arg)
+{
+    kernel_job_t *j = arg;
+    grain_status_t st = blas_run_tile(j->g, j->routine, j->t, j->a, j->b, j->c);
+    return st != GRAIN_OK ? st : j->g->bops->synchronize(j->g->backend);
+}
+
+static grain_status_t deploy_kernels(grain_t *g, const ranges_t *r, unsigned routine, void *a, void *b, void *c,
+                                     blas_profile_t *p)
+{
+    int gemm = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
+    size_t step = gemm ? r->gemm_step : r->axpy_step, max = gemm ? r->gemm_max : r->axpy_max, n = max / step;
+    if ((p->tile[routine] = calloc(n, sizeof(size_t))) == NULL ||
+        (p->seconds[routine] = calloc(n, sizeof(double))) == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory to deploy");
+    grain_status_t st = GRAIN_OK;
+    for (size_t i = 0; i < n && st == GRAIN_OK; i++) {
+        kernel_job_t job = {g, routine, step * (i + 1), a, b, c};
+        double t;
+        if ((st = sample(kernel_once, &job, &t)) != GRAIN_OK)
+            break;
+        p->tile[routine][i] = job.t;
+        p->seconds[routine][i] = t;
+        p->n[routine] = i + 1;
+        if (t > KERNEL_SECONDS_MAX)
+            break;
+    }
+    return st;
+}
+
+void blas_profile_path(const grain_t *g, const char *given, char *out, size_t size)
+{
+    grain_cache_path(given != NULL ? given : g->config.blas_profile, "blas-profile.tsv", out, size);
+}
+
+grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
+{
+    if (g == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_blas_deploy: no grain handle");
+    char path[4096];
+    blas_profile_path(g, profile, path, sizeof path);
+    ranges_t r = ranges_of(g);
+    /* Buffers for the largest copy both ways at once, and the largest
+     * tiles of each routine. */
+    size_t copy = r.copy_max * r.copy_max * 8, gemm = r.gemm_max * r.gemm_max * 8, axpy = r.axpy_max * 8;
+    size_t big = 2 * copy > 3 * gemm ? 2 * copy : 3 * gemm;
+    big = big > 2 * axpy ? big : 2 * axpy;
+    unsigned char *host = NULL, *dev = NULL;
+    blas_profile_t p = {0};
+    grain_status_t st = g->bops->alloc_shared(g->backend, 2 * copy, (void **)&host);
+    if (st == GRAIN_OK)
+        st = g->bops->alloc_device(g->backend, big, (void **)&dev);
+    if (st == GRAIN_OK)
+        st = deploy_link(g, &r, 1, host, dev, &p.machine.h2d);
+    if (st == GRAIN_OK)
+        st = deploy_link(g, &r, 0, host, dev, &p.machine.d2h);
+    p.have_links = st == GRAIN_OK;
+    for (unsigned routine = 0; routine < BLAS_ROUTINES && st == GRAIN_OK; routine++) {
+        int gemm_r = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
+        size_t part = gemm_r ? gemm : axpy;
+        st = deploy_kernels(g, &r, routine, dev, dev + part, dev + 2 * part, &p);
+    }
+    if (host != NULL)
+        g->bops->free_shared(g->backend, host);
+    if (dev != NULL)
+        g->bops->free_device(g->backend, dev);
+    if (st == GRAIN_OK && path[0] != '\0')
+        st = blas_profile_write(&p, path, grain_device_name(g));
+    if (st == GRAIN_OK) {
+        grain_info("blas: deployed %s: h2d %.3g GB/s (sl %.2f), d2h %.3g GB/s (sl %.2f)%s%s", grain_device_name(g),
+                   1e-9 / p.machine.h2d.t_b, p.machine.h2d.sl, 1e-9 / p.machine.d2h.t_b, p.machine.d2h.sl,
+                   path[0] ? ", kept in " : "", path);
+        blas_use_profile(g, &p); /* takes it */
+    }
+    blas_profile_free(&p);
+    return st;
+}
+
+/* ---- selection ---------------------------------------------------------- */
+
+static grain_status_t shape_of(grain_t *g, const grain_blas_problem_t *q, unsigned *routine_p, blas_shape_t *s)
+{
+    if (q == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "blas: no problem");
+    int ta = blas_transposed(q->transa), tb = blas_transposed(q->transb);
+    switch (q->routine) {
+    case GRAIN_BLAS_DGEMM:
+    case GRAIN_BLAS_SGEMM: {
+        size_t es = q->routine == GRAIN_BLAS_DGEMM ? 8 : 4;
+        if (q->m == 0 || q->n == 0 || q->k == 0)
+            return grain_fail(GRAIN_ERR_INVALID, "blas: gemm of %zu x %zu x %zu: nothing to tile", q->m, q->n, q->k);
+        blas_shape_gemm(s, q->m, q->n, q->k, es, !blas_in_heap(g, q->a, ta ? q->k : q->m, ta ? q->m : q->k, es),
+                        !blas_in_heap(g, q->b, tb ? q->n : q->k, tb ? q->k : q->n, es),
+                        !blas_in_heap(g, q->c, q->m, q->n, es), q->beta_zero);
+        *routine_p = q->routine == GRAIN_BLAS_DGEMM ? BLAS_DGEMM : BLAS_SGEMM;
+        return GRAIN_OK;
+    }
+    case GRAIN_BLAS_DAXPY:
+    case GRAIN_BLAS_SAXPY: {
+        size_t es = q->routine == GRAIN_BLAS_DAXPY ? 8 : 4;
+        if (q->n == 0)
+            return grain_fail(GRAIN_ERR_INVALID, "blas: axpy of 0 elements: nothing to tile");
+        blas_shape_axpy(s, q->n, es, !blas_in_heap(g, q->a, 1, q->n, es), !blas_in_heap(g, q->b, 1, q->n, es));
+        *routine_p = q->routine == GRAIN_BLAS_DAXPY ? BLAS_DAXPY : BLAS_SAXPY;
+        return GRAIN_OK;
+    }
+    default:
+        return grain_fail(GRAIN_ERR_INVALID, "blas: routine %d is none of grain_blas_routine_t's", (int)q->routine);
+    }
+}
+
+/* The problem's shape and the device's profile, for `what` (which needs
+ * an output, `out`). */
+static grain_status_t ready(grain_t *g, const char *what, const void *out, const grain_blas_problem_t *q,
+                            grain_blas_model_t model, unsigned *routine_p, blas_shape_t *s, const blas_profile_t **p_p)
+{
+    if (g == NULL || out == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s needs a grain handle and an output", what);
+    if ((unsigned)model >= BLAS_MODELS)
+        return grain_fail(GRAIN_ERR_INVALID, "blas: model %d is none of grain_blas_model_t's", (int)model);
+    grain_status_t st = shape_of(g, q, routine_p, s);
+    if (st != GRAIN_OK)
+        return st;
+    char path[4096];
+    blas_profile_path(g, NULL, path, sizeof path);
+    const blas_profile_t *p = blas_profile_of(g, path);
+    if (p == NULL || p->n[*routine_p] == 0)
+        return grain_fail(GRAIN_ERR_STATE, "blas: no %s profile of %s in %s: deploy first (grain_blas_deploy)",
+                          blas_routine_names[*routine_p], grain_device_name(g), path[0] ? path : "(none)");
+    *p_p = p;
+    return GRAIN_OK;
+}
+
+grain_status_t grain_blas_predict(grain_t *g, const grain_blas_problem_t *q, size_t tile, grain_blas_model_t model,
+                                  double *t_p)
+{
+    unsigned routine;
+    blas_shape_t s;
+    const blas_profile_t *p;
+    grain_status_t st = ready(g, "grain_blas_predict", t_p, q, model, &routine, &s, &p);
+    if (st != GRAIN_OK)
+        return st;
+    size_t i = 0;
+    while (i < p->n[routine] && p->tile[routine][i] != tile)
+        i++;
+    if (i == p->n[routine])
+        return grain_fail(GRAIN_ERR_INVALID, "grain_blas_predict: tile %zu was not deployed for %s (%zu to %zu)",
+                          tile, blas_routine_names[routine], p->tile[routine][0],
+                          p->tile[routine][p->n[routine] - 1]);
+    *t_p = blas_predict((blas_model_t)model, &p->machine, &s, tile, p->seconds[routine][i]);
+    return GRAIN_OK;
+}
+
+grain_status_t grain_blas_select(grain_t *g, const grain_blas_problem_t *q, grain_blas_model_t model,
+                                 size_t *tile_p)
+{
+    unsigned routine;
+    blas_shape_t s;
+    const blas_profile_t *p;
+    grain_status_t st = ready(g, "grain_blas_select", tile_p, q, model, &routine, &s, &p);
+    if (st != GRAIN_OK)
+        return st;
+    blas_cache_t *cache = blas_cache_of(g);
+    uint32_t flags = (uint32_t)(s.op[0].get | s.op[1].get << 1 | s.op[2].get << 2 | s.op[2].set << 3);
+    flags |= (uint32_t)(blas_transposed(q->transa) << 4 | blas_transposed(q->transb) << 5);
+    blas_cache_key_t key = {.routine = routine, .model = (uint32_t)model, .flags = flags,
+                            .d = {s.d[0], s.d[1], s.d[2]}};
+    size_t tile = cache != NULL ? blas_cache_get(cache, &key) : 0;
+    if (tile == 0) {
+        blas_lookup_t lk = blas_profile_lookup(p, routine);
+        tile = blas_select_tile((blas_model_t)model, &p->machine, &s, &lk, NULL);
+        if (cache != NULL)
+            blas_cache_put(cache, &key, tile);
+    }
+    *tile_p = tile;
+    return GRAIN_OK;
+}

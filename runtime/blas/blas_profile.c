@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "runtime/blas/blas_profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "services/cache_path.h"
+#include "services/log.h"
+
+const char *const blas_routine_names[BLAS_ROUTINES] = {"dgemm", "sgemm", "daxpy", "saxpy"};
+
+void blas_profile_free(blas_profile_t *p)
+{
+    for (unsigned r = 0; r < BLAS_ROUTINES; r++) {
+        free(p->tile[r]);
+        free(p->seconds[r]);
+    }
+    *p = (blas_profile_t){0};
+}
+
+blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine)
+{
+    return (blas_lookup_t){p->n[routine], p->tile[routine], p->seconds[routine]};
+}
+
+static unsigned split_tabs(char *line, char **fields, unsigned max)
+{
+    unsigned n = 0;
+    for (char *at = line; n < max; n++) {
+        fields[n] = at;
+        if ((at = strchr(at, '\t')) == NULL)
+            return n + 1;
+        *at++ = '\0';
+    }
+    return n;
+}
+
+static int parse_link(char **f, unsigned n, blas_link_t *l)
+{
+    char *end[3];
+    if (n != 6)
+        return 0;
+    l->t_i = strtod(f[3], &end[0]);
+    l->t_b = strtod(f[4], &end[1]);
+    l->sl = strtod(f[5], &end[2]);
+    return *end[0] == '\0' && *end[1] == '\0' && *end[2] == '\0' && l->t_i >= 0 && l->t_b > 0 && l->sl >= 1.0;
+}
+
+/* "T:seconds,..." in ascending T. */
+static int parse_kernels(const char *text, size_t *n_p, size_t **tile_p, double **sec_p)
+{
+    size_t cap = 1;
+    for (const char *c = text; *c; c++)
+        cap += *c == ',';
+    size_t *tile = malloc(cap * sizeof *tile), n = 0;
+    double *sec = malloc(cap * sizeof *sec);
+    const char *at = text;
+    int ok = tile != NULL && sec != NULL;
+    while (ok && *at != '\0') {
+        char *end;
+        errno = 0;
+        unsigned long long t = strtoull(at, &end, 10);
+        ok = errno == 0 && end != at && *end == ':' && t > 0 && (n == 0 || t > tile[n - 1]);
+        if (ok) {
+            at = end + 1;
+            sec[n] = strtod(at, &end);
+            ok = end != at && sec[n] > 0 && (*end == ',' || *end == '\0');
+            tile[n++] = (size_t)t;
+            at = *end == ',' ? end + 1 : end;
+        }
+    }
+    if (!ok || n == 0) {
+        free(tile);
+        free(sec);
+        return 0;
+    }
+    *n_p = n;
+    *tile_p = tile;
+    *sec_p = sec;
+    return 1;
+}
+
+int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
+{
+    *p = (blas_profile_t){0};
+    FILE *f = path[0] != '\0' ? fopen(path, "r") : NULL;
+    if (f == NULL)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int links = 0, bad = 0;
+    for (unsigned number = 1; !bad && getline(&line, &cap, f) >= 0; number++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        char *fld[8];
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        unsigned n = split_tabs(line, fld, 8);
+        if (n < 4 || strcmp(fld[0], device) != 0)
+            continue;
+        if (strcmp(fld[1], "link") == 0 && (strcmp(fld[2], "h2d") == 0 || strcmp(fld[2], "d2h") == 0)) {
+            blas_link_t *l = fld[2][0] == 'h' ? &p->machine.h2d : &p->machine.d2h;
+            bad = !parse_link(fld, n, l);
+            links |= fld[2][0] == 'h' ? 1 : 2;
+        } else if (strcmp(fld[1], "kernel") == 0 && n == 4) {
+            unsigned r = 0;
+            while (r < BLAS_ROUTINES && strcmp(fld[2], blas_routine_names[r]) != 0)
+                r++;
+            size_t count, *tile;
+            double *sec;
+            bad = r == BLAS_ROUTINES || !parse_kernels(fld[3], &count, &tile, &sec);
+            if (!bad) {
+                free(p->tile[r]);
+                free(p->seconds[r]);
+                p->n[r] = count;
+                p->tile[r] = tile;
+                p->seconds[r] = sec;
+            }
+        } else {
+            bad = 1;
+        }
+        if (bad)
+            grain_fail(GRAIN_ERR_CONFIG, "blas: %s, line %u: not a line of a BLAS profile (link h2d|d2h t_i t_b sl, "
+                       "or kernel <routine> T:seconds,...): deploy again (grain_blas_deploy)", path, number);
+    }
+    free(line);
+    fclose(f);
+    p->have_links = links == 3;
+    int kernels = 0;
+    for (unsigned r = 0; r < BLAS_ROUTINES; r++)
+        kernels |= p->n[r] > 0;
+    if (bad || !p->have_links || !kernels) {
+        blas_profile_free(p);
+        return bad ? -1 : 0;
+    }
+    return 1;
+}
+
+grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, const char *device)
+{
+    char tmp[4200], *line = NULL;
+    size_t cap = 0;
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    FILE *in = fopen(path, "r"), *out = NULL;
+    if (grain_cache_mkdirs(path) != 0 || (out = fopen(tmp, "w")) == NULL) {
+        grain_status_t st = grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path,
+                                       strerror(errno));
+        if (in != NULL)
+            fclose(in);
+        return st;
+    }
+    size_t dlen = strlen(device);
+    if (in == NULL)
+        fprintf(out, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional slowdown) and "
+                     "kernel seconds by tile\n");
+    while (in != NULL && getline(&line, &cap, in) >= 0)
+        if (strncmp(line, device, dlen) != 0 || line[dlen] != '\t')
+            fputs(line, out);
+    free(line);
+    if (in != NULL)
+        fclose(in);
+    const blas_link_t *l[2] = {&p->machine.h2d, &p->machine.d2h};
+    for (int d = 0; d < 2; d++)
+        fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", device, d ? "d2h" : "h2d", l[d]->t_i, l[d]->t_b, l[d]->sl);
+    for (unsigned r = 0; r < BLAS_ROUTINES; r++) {
+        if (p->n[r] == 0)
+            continue;
+        fprintf(out, "%s\tkernel\t%s\t", device, blas_routine_names[r]);
+        for (size_t i = 0; i < p->n[r]; i++)
+            fprintf(out, "%s%zu:%.6g", i ? "," : "", p->tile[r][i], p->seconds[r][i]);
+        fprintf(out, "\n");
+    }
+    if (fclose(out) != 0 || rename(tmp, path) != 0) {
+        grain_status_t st = grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path,
+                                       strerror(errno));
+        unlink(tmp);
+        return st;
+    }
+    return GRAIN_OK;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the tiled BLAS's files share (blas_run.c, blas_deploy.c): the
+ * rank's BLAS state (kernels, the device's profile, the selection cache),
+ * where an operand lives, and one tile kernel on device buffers.
+ */
+#ifndef GRAIN_RUNTIME_BLAS_BLAS_RUN_H
+#define GRAIN_RUNTIME_BLAS_BLAS_RUN_H
+
+#include <stddef.h>
+
+#include "grain/grain.h"
+#include "runtime/blas/blas_profile.h"
+#include "runtime/blas/blas_select.h"
+
+/* Whether rows x cols elements of `es` bytes from p (`ld` apart) lie in the
+ * symmetric heap, where kernels reach them. */
+int blas_in_heap_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es);
+static inline int blas_in_heap(grain_t *g, const void *p, size_t rows, size_t cols, size_t es)
+{
+    return blas_in_heap_ld(g, p, rows, cols, rows, es);
+}
+
+/* Whether a BLAS transpose letter ('T', 'C', either case) transposes. */
+static inline int blas_transposed(char t)
+{
+    return t == 'T' || t == 't' || t == 'C' || t == 'c';
+}
+
+/* One kernel of `routine` on a tile of t (t x t for gemm: C += A B) on
+ * device buffers of that size, without waiting: what deployment times. */
+grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c);
+
+/* The device's profile, read from `path` at the first need (NULL: none
+ * there); the one a deployment measured, whose arrays it takes. */
+const blas_profile_t *blas_profile_of(grain_t *g, const char *path);
+void blas_use_profile(grain_t *g, blas_profile_t *p);
+/* The profile's path: `given`, else GRAIN_BLAS_PROFILE's; "" for none. */
+void blas_profile_path(const grain_t *g, const char *given, char *out, size_t size);
+/* The selection cache (NULL without memory). */
+blas_cache_t *blas_cache_of(grain_t *g);
+
+#endif
