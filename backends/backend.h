@@ -45,6 +45,8 @@ typedef struct grain_backend_info {
     /* How host threads and kernels share memory with atomics (the queue, and
      * the heap with GRAIN_APPLY=host), and the device code's dialect. */
     char shared_memory[256];
+    /* The vendor BLAS behind gemm_tile ("CLBlast 1.5"), or "" without one. */
+    char blas[64];
 } grain_backend_info_t;
 
 typedef struct grain_backend_ops {
@@ -151,6 +153,15 @@ typedef struct grain_backend_ops {
      * not yet finished, unless the configuration fixes the room
      * (GRAIN_LAUNCH_PENDING).  Only where info.no_device_launch is empty. */
     grain_status_t (*reserve_launches)(grain_backend_t *backend, size_t pending);
+    /* Optional (info.blas names it): one gemm tile by the vendor's BLAS, on
+     * memory kernels reach, in order with launch's kernels and counted by
+     * busy and synchronize as theirs: C (m x n, ldc) = alpha op(A) op(B) +
+     * beta C, op transposing where ta or tb, k > 0, es 8 (double) or 4
+     * (float); alpha and beta point to values of es bytes.  Unlike the
+     * reference BLAS it may read C where beta is 0. */
+    grain_status_t (*gemm_tile)(grain_backend_t *backend, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
+                                const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
+                                const void *beta, void *c, size_t ldc);
 } grain_backend_ops_t;
 
 #define GRAIN_PEER_HANDLE_BYTES 128u

@@ -215,10 +215,7 @@ struct grain *grain_program_grain(const grain_program_t *program);
 
 /* Launches a runtime kernel on the backend's side stream (runtime/messages/apply.c). */
 grain_status_t grain_kernel_launch_side(grain_kernel_t *k, size_t global, size_t local, uint64_t *n_p);
-/* A kernel on the application's stream, counted as the application's
- * (grain_launch's path after its checks; the tiled BLAS's tiles). */
-grain_status_t grain_launch_app(struct grain *g, grain_bkernel_t *bk, unsigned dims, const size_t *global,
-                                const size_t *local);
+
 /* Launches a runtime kernel on the backend's agent stream (the device agent). */
 grain_status_t grain_kernel_launch_agent(grain_kernel_t *k, size_t global, size_t local);
 

@@ -255,26 +255,19 @@ grain_status_t grain_launch(grain_kernel_t *k, unsigned dims, const size_t *glob
                           "ring has %u (GRAIN_QUEUE_SLOTS): raise GRAIN_QUEUE_SLOTS or the sub-group width, "
                           "or launch smaller work-groups",
                           k->name, subgroup_width(g), segments, wg, (unsigned)g->queue.desc.geom.nslots);
-    if (!g->kernels_in_flight)
-        g->epoch_start_ns = grain_now_ns();
-    grain_status_t st = grain_launch_app(g, k->bkernel, dims, global, chosen);
-    if (st == GRAIN_OK)
-        g->kernels_in_flight = 1;
-    return st;
-}
-
-grain_status_t grain_launch_app(grain_t *g, grain_bkernel_t *bk, unsigned dims, const size_t *global,
-                                const size_t *local)
-{
     /* Counted before the launch: an apply kernel that sees the count
      * unchanged and the device busy on both sides of its run ran beside
      * the same kernels (runtime/messages/apply.c). */
     atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
+    if (!g->kernels_in_flight)
+        g->epoch_start_ns = grain_now_ns();
     struct grain_applier *applier = atomic_load_explicit(&g->applier, memory_order_acquire);
     grain_status_t st = applier != NULL ? grain_applier_before_launch(applier) : GRAIN_OK;
     if (st == GRAIN_OK)
-        st = g->bops->launch(bk, dims, global, local);
+        st = g->bops->launch(k->bkernel, dims, global, chosen);
     if (applier != NULL)
         grain_applier_after_launch(applier);
+    if (st == GRAIN_OK)
+        g->kernels_in_flight = 1;
     return st;
 }

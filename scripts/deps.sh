@@ -12,7 +12,7 @@
 #                             reads
 # The CUDA backend is built when a CUDA toolkit is installed (/usr/local/cuda).
 grain_run_packages="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
-libopenmpi-dev openmpi-bin"
+libopenmpi-dev openmpi-bin libclblast-dev"
 grain_test_packages="$grain_run_packages clinfo libcmocka-dev python3 python3-numpy python3-matplotlib hipcc libamdhip64-dev
 clang libclang-rt-14-dev libibverbs-dev python3-networkx python3-scipy python3-sklearn jellyfish velvet-example xz-utils"
 

@@ -236,6 +236,9 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("TRANSFER_AGENT", c->transfer_agent, grain_agent_names);
     if (st == GRAIN_OK)
         st = check_choice("SCHED", c->sched, grain_sched_mode_names);
+    static const char *const blas_kernels[] = {"auto", "grain", "vendor", NULL};
+    if (st == GRAIN_OK)
+        st = check_choice("BLAS_KERNELS", c->blas_kernels, blas_kernels);
     return st;
 }
 

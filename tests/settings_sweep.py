@@ -52,6 +52,7 @@ WORDS = {
     "sched": ["async", "sync", "serial", "eager"],
     "sched_profile": ["", "none"],
     "blas_profile": ["", "none"],
+    "blas_kernels": ["auto", "grain", "vendor", "fast"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }

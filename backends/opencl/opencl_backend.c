@@ -13,6 +13,9 @@
  */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#ifdef GRAIN_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -413,6 +416,9 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
              "fine-grained buffer SVM with SVM atomics%s, 64-bit atomics; device code as OpenCL C %s",
              svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM ? ", fine-grained system SVM" : "", b->cl_std + 2);
     b->info.peer_host_access = 1;
+#ifdef GRAIN_HAVE_CLBLAST
+    snprintf(b->info.blas, sizeof b->info.blas, "CLBlast");
+#endif
     if (!b->info.cpu_device && !(svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM))
         snprintf(b->no_peer, sizeof b->no_peer,
                  "opencl: \"%.160s\" cannot address memory another process maps (it is no CPU device and "
@@ -855,6 +861,53 @@ static grain_status_t ocl_reserve_launches(grain_backend_t *b, size_t pending)
     return GRAIN_OK;
 }
 
+#ifdef GRAIN_HAVE_CLBLAST
+/* A buffer over `bytes` of the SVM memory at p (OpenCL 2.0: a buffer made
+ * with CL_MEM_USE_HOST_PTR from SVM memory uses it), which CLBlast takes;
+ * the command that uses it keeps it while it runs. */
+static cl_mem svm_buffer(grain_backend_t *b, const void *p, size_t bytes, cl_int *err)
+{
+    return clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, (void *)p, err);
+}
+
+static grain_status_t ocl_gemm_tile(grain_backend_t *b, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
+                                    const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
+                                    const void *beta, void *c, size_t ldc)
+{
+    size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+    cl_int err[3] = {CL_SUCCESS, CL_SUCCESS, CL_SUCCESS};
+    cl_mem ba = svm_buffer(b, a, ((a_cols - 1) * lda + a_rows) * es, &err[0]);
+    cl_mem bb = svm_buffer(b, bm, ((b_cols - 1) * ldb + b_rows) * es, &err[1]);
+    cl_mem bc = svm_buffer(b, c, ((n - 1) * ldc + m) * es, &err[2]);
+    CLBlastTranspose oa = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose ob = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastStatusCode code = CLBlastSuccess;
+    cl_event event = NULL;
+    if (err[0] == CL_SUCCESS && err[1] == CL_SUCCESS && err[2] == CL_SUCCESS)
+        code = es == 8 ? CLBlastDgemm(CLBlastLayoutColMajor, oa, ob, m, n, k, *(const double *)alpha, ba, 0, lda, bb, 0,
+                                      ldb, *(const double *)beta, bc, 0, ldc, &b->queue, &event)
+                       : CLBlastSgemm(CLBlastLayoutColMajor, oa, ob, m, n, k, *(const float *)alpha, ba, 0, lda, bb, 0,
+                                      ldb, *(const float *)beta, bc, 0, ldc, &b->queue, &event);
+    for (int i = 0; i < 3; i++) {
+        cl_mem buf = i == 0 ? ba : i == 1 ? bb : bc;
+        if (buf != NULL)
+            clReleaseMemObject(buf);
+    }
+    if (err[0] != CL_SUCCESS || err[1] != CL_SUCCESS || err[2] != CL_SUCCESS)
+        return grain_fail(GRAIN_ERR_BACKEND, "opencl: clCreateBuffer over SVM memory for CLBlast failed: %s",
+                          cl_error_name(err[0] != CL_SUCCESS ? err[0] : err[1] != CL_SUCCESS ? err[1] : err[2]));
+    if (code != CLBlastSuccess)
+        return grain_fail(GRAIN_ERR_BACKEND, "opencl: CLBlast %cgemm of %zu x %zu x %zu failed (status %d)",
+                          es == 8 ? 'd' : 's', m, n, k, (int)code);
+    pthread_mutex_lock(&b->lock);
+    if (b->last_launch != NULL)
+        clReleaseEvent(b->last_launch);
+    b->last_launch = event;
+    pthread_mutex_unlock(&b->lock);
+    return GRAIN_OK;
+}
+#endif
+
 const grain_backend_ops_t grain_opencl_ops = {
     .size = sizeof(grain_backend_ops_t),
     .name = "opencl",
@@ -890,4 +943,7 @@ const grain_backend_ops_t grain_opencl_ops = {
     .unmap_peer = ocl_free_peer,
     .seal_peer = ocl_seal_peer,
     .reserve_launches = ocl_reserve_launches,
+#ifdef GRAIN_HAVE_CLBLAST
+    .gemm_tile = ocl_gemm_tile,
+#endif
 };

@@ -11,6 +11,7 @@
  * backend's synchronous ones, so that copy, kernel and copy do not overlap
  * yet; the lanes come with the tile scheduler.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
     int profile_read;      /* the profile was looked for */
+    int told;              /* the info log said which kernels compute gemm tiles */
     blas_profile_t profile; /* this device's, or none (no routine has kernels) */
     blas_cache_t cache;
 };
@@ -138,11 +140,44 @@ static void unpack(unsigned char *dst, size_t ld, const unsigned char *src, size
         memcpy(dst + c * ld * es, src + c * rows * es, rows * es);
 }
 
-/* One gemm tile kernel: c (m x n, ldc) = alpha op(a) op(b) + beta c. */
-static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, void *c, uint64_t ldc, const void *a,
-                                  uint64_t lda, uint64_t ta, const void *b, uint64_t ldb, uint64_t tb, uint64_t m,
-                                  uint64_t n, uint64_t k, const void *alpha, const void *beta)
+/* A tile kernel on the application's stream, counted as the application's
+ * kernels are (the apply kernels' overlap statistics); it sends nothing,
+ * so the resident apply agent is not started for it. */
+static grain_status_t launch_tile(grain_t *g, grain_bkernel_t *bk, size_t global)
 {
+    size_t local = local_size(g, global);
+    atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
+    return g->bops->launch(bk, 1, &global, &local);
+}
+
+/* Whether gemm tiles go to the backend's vendor BLAS (GRAIN_BLAS_KERNELS);
+ * GRAIN_ERR_UNSUPPORTED where "vendor" asks for one the backend lacks. */
+static grain_status_t vendor_of(grain_t *g, int *vendor_p)
+{
+    const char *want = g->config.blas_kernels;
+    *vendor_p = g->bops->gemm_tile != NULL && strcmp(want, "grain") != 0;
+    if (!*vendor_p && strcmp(want, "vendor") == 0)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "GRAIN_BLAS_KERNELS=vendor: the %s backend has no vendor BLAS here "
+                          "(CLBlast serves OpenCL where libclblast-dev is installed)", g->bops->name);
+    struct grain_blas_state *b = state(g);
+    if (b != NULL && !b->told) {
+        b->told = 1;
+        grain_info("blas: gemm tiles by %s", *vendor_p ? g->binfo.blas : "grain's kernels");
+    }
+    return GRAIN_OK;
+}
+
+/* One gemm tile: c (m x n, ldc) = alpha op(a) op(b) + beta c, by the vendor's
+ * BLAS when `vendor` (k > 0; it may read c where beta is 0), else by grain's
+ * kernel. */
+static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, int vendor, void *c, uint64_t ldc,
+                                  const void *a, uint64_t lda, uint64_t ta, const void *b, uint64_t ldb, uint64_t tb,
+                                  uint64_t m, uint64_t n, uint64_t k, const void *alpha, const void *beta)
+{
+    if (vendor && k > 0) {
+        atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed); /* as launch_tile counts */
+        return g->bops->gemm_tile(g->backend, es, (int)ta, (int)tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
     const void *values[] = {&ldc, &lda, &ta, &ldb, &tb, &m, &n, &k};
     static const unsigned at[] = {1, 3, 4, 6, 7, 8, 9, 10};
     grain_status_t st = g->bops->kernel_set_arg_ptr(bk, 0, c);
@@ -156,8 +191,7 @@ static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, vo
         st = g->bops->kernel_set_arg(bk, 11, es, alpha);
     if (st == GRAIN_OK)
         st = g->bops->kernel_set_arg(bk, 12, es, beta);
-    size_t global = (size_t)(m * n), local = local_size(g, global);
-    return st == GRAIN_OK ? grain_launch_app(g, bk, 1, &global, &local) : st;
+    return st == GRAIN_OK ? launch_tile(g, bk, (size_t)(m * n)) : st;
 }
 
 /* One axpy tile kernel: y (incy apart) += alpha x (incx apart), n of them. */
@@ -175,8 +209,7 @@ static grain_status_t launch_axpy(grain_t *g, grain_bkernel_t *bk, size_t es, vo
         st = g->bops->kernel_set_arg(bk, 4, 8, &n);
     if (st == GRAIN_OK)
         st = g->bops->kernel_set_arg(bk, 5, es, alpha);
-    size_t global = (size_t)n, local = local_size(g, global);
-    return st == GRAIN_OK ? grain_launch_app(g, bk, 1, &global, &local) : st;
+    return st == GRAIN_OK ? launch_tile(g, bk, (size_t)n) : st;
 }
 
 grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c)
@@ -189,8 +222,11 @@ grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, vo
     grain_status_t st = kernel(g, routine, &bk);
     if (st != GRAIN_OK)
         return st;
+    int vendor = 0;
     if (routine == BLAS_DGEMM || routine == BLAS_SGEMM)
-        return launch_gemm(g, bk, es, c, t, a, t, 0, b, t, 0, t, t, t, one, one);
+        return (st = vendor_of(g, &vendor)) != GRAIN_OK
+                   ? st
+                   : launch_gemm(g, bk, es, vendor, c, t, a, t, 0, b, t, 0, t, t, t, one, one);
     return launch_axpy(g, bk, es, b, 1, a, 1, t, one);
 }
 
@@ -262,8 +298,8 @@ static grain_status_t tile_of(grain_t *g, tiles_t *t, size_t index, unsigned cha
     return GRAIN_OK;
 }
 
-static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel_t *bk, tiles_t *ta, tiles_t *tb,
-                                 tiles_t *tc, unsigned char *staging)
+static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel_t *bk, int vendor, tiles_t *ta,
+                                 tiles_t *tb, tiles_t *tc, unsigned char *staging)
 {
     size_t T = p->tile, es = p->es, tile_bytes = T * T * es;
     size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T;
@@ -281,6 +317,8 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
                 if (!p->beta_zero) {
                     pack(staging, c_at, p->ldc, 0, ti, tj, es);
                     st = g->bops->copy(g->backend, c_tile, staging, ti * tj * es);
+                } else if (vendor) { /* a vendor BLAS may read C where beta is 0: none of it may be NaN */
+                    st = g->bops->zero(g->backend, c_tile, ti * tj * es);
                 }
             }
             for (size_t l = 0; l < (kt > 0 ? kt : 1) && st == GRAIN_OK; l++) {
@@ -295,8 +333,10 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
                                  es, &b, &ldb, &trb);
                 if (a == NULL) /* k == 0: the kernel reads neither */
                     a = b = c_tile;
+                /* C in the heap: grain's kernel computes its first step where beta is 0, never reading it. */
+                int by_vendor = vendor && !(l == 0 && p->beta_zero && tc->resident);
                 if (st == GRAIN_OK)
-                    st = launch_gemm(g, bk, es, c_tile, ldc, a, lda, tra, b, ldb, trb, m, n, k, p->alpha,
+                    st = launch_gemm(g, bk, es, by_vendor, c_tile, ldc, a, lda, tra, b, ldb, trb, m, n, k, p->alpha,
                                      l == 0 ? p->beta : p->one);
             }
             if (st == GRAIN_OK && !tc->resident && (st = g->bops->synchronize(g->backend)) == GRAIN_OK &&
@@ -362,7 +402,10 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     size_t T = p->tile, tile_bytes = T * T * es;
     size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
     grain_bkernel_t *bk = NULL;
-    grain_status_t st = kernel(g, es == 8 ? BLAS_DGEMM : BLAS_SGEMM, &bk);
+    int vendor = 0;
+    grain_status_t st = vendor_of(g, &vendor);
+    if (st == GRAIN_OK)
+        st = kernel(g, es == 8 ? BLAS_DGEMM : BLAS_SGEMM, &bk);
     tiles_t ta_ = {0}, tb_ = {0}, tc_ = {0};
     unsigned char *staging = NULL;
     int reads = p->k > 0 && !p->alpha_zero;
@@ -377,7 +420,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     if (st == GRAIN_OK)
         st = g->bops->alloc_shared(g->backend, tile_bytes, (void **)&staging);
     if (st == GRAIN_OK)
-        st = gemm_tiles(g, p, bk, &ta_, &tb_, &tc_, staging);
+        st = gemm_tiles(g, p, bk, vendor, &ta_, &tb_, &tc_, staging);
     grain_status_t done = g->bops->synchronize(g->backend);
     st = st != GRAIN_OK ? st : done;
     if (staging != NULL)
