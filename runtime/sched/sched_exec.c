@@ -228,7 +228,7 @@ grain_status_t sched_add(grain_sched_t *s, sched_elem_t *proto, const sched_arg_
     const uint32_t *parents;
     size_t n_parents;
     st = copies == NULL ? grain_fail(GRAIN_ERR_NO_MEMORY, "sched: no memory for an element")
-                                       : sched_dag_add(s->dag, args, n_args, &e, &parents, &n_parents);
+                        : sched_dag_add(s->dag, args, n_args, &e, &parents, &n_parents);
     uint32_t *waits = st == GRAIN_OK ? malloc((n_parents + n_args * 2 + 1) * sizeof *waits) : NULL;
     if (st != GRAIN_OK || waits == NULL) {
         free(copies);
