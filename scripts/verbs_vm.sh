@@ -4,7 +4,7 @@
 # Soft-RoCE (rdma_rxe) on its loopback, for machines whose own kernel has no
 # rdma_rxe (containers, most CI).  The checkout is shared with the VM at the
 # same path, so a build made here runs there if it links only what the VM
-# has (OpenCL, Open MPI, libibverbs: no CUDA or HIP).
+# has (OpenCL, Open MPI, libibverbs: no CUDA, HIP or CLBlast).
 #   scripts/verbs_vm.sh                the verbs tests, built here into build-vm/ without the GPU backends
 #   scripts/verbs_vm.sh COMMAND...     any command, from the top of the checkout
 # Exits with the command's status; 77 (skipped) when the VM cannot be made or
@@ -19,7 +19,8 @@ dir=${GRAIN_VM_DIR:-/var/tmp/grain-verbs-vm}
 accel=${GRAIN_VM_ACCEL:-tcg}
 timeout_s=${GRAIN_VM_TIMEOUT:-1200}
 if [ $# -eq 0 ]; then
-    cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF >/dev/null
+    cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF \
+        -DGRAIN_WITH_CLBLAST=OFF >/dev/null
     cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks fetch test_verbs_proto >/dev/null
     set -- ctest --test-dir "$repo/build-vm" -R verbs --output-on-failure --timeout 600
 fi
