@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void grain_cache_path(const char *setting, const char *name, char *out, size_t size)
 {
@@ -33,6 +34,56 @@ int grain_cache_mkdirs(const char *path)
         if (mkdir(dir, 0755) != 0 && errno != EEXIST)
             return -1;
         *slash = '/';
+    }
+    return 0;
+}
+
+unsigned grain_cache_fields(char *line, char **fields, unsigned max)
+{
+    unsigned n = 0;
+    for (char *at = line; n < max; n++) {
+        fields[n] = at;
+        at = strchr(at, '\t');
+        if (at == NULL)
+            return n + 1;
+        *at++ = '\0';
+    }
+    return n;
+}
+
+int grain_cache_rewrite(const char *path, const char *header, int (*keep)(const char *line, void *arg),
+                        void (*append)(FILE *out, void *arg), void *arg)
+{
+    char tmp[4200], *line = NULL;
+    size_t cap = 0;
+    if (snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    FILE *in = fopen(path, "r"), *out = NULL;
+    if (grain_cache_mkdirs(path) != 0 || (out = fopen(tmp, "w")) == NULL) {
+        int saved = errno;
+        if (in != NULL)
+            fclose(in);
+        errno = saved;
+        return -1;
+    }
+    if (in == NULL)
+        fprintf(out, "%s\n", header);
+    while (in != NULL && getline(&line, &cap, in) >= 0) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (keep(line, arg))
+            fprintf(out, "%s\n", line);
+    }
+    free(line);
+    if (in != NULL)
+        fclose(in);
+    append(out, arg);
+    if (fclose(out) != 0 || rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        errno = saved;
+        return -1;
     }
     return 0;
 }

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "services/cache_path.h"
 #include "services/log.h"
@@ -24,18 +23,6 @@ void blas_profile_free(blas_profile_t *p)
 blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine)
 {
     return (blas_lookup_t){p->n[routine], p->tile[routine], p->seconds[routine]};
-}
-
-static unsigned split_tabs(char *line, char **fields, unsigned max)
-{
-    unsigned n = 0;
-    for (char *at = line; n < max; n++) {
-        fields[n] = at;
-        if ((at = strchr(at, '\t')) == NULL)
-            return n + 1;
-        *at++ = '\0';
-    }
-    return n;
 }
 
 static int parse_link(char **f, unsigned n, blas_link_t *l)
@@ -97,7 +84,7 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
         char *fld[8];
         if (line[0] == '#' || line[0] == '\0')
             continue;
-        unsigned n = split_tabs(line, fld, 8);
+        unsigned n = grain_cache_fields(line, fld, 8);
         if (n < 4 || strcmp(fld[0], device) != 0)
             continue;
         if (strcmp(fld[1], "link") == 0 && (strcmp(fld[2], "h2d") == 0 || strcmp(fld[2], "d2h") == 0)) {
@@ -138,45 +125,43 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
     return 1;
 }
 
-grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, const char *device)
+typedef struct rewrite {
+    const blas_profile_t *p;
+    const char *device;
+} rewrite_t;
+
+/* The other devices' lines stay; this device's are written anew. */
+static int keep_line(const char *line, void *arg)
 {
-    char tmp[4200], *line = NULL;
-    size_t cap = 0;
-    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-    FILE *in = fopen(path, "r"), *out = NULL;
-    if (grain_cache_mkdirs(path) != 0 || (out = fopen(tmp, "w")) == NULL) {
-        grain_status_t st = grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path,
-                                       strerror(errno));
-        if (in != NULL)
-            fclose(in);
-        return st;
-    }
-    size_t dlen = strlen(device);
-    if (in == NULL)
-        fprintf(out, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional slowdown) and "
-                     "kernel seconds by tile\n");
-    while (in != NULL && getline(&line, &cap, in) >= 0)
-        if (strncmp(line, device, dlen) != 0 || line[dlen] != '\t')
-            fputs(line, out);
-    free(line);
-    if (in != NULL)
-        fclose(in);
+    const rewrite_t *r = arg;
+    size_t dlen = strlen(r->device);
+    return strncmp(line, r->device, dlen) != 0 || line[dlen] != '\t';
+}
+
+static void append_device(FILE *out, void *arg)
+{
+    const rewrite_t *r = arg;
+    const blas_profile_t *p = r->p;
     const blas_link_t *l[2] = {&p->machine.h2d, &p->machine.d2h};
     for (int d = 0; d < 2; d++)
-        fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", device, d ? "d2h" : "h2d", l[d]->t_i, l[d]->t_b, l[d]->sl);
-    for (unsigned r = 0; r < BLAS_ROUTINES; r++) {
-        if (p->n[r] == 0)
+        fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", r->device, d ? "d2h" : "h2d", l[d]->t_i, l[d]->t_b,
+                l[d]->sl);
+    for (unsigned k = 0; k < BLAS_ROUTINES; k++) {
+        if (p->n[k] == 0)
             continue;
-        fprintf(out, "%s\tkernel\t%s\t", device, blas_routine_names[r]);
-        for (size_t i = 0; i < p->n[r]; i++)
-            fprintf(out, "%s%zu:%.6g", i ? "," : "", p->tile[r][i], p->seconds[r][i]);
+        fprintf(out, "%s\tkernel\t%s\t", r->device, blas_routine_names[k]);
+        for (size_t i = 0; i < p->n[k]; i++)
+            fprintf(out, "%s%zu:%.6g", i ? "," : "", p->tile[k][i], p->seconds[k][i]);
         fprintf(out, "\n");
     }
-    if (fclose(out) != 0 || rename(tmp, path) != 0) {
-        grain_status_t st = grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path,
-                                       strerror(errno));
-        unlink(tmp);
-        return st;
-    }
+}
+
+grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, const char *device)
+{
+    rewrite_t r = {p, device};
+    if (grain_cache_rewrite(path, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional "
+                                  "slowdown) and kernel seconds by tile",
+                            keep_line, append_device, &r) != 0)
+        return grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path, strerror(errno));
     return GRAIN_OK;
 }

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "runtime/grain_impl.h"
 #include "runtime/sched/sched_exec.h"
@@ -147,44 +146,42 @@ static int profile_read(grain_sched_t *s, const char *path)
     return 1;
 }
 
-/* Rewrites the profile with s->bw as the line for these devices: the others
- * kept, through a new file renamed over the old, so that a reader never
- * sees half of one. */
+/* The profile's rewrite: the other lines kept, a damaged one of these
+ * devices too (for a person to see), a good one replaced by s->bw. */
+typedef struct rewrite {
+    const grain_sched_t *s;
+    char key[2048];
+    double *scratch;
+} rewrite_t;
+
+static int keep_line(const char *line, void *arg)
+{
+    rewrite_t *r = arg;
+    return parse_line(line, r->key, (size_t)r->s->n_dev + 1, r->scratch) <= 0;
+}
+
+static void append_matrix(FILE *out, void *arg)
+{
+    const rewrite_t *r = arg;
+    size_t n = (size_t)r->s->n_dev + 1;
+    fprintf(out, "%s\t", r->key);
+    for (size_t i = 0; i < n * n; i++)
+        fprintf(out, "%s%.6g", i > 0 ? "," : "", r->s->bw[i]);
+    fprintf(out, "\n");
+}
+
 static void profile_write(grain_sched_t *s, const char *path)
 {
-    size_t n = (size_t)s->n_dev + 1, cap = 0;
-    char key[2048], tmp[4200], *line = NULL;
-    profile_key(s, key, sizeof key);
-    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-    FILE *in = fopen(path, "r"), *out = NULL;
-    if (grain_cache_mkdirs(path) != 0 || (out = fopen(tmp, "w")) == NULL) {
+    size_t n = (size_t)s->n_dev + 1;
+    rewrite_t r = {.s = s, .scratch = calloc(n * n, sizeof(double))};
+    profile_key(s, r.key, sizeof r.key);
+    if (r.scratch == NULL ||
+        grain_cache_rewrite(path, "# grain's task scheduler: bandwidth matrices, bytes a second from row to column "
+                                  "(host, then the devices)",
+                            keep_line, append_matrix, &r) != 0)
         grain_warn("sched: cannot write the bandwidth profile %s (%s): it will be measured again", path,
-                   strerror(errno));
-        if (in != NULL)
-            fclose(in);
-        return;
-    }
-    double *scratch = calloc(n * n, sizeof *scratch);
-    if (in == NULL)
-        fprintf(out, "# grain's task scheduler: bandwidth matrices, bytes a second from row to column "
-                     "(host, then the devices)\n");
-    while (in != NULL && scratch != NULL && getline(&line, &cap, in) >= 0) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (parse_line(line, key, n, scratch) <= 0) /* another's, or a damaged one of ours for a person to see */
-            fprintf(out, "%s\n", line);
-    }
-    free(line);
-    free(scratch);
-    if (in != NULL)
-        fclose(in);
-    fprintf(out, "%s\t", key);
-    for (size_t i = 0; i < n * n; i++)
-        fprintf(out, "%s%.6g", i > 0 ? "," : "", s->bw[i]);
-    fprintf(out, "\n");
-    if (fclose(out) != 0 || rename(tmp, path) != 0) {
-        grain_warn("sched: cannot write the bandwidth profile %s (%s)", path, strerror(errno));
-        unlink(tmp);
-    }
+                   r.scratch == NULL ? "no memory" : strerror(errno));
+    free(r.scratch);
 }
 
 grain_status_t sched_load_bandwidth(grain_sched_t *s, int measure)

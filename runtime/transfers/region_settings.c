@@ -68,20 +68,6 @@ static void profile_path(const grain_t *g, char *out, size_t size)
     grain_cache_path(g->config.transfer_profile, "transfer-profile.tsv", out, size);
 }
 
-/* Splits `line` at tabs into up to `max` fields; returns how many. */
-static unsigned split_tabs(char *line, char **fields, unsigned max)
-{
-    unsigned n = 0;
-    for (char *at = line; n < max; n++) {
-        fields[n] = at;
-        at = strchr(at, '\t');
-        if (at == NULL)
-            return n + 1;
-        *at++ = '\0';
-    }
-    return n;
-}
-
 static int parse_entry(char **f, profile_entry_t *e)
 {
     char *end;
@@ -121,7 +107,7 @@ static grain_status_t profile_lookup(grain_t *g, const char *name, profile_entry
             continue;
         char *fields[6];
         profile_entry_t entry;
-        if (split_tabs(line, fields, 6) < 5 || !parse_entry(fields, &entry))
+        if (grain_cache_fields(line, fields, 6) < 5 || !parse_entry(fields, &entry))
             st = grain_fail(GRAIN_ERR_CONFIG,
                             "transfer profile %s, line %u: expected device, app, agent (bulk, host, device, "
                             "launch, inline, ideal), chunk bytes (at least 8) and threads (1 to 1024), separated by "
