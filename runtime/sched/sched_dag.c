@@ -43,8 +43,7 @@ void sched_dag_destroy(sched_dag_t *dag)
     free(dag);
 }
 
-/* Room for `n` of `size` bytes in *p, which holds *cap. */
-static int reserve(void **p, size_t *cap, size_t n, size_t size)
+int sched_reserve(void **p, size_t *cap, size_t n, size_t size)
 {
     if (n <= *cap)
         return 1;
@@ -66,7 +65,7 @@ static int parent(sched_dag_t *dag, uint32_t e)
     for (size_t i = 0; i < dag->n_parents; i++) /* elements have few arguments */
         if (dag->parents[i] == e)
             return 1;
-    if (!reserve((void **)&dag->parents, &dag->cap_parents, dag->n_parents + 1, sizeof *dag->parents))
+    if (!sched_reserve((void **)&dag->parents, &dag->cap_parents, dag->n_parents + 1, sizeof *dag->parents))
         return 0;
     dag->parents[dag->n_parents++] = e;
     return 1;
@@ -91,7 +90,7 @@ grain_status_t sched_dag_add(sched_dag_t *dag, const sched_arg_t *args, size_t n
     size_t most = 0;
     for (size_t i = 0; i < n_args; i++)
         most = args[i].array + 1 > most ? args[i].array + 1 : most;
-    if (!reserve((void **)&dag->done, &dag->cap_elements, dag->n_elements + 1, 1))
+    if (!sched_reserve((void **)&dag->done, &dag->cap_elements, dag->n_elements + 1, 1))
         return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the scheduler's graph");
     if (most > dag->n_arrays) {
         array_state_t *grown = realloc(dag->arrays, most * sizeof *grown);
@@ -133,7 +132,7 @@ grain_status_t sched_dag_add(sched_dag_t *dag, const sched_arg_t *args, size_t n
                     s->readers[kept++] = s->readers[r];
             s->n_readers = kept;
         }
-        if (!reserve((void **)&s->readers, &s->cap_readers, s->n_readers + 1, sizeof *s->readers))
+        if (!sched_reserve((void **)&s->readers, &s->cap_readers, s->n_readers + 1, sizeof *s->readers))
             return grain_fail(GRAIN_ERR_NO_MEMORY, "no memory for the scheduler's graph");
         s->readers[s->n_readers++] = e;
     }

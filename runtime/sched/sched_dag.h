@@ -46,4 +46,8 @@ grain_status_t sched_dag_add(sched_dag_t *dag, const sched_arg_t *args, size_t n
 /* The element is done: later elements need not follow it. */
 void sched_dag_retire(sched_dag_t *dag, uint32_t element);
 
+/* Room for `n` items of `size` bytes in *p, which holds *cap (doubling);
+ * 0 without memory.  The executor's arrays grow the same way. */
+int sched_reserve(void **p, size_t *cap, size_t n, size_t size);
+
 #endif

@@ -192,25 +192,11 @@ static void settle(grain_sched_t *s, sched_elem_t *el, uint32_t e, grain_array_t
     }
 }
 
-/* Room for n + 1 items of `size` bytes in *p, which holds *cap. */
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 1;
-    size_t want = *cap ? 2 * *cap : 256;
-    void *grown = realloc(*p, want * size);
-    if (grown == NULL)
-        return 0;
-    *p = grown;
-    *cap = want;
-    return 1;
-}
-
 /* Room for one more element, live too. */
 static grain_status_t room(grain_sched_t *s)
 {
-    if (!grow((void **)&s->elems, &s->cap_elems, s->n_elems, sizeof *s->elems) ||
-        !grow((void **)&s->live, &s->cap_live, s->n_live, sizeof *s->live))
+    if (!sched_reserve((void **)&s->elems, &s->cap_elems, s->n_elems + 1, sizeof *s->elems) ||
+        !sched_reserve((void **)&s->live, &s->cap_live, s->n_live + 1, sizeof *s->live))
         return grain_fail(GRAIN_ERR_NO_MEMORY, "sched: no memory for %zu elements", s->n_elems + 1);
     return GRAIN_OK;
 }
