@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tiled BLAS's execution (grain/blas.h, docs/blas.md) on the rank's
- * backend, with grain's own tile kernels (blas_kernels.cl).  A host
+ * backend: gemm tiles by the backend's vendor BLAS where it has one
+ * (gemm_tile), else, and axpy's always, by grain's own tile kernels
+ * (blas_kernels.cl).  A host
  * operand is packed tile by tile into pinned staging memory and copied to
  * a device buffer that holds all its tiles, each copied once (full reuse,
  * CoCoPeLia eq. 5), op() applied while packing so that a packed tile is
@@ -18,7 +20,6 @@
 #include "grain/blas.h"
 #include "runtime/blas/blas_run.h"
 #include "runtime/grain_impl.h"
-#include "services/cache_path.h"
 #include "services/log.h"
 
 extern const char grain_blas_kernels_source[];

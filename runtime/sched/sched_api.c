@@ -141,7 +141,7 @@ grain_status_t grain_sched_launch(grain_kernel_t *kernel, unsigned dims, const s
             arrays[n_arrays++] = k->args[i].array;
         }
     }
-    sched_elem_t proto = {.kind = ELEM_KERNEL, .name = sched_intern(s, k->name), .kernel = k, .dims = dims,
+    sched_elem_t proto = {.kind = ELEM_KERNEL, .name = k->interned, .kernel = k, .dims = dims,
                           .has_local = local != NULL, .n_args = k->n_args};
     for (unsigned d = 0; d < dims; d++) {
         proto.global[d] = global[d];

@@ -76,6 +76,7 @@ typedef struct sched_kernel {
     sched_program_t *program;
     grain_bkernel_t **per_device;
     char name[128]; /* its own: a kernel may outlive its scheduler */
+    const char *interned; /* the scheduler's copy, which its elements name (launches need a scheduler) */
     unsigned refs;  /* the application's and its launches not yet done */
     unsigned n_args;
     sched_argval_t args[SCHED_ARGS];

@@ -133,6 +133,7 @@ grain_status_t sched_kernel_create(sched_program_t *sp, const char *name, sched_
     }
     k->program = sp;
     snprintf(k->name, sizeof k->name, "%s", name);
+    k->interned = sched_intern(s, name);
     k->refs = 1;
     k->next = sp->kernels;
     sp->kernels = k;
