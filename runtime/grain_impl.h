@@ -66,6 +66,16 @@ typedef struct grain_aggregator {
     atomic_uint_fast64_t flush_ack; /* last flush epoch served (publishes drained_at_ns) */
 } grain_aggregator_t;
 
+/* What task schedulers count, in their own statistics and in their rank's. */
+enum {
+    GRAIN_SCHED_COUNT_ELEMENTS,
+    GRAIN_SCHED_COUNT_EDGES,
+    GRAIN_SCHED_COUNT_COPIES,
+    GRAIN_SCHED_COUNT_BYTES_COPIED,
+    GRAIN_SCHED_COUNT_KERNELS,
+    GRAIN_SCHED_COUNTS
+};
+
 struct grain {
     grain_config_t config;
     int my_pe, n_pes;
@@ -172,9 +182,9 @@ struct grain {
     uint64_t phase_ns[GRAIN_PHASE_COUNT];
 
     /* What the rank's task schedulers did, over all of them (grain/sched.h;
-     * statistics "sched"): elements, edges, copies, bytes copied, kernels;
-     * their owner thread alone writes them. */
-    uint64_t sched_counts[5];
+     * statistics "sched"), by GRAIN_SCHED_*; their owner thread alone
+     * writes them. */
+    uint64_t sched_counts[GRAIN_SCHED_COUNTS];
 
     /* The tiled BLAS's kernels, built at its first call (blas_run.c). */
     struct grain_blas_state *blas;

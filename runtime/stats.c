@@ -16,7 +16,7 @@ enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS,
     S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_APPLY_AGENTS, S_APPLY_AGENT_BUFFERS, S_BUSY_NS, S_WAIT_NS, S_SEND_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
-    S_RECV_THREAD_MAX_BUFFERS, S_SCHED0, S_PHASE0 = S_SCHED0 + 5,
+    S_RECV_THREAD_MAX_BUFFERS, S_SCHED0, S_PHASE0 = S_SCHED0 + GRAIN_SCHED_COUNTS,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
@@ -79,7 +79,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     r[S_RECV_THREAD_MAX_BUFFERS] = rs.max_buffers;
     for (unsigned i = 0; i < GRAIN_PHASE_COUNT; i++)
         r[S_PHASE0 + i] = g->phase_ns[i];
-    for (unsigned i = 0; i < 5; i++)
+    for (unsigned i = 0; i < GRAIN_SCHED_COUNTS; i++)
         r[S_SCHED0 + i] = g->sched_counts[i];
     if (g->applier != NULL) {
         grain_applier_stats_t as = grain_applier_stats(g->applier);
@@ -163,10 +163,12 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     json_array(out, "bytes_to", r + S_FIXED + n, n);
     json_array(out, "rejected_buffers_from", r + S_FIXED + 2 * n, n);
     json_array(out, "rejected_messages_from", r + S_FIXED + 3 * n, n);
+    const uint64_t *sc = r + S_SCHED0;
     fprintf(out, ",\"sched\":{\"elements\":%llu,\"edges\":%llu,\"copies\":%llu,\"bytes_copied\":%llu,"
                  "\"kernels\":%llu}",
-            (unsigned long long)r[S_SCHED0], (unsigned long long)r[S_SCHED0 + 1], (unsigned long long)r[S_SCHED0 + 2],
-            (unsigned long long)r[S_SCHED0 + 3], (unsigned long long)r[S_SCHED0 + 4]);
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS], (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES], (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED],
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
     const uint64_t *ph = r + S_PHASE0;
     double s = 1e-9 / (double)ranks;
     fprintf(out, ",\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
@@ -240,11 +242,14 @@ void grain_stats_print(grain_t *g, FILE *out)
         }
         for (size_t p = 0; p < n; p++) {
             const uint64_t *r = rows + p * width, *sc = r + S_SCHED0;
-            if (sc[0] > 0)
+            if (sc[GRAIN_SCHED_COUNT_ELEMENTS] > 0)
                 fprintf(out, "rank %zu: task scheduler: %llu elements, %llu edges, %llu kernels, %llu copies of "
                              "%llu bytes\n",
-                        p, (unsigned long long)sc[0], (unsigned long long)sc[1], (unsigned long long)sc[4],
-                        (unsigned long long)sc[2], (unsigned long long)sc[3]);
+                        p, (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS],
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS],
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES],
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED]);
             for (size_t q = 0; q < n; q++)
                 if (r[S_FIXED + 2 * n + q] > 0)
                     fprintf(out, "rank %zu rejected %llu buffers (%llu messages) from rank %zu\n", p,

@@ -174,7 +174,10 @@ grain_status_t grain_sched_wait(grain_sched_t *s)
 void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device)
 {
     grain_sched_stats_t *st = &s->stats;
-    uint64_t *mine[] = {&st->elements, &st->edges, &st->copies, &st->bytes_copied, &st->per_device[device]};
+    uint64_t *mine[GRAIN_SCHED_COUNTS] = {
+        [GRAIN_SCHED_COUNT_ELEMENTS] = &st->elements, [GRAIN_SCHED_COUNT_EDGES] = &st->edges,
+        [GRAIN_SCHED_COUNT_COPIES] = &st->copies,     [GRAIN_SCHED_COUNT_BYTES_COPIED] = &st->bytes_copied,
+        [GRAIN_SCHED_COUNT_KERNELS] = &st->per_device[device]};
     *mine[what] += n;
     s->grain->sched_counts[what] += n;
 }

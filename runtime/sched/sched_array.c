@@ -120,8 +120,8 @@ grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned locati
 
 static void copied(grain_sched_t *s, const grain_array_t *a)
 {
-    sched_count(s, SCHED_COPIES, 1, 0);
-    sched_count(s, SCHED_BYTES_COPIED, a->bytes, 0);
+    sched_count(s, GRAIN_SCHED_COUNT_COPIES, 1, 0);
+    sched_count(s, GRAIN_SCHED_COUNT_BYTES_COPIED, a->bytes, 0);
 }
 
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)

@@ -266,8 +266,8 @@ grain_status_t sched_add(grain_sched_t *s, sched_elem_t *proto, const sched_arg_
         seen[j]->users++;
     }
     s->live[s->n_live++] = e;
-    sched_count(s, SCHED_ELEMENTS, 1, 0);
-    sched_count(s, SCHED_EDGES, n_parents, 0);
+    sched_count(s, GRAIN_SCHED_COUNT_ELEMENTS, 1, 0);
+    sched_count(s, GRAIN_SCHED_COUNT_EDGES, n_parents, 0);
     *index_p = e;
     if (s->mode != GRAIN_SCHED_ASYNC)
         sched_wait_for(s, e);
@@ -342,7 +342,7 @@ static void submit(grain_sched_t *s, uint32_t e)
         else
             el->mark = ++dev->submitted;
         if (el->kind == ELEM_KERNEL)
-            sched_count(s, SCHED_KERNELS, 1, el->location - 1);
+            sched_count(s, GRAIN_SCHED_COUNT_KERNELS, 1, el->location - 1);
     }
     if (st != GRAIN_OK) {
         char why[512];

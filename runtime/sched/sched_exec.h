@@ -155,9 +155,8 @@ struct grain_sched {
     grain_sched_stats_t stats;
 };
 
-/* What the scheduler counts, in its own statistics and in its rank's
- * (grain_stats_json's "sched"). */
-enum { SCHED_ELEMENTS, SCHED_EDGES, SCHED_COPIES, SCHED_BYTES_COPIED, SCHED_KERNELS };
+/* Counts `n` of `what` (GRAIN_SCHED_*, grain_impl.h) in the scheduler's own
+ * statistics and in its rank's (grain_stats_json's "sched"). */
 void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device);
 
 /* sched_exec.c: an element added with `args` (arrays by the graph's index,
