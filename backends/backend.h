@@ -144,6 +144,12 @@ typedef struct grain_backend_ops {
     grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
     grain_status_t (*copy_mark)(grain_backend_t *backend, unsigned lane, uint64_t *n_p);
     int (*copy_done)(grain_backend_t *backend, unsigned lane, uint64_t n);
+    /* Optional, beside the lanes, for backends of one process on devices of
+     * one node (the task scheduler's): GRAIN_OK once copy_async on this
+     * backend's lanes may take `peer`'s device memory as source or
+     * destination, over the link between the devices; else why not
+     * (GRAIN_ERR_UNSUPPORTED), and such copies go through the host. */
+    grain_status_t (*reach_peer)(grain_backend_t *backend, grain_backend_t *peer);
     /* The agent stream: one kernel beside the application's and the apply
      * kernels (the device transfer agent, which polls until the producer
      * is done, so the device must run both at once). */

@@ -18,10 +18,11 @@ def app_error(stderr, app):
     return lines[-1] if lines else "no message"
 
 
-def run_app(cmd, app, timeout):
+def run_app(cmd, app, timeout, every=False):
     """Runs `cmd` (an mpirun line of `app` with --json); returns (report, "")
-    or (None, why it gave none).  Exit 1, a failed verification, still
-    reports."""
+    or (None, why it gave none); with `every`, the list of every report it
+    printed, a line each, in place of the last.  Exit 1, a failed
+    verification, still reports."""
     env = dict(os.environ)
     if os.geteuid() == 0:  # Open MPI refuses root unless told
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -34,6 +35,10 @@ def run_app(cmd, app, timeout):
     if p.returncode not in (0, 1):
         return None, f"exit {p.returncode}: " + app_error(p.stderr, app)
     try:
+        if every:
+            reports = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+            return (reports, "") if reports else (None, f"exit {p.returncode} without a JSON report: " +
+                                                  app_error(p.stderr, app))
         return json.loads(p.stdout.strip().splitlines()[-1]), ""
     except (IndexError, ValueError):
         return None, f"exit {p.returncode} without a JSON report: " + app_error(p.stderr, app)

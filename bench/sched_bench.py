@@ -40,6 +40,7 @@ TINY = {"vec": 4096, "bs": 2048, "ml": 512, "cg": 128, "mul": 256}
 
 
 def run(args, bench, size, mode, env, policy=None, partitions=None):
+    """Every report of one sched_bench (a policy each), or (None, why)."""
     cmd = shlex.split(args.mpirun) + ["-np", "1"]
     for k, v in env.items():
         cmd += ["-x", f"{k}={v}"]
@@ -49,14 +50,15 @@ def run(args, bench, size, mode, env, policy=None, partitions=None):
         cmd += ["--policy", policy]
     if partitions:
         cmd += ["--partitions", str(partitions)]
-    r, why = run_app(cmd, "sched_bench", args.timeout)
-    if r is not None:
+    reports, why = run_app(cmd, "sched_bench", args.timeout, every=True)
+    for r in reports or []:
         r["env"] = " ".join(f"{k}={v}" for k, v in env.items())
-    return r, why
+    return reports, why
 
 
 def grid(args):
-    """(label, bench, mode, env, policy, partitions) of every run."""
+    """(label, bench, mode, env, policy, partitions) of every run; the
+    policies side by side in one run, which builds the inputs once."""
     runs = []
     most = max(args.devices)
     for b in args.benches:
@@ -67,8 +69,7 @@ def grid(args):
         for d in args.devices:
             if d == 1:
                 continue
-            for p in POLICIES:
-                runs.append((f"{d} devices", b, "sched", {"GRAIN_SCHED_DEVICES": str(d)}, p, None))
+            runs.append((f"{d} devices", b, "sched", {"GRAIN_SCHED_DEVICES": str(d)}, ",".join(POLICIES), None))
     if "mul" in args.benches:
         for p in args.partitions:
             runs.append(("MUL by P", "mul", "sched", {"GRAIN_SCHED_DEVICES": str(most)}, "min-max-transfer-time", p))
@@ -150,6 +151,22 @@ def plot(rows, summary, path):
     print(f"sched_bench: wrote {path}")
 
 
+def save(rows, out):
+    """sched.json and sched.csv of the rows so far; returns their summary."""
+    summary = summarize(rows)
+    with open(os.path.join(out, "sched.json"), "w") as f:
+        json.dump({"rows": rows, "summary": summary}, f, indent=1)
+    with open(os.path.join(out, "sched.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "bench", "size", "partitions", "mode", "policy", "env", "devices", "backend", "device",
+                    "median_s", "copies", "bytes_copied", "bytes_peer", "streams_used"])
+        for r in rows:
+            w.writerow([r["label"], r["bench"], r["size"], r["partitions"], r["mode"], r["policy"], r["env"],
+                        r["devices"], r["backend"], r["device"], r["median_s"], r["copies"], r["bytes_copied"],
+                        r.get("bytes_peer", 0), r["streams_used"]])
+    return summary
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/bin")
@@ -177,30 +194,22 @@ def main():
         return 0
     require_built("sched_bench", args.bin, ["sched_bench"])
     sizes = TINY if args.tiny else SIZES
-    rows, failed = [], 0
+    rows, failed, summary = [], 0, summarize([])
     runs = grid(args)
     progress = Progress(len(runs))
     for label, bench, mode, env, policy, partitions in runs:
-        progress.start(f"{bench} {label} {policy or ''} {f'P={partitions}' if partitions else ''}".strip())
-        r, why = run(args, bench, sizes[bench], mode, env, policy, partitions)
-        if r is None or not r["verified"]:
+        progress.start(f"{bench} {label} {'all policies' if ',' in (policy or '') else policy or ''} "
+                       f"{f'P={partitions}' if partitions else ''}".strip())
+        reports, why = run(args, bench, sizes[bench], mode, env, policy, partitions)
+        if reports is None or not all(r["verified"] for r in reports):
             failed = 1
             progress.finish(why or "WRONG outputs")
             continue
-        r["label"] = label
-        rows.append(r)
-        progress.finish(f"{r['median_s'] * 1e3:.3f} ms")
-    summary = summarize(rows)
-    with open(path, "w") as f:
-        json.dump({"rows": rows, "summary": summary}, f, indent=1)
-    with open(os.path.join(args.out, "sched.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "bench", "size", "partitions", "mode", "policy", "env", "devices", "backend", "device",
-                    "median_s", "copies", "bytes_copied", "streams_used"])
-        for r in rows:
-            w.writerow([r["label"], r["bench"], r["size"], r["partitions"], r["mode"], r["policy"], r["env"],
-                        r["devices"], r["backend"], r["device"], r["median_s"], r["copies"], r["bytes_copied"],
-                        r["streams_used"]])
+        for r in reports:
+            r["label"] = label
+        rows += reports
+        progress.finish(", ".join(f"{r['median_s'] * 1e3:.3f} ms" for r in reports))
+        summary = save(rows, args.out)  # after every run: a long grid cut short keeps what it measured
     print(f"\n{'bench':<6} {'sched/hand (1 dev)':>19} {'sync/async':>11}  best speedup over hand")
     for b in summary["sched_over_hand_1dev"]:
         best = max(((by[b], f"{p}, {label}") for label, ps in summary["speedup_over_hand"].items()

@@ -165,10 +165,10 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     json_array(out, "rejected_messages_from", r + S_FIXED + 3 * n, n);
     const uint64_t *sc = r + S_SCHED0;
     fprintf(out, ",\"sched\":{\"elements\":%llu,\"edges\":%llu,\"copies\":%llu,\"bytes_copied\":%llu,"
-                 "\"kernels\":%llu}",
+                 "\"bytes_peer\":%llu,\"kernels\":%llu}",
             (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS], (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
             (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES], (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED],
-            (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER], (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
     const uint64_t *ph = r + S_PHASE0;
     double s = 1e-9 / (double)ranks;
     fprintf(out, ",\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
@@ -244,12 +244,13 @@ void grain_stats_print(grain_t *g, FILE *out)
             const uint64_t *r = rows + p * width, *sc = r + S_SCHED0;
             if (sc[GRAIN_SCHED_COUNT_ELEMENTS] > 0)
                 fprintf(out, "rank %zu: task scheduler: %llu elements, %llu edges, %llu kernels, %llu copies of "
-                             "%llu bytes\n",
+                             "%llu bytes (%llu between devices)\n",
                         p, (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS],
                         (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
                         (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS],
                         (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES],
-                        (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED]);
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED],
+                        (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER]);
             for (size_t q = 0; q < n; q++)
                 if (r[S_FIXED + 2 * n + q] > 0)
                     fprintf(out, "rank %zu rejected %llu buffers (%llu messages) from rank %zu\n", p,

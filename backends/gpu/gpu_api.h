@@ -89,6 +89,8 @@ typedef cudaIpcMemHandle_t gpu_ipc_handle_t;
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
 #define gpuDeviceGetByPCIBusId cudaDeviceGetByPCIBusId
 #define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define GPU_PEER_ALREADY_ENABLED cudaErrorPeerAccessAlreadyEnabled
 
 static inline gpu_err_t gpuIpcOpenMemHandle(void **p, gpu_ipc_handle_t h)
 {
@@ -257,6 +259,8 @@ typedef hipIpcMemHandle_t gpu_ipc_handle_t;
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
 #define gpuDeviceGetByPCIBusId hipDeviceGetByPCIBusId
 #define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define GPU_PEER_ALREADY_ENABLED hipErrorPeerAccessAlreadyEnabled
 
 static inline gpu_err_t gpuIpcOpenMemHandle(void **p, gpu_ipc_handle_t h)
 {

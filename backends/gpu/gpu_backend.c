@@ -682,6 +682,25 @@ static grain_status_t gpu_copy_wait(grain_backend_t *b, unsigned lane)
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for transfers");
 }
 
+/* Unified addresses let a lane's copy name either device's memory; peer
+ * access puts it on the link between them (else the driver stages it). */
+static grain_status_t gpu_reach_peer(grain_backend_t *b, grain_backend_t *peer)
+{
+    if (peer->device == b->device)
+        return GRAIN_OK;
+    int reach = 0;
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS && (err = gpuDeviceCanAccessPeer(&reach, b->device, peer->device)) == GPU_SUCCESS &&
+        !reach)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": device %d has no peer access to device %d", b->device,
+                          peer->device);
+    if (err == GPU_SUCCESS && (err = gpuDeviceEnablePeerAccess(peer->device, 0)) == GPU_PEER_ALREADY_ENABLED) {
+        (void)gpuGetLastError(); /* clears the sticky "already" for the next call's check */
+        err = GPU_SUCCESS;
+    }
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "enabling peer access between devices");
+}
+
 static grain_status_t gpu_launch_agent(grain_bkernel_t *k, size_t global, size_t local)
 {
     return launch_on(k, 1, &global, &local, k->backend->agent);
@@ -745,6 +764,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_mark = gpu_copy_mark,
     .launch_lane = gpu_launch_lane,
     .copy_done = gpu_copy_done,
+    .reach_peer = gpu_reach_peer,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,
     .reserve_launches = gpu_reserve_launches,

@@ -2,7 +2,8 @@
 /*
  * sched_bench: one of the scheduler's benchmarks (sched_suite.h) through
  * the task scheduler (--mode sched: the graph inferred, devices and
- * streams picked by --policy, copies made as needed) or hand-written on
+ * streams picked by --policy, copies made as needed; each policy of a
+ * list in turn, one report each, the inputs built once) or hand-written on
  * one device endpoint (--mode hand: the description's streams, its events
  * between them, inputs copied in on the stream that first needs them and
  * outputs copied out after their last writer, all from and to pinned
@@ -11,7 +12,7 @@
  * same steps.  bench/sched_bench.py runs the grid and draws the figures.
  *
  *   mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P] [--mode sched|hand]
- *                            [--policy P] [--reps R] [--seed S] [--json]
+ *                            [--policy P[,P...]] [--reps R] [--seed S] [--json]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +28,19 @@ extern const char sched_bench_source[];
 
 #define MAX_REPS 1000
 #define KERNELS 16
+#define MAX_POLICIES 4 /* grain_policy_t's */
 
 typedef struct options {
     const char *bench, *mode;
     unsigned long long size, partitions, reps, seed;
-    grain_policy_t policy;
+    grain_policy_t policy[MAX_POLICIES];
+    unsigned n_policies;
     int json;
 } options_t;
 
 typedef struct run {
     const options_t *o;
+    grain_policy_t policy;
     suite_t suite;
     double *want[SUITE_ARRAYS];
     double seconds[MAX_REPS];
@@ -60,9 +64,18 @@ static void take(void *state, int key, const char *option, const char *value)
     else if (key == OPT_MODE)
         o->mode = value;
     else if (key == OPT_POLICY) {
-        if (grain_policy_parse(value, &o->policy) != GRAIN_OK) {
-            fprintf(stderr, "sched_bench: %s: %s\n", option, grain_error_message(NULL));
-            exit(CLI_EXIT_USAGE);
+        o->n_policies = 0;
+        for (const char *at = value; o->n_policies < MAX_POLICIES;) {
+            char name[64];
+            size_t len = strcspn(at, ",");
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), at);
+            if (grain_policy_parse(name, &o->policy[o->n_policies++]) != GRAIN_OK) {
+                fprintf(stderr, "sched_bench: %s: %s\n", option, grain_error_message(NULL));
+                exit(CLI_EXIT_USAGE);
+            }
+            if (at[len] == '\0')
+                break;
+            at += len + 1;
         }
     } else if (key == OPT_REPS)
         o->reps = cli_u64_in(option, value, 1, MAX_REPS - 1);
@@ -75,7 +88,7 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P]\n"
-                 "                   [--mode sched|hand] [--policy P] [--reps R] [--seed S] [--json]\n"
+                 "                   [--mode sched|hand] [--policy P[,P...]] [--reps R] [--seed S] [--json]\n"
                  "  one benchmark of the task scheduler (GRAIN_SCHED, GRAIN_SCHED_DEVICES) or hand-written on\n"
                  "  one device endpoint's streams; each repetition timed host to host and checked\n");
 }
@@ -162,7 +175,7 @@ static grain_status_t sched_rep(run_t *r, grain_sched_t *s, grain_program_t *p, 
 static grain_status_t run_sched(grain_t *g, run_t *r)
 {
     grain_sched_t *s;
-    CHECK(grain_sched_create(g, r->o->policy, &s));
+    CHECK(grain_sched_create(g, r->policy, &s));
     r->devices = grain_sched_devices(s);
     grain_program_t *p = NULL;
     grain_kernel_t *kernels[KERNELS] = {0};
@@ -314,20 +327,22 @@ static void report(grain_t *g, const run_t *r)
     int hand = strcmp(o->mode, "hand") == 0;
     if (!o->json) {
         printf("sched_bench: %s, size %llu, %s%s%s on %u device%s: median %.6f s of %u, %s\n", o->bench, o->size,
-               o->mode, hand ? "" : " ", hand ? "" : grain_policy_name(o->policy), r->devices,
+               o->mode, hand ? "" : " ", hand ? "" : grain_policy_name(r->policy), r->devices,
                r->devices == 1 ? "" : "s", median, n, r->verified ? "verified" : "WRONG");
         return;
     }
     printf("{\"bench\":\"%s\",\"size\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
            "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"reps\":%u,\"median_s\":%.9f,"
            "\"seconds\":[",
-           o->bench, o->size, o->partitions, o->mode, hand ? "" : grain_policy_name(o->policy),
+           o->bench, o->size, o->partitions, o->mode, hand ? "" : grain_policy_name(r->policy),
            hand ? "" : sched != NULL ? sched : "async", r->devices, grain_backend_name(g), grain_device_name(g), n,
            median);
     for (unsigned i = 1; i <= n; i++)
         printf("%s%.9f", i > 1 ? "," : "", r->seconds[i]);
-    printf("],\"copies\":%llu,\"bytes_copied\":%llu,\"edges\":%llu,\"streams_used\":%u,\"bandwidth_gbps\":[",
+    printf("],\"copies\":%llu,\"bytes_copied\":%llu,\"bytes_peer\":%llu,\"edges\":%llu,\"streams_used\":%u,"
+           "\"bandwidth_gbps\":[",
            (unsigned long long)r->stats.copies, (unsigned long long)r->stats.bytes_copied,
+           (unsigned long long)r->stats.bytes_peer,
            (unsigned long long)r->stats.edges, r->stats.streams_used);
     unsigned locations = hand ? 0 : r->devices + 1;
     for (unsigned i = 0; i < locations * locations; i++)
@@ -338,7 +353,7 @@ static void report(grain_t *g, const run_t *r)
 int main(int argc, char **argv)
 {
     options_t o = {.bench = "vec", .mode = "sched", .size = 1u << 16, .partitions = 4, .reps = 5, .seed = 1,
-                   .policy = GRAIN_POLICY_MIN_MAX_TRANSFER_TIME};
+                   .policy = {GRAIN_POLICY_MIN_MAX_TRANSFER_TIME}, .n_policies = 1};
     static const cli_option_t table[] = {{"bench", 1, OPT_BENCH},   {"size", 1, OPT_SIZE},
                                          {"partitions", 1, OPT_PARTITIONS}, {"mode", 1, OPT_MODE},
                                          {"policy", 1, OPT_POLICY}, {"reps", 1, OPT_REPS},
@@ -363,12 +378,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "sched_bench: grain_init: %s\n", grain_error_message(NULL));
         return 1;
     }
-    st = strcmp(o.mode, "hand") == 0 ? grain_ep_run(g, 1, run_hand, &r) : run_sched(g, &r);
-    if (st != GRAIN_OK)
-        fprintf(stderr, "sched_bench: %s: %s (%s)\n", o.bench, grain_strerror(st), grain_error_message(g));
-    else if (grain_my_pe(g) == 0)
-        report(g, &r);
-    int rc = st != GRAIN_OK || !r.verified;
+    int hand = strcmp(o.mode, "hand") == 0, rc = 0;
+    for (unsigned i = 0; i < (hand ? 1 : o.n_policies); i++) {
+        r.policy = o.policy[i];
+        r.verified = 0;
+        st = hand ? grain_ep_run(g, 1, run_hand, &r) : run_sched(g, &r);
+        if (st != GRAIN_OK)
+            fprintf(stderr, "sched_bench: %s: %s (%s)\n", o.bench, grain_strerror(st), grain_error_message(g));
+        else if (grain_my_pe(g) == 0)
+            report(g, &r);
+        rc |= st != GRAIN_OK || !r.verified;
+    }
     grain_finalize(g);
     for (unsigned a = 0; a < SUITE_ARRAYS; a++)
         free(r.want[a]);

@@ -126,6 +126,7 @@ typedef struct grain_sched_stats {
     uint64_t elements;         /* kernels, host accesses and prefetches */
     uint64_t edges;            /* dependencies the graph holds */
     uint64_t bytes_copied;     /* into every location, the host's included */
+    uint64_t bytes_peer;       /* of those, copied straight from one device to another */
     uint64_t copies;
     uint64_t per_device[64];   /* kernels each device ran (GRAIN_SCHED_DEVICES is at most 63) */
     unsigned streams_used;     /* streams that ran anything, over the devices */

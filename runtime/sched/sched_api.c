@@ -52,6 +52,16 @@ static grain_status_t open_devices(grain_sched_t *s)
         dev->lanes = s->bops->copy_async != NULL && s->bops->launch_lane != NULL;
         dev->streams = dev->lanes && s->mode != GRAIN_SCHED_SERIAL ? SCHED_STREAMS : 1;
     }
+    if ((s->peer = calloc((size_t)n * n, 1)) == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_sched_create: no memory for %u devices", n);
+    for (unsigned to = 0; to < n && s->bops->reach_peer != NULL; to++)
+        for (unsigned from = 0; from < n; from++)
+            if (from != to && s->dev[from].lanes && s->dev[to].lanes) {
+                grain_status_t st = s->bops->reach_peer(s->dev[to].backend, s->dev[from].backend);
+                s->peer[from * n + to] = st == GRAIN_OK;
+                if (st != GRAIN_OK) /* slower, not wrong */
+                    grain_info("sched: device %u to %u through the host: %s", from, to, grain_error_message(s->grain));
+            }
     return GRAIN_OK;
 }
 
@@ -99,6 +109,7 @@ void grain_sched_destroy(grain_sched_t *s)
         s->bops->close(s->dev[d].backend);
     free(s->dev);
     free(s->bw);
+    free(s->peer);
     sched_dag_destroy(s->dag);
     for (sched_name_t *n = s->names, *next; n != NULL; n = next) {
         next = n->next;
@@ -177,7 +188,7 @@ void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device)
     uint64_t *mine[GRAIN_SCHED_COUNTS] = {
         [GRAIN_SCHED_COUNT_ELEMENTS] = &st->elements, [GRAIN_SCHED_COUNT_EDGES] = &st->edges,
         [GRAIN_SCHED_COUNT_COPIES] = &st->copies,     [GRAIN_SCHED_COUNT_BYTES_COPIED] = &st->bytes_copied,
-        [GRAIN_SCHED_COUNT_KERNELS] = &st->per_device[device]};
+        [GRAIN_SCHED_COUNT_BYTES_PEER] = &st->bytes_peer, [GRAIN_SCHED_COUNT_KERNELS] = &st->per_device[device]};
     *mine[what] += n;
     s->grain->sched_counts[what] += n;
 }

@@ -127,22 +127,27 @@ static void copied(grain_sched_t *s, const grain_array_t *a)
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)
 {
     grain_status_t st = GRAIN_OK;
-    void *src = NULL, *dst = NULL;
-    if (from != SCHED_HOST) {
-        if ((st = sched_replica(s, a, from, &src)) != GRAIN_OK ||
-            (st = s->bops->copy(s->dev[from - 1].backend, a->host, src, a->bytes)) != GRAIN_OK)
+    void *src = a->host, *dst = NULL;
+    if (from != SCHED_HOST && (st = sched_replica(s, a, from, &src)) != GRAIN_OK)
+        return st;
+    int peer = sched_peer(s, from, to);
+    if (from != SCHED_HOST && !peer) { /* down to the host first */
+        if ((st = s->bops->copy(s->dev[from - 1].backend, a->host, src, a->bytes)) != GRAIN_OK)
             return st;
         copied(s, a);
+        src = a->host;
     }
     if (to == SCHED_HOST)
         return GRAIN_OK;
     sched_device_t *dev = &s->dev[to - 1];
     if ((st = sched_replica(s, a, to, &dst)) != GRAIN_OK)
         return st;
-    st = dev->lanes ? s->bops->copy_async(dev->backend, stream, dst, a->host, a->bytes)
-                    : s->bops->copy(dev->backend, dst, a->host, a->bytes);
+    st = dev->lanes ? s->bops->copy_async(dev->backend, stream, dst, src, a->bytes)
+                    : s->bops->copy(dev->backend, dst, src, a->bytes);
     if (st == GRAIN_OK)
         copied(s, a);
+    if (st == GRAIN_OK && peer)
+        sched_count(s, GRAIN_SCHED_COUNT_BYTES_PEER, a->bytes, 0);
     return st;
 }
 

@@ -3,9 +3,10 @@
  * The bandwidth matrix B of the min-max-transfer-time policy (GrCUDA
  * III-B3, fig. 2): host to each device and back measured, the best of a
  * few copies of a buffer as large as the arrays a benchmark moves; device
- * to device as the scheduler's copies go, through the host, so both hops
- * in turn.  The diagonal is left 0: a location holding an array copies
- * nothing (sched_place.c).
+ * to device as the scheduler's copies go: measured where the devices reach
+ * each other (sched_peer), else through the host, so both hops in turn.
+ * The diagonal is left 0: a location holding an array copies nothing
+ * (sched_place.c).
  *
  * Measured once, then kept in the profile (GRAIN_SCHED_PROFILE), a text
  * file of '#' comments and one line per backend and set of devices:
@@ -58,20 +59,27 @@ grain_status_t sched_measure_bandwidth(grain_sched_t *s)
     grain_status_t st = bw != NULL && host != NULL ? GRAIN_OK
                                                    : grain_fail(GRAIN_ERR_NO_MEMORY, "sched: no memory to measure "
                                                                                      "bandwidth");
+    void **dev = calloc(s->n_dev, sizeof *dev);
+    if (st == GRAIN_OK && dev == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "sched: no memory to measure bandwidth");
     for (unsigned d = 0; d < s->n_dev && st == GRAIN_OK; d++) {
         grain_backend_t *b = s->dev[d].backend;
-        void *dev = NULL;
-        if ((st = s->bops->alloc_device(b, bytes, &dev)) != GRAIN_OK)
+        if ((st = s->bops->alloc_device(b, bytes, &dev[d])) != GRAIN_OK)
             break;
-        st = time_copy(s, b, dev, host, bytes, &bw[0 * n + d + 1]);
+        st = time_copy(s, b, dev[d], host, bytes, &bw[0 * n + d + 1]);
         if (st == GRAIN_OK)
-            st = time_copy(s, b, host, dev, bytes, &bw[(d + 1) * n + 0]);
-        s->bops->free_device(b, dev);
+            st = time_copy(s, b, host, dev[d], bytes, &bw[(d + 1) * n + 0]);
     }
     for (unsigned i = 1; i < n && st == GRAIN_OK; i++)
-        for (unsigned j = 1; j < n; j++)
-            if (i != j)
+        for (unsigned j = 1; j < n && st == GRAIN_OK; j++)
+            if (sched_peer(s, i, j))
+                st = time_copy(s, s->dev[j - 1].backend, dev[j - 1], dev[i - 1], bytes, &bw[i * n + j]);
+            else if (i != j)
                 bw[i * n + j] = 1.0 / (1.0 / bw[i * n + 0] + 1.0 / bw[0 * n + j]);
+    for (unsigned d = 0; dev != NULL && d < s->n_dev; d++)
+        if (dev[d] != NULL)
+            s->bops->free_device(s->dev[d].backend, dev[d]);
+    free(dev);
     if (host != NULL)
         sched_host_free(s, host, pinned);
     if (st != GRAIN_OK) {

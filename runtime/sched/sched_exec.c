@@ -132,21 +132,16 @@ static unsigned pick_device(grain_sched_t *s, const uint32_t *parents, size_t n_
 
 /* ---- coherence ---------------------------------------------------------- */
 
-/* Where to copy `a` from into `to`: the host when it holds it (a copy
- * between devices goes through the host anyway), else the device it
- * comes from fastest. */
+/* Where to copy `a` from into `to`: the location holding it that the
+ * bandwidth matrix says is fastest (a device that does not reach `to`
+ * counts as its two hops through the host); without the matrix, the host
+ * when it holds it. */
 static unsigned copy_source(const grain_sched_t *s, const grain_array_t *a, unsigned to)
 {
-    if (a->where & bit(SCHED_HOST))
-        return SCHED_HOST;
-    unsigned best = SCHED_NONE;
-    for (unsigned l = 1; l <= s->n_dev; l++) {
-        if (!(a->where & bit(l)))
-            continue;
-        double bw = s->bw != NULL ? s->bw[l * (s->n_dev + 1) + to] : 0.0;
-        if (best == SCHED_NONE || (s->bw != NULL && bw > s->bw[best * (s->n_dev + 1) + to]))
+    unsigned n = s->n_dev + 1, best = SCHED_NONE;
+    for (unsigned l = SCHED_HOST; l < n; l++)
+        if ((a->where & bit(l)) && (best == SCHED_NONE || (s->bw != NULL && s->bw[l * n + to] > s->bw[best * n + to])))
             best = l;
-    }
     return best;
 }
 
@@ -174,7 +169,7 @@ static void settle(grain_sched_t *s, sched_elem_t *el, uint32_t e, grain_array_t
             el->copies[el->n_copies++] = (sched_copy_t){.array = a, .from = from};
             el->bytes_in += a->bytes;
             add_wait(el, e, a->producer[from]);
-            if (from != SCHED_HOST && l != SCHED_HOST) { /* through the host: its copy is valid after */
+            if (from != SCHED_HOST && l != SCHED_HOST && !sched_peer(s, from, l)) { /* through the host, valid after */
                 a->where |= bit(SCHED_HOST);
                 a->producer[SCHED_HOST] = e;
             }

@@ -145,6 +145,9 @@ struct grain_sched {
     unsigned next_rr;
     uint64_t tick;
     double *bw; /* (n_dev + 1)^2 bytes a second, NULL until measured */
+    /* n_dev^2: [from * n_dev + to] whether device to's lanes copy straight
+     * from device from (backend reach_peer); else through the host. */
+    unsigned char *peer;
     grain_array_t *arrays;
     uint32_t n_array_ids;
     sched_program_t *programs;
@@ -154,6 +157,12 @@ struct grain_sched {
     unsigned failures;
     grain_sched_stats_t stats;
 };
+
+/* Whether a copy from location `from` to `to`, both devices, goes straight. */
+static inline int sched_peer(const grain_sched_t *s, unsigned from, unsigned to)
+{
+    return from != 0 && to != 0 && s->peer[(from - 1) * s->n_dev + (to - 1)];
+}
 
 /* Counts `n` of `what` (GRAIN_SCHED_*, grain_impl.h) in the scheduler's own
  * statistics and in its rank's (grain_stats_json's "sched"). */
