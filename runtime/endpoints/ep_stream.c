@@ -8,8 +8,12 @@
  * starts the commands whose turn has come (FIFO per stream: none passes an
  * earlier one of its stream that has not started; a message, which leaves
  * the lane's order, also waits for the earlier ones to be done, and holds
- * the later ones until it is) and whose `after` events are done, and notes
- * those the device finished.  Dependencies are therefore
+ * the later kernels and copies until it is) and whose `after` events are
+ * done, and notes those the device finished.  Messages in flight on a
+ * stream hold a later message only where they receive into bytes it uses:
+ * a send's bytes are off the device once it is posted, and holding a send
+ * behind another that waits for its receiver (MPI's rendezvous) would
+ * deadlock two endpoints that send to each other before they receive.  Dependencies are therefore
  * kept on the host, which lets a kernel come after a message as easily as
  * after another kernel.  A stream is one of the backend's lanes, of the
  * endpoint's own backend, where the backend can launch kernels on them
@@ -488,6 +492,19 @@ static grain_status_t start(grain_cmdq_t *q, struct grain_ep_cmd *c, int *done)
     return st;
 }
 
+/* Whether a receive in flight before event `upto` on c's stream lands in
+ * bytes that message c uses. */
+static int lands_under(const grain_cmdq_t *q, const grain_ep_event_t *upto, const struct grain_ep_cmd *c)
+{
+    for (const grain_ep_event_t *e = q->events; e != NULL && e != upto; e = e->next) {
+        const struct grain_ep_cmd *r = e->cmd;
+        if (r != NULL && !e->done && r->msg != NULL && r->kind == CMD_RECV && r->stream == c->stream &&
+            r->mem == c->mem && r->offset < c->offset + c->bytes && c->offset < r->offset + r->bytes)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether the events c comes after are done, one look at each message
  * among them; one that failed fails c. */
 static int after_done(grain_cmdq_t *q, struct grain_ep_cmd *c)
@@ -511,12 +528,13 @@ static int after_done(grain_cmdq_t *q, struct grain_ep_cmd *c)
 
 int grain_ep_streams_progress(grain_cmdq_t *q)
 {
-    /* waiting: streams with a command that holds those behind it (not
-     * started, or a message not done: messages are not on the lane, whose
-     * order would hold them); busy: streams with a command started on the
-     * lane and not done, which a message must wait for, since it leaves
-     * the lane's order to read or write the memory. */
-    unsigned waiting = 0, busy = 0;
+    /* waiting: streams with a command not started, which holds those
+     * behind it; flight: streams with a message posted and not done, which
+     * holds the kernels and copies behind it (messages are not on the lane,
+     * whose order would hold them); busy: streams with a command started
+     * on the lane and not done, which a message must wait for, since it
+     * leaves the lane's order to read or write the memory. */
+    unsigned waiting = 0, busy = 0, flight = 0;
     int pending = 0;
     for (grain_ep_event_t *e = q->n_cmds > 0 ? q->events : NULL; e != NULL; e = e->next) {
         struct grain_ep_cmd *c = e->cmd;
@@ -525,7 +543,8 @@ int grain_ep_streams_progress(grain_cmdq_t *q)
         unsigned bit = 1u << c->stream;
         if (!c->started) {
             int message = c->kind == CMD_SEND || c->kind == CMD_RECV;
-            if ((waiting & bit) || (message && (busy & bit)) || !after_done(q, c)) {
+            int held = message ? (busy & bit) || ((flight & bit) && lands_under(q, e, c)) : (flight & bit);
+            if ((waiting & bit) || held || !after_done(q, c)) {
                 waiting |= bit;
                 pending++;
                 continue;
@@ -547,7 +566,7 @@ int grain_ep_streams_progress(grain_cmdq_t *q)
         if (c->msg != NULL) {
             grain_ep_msg_poke(q, c->msg);
             if (!c->msg->done) {
-                waiting |= bit;
+                flight |= bit;
                 pending++;
                 continue;
             }
