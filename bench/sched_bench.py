@@ -129,7 +129,7 @@ def plot(rows, summary, path):
     mul.set_xlabel("MUL partitions P")
     mul.set_ylabel("speedup over hand (P from the run's default)")
     mul.set_title("MUL by partitions, the most devices", fontsize=9)
-    bw = next((r for r in reversed(rows) if r.get("bandwidth_gbps")), None)
+    bw = max((r for r in rows if r.get("bandwidth_gbps")), key=lambda r: len(r["bandwidth_gbps"]), default=None)
     if bw:
         n = int(round(math.sqrt(len(bw["bandwidth_gbps"]))))
         m = [[bw["bandwidth_gbps"][i * n + j] for j in range(n)] for i in range(n)]
