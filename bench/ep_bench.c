@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "grain/ep.h"
 #include "tools/cli/cli.h"
@@ -85,13 +84,6 @@ static void usage(FILE *out)
                  "  (default 2 on one rank, 1 on several); the baseline is a device-host copy each way\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Fewer bounces of large messages: about 256 MiB moved a size, 5 at least. */
 static unsigned iters_for(const options_t *o, size_t bytes)
 {
@@ -134,7 +126,7 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
         double t0 = 0;
         for (unsigned i = 0; i < iters + 2; i++) { /* two bounces to warm up */
             if (i == 2)
-                t0 = now_s();
+                t0 = cli_now_s();
             if (me == 0) {
                 CHECK(grain_ep_send(q, m, 0, bytes, peer, 0));
                 CHECK(grain_ep_recv(q, m, 0, bytes, peer, 0, &got));
@@ -143,25 +135,25 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
                 CHECK(grain_ep_send(q, m, 0, bytes, peer, 0));
             }
         }
-        double bounced = now_s() - t0;
+        double bounced = cli_now_s() - t0;
         /* Both ways at once (GMH fig. 8): each sends and receives a message per exchange. */
-        t0 = now_s();
+        t0 = cli_now_s();
         for (unsigned i = 0; i < iters; i++) {
             grain_ep_event_t *e[2];
             CHECK(grain_ep_isend(q, m, 0, bytes, peer, 1, &e[0])); /* copied off m when it returns */
             CHECK(grain_ep_irecv(q, m, 0, bytes, peer, 1, &got, &e[1]));
             CHECK(grain_ep_wait_all(q, e, 2));
         }
-        double both = now_s() - t0;
+        double both = cli_now_s() - t0;
         if (me == 1)
             continue;
-        t0 = now_s();
+        t0 = cli_now_s();
         for (unsigned i = 0; i < iters; i++) {
             CHECK(grain_ep_mem_read(q, raw, 0, host, bytes));
             CHECK(grain_ep_mem_write(q, raw, 0, host, bytes));
         }
-        double copied = now_s() - t0;
-        t0 = now_s();
+        double copied = cli_now_s() - t0;
+        t0 = cli_now_s();
         for (unsigned i = 0; i < iters; i++) {
             grain_ep_event_t *e = NULL;
             CHECK(grain_ep_copy_out(q, 0, raw, 0, host, bytes, NULL, 0, &e));
@@ -170,7 +162,7 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
             CHECK(grain_ep_wait(q, e));
         }
         row_t *row = &r->rows[r->n_rows++];
-        *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, copied / iters * 1e6, (now_s() - t0) / iters * 1e6,
+        *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, copied / iters * 1e6, (cli_now_s() - t0) / iters * 1e6,
                        both / iters * 1e6, 0, 0}; /* the broadcasts come later */
         printf("ep_bench: %10zu bytes: half round trip %10.2f us, %8.3f GB/s; copies %10.2f us: ratio %.2f; "
                "as stream commands %10.2f us: ratio %.2f; both ways %.2fx the bandwidth\n",
@@ -196,12 +188,12 @@ static grain_status_t spread(grain_cmdq_t *q, void *arg)
         row_t *row = &r->rows[k];
         CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0)); /* warm */
         CHECK(grain_ep_barrier(q));
-        double t0 = now_s();
+        double t0 = cli_now_s();
         for (unsigned i = 0; i < row->iters; i++)
             CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0));
         CHECK(grain_ep_barrier(q));
         if (grain_ep_id(q) == 0)
-            row->bcast_us = (now_s() - t0) / row->iters * 1e6;
+            row->bcast_us = (cli_now_s() - t0) / row->iters * 1e6;
     }
     return GRAIN_OK;
 }
@@ -219,7 +211,7 @@ static grain_status_t host_broadcasts(grain_t *g, run_t *r)
         grain_status_t st = grain_broadcast(g, buf, row->bytes, 0);
         if (st == GRAIN_OK)
             st = grain_barrier_all(g);
-        double t0 = now_s();
+        double t0 = cli_now_s();
         for (unsigned i = 0; i < row->iters && st == GRAIN_OK; i++)
             st = grain_broadcast(g, buf, row->bytes, 0);
         if (st == GRAIN_OK)
@@ -228,7 +220,7 @@ static grain_status_t host_broadcasts(grain_t *g, run_t *r)
             free(buf);
             return st;
         }
-        row->host_bcast_us = (now_s() - t0) / row->iters * 1e6;
+        row->host_bcast_us = (cli_now_s() - t0) / row->iters * 1e6;
     }
     free(buf);
     return GRAIN_OK;

@@ -4,23 +4,21 @@
  * the task scheduler (--mode sched: the graph inferred, devices and
  * streams picked by --policy, copies made as needed; each policy of a
  * list in turn, one report each, the inputs built once) or hand-written on
- * one device endpoint (--mode hand: the description's streams, its events
- * between them, inputs copied in on the stream that first needs them and
- * outputs copied out after their last writer, all from and to pinned
- * memory).  Either way a repetition is timed from the inputs on the host
- * to the outputs on the host, and checked against the host's run of the
- * same steps.  bench/sched_bench.py runs the grid and draws the figures.
+ * --devices device endpoints (--mode hand, sched_hand.c).  Either way a
+ * repetition is timed from the inputs on the host to the outputs on the
+ * host, and checked against the host's run of the same steps.
+ * bench/sched_bench.py runs the grid and draws the figures.
  *
  *   mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P] [--mode sched|hand]
- *                            [--policy P[,P...]] [--reps R] [--seed S] [--json]
+ *                            [--policy P[,P...]] [--devices D] [--reps R] [--seed S] [--json]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "grain/ep.h"
 #include "grain/sched.h"
+#include "sched_hand.h"
 #include "sched_suite.h"
 #include "tools/cli/cli.h"
 
@@ -32,7 +30,7 @@ extern const char sched_bench_source[];
 
 typedef struct options {
     const char *bench, *mode;
-    unsigned long long size, partitions, reps, seed;
+    unsigned long long size, partitions, reps, seed, devices;
     grain_policy_t policy[MAX_POLICIES];
     unsigned n_policies;
     int json;
@@ -50,7 +48,7 @@ typedef struct run {
     double bw[64 * 64]; /* the bandwidth matrix, GB/s: (devices + 1)^2, GRAIN_SCHED_DEVICES at most 63 */
 } run_t;
 
-enum { OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_REPS, OPT_SEED, OPT_JSON };
+enum { OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -77,7 +75,9 @@ static void take(void *state, int key, const char *option, const char *value)
                 break;
             at += len + 1;
         }
-    } else if (key == OPT_REPS)
+    } else if (key == OPT_DEVICES)
+        o->devices = cli_u64_in(option, value, 1, 64);
+    else if (key == OPT_REPS)
         o->reps = cli_u64_in(option, value, 1, MAX_REPS - 1);
     else if (key == OPT_SEED)
         o->seed = cli_u64(option, value);
@@ -88,16 +88,10 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P]\n"
-                 "                   [--mode sched|hand] [--policy P[,P...]] [--reps R] [--seed S] [--json]\n"
+                 "                   [--mode sched|hand] [--policy P[,P...]] [--devices D] [--reps R] [--seed S]\n"
+                 "                   [--json]\n"
                  "  one benchmark of the task scheduler (GRAIN_SCHED, GRAIN_SCHED_DEVICES) or hand-written on\n"
-                 "  one device endpoint's streams; each repetition timed host to host and checked\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+                 "  D device endpoints' streams (default 1); each repetition timed host to host and checked\n");
 }
 
 static size_t bytes_of(const suite_t *s, unsigned a)
@@ -113,13 +107,6 @@ static int check_outputs(run_t *r, double *const *got)
     return 1;
 }
 
-#define CHECK(x)                                                                                                  \
-    do {                                                                                                          \
-        grain_status_t st_ = (x);                                                                                 \
-        if (st_ != GRAIN_OK)                                                                                      \
-            return st_;                                                                                           \
-    } while (0)
-
 /* ---- through the scheduler ---------------------------------------------- */
 
 static grain_status_t sched_kernel(grain_program_t *p, grain_kernel_t **kernels, const char **names,
@@ -131,7 +118,7 @@ static grain_status_t sched_kernel(grain_program_t *p, grain_kernel_t **kernels,
     if (i == KERNELS)
         return GRAIN_ERR_INVALID;
     if (names[i] == NULL) {
-        CHECK(grain_kernel_create(p, name, &kernels[i]));
+        SUITE_CHECK(grain_kernel_create(p, name, &kernels[i]));
         names[i] = name;
     }
     *k_p = kernels[i];
@@ -145,29 +132,29 @@ static grain_status_t sched_rep(run_t *r, grain_sched_t *s, grain_program_t *p, 
     for (unsigned a = 0; a < su->n_arrays; a++)
         if (su->input[a]) {
             void *h;
-            CHECK(grain_array_host(arrays[a], GRAIN_WRITE, &h));
+            SUITE_CHECK(grain_array_host(arrays[a], GRAIN_WRITE, &h));
             memcpy(h, su->init[a], bytes_of(su, a));
         }
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (unsigned i = 0; i < su->n_steps; i++) {
         const suite_step_t *st = &su->steps[i];
         grain_kernel_t *k;
-        CHECK(sched_kernel(p, kernels, names, st->kernel, &k));
+        SUITE_CHECK(sched_kernel(p, kernels, names, st->kernel, &k));
         for (unsigned j = 0; j < st->n_args; j++) {
             const suite_arg_t *g = &st->args[j];
             if (g->array >= 0)
-                CHECK(grain_kernel_set_arg_array(k, j, arrays[g->array], g->access));
+                SUITE_CHECK(grain_kernel_set_arg_array(k, j, arrays[g->array], g->access));
             else
-                CHECK(grain_kernel_set_arg(k, j, sizeof g->value, &g->value));
+                SUITE_CHECK(grain_kernel_set_arg(k, j, sizeof g->value, &g->value));
         }
-        CHECK(grain_sched_launch(k, 1, &st->global, NULL));
+        SUITE_CHECK(grain_sched_launch(k, 1, &st->global, NULL));
     }
     double *got[SUITE_ARRAYS] = {0};
     for (unsigned a = 0; a < su->n_arrays; a++)
         if (su->output[a])
-            CHECK(grain_array_host(arrays[a], GRAIN_READ, (void **)&got[a]));
-    *seconds = now_s() - t0;
-    CHECK(grain_sched_wait(s));
+            SUITE_CHECK(grain_array_host(arrays[a], GRAIN_READ, (void **)&got[a]));
+    *seconds = cli_now_s() - t0;
+    SUITE_CHECK(grain_sched_wait(s));
     r->verified = check_outputs(r, got);
     return GRAIN_OK;
 }
@@ -175,7 +162,7 @@ static grain_status_t sched_rep(run_t *r, grain_sched_t *s, grain_program_t *p, 
 static grain_status_t run_sched(grain_t *g, run_t *r)
 {
     grain_sched_t *s;
-    CHECK(grain_sched_create(g, r->policy, &s));
+    SUITE_CHECK(grain_sched_create(g, r->policy, &s));
     r->devices = grain_sched_devices(s);
     grain_program_t *p = NULL;
     grain_kernel_t *kernels[KERNELS] = {0};
@@ -198,113 +185,14 @@ static grain_status_t run_sched(grain_t *g, run_t *r)
     return st;
 }
 
-/* ---- hand-written on one endpoint's streams ------------------------------ */
-
-typedef struct hand {
-    grain_ep_kernel_t *kernels[KERNELS];
-    const char *names[KERNELS];
-    grain_ep_mem_t *mem[SUITE_ARRAYS];
-    grain_ep_event_t **events;
-    size_t n_events;
-} hand_t;
-
-static grain_status_t hand_kernel(grain_ep_program_t *p, hand_t *h, const char *name, grain_ep_kernel_t **k_p)
+static grain_status_t run_hand(grain_t *g, run_t *r)
 {
-    unsigned i = 0;
-    while (i < KERNELS && h->names[i] != NULL && strcmp(h->names[i], name) != 0)
-        i++;
-    if (i == KERNELS)
-        return GRAIN_ERR_INVALID;
-    if (h->names[i] == NULL) {
-        CHECK(grain_ep_kernel_create(p, name, &h->kernels[i]));
-        h->names[i] = name;
-    }
-    *k_p = h->kernels[i];
-    return GRAIN_OK;
-}
-
-static grain_status_t hand_rep(grain_cmdq_t *q, run_t *r, grain_ep_program_t *p, hand_t *h, double *seconds)
-{
-    const suite_t *su = &r->suite;
-    grain_ep_event_t *copied[SUITE_ARRAYS] = {0}, *step_ev[1024];
-    unsigned copy_stream[SUITE_ARRAYS] = {0};
-    int writer[SUITE_ARRAYS];
-    for (unsigned a = 0; a < su->n_arrays; a++) {
-        writer[a] = -1;
-        if (su->input[a])
-            memcpy(grain_ep_mem_shadow(h->mem[a]), su->init[a], bytes_of(su, a));
-    }
-    h->n_events = 0;
-    double t0 = now_s();
-    for (unsigned i = 0; i < su->n_steps; i++) {
-        const suite_step_t *st = &su->steps[i];
-        grain_ep_event_t *after[SUITE_AFTER + SUITE_ARGS];
-        size_t n_after = 0;
-        for (unsigned j = 0; j < st->n_after; j++)
-            after[n_after++] = step_ev[st->after[j]];
-        grain_ep_kernel_t *k;
-        CHECK(hand_kernel(p, h, st->kernel, &k));
-        for (unsigned j = 0; j < st->n_args; j++) {
-            const suite_arg_t *g = &st->args[j];
-            if (g->array < 0) {
-                CHECK(grain_ep_kernel_arg(k, j, sizeof g->value, &g->value));
-                continue;
-            }
-            unsigned a = (unsigned)g->array;
-            if (su->input[a] && copied[a] == NULL) { /* on the stream that needs it first */
-                CHECK(grain_ep_copy_in(q, st->stream, h->mem[a], 0, grain_ep_mem_shadow(h->mem[a]),
-                                       bytes_of(su, a), NULL, 0, &copied[a]));
-                copy_stream[a] = st->stream;
-                h->events[h->n_events++] = copied[a];
-            } else if (su->input[a] && copy_stream[a] != st->stream) {
-                after[n_after++] = copied[a];
-            }
-            if (g->access & GRAIN_WRITE)
-                writer[a] = (int)i;
-            CHECK(grain_ep_kernel_arg_mem(k, j, h->mem[a], 0));
-        }
-        CHECK(grain_ep_launch(q, st->stream, k, 1, &st->global, NULL, after, n_after, &step_ev[i]));
-        h->events[h->n_events++] = step_ev[i];
-    }
-    for (unsigned a = 0; a < su->n_arrays; a++)
-        if (su->output[a]) {
-            unsigned w = (unsigned)writer[a];
-            CHECK(grain_ep_copy_out(q, su->steps[w].stream, h->mem[a], 0, grain_ep_mem_shadow(h->mem[a]),
-                                    bytes_of(su, a), &step_ev[w], 1, &h->events[h->n_events]));
-            h->n_events++;
-        }
-    grain_status_t st = grain_ep_wait_all(q, h->events, h->n_events);
-    *seconds = now_s() - t0;
-    CHECK(st);
-    double *got[SUITE_ARRAYS] = {0};
-    for (unsigned a = 0; a < su->n_arrays; a++)
-        if (su->output[a])
-            got[a] = grain_ep_mem_shadow(h->mem[a]);
-    r->verified = check_outputs(r, got);
-    return GRAIN_OK;
-}
-
-static grain_status_t run_hand(grain_cmdq_t *q, void *arg)
-{
-    run_t *r = arg;
-    const suite_t *su = &r->suite;
-    if (su->n_steps > 1024) {
-        fprintf(stderr, "sched_bench: %s has %u steps; the hand-written version takes 1024\n", su->name,
-                su->n_steps);
-        return GRAIN_ERR_INVALID;
-    }
-    r->devices = 1;
-    hand_t h = {.events = calloc(su->n_steps + 2 * su->n_arrays, sizeof *h.events)};
-    if (h.events == NULL)
-        return GRAIN_ERR_NO_MEMORY;
-    grain_ep_program_t *p = NULL;
-    grain_status_t st = grain_ep_program_create(q, sched_bench_source, NULL, &p);
-    for (unsigned a = 0; a < su->n_arrays && st == GRAIN_OK; a++)
-        st = grain_ep_mem_alloc(q, bytes_of(su, a), GRAIN_EP_READ | GRAIN_EP_WRITE, &h.mem[a]);
-    for (unsigned rep = 0; rep <= r->o->reps && st == GRAIN_OK && (rep == 0 || r->verified); rep++)
-        st = hand_rep(q, r, p, &h, &r->seconds[rep]);
-    free(h.events);
-    return st; /* the endpoint frees its memory, kernels and program when it returns */
+    sched_hand_t h = {.suite = &r->suite, .want = r->want, .source = sched_bench_source,
+                      .reps = (unsigned)r->o->reps, .seconds = r->seconds};
+    r->devices = (unsigned)r->o->devices;
+    grain_status_t st = grain_ep_run(g, r->devices, sched_hand_endpoint, &h);
+    r->verified = st == GRAIN_OK && !h.wrong;
+    return st;
 }
 
 /* ---- report --------------------------------------------------------------- */
@@ -353,11 +241,12 @@ static void report(grain_t *g, const run_t *r)
 int main(int argc, char **argv)
 {
     options_t o = {.bench = "vec", .mode = "sched", .size = 1u << 16, .partitions = 4, .reps = 5, .seed = 1,
-                   .policy = {GRAIN_POLICY_MIN_MAX_TRANSFER_TIME}, .n_policies = 1};
+                   .devices = 1, .policy = {GRAIN_POLICY_MIN_MAX_TRANSFER_TIME}, .n_policies = 1};
     static const cli_option_t table[] = {{"bench", 1, OPT_BENCH},   {"size", 1, OPT_SIZE},
                                          {"partitions", 1, OPT_PARTITIONS}, {"mode", 1, OPT_MODE},
-                                         {"policy", 1, OPT_POLICY}, {"reps", 1, OPT_REPS},
-                                         {"seed", 1, OPT_SEED},     {"json", 0, OPT_JSON}};
+                                         {"policy", 1, OPT_POLICY}, {"devices", 1, OPT_DEVICES},
+                                         {"reps", 1, OPT_REPS},     {"seed", 1, OPT_SEED},
+                                         {"json", 0, OPT_JSON}};
     cli_group_t groups[] = {CLI_GROUP(table, take, &o)};
     cli_parse("sched_bench", argc, argv, groups, 1, 0, usage);
     if (strcmp(o.mode, "sched") != 0 && strcmp(o.mode, "hand") != 0) {
@@ -382,7 +271,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < (hand ? 1 : o.n_policies); i++) {
         r.policy = o.policy[i];
         r.verified = 0;
-        st = hand ? grain_ep_run(g, 1, run_hand, &r) : run_sched(g, &r);
+        st = hand ? run_hand(g, &r) : run_sched(g, &r);
         if (st != GRAIN_OK)
             fprintf(stderr, "sched_bench: %s: %s (%s)\n", o.bench, grain_strerror(st), grain_error_message(g));
         else if (grain_my_pe(g) == 0)

@@ -48,6 +48,14 @@ typedef struct suite {
     unsigned streams; /* the hand-written version uses 0 .. streams - 1 */
 } suite_t;
 
+/* Returns the status of a call that failed from the function making it. */
+#define SUITE_CHECK(x)                                                                                            \
+    do {                                                                                                          \
+        grain_status_t st_ = (x);                                                                                 \
+        if (st_ != GRAIN_OK)                                                                                      \
+            return st_;                                                                                           \
+    } while (0)
+
 /* The benchmark `name` ("vec", "bs", "ml", "cg", "mul") at size `n` (the
  * vectors' length; MUL and CG: the matrix's rows), MUL split into
  * `partitions` row blocks; 0, or -1 with a sentence on stderr. */

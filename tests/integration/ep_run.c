@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define EP_TEST "ep_run"
 #include "ep_expect.h"
 #include "runtime/devices.h"
 #include "runtime/endpoints/endpoint.h"
+#include "tools/cli/cli.h"
 
 #define BYTES ((1u << 20) + 3u) /* not a multiple of any word */
 
@@ -555,13 +555,6 @@ static void check_refusals(grain_t *g, int me, int ranks)
  * from it; each survivor's receive, then grain_ep_run, must end with
  * GRAIN_ERR_PEER within twice GRAIN_PEER_TIMEOUT_S.  One line a survivor
  * (ok_lines.sh counts them). */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static grain_status_t wait_for_the_dead(grain_cmdq_t *q, void *arg)
 {
     double *took = arg;
@@ -573,9 +566,9 @@ static grain_status_t wait_for_the_dead(grain_cmdq_t *q, void *arg)
     grain_ep_mem_t *m = NULL;
     size_t got = 0;
     OK(grain_ep_mem_alloc(q, 8, GRAIN_EP_WRITE, &m));
-    double t0 = now_s();
+    double t0 = cli_now_s();
     grain_status_t st = grain_ep_recv(q, m, 0, 8, victim, 0, &got);
-    *took = now_s() - t0;
+    *took = cli_now_s() - t0;
     return st;
 }
 

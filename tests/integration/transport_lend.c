@@ -21,6 +21,7 @@
 #include "transports/transport.h"
 #include "transports/wire.h"
 #include "tests/integration/check_ok.h"
+#include "tools/cli/cli.h"
 
 #define COUNT 600u            /* buffers to each peer */
 #define RECV_SIZE (16u << 10) /* above the shared-memory eager limit: rendezvous, out of order */
@@ -151,13 +152,6 @@ static void sent(void *arg, void *token)
     atomic_fetch_add(&((state_t *)arg)->sent, 1);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
     unsigned recv_buffers = argc > 1 ? (unsigned)atoi(argv[1]) : 2;
@@ -202,10 +196,10 @@ int main(int argc, char **argv)
     }
 
     uint64_t expected = (uint64_t)COUNT * peers;
-    double start = now_s();
+    double start = cli_now_s();
     while (atomic_load(&s.arrived) < expected || atomic_load(&s.sent) < expected ||
            atomic_load(&s.given_back) < (uint64_t)(COUNT - (COUNT + 2) / 3) * peers) {
-        if (now_s() - start > 120) {
+        if (cli_now_s() - start > 120) {
             fprintf(stderr, "rank %d: after 120 s, %llu of %llu arrived, %llu sent, %llu given back\n", s.me,
                     (unsigned long long)atomic_load(&s.arrived), (unsigned long long)expected,
                     (unsigned long long)atomic_load(&s.sent), (unsigned long long)atomic_load(&s.given_back));

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* getopt_long's values for the options: 256 + the option's place in the
  * flattened table, above every short option's character. */
@@ -143,4 +144,11 @@ unsigned long long cli_bytes(const char *option, const char *value)
     if (v > ~0ull >> shift)
         bad_value(option, value, "a byte count below 2^64");
     return v << shift;
+}
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

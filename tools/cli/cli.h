@@ -49,4 +49,7 @@ unsigned long long cli_u64_in(const char *option, const char *value, unsigned lo
 double cli_real(const char *option, const char *value, double lo, double hi);
 unsigned long long cli_bytes(const char *option, const char *value);
 
+/* Seconds on the monotonic clock, for the programs' timings. */
+double cli_now_s(void);
+
 #endif
