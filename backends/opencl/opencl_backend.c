@@ -36,6 +36,14 @@
 /* Completion events of the side queue, reused round robin. */
 #define SIDE_EVENTS 64u
 
+/* A transfer lane: an in-order queue, made on first use, and its marks,
+ * kept round robin as the side queue's launches are. */
+typedef struct ocl_lane {
+    cl_command_queue queue;
+    cl_event marks[SIDE_EVENTS];
+    uint64_t marked;
+} ocl_lane_t;
+
 /* A shared-memory object as another process finds it. */
 typedef struct shm_handle {
     char name[64];
@@ -59,6 +67,10 @@ struct grain_backend {
     cl_command_queue on_device; /* the launch agent's default device queue, made when a region needs it */
     cl_event side_events[SIDE_EVENTS];
     uint64_t side_launched;
+    /* Under lanes_lock: the threads of several regions share lane numbers,
+     * and a mark replaces the event in its slot. */
+    ocl_lane_t lanes[GRAIN_RECV_LANE + 1];
+    pthread_mutex_t lanes_lock;
     grain_backend_info_t info;
     char cl_std[16]; /* -cl-std= value */
     /* Every live SVM allocation: kernels reach the heap and the queue through
@@ -363,6 +375,7 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
     if (b == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for the backend");
     pthread_mutex_init(&b->lock, NULL);
+    pthread_mutex_init(&b->lanes_lock, NULL);
     st = pick_device(b, config);
     if (st != GRAIN_OK)
         goto err_free;
@@ -432,6 +445,7 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
 err_context:
     clReleaseContext(b->context);
 err_free:
+    pthread_mutex_destroy(&b->lanes_lock);
     pthread_mutex_destroy(&b->lock);
     free(b);
     return st;
@@ -451,6 +465,15 @@ static void ocl_close(grain_backend_t *b)
     for (unsigned i = 0; i < SIDE_EVENTS; i++)
         if (b->side_events[i] != NULL)
             clReleaseEvent(b->side_events[i]);
+    for (unsigned l = 0; l <= GRAIN_RECV_LANE; l++) {
+        if (b->lanes[l].queue != NULL) {
+            clFinish(b->lanes[l].queue);
+            clReleaseCommandQueue(b->lanes[l].queue);
+        }
+        for (unsigned i = 0; i < SIDE_EVENTS; i++)
+            if (b->lanes[l].marks[i] != NULL)
+                clReleaseEvent(b->lanes[l].marks[i]);
+    }
     if (b->last_launch != NULL)
         clReleaseEvent(b->last_launch);
     if (b->on_device != NULL)
@@ -458,6 +481,7 @@ static void ocl_close(grain_backend_t *b)
     clReleaseCommandQueue(b->side);
     clReleaseCommandQueue(b->queue);
     clReleaseContext(b->context);
+    pthread_mutex_destroy(&b->lanes_lock);
     pthread_mutex_destroy(&b->lock);
     free(b);
 }
@@ -827,6 +851,97 @@ static grain_status_t ocl_side_synchronize(grain_backend_t *b)
     return GRAIN_OK;
 }
 
+/* The lane's queue, made on its first use. */
+static grain_status_t lane_queue(grain_backend_t *b, unsigned lane, cl_command_queue *queue_p)
+{
+    cl_int err = CL_SUCCESS;
+    pthread_mutex_lock(&b->lanes_lock);
+    if (b->lanes[lane].queue == NULL)
+        b->lanes[lane].queue = clCreateCommandQueueWithProperties(b->context, b->device, NULL, &err);
+    *queue_p = b->lanes[lane].queue;
+    pthread_mutex_unlock(&b->lanes_lock);
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clCreateCommandQueueWithProperties of a transfer lane");
+}
+
+/* The device's own copy, in order with the lane's kernels, though the
+ * host could reach both sides (fine-grained SVM): an endpoint's or the
+ * scheduler's copy must wait for the kernel before it on its stream. */
+static grain_status_t ocl_copy_async(grain_backend_t *b, unsigned lane, void *dst, const void *src, size_t size)
+{
+    cl_command_queue queue;
+    grain_status_t st = lane_queue(b, lane, &queue);
+    if (st != GRAIN_OK)
+        return st;
+    cl_int err = clEnqueueSVMMemcpy(queue, CL_FALSE, dst, src, size, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFlush(queue);
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clEnqueueSVMMemcpy on a transfer lane");
+}
+
+static grain_status_t ocl_launch_lane(grain_bkernel_t *k, unsigned lane, unsigned dims, const size_t *global,
+                                      const size_t *local)
+{
+    cl_command_queue queue;
+    grain_status_t st = lane_queue(k->backend, lane, &queue);
+    return st == GRAIN_OK ? enqueue(k, queue, dims, global, local, NULL) : st;
+}
+
+static grain_status_t ocl_copy_mark(grain_backend_t *b, unsigned lane, uint64_t *n_p)
+{
+    ocl_lane_t *l = &b->lanes[lane];
+    cl_int err = CL_SUCCESS;
+    cl_event event;
+    pthread_mutex_lock(&b->lanes_lock);
+    *n_p = 0; /* no copy yet: nothing to wait for */
+    if (l->queue != NULL && (err = clEnqueueMarkerWithWaitList(l->queue, 0, NULL, &event)) == CL_SUCCESS) {
+        cl_event *slot = &l->marks[(l->marked + 1) % SIDE_EVENTS];
+        if (*slot != NULL)
+            clReleaseEvent(*slot);
+        *slot = event;
+        *n_p = ++l->marked;
+        err = clFlush(l->queue);
+    }
+    pthread_mutex_unlock(&b->lanes_lock);
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "marking a transfer lane");
+}
+
+/* As the side queue's: the slot's event stands for mark n or a later one
+ * of the same in-order queue. */
+static int ocl_copy_done(grain_backend_t *b, unsigned lane, uint64_t n)
+{
+    if (n == 0)
+        return 1;
+    cl_int status = CL_COMPLETE;
+    pthread_mutex_lock(&b->lanes_lock);
+    cl_event event = b->lanes[lane].marks[n % SIDE_EVENTS];
+    if (event != NULL &&
+        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+        status = -1;
+    pthread_mutex_unlock(&b->lanes_lock);
+    return status < 0 ? -1 : status == CL_COMPLETE;
+}
+
+static grain_status_t ocl_copy_wait(grain_backend_t *b, unsigned lane)
+{
+    pthread_mutex_lock(&b->lanes_lock);
+    cl_command_queue queue = b->lanes[lane].queue;
+    pthread_mutex_unlock(&b->lanes_lock);
+    cl_int err = queue != NULL ? clFinish(queue) : CL_SUCCESS;
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clFinish of a transfer lane");
+}
+
+/* Fine-grained SVM of any context is memory the host addresses, and a CPU
+ * device's queue copies as the host does; a GPU's may not reach another
+ * context's allocations. */
+static grain_status_t ocl_reach_peer(grain_backend_t *b, grain_backend_t *peer)
+{
+    if (b->info.cpu_device && peer->info.cpu_device)
+        return GRAIN_OK;
+    return grain_fail(GRAIN_ERR_UNSUPPORTED, "opencl: \"%.160s\" and \"%.160s\" are not both CPU devices, whose queues "
+                                             "copy any memory of the process", b->info.device_name,
+                      peer->info.device_name);
+}
+
 static grain_status_t ocl_synchronize(grain_backend_t *b)
 {
     cl_int err = clFinish(b->queue);
@@ -937,6 +1052,12 @@ const grain_backend_ops_t grain_opencl_ops = {
     .launch_side = ocl_launch_side,
     .side_done = ocl_side_done,
     .side_synchronize = ocl_side_synchronize,
+    .copy_async = ocl_copy_async,
+    .launch_lane = ocl_launch_lane,
+    .copy_wait = ocl_copy_wait,
+    .copy_mark = ocl_copy_mark,
+    .copy_done = ocl_copy_done,
+    .reach_peer = ocl_reach_peer,
     .alloc_peer = ocl_alloc_peer,
     .free_peer = ocl_free_peer,
     .map_peer = ocl_map_peer,

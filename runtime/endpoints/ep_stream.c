@@ -9,18 +9,19 @@
  * earlier one of its stream that has not started; a message, which leaves
  * the lane's order, also waits for the earlier ones to be done, and holds
  * the later kernels and copies until it is) and whose `after` events are
- * done, and notes those the device finished.  Messages in flight on a
- * stream hold a later message only where they receive into bytes it uses:
- * a send's bytes are off the device once it is posted, and holding a send
- * behind another that waits for its receiver (MPI's rendezvous) would
- * deadlock two endpoints that send to each other before they receive.  Dependencies are therefore
+ * done, and notes those the device finished.  Dependencies are therefore
  * kept on the host, which lets a kernel come after a message as easily as
- * after another kernel.  A stream is one of the backend's lanes, of the
- * endpoint's own backend, where the backend can launch kernels on them
- * (CUDA, HIP): the commands then run asynchronously, in order on their lane,
- * and the lane's marks are their backend events.  Elsewhere (OpenCL) a
- * command runs to completion when it starts, which keeps every ordering the
- * asynchronous form promises.
+ * after another kernel.  Messages in flight on a stream hold a later
+ * message only where they receive into bytes it uses: a send's bytes are
+ * off the device once it is posted, and holding a send behind another that
+ * waits for its receiver (MPI's rendezvous) would deadlock two endpoints
+ * that send to each other before they receive.  A stream is one of
+ * the backend's lanes, of the endpoint's own backend, where the backend can
+ * launch kernels on them (CUDA and HIP streams, OpenCL in-order queues):
+ * the commands then run asynchronously, in order on their lane, and the
+ * lane's marks are their backend events.  Elsewhere (a backend without
+ * lanes) a command runs to completion when it starts, which keeps every
+ * ordering the asynchronous form promises.
  *
  * A launch takes its kernel's arguments when it is queued, as CUDA's launch
  * does, so that the next launch may set others while this one still waits

@@ -43,9 +43,9 @@ typedef struct sched_device {
     unsigned node_index; /* among the backend's devices on this node */
     grain_backend_t *backend;
     grain_backend_info_t info;
-    /* Lanes where the backend launches kernels on them (CUDA, HIP); else one
-     * stream, the device's own queue, where copies are synchronous and
-     * the queue's being idle says its kernels are done (OpenCL). */
+    /* Lanes where the backend launches kernels on them (all of grain's);
+     * else one stream, the device's own queue, where copies are
+     * synchronous and the queue's being idle says its kernels are done. */
     int lanes;
     unsigned streams;
     sched_stream_t stream[SCHED_STREAMS];
