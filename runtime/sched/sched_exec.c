@@ -329,6 +329,11 @@ static void submit(grain_sched_t *s, uint32_t e)
         st = sched_copy(s, el->copies[i].array, el->copies[i].from, el->location, el->stream);
     if (st == GRAIN_OK && el->kind == ELEM_KERNEL)
         st = launch(s, el);
+    if (st == GRAIN_OK && el->location == SCHED_HOST && el->n_copies > 0 && el->copies[0].from != SCHED_HOST &&
+        device_at(s, el->copies[0].from)->lanes) { /* copied down on that device's lane (sched_copy) */
+        el->down_from = el->copies[0].from;
+        st = s->bops->copy_mark(device_at(s, el->down_from)->backend, SCHED_HOST_LANE, &el->mark);
+    }
     if (st == GRAIN_OK && el->location != SCHED_HOST) {
         sched_device_t *dev = device_at(s, el->location);
         dev->stream[el->stream].used = 1;
@@ -344,7 +349,7 @@ static void submit(grain_sched_t *s, uint32_t e)
         snprintf(why, sizeof why, "%s", grain_error_message(s->grain));
         note_failure(s, el, st, why);
         finish(s, e);
-    } else if (el->location == SCHED_HOST) {
+    } else if (el->location == SCHED_HOST && el->down_from == 0) {
         finish(s, e);
     } else {
         el->state = ELEM_SUBMITTED;
@@ -370,15 +375,17 @@ static void poll_queues(grain_sched_t *s)
 static void poll(grain_sched_t *s, uint32_t e)
 {
     sched_elem_t *el = &s->elems[e];
-    sched_device_t *dev = device_at(s, el->location);
+    int host = el->location == SCHED_HOST;
+    sched_device_t *dev = device_at(s, host ? el->down_from : el->location);
+    unsigned lane = host ? SCHED_HOST_LANE : el->stream;
     grain_status_t st = GRAIN_OK;
     if (dev->lanes) {
-        int r = s->bops->copy_done(dev->backend, el->stream, el->mark);
+        int r = s->bops->copy_done(dev->backend, lane, el->mark);
         if (r == 0)
             return;
-        if (r < 0 && (st = s->bops->copy_wait(dev->backend, el->stream)) == GRAIN_OK)
-            st = grain_fail(GRAIN_ERR_BACKEND, "sched: device %u, stream %u: a command failed",
-                            el->location - 1, el->stream);
+        if (r < 0 && (st = s->bops->copy_wait(dev->backend, lane)) == GRAIN_OK)
+            st = grain_fail(GRAIN_ERR_BACKEND, "sched: device %u, lane %u: a command failed",
+                            (host ? el->down_from : el->location) - 1, lane);
     } else {
         if (el->mark > dev->finished)
             return;

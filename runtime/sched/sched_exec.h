@@ -33,6 +33,9 @@
 /* Streams a device gives the scheduler: its backend's lanes, all of them
  * the scheduler's (the backend is its own). */
 #define SCHED_STREAMS GRAIN_COPY_LANES
+/* The lane a device copies arrays down to the host on, beside its streams
+ * (the scheduler's backends are its own: no receiving thread uses it). */
+#define SCHED_HOST_LANE GRAIN_RECV_LANE
 
 typedef struct sched_stream {
     uint32_t placed; /* elements placed on it and not done */
@@ -93,6 +96,7 @@ typedef struct sched_copy {
 typedef struct sched_elem {
     int kind, state, failed;
     unsigned location, stream;
+    unsigned down_from; /* a host element whose copy runs on this device's SCHED_HOST_LANE, else 0 */
     int stream_taken; /* a child took its stream */
     uint64_t mark;
     uint64_t bytes_in;

@@ -242,7 +242,10 @@ static grain_status_t streams(grain_cmdq_t *q, void *arg)
      * that it never sends (the launch fails when the receive is dropped),
      * which keeps x from being freed, a copy that runs to its end, and a
      * receive on a stream, also never sent: one message and three commands
-     * in the warnings (CMakeLists.txt checks the counts). */
+     * in the warnings (CMakeLists.txt checks the counts).  The copy reads
+     * x's shadow, which lives until the endpoint frees x at its return,
+     * after its commands: host memory a copy names must outlive it, and on
+     * lanes (CUDA, HIP, OpenCL) the copy may run after this returns. */
     size_t got = 0;
     const size_t global = N;
     grain_ep_event_t *never, *stuck, *left, *dropped;
@@ -253,7 +256,7 @@ static grain_status_t streams(grain_cmdq_t *q, void *arg)
     grain_ep_mem_free(q, x);
     expect(strstr(grain_error_message(NULL), "not yet done uses that memory") != NULL,
            "memory freed under a queued launch");
-    OK(grain_ep_copy_in(q, 5, z, 0, host, BYTES, NULL, 0, &left));
+    OK(grain_ep_copy_in(q, 5, z, 0, grain_ep_mem_shadow(x), BYTES, NULL, 0, &left));
     grain_ep_kernel_destroy(affine); /* its queued launch keeps it */
     free(host);
     free(out);
