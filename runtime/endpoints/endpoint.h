@@ -34,6 +34,14 @@ struct grain_ep_event {
     unsigned char *staging; /* the message's host bytes, between ranks */
     struct grain_ep_cmd *cmd; /* a stream command's (ep_stream.c), else NULL */
     int inner;                /* a stream command's own message: the user knows it as that command */
+    /* A receive from the rank's own endpoints, under the team's lock: in
+     * its endpoint's list of posted receives until matched; claimed by a
+     * sender that copies straight into its memory (1), then filled (2)
+     * with `filled` bytes and `fill_status` (why in `why`). */
+    struct grain_ep_event *posted_next;
+    int claim;
+    size_t filled;
+    grain_status_t fill_status;
 };
 
 /* The endpoints of one rank in one grain_ep_run, for collectives: the last
@@ -56,6 +64,11 @@ typedef struct grain_ep_team {
     struct grain_ep_msg *mail, **mail_tail;
     pthread_cond_t mail_cond;
     unsigned char *gone;
+    /* Per virtual device: its receives from the rank's endpoints not yet
+     * matched, oldest first, and its backend while it runs, which a sender
+     * asks whether its lanes reach that device's memory. */
+    grain_ep_event_t **posted;
+    grain_backend_t **backends;
 } grain_ep_team_t;
 
 struct grain_cmdq {
@@ -79,6 +92,7 @@ struct grain_cmdq {
     grain_ep_fn_t fn;
     void *arg;
     grain_ep_team_t *team;
+    signed char *reach; /* per virtual device: whether this backend's lanes copy into its memory; -1 not asked */
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;

@@ -71,8 +71,11 @@ grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
     t->parts = calloc(devices, sizeof *t->parts);
     t->statuses = calloc(devices, sizeof *t->statuses);
     t->gone = calloc(devices, 1);
+    t->posted = calloc(devices, sizeof *t->posted);
+    t->backends = calloc(devices, sizeof *t->backends);
     t->mail_tail = &t->mail;
-    if (t->keys == NULL || t->parts == NULL || t->statuses == NULL || t->gone == NULL) {
+    if (t->keys == NULL || t->parts == NULL || t->statuses == NULL || t->gone == NULL || t->posted == NULL ||
+        t->backends == NULL) {
         grain_ep_team_destroy(t);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for the collectives of %u endpoints", devices);
     }
@@ -84,7 +87,8 @@ grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
 
 void grain_ep_team_destroy(grain_ep_team_t *t)
 {
-    if (t->keys != NULL && t->parts != NULL && t->statuses != NULL && t->gone != NULL) {
+    if (t->keys != NULL && t->parts != NULL && t->statuses != NULL && t->gone != NULL && t->posted != NULL &&
+        t->backends != NULL) {
         grain_ep_mail_drop(t);
         pthread_mutex_destroy(&t->lock);
         pthread_cond_destroy(&t->cond);
@@ -96,6 +100,8 @@ void grain_ep_team_destroy(grain_ep_team_t *t)
     free(t->parts);
     free(t->statuses);
     free(t->gone);
+    free(t->posted);
+    free(t->backends);
     memset(t, 0, sizeof *t);
 }
 
@@ -104,6 +110,7 @@ void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev)
     pthread_mutex_lock(&t->lock);
     t->departed++;
     t->gone[vdev] = 1;
+    t->backends[vdev] = NULL; /* closed next: no sender asks it any more */
     pthread_cond_broadcast(&t->cond);      /* the others may now lack only a leader */
     pthread_cond_broadcast(&t->mail_cond); /* or wait for a message it will never send */
     pthread_mutex_unlock(&t->lock);

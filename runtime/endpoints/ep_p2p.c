@@ -3,9 +3,17 @@
  * Two-sided messages between device endpoints (GMH III-B3, III-B4), matched
  * by (source endpoint, tag) in the order sent and the order posted; every
  * message is an event, and the blocking calls start one and wait for it.
- * Between endpoints of one rank a message goes through the rank's mailbox:
- * copied off the sender's device at once, onto the receiver's when the
- * receiver progresses its receives, oldest first.  Between ranks it goes
+ * Between endpoints of one rank a message whose receive is posted already
+ * goes straight from the sender's device memory into the receiver's, on
+ * the sender's message lane, where its lanes reach that device (backend
+ * reach_peer: peer access between GPUs, one GPU, CPU devices): no host
+ * byte.  The sender claims the receive under the team's lock and copies
+ * outside it; the receiver sees it filled.  Otherwise, or where a message
+ * of the mailbox comes first for that receive, it goes through the rank's
+ * mailbox: copied off the sender's device at once, onto the receiver's
+ * when the receiver progresses its receives, oldest first.  Either way a
+ * send is done when it returns, so its memory may change at once.
+ * Between ranks it goes
  * device to a host buffer of its own, through the transport's endpoint
  * channel, host to device; the MPI tag carries both virtual devices and the
  * application's tag, so that MPI's own matching and order serve.
@@ -85,9 +93,89 @@ grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const
     return st;
 }
 
+/* The lane of an endpoint's backend that its sends copy on: no stream's. */
+#define EP_MESSAGE_LANE GRAIN_RECV_LANE
+
+/* Whether this endpoint's lanes copy into the memory of virtual device
+ * `vdev` of its rank, asked of the backend once; not while that one is
+ * not running (it then posts no receive). */
+static int reaches(grain_cmdq_t *q, unsigned vdev)
+{
+    if (q->reach == NULL || !q->streams_async || q->bops->reach_peer == NULL)
+        return 0;
+    if (q->reach[vdev] < 0) {
+        grain_ep_team_t *t = q->team;
+        pthread_mutex_lock(&t->lock); /* the other may not close its backend meanwhile */
+        grain_backend_t *b = t->backends[vdev];
+        if (b != NULL)
+            q->reach[vdev] = q->bops->reach_peer(q->backend, b) == GRAIN_OK;
+        pthread_mutex_unlock(&t->lock);
+    }
+    return q->reach[vdev] > 0;
+}
+
+static void unpost(grain_ep_team_t *t, unsigned vdev, grain_ep_event_t *e)
+{
+    for (grain_ep_event_t **p = &t->posted[vdev]; *p != NULL; p = &(*p)->posted_next)
+        if (*p == e) {
+            *p = e->posted_next;
+            return;
+        }
+}
+
+/* The oldest receive that endpoint `dst` posted for (src, tag), claimed
+ * for a copy straight into it; NULL where a message of the mailbox comes
+ * first, none is posted, or it has too little room (the mailbox then
+ * carries the message, and the receive refuses it).  Under the lock. */
+static grain_ep_event_t *claim_receive(grain_ep_team_t *t, int src, int dst, int tag, size_t bytes)
+{
+    for (const struct grain_ep_msg *m = t->mail; m != NULL; m = m->next)
+        if (m->src == src && m->dst == dst && m->tag == tag)
+            return NULL;
+    unsigned vdev = (unsigned)dst % t->devices;
+    for (grain_ep_event_t *e = t->posted[vdev]; e != NULL; e = e->posted_next)
+        if (e->src == src && e->tag == tag) {
+            if (e->cap < bytes)
+                return NULL;
+            unpost(t, vdev, e);
+            e->claim = 1;
+            return e;
+        }
+    return NULL;
+}
+
+/* Copies a send into the receive it claimed and waits for the copy, so
+ * that the send, like the mailbox's, is done when it returns. */
+static grain_status_t push(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                           grain_ep_event_t *r)
+{
+    grain_status_t st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, (char *)r->mem->device + r->offset,
+                                            (const char *)mem->device + offset, bytes);
+    if (st == GRAIN_OK)
+        st = q->bops->copy_wait(q->backend, EP_MESSAGE_LANE);
+    grain_ep_team_t *t = q->team;
+    pthread_mutex_lock(&t->lock);
+    r->filled = bytes;
+    r->fill_status = st;
+    if (st != GRAIN_OK)
+        snprintf(r->why, sizeof r->why, "%s", grain_error_message(NULL));
+    r->claim = 2;
+    pthread_cond_broadcast(&t->mail_cond);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
 static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
                                 int tag)
 {
+    grain_ep_team_t *t = q->team;
+    if (reaches(q, (unsigned)dest % q->devices)) {
+        pthread_mutex_lock(&t->lock);
+        grain_ep_event_t *r = claim_receive(t, q->id, dest, tag, bytes);
+        pthread_mutex_unlock(&t->lock);
+        if (r != NULL)
+            return push(q, mem, offset, bytes, r);
+    }
     struct grain_ep_msg *m = malloc(sizeof *m + bytes);
     if (m == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_send: no memory for a message of %zu bytes", bytes);
@@ -97,7 +185,6 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
         free(m);
         return st;
     }
-    grain_ep_team_t *t = q->team;
     pthread_mutex_lock(&t->lock);
     *t->mail_tail = m;
     t->mail_tail = &m->next;
@@ -178,7 +265,15 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
     e->received = received;
     e->src = src;
     e->tag = tag;
-    if (!e->here) {
+    if (e->here) {
+        grain_ep_team_t *t = q->team;
+        pthread_mutex_lock(&t->lock);
+        grain_ep_event_t **p = &t->posted[q->vdev];
+        while (*p != NULL)
+            p = &(*p)->posted_next;
+        *p = e;
+        pthread_mutex_unlock(&t->lock);
+    } else {
         grain_t *g = q->grain;
         if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
             grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
@@ -237,10 +332,10 @@ static int progress_here(grain_cmdq_t *q, int wait)
     pthread_mutex_lock(&t->lock);
     for (;;) {
         for (grain_ep_event_t *e = q->events; e != NULL && n < BATCH; e = e->next) {
-            if (!e->recv || !e->here || e->done)
+            if (!e->recv || !e->here || e->done || e->claim == 1) /* 1: a sender copies into it */
                 continue;
-            struct grain_ep_msg *m = take_mail(t, e->src, q->id, e->tag);
-            if (m != NULL) {
+            struct grain_ep_msg *m = e->claim == 2 ? NULL : take_mail(t, e->src, q->id, e->tag);
+            if (e->claim == 2 || m != NULL) {
                 take[n] = e;
                 got[n++] = m;
                 e->done = 1; /* taken: landed below, outside the lock */
@@ -249,6 +344,8 @@ static int progress_here(grain_cmdq_t *q, int wait)
                 got[n++] = NULL;
                 e->done = 1;
             }
+            if (e->done && e->claim == 0)
+                unpost(t, q->vdev, e);
         }
         if (n > 0 || !wait)
             break;
@@ -256,9 +353,19 @@ static int progress_here(grain_cmdq_t *q, int wait)
     }
     pthread_mutex_unlock(&t->lock);
     for (int i = 0; i < n; i++) {
-        if (got[i] != NULL)
-            land(q, take[i], got[i]);
-        else
+        grain_ep_event_t *e = take[i];
+        if (got[i] != NULL) {
+            land(q, e, got[i]);
+        } else if (e->claim == 2 && e->fill_status == GRAIN_OK) {
+            if (e->received != NULL)
+                *e->received = e->filled;
+            grain_ep_event_complete(e, GRAIN_OK);
+        } else if (e->claim == 2) {
+            char why[sizeof e->why];
+            snprintf(why, sizeof why, "%s", e->why);
+            grain_ep_event_complete(e, grain_fail(e->fill_status, "grain_ep_recv: the copy from endpoint %d "
+                                                                  "failed: %s", e->src, why));
+        } else
             grain_ep_event_complete(take[i], grain_fail(GRAIN_ERR_STATE,
                                                         "grain_ep_recv: endpoint %d returned without sending endpoint "
                                                         "%d a message of tag %d",
@@ -293,6 +400,15 @@ void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e)
 
 void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e)
 {
+    if (e->recv && e->here && !e->done) { /* dropped: no sender may copy into it from now on */
+        grain_ep_team_t *t = q->team;
+        pthread_mutex_lock(&t->lock);
+        while (e->claim == 1)
+            pthread_cond_wait(&t->mail_cond, &t->lock);
+        if (e->claim == 0)
+            unpost(t, q->vdev, e);
+        pthread_mutex_unlock(&t->lock);
+    }
     grain_ep_cmd_forget(q, e);
     if (e->cmd != NULL) {
         grain_ep_cmd_free(e->cmd);

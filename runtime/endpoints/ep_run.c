@@ -76,8 +76,14 @@ static void *endpoint_thread(void *arg)
             grain_info("endpoint %d: could not bind its thread to core %d; the scheduler places it", q->id, q->cpu);
     }
     q->status = open_device(q);
-    if (q->status == GRAIN_OK)
+    if (q->status == GRAIN_OK && (q->reach = malloc(q->devices)) != NULL)
+        memset(q->reach, -1, q->devices);
+    if (q->status == GRAIN_OK) {
+        pthread_mutex_lock(&q->team->lock);
+        q->team->backends[q->vdev] = q->backend;
+        pthread_mutex_unlock(&q->team->lock);
         q->status = q->fn(q, q->arg);
+    }
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
@@ -87,6 +93,7 @@ static void *endpoint_thread(void *arg)
     grain_ep_mem_free_all(q);
     if (q->backend != NULL)
         q->bops->close(q->backend);
+    free(q->reach);
     return NULL;
 }
 

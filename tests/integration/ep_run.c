@@ -403,6 +403,44 @@ static grain_status_t immediate(grain_cmdq_t *q, void *arg)
     return GRAIN_OK;
 }
 
+/* Between endpoints 0 and 1 of a rank: a message whose receive is posted
+ * goes straight into it (where the devices reach each other), but not
+ * past an older message of the same source and tag that waits in the
+ * mailbox.  Every endpoint meets at the barriers, which order the steps. */
+static grain_status_t mailbox_order(grain_cmdq_t *q, void *arg)
+{
+    int *ok = arg, good = 1;
+    unsigned v = grain_ep_vdev(q), pair = grain_ep_devices(q) > 1 && v < 2;
+    int other = grain_ep_id(q) + (v == 0 ? 1 : -1);
+    grain_ep_mem_t *m = NULL;
+    grain_ep_event_t *r[3] = {0};
+    size_t got[3] = {0};
+    uint8_t byte = 0x41, seen[3] = {0};
+    OK(grain_ep_mem_alloc(q, 3, GRAIN_EP_READ | GRAIN_EP_WRITE, &m));
+    if (pair && v == 0) { /* no receive posted yet: into the mailbox */
+        OK(grain_ep_mem_write(q, m, 0, &byte, 1));
+        OK(grain_ep_send(q, m, 0, 1, other, 14));
+    }
+    OK(grain_ep_barrier(q));
+    if (pair && v == 1)
+        for (int i = 0; i < 3; i++)
+            OK(grain_ep_irecv(q, m, (size_t)i, 1, other, i < 2 ? 14 : 15, &got[i], &r[i]));
+    OK(grain_ep_barrier(q));
+    if (pair && v == 0) { /* tag 14 after the mailbox's; tag 15 straight into its receive */
+        for (byte = 0x42; byte <= 0x43; byte++) {
+            OK(grain_ep_mem_write(q, m, 0, &byte, 1));
+            OK(grain_ep_send(q, m, 0, 1, other, byte == 0x42 ? 14 : 15));
+        }
+    }
+    if (pair && v == 1) {
+        OK(grain_ep_wait_all(q, r, 3));
+        OK(grain_ep_mem_read(q, m, 0, seen, 3));
+        good = got[0] == 1 && got[1] == 1 && got[2] == 1 && seen[0] == 0x41 && seen[1] == 0x42 && seen[2] == 0x43;
+    }
+    ok[v] = good;
+    return GRAIN_OK;
+}
+
 /* The refusals of messages: a receive too small (then the next message
  * still arrives), bad peers and tags, memory without the permission, and a
  * receive from an endpoint of this rank that returned without sending. */
@@ -439,6 +477,7 @@ static void check_messages(grain_t *g, int me, unsigned want)
     expect_each(g, me, want, pairs, "the messages' lengths or bytes");
     OK(grain_ep_run(g, want, message_refusals, NULL));
     expect_each(g, me, want, immediate, "the immediate messages' order or bytes");
+    expect_each(g, me, want, mailbox_order, "a message straight into its receive, or after the mailbox's");
 }
 
 static void check_ids(grain_t *g, int me, int ranks, unsigned want, unsigned node_devices)
