@@ -60,8 +60,10 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mpi_cflags="$(mpicc --showme:compile)"
 includes=(-I"$top/include" -I"$top/graphapps/gups" -I"$top")
-mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$here/gups_peer.c" -o "$tmp/host.o"
-mpicc -std=c11 -O2 -Wall -Wextra "${includes[@]}" -c "$top/tools/cli/cli.c" -o "$tmp/cli.o"
+# As CMakeLists.txt builds every C file: C11 and POSIX 2008 (clock_gettime).
+cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra)
+mpicc "${cflags[@]}" "${includes[@]}" -c "$here/gups_peer.c" -o "$tmp/host.o"
+mpicc "${cflags[@]}" "${includes[@]}" -c "$top/tools/cli/cli.c" -o "$tmp/cli.o"
 cuda_link=(-L"$cuda_lib" -Wl,-rpath,"$cuda_lib" -lcudart -lstdc++)
 
 # shellcheck disable=SC2086 # mpi_cflags is a list of flags
