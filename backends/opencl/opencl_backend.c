@@ -870,7 +870,7 @@ static grain_status_t ocl_copy_async(grain_backend_t *b, unsigned lane, void *ds
 {
     cl_command_queue queue;
     grain_status_t st = lane_queue(b, lane, &queue);
-    if (st != GRAIN_OK)
+    if (st != GRAIN_OK || size == 0) /* nothing to copy; the lane is made for the marks that follow */
         return st;
     cl_int err = clEnqueueSVMMemcpy(queue, CL_FALSE, dst, src, size, 0, NULL, NULL);
     if (err == CL_SUCCESS)
