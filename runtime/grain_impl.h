@@ -77,6 +77,18 @@ enum {
     GRAIN_SCHED_COUNTS
 };
 
+/* What device endpoints' sends count, by the path each took, in their
+ * rank's statistics ("endpoints"; every endpoint thread adds). */
+enum {
+    GRAIN_EP_COUNT_DEVICE_MSGS, /* between endpoints of the rank, device to device */
+    GRAIN_EP_COUNT_DEVICE_BYTES,
+    GRAIN_EP_COUNT_MAILBOX_MSGS, /* between endpoints of the rank, through the host's mailbox */
+    GRAIN_EP_COUNT_MAILBOX_BYTES,
+    GRAIN_EP_COUNT_RANK_MSGS, /* to another rank's endpoints, through the transport */
+    GRAIN_EP_COUNT_RANK_BYTES,
+    GRAIN_EP_COUNTS
+};
+
 struct grain {
     grain_config_t config;
     int my_pe, n_pes;
@@ -186,6 +198,7 @@ struct grain {
      * statistics "sched"), by GRAIN_SCHED_*; their owner thread alone
      * writes them. */
     uint64_t sched_counts[GRAIN_SCHED_COUNTS];
+    atomic_uint_fast64_t ep_counts[GRAIN_EP_COUNTS];
 
     /* The tiled BLAS's kernels, built at its first call (blas_run.c). */
     struct grain_blas_state *blas;

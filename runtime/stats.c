@@ -16,7 +16,7 @@ enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS,
     S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_APPLY_AGENTS, S_APPLY_AGENT_BUFFERS, S_BUSY_NS, S_WAIT_NS, S_SEND_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
-    S_RECV_THREAD_MAX_BUFFERS, S_SCHED0, S_PHASE0 = S_SCHED0 + GRAIN_SCHED_COUNTS,
+    S_RECV_THREAD_MAX_BUFFERS, S_SCHED0, S_EP0 = S_SCHED0 + GRAIN_SCHED_COUNTS, S_PHASE0 = S_EP0 + GRAIN_EP_COUNTS,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
@@ -81,6 +81,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_PHASE0 + i] = g->phase_ns[i];
     for (unsigned i = 0; i < GRAIN_SCHED_COUNTS; i++)
         r[S_SCHED0 + i] = g->sched_counts[i];
+    for (unsigned i = 0; i < GRAIN_EP_COUNTS; i++)
+        r[S_EP0 + i] = atomic_load_explicit(&g->ep_counts[i], memory_order_relaxed);
     if (g->applier != NULL) {
         grain_applier_stats_t as = grain_applier_stats(g->applier);
         r[S_APPLY_KERNELS] = as.kernels;
@@ -169,6 +171,12 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS], (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
             (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES], (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED],
             (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER], (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
+    const uint64_t *ec = r + S_EP0;
+    fprintf(out, ",\"endpoints\":{\"device_messages\":%llu,\"device_bytes\":%llu,\"mailbox_messages\":%llu,"
+                 "\"mailbox_bytes\":%llu,\"rank_messages\":%llu,\"rank_bytes\":%llu}",
+            (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_BYTES],
+            (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_BYTES],
+            (unsigned long long)ec[GRAIN_EP_COUNT_RANK_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES]);
     const uint64_t *ph = r + S_PHASE0;
     double s = 1e-9 / (double)ranks;
     fprintf(out, ",\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
@@ -241,7 +249,16 @@ void grain_stats_print(grain_t *g, FILE *out)
                     (unsigned long long)r[S_FLUSH_SCOPE], (unsigned long long)r[S_BUFFER_WAITS]);
         }
         for (size_t p = 0; p < n; p++) {
-            const uint64_t *r = rows + p * width, *sc = r + S_SCHED0;
+            const uint64_t *r = rows + p * width, *sc = r + S_SCHED0, *ec = r + S_EP0;
+            if (ec[GRAIN_EP_COUNT_DEVICE_MSGS] + ec[GRAIN_EP_COUNT_MAILBOX_MSGS] + ec[GRAIN_EP_COUNT_RANK_MSGS] > 0)
+                fprintf(out, "rank %zu: endpoint messages: %llu device to device (%llu bytes), %llu through the "
+                             "mailbox (%llu bytes), %llu to other ranks (%llu bytes)\n",
+                        p, (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_MSGS],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_BYTES],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_MSGS],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_BYTES],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_RANK_MSGS],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES]);
             if (sc[GRAIN_SCHED_COUNT_ELEMENTS] > 0)
                 fprintf(out, "rank %zu: task scheduler: %llu elements, %llu edges, %llu kernels, %llu copies of "
                              "%llu bytes (%llu between devices)\n",

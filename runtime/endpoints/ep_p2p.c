@@ -93,6 +93,13 @@ grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const
     return st;
 }
 
+/* Counts a send of `bytes` by its path (GRAIN_EP_COUNT_*_MSGS). */
+static void count_send(grain_cmdq_t *q, unsigned path, size_t bytes)
+{
+    atomic_fetch_add_explicit(&q->grain->ep_counts[path], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&q->grain->ep_counts[path + 1], bytes, memory_order_relaxed);
+}
+
 /* The lane of an endpoint's backend that its sends copy on: no stream's. */
 #define EP_MESSAGE_LANE GRAIN_RECV_LANE
 
@@ -173,8 +180,11 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
         pthread_mutex_lock(&t->lock);
         grain_ep_event_t *r = claim_receive(t, q->id, dest, tag, bytes);
         pthread_mutex_unlock(&t->lock);
+        grain_status_t st = r != NULL ? push(q, mem, offset, bytes, r) : GRAIN_OK;
+        if (r != NULL && st == GRAIN_OK)
+            count_send(q, GRAIN_EP_COUNT_DEVICE_MSGS, bytes);
         if (r != NULL)
-            return push(q, mem, offset, bytes, r);
+            return st;
     }
     struct grain_ep_msg *m = malloc(sizeof *m + bytes);
     if (m == NULL)
@@ -185,6 +195,7 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
         free(m);
         return st;
     }
+    count_send(q, GRAIN_EP_COUNT_MAILBOX_MSGS, bytes);
     pthread_mutex_lock(&t->lock);
     *t->mail_tail = m;
     t->mail_tail = &m->next;
@@ -243,6 +254,8 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         if (st == GRAIN_OK)
             st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
                                    &e->req);
+        if (st == GRAIN_OK)
+            count_send(q, GRAIN_EP_COUNT_RANK_MSGS, bytes);
         if (st != GRAIN_OK)
             grain_ep_event_complete(e, st);
     }
