@@ -33,15 +33,21 @@
 #include "services/cores.h"
 #include "services/log.h"
 
-/* Completion events of the side queue, reused round robin. */
-#define SIDE_EVENTS 64u
+#define MARK_EVENTS 64u
 
-/* A transfer lane: an in-order queue, made on first use, and its marks,
- * kept round robin as the side queue's launches are. */
+/* Points of an in-order queue (the side queue's launches, a lane's
+ * markers), numbered from 1, each kept in event n % MARK_EVENTS, reused
+ * round robin: that event then stands for the newest point recorded in
+ * it, n or later, and when that one is done, so is n. */
+typedef struct ocl_marks {
+    cl_event events[MARK_EVENTS];
+    uint64_t n;
+} ocl_marks_t;
+
+/* A transfer lane: an in-order queue, made on first use, and its marks. */
 typedef struct ocl_lane {
     cl_command_queue queue;
-    cl_event marks[SIDE_EVENTS];
-    uint64_t marked;
+    ocl_marks_t marks;
 } ocl_lane_t;
 
 /* A shared-memory object as another process finds it. */
@@ -65,8 +71,7 @@ struct grain_backend {
     cl_command_queue queue; /* the application's kernels */
     cl_command_queue side;  /* the runtime's apply kernels */
     cl_command_queue on_device; /* the launch agent's default device queue, made when a region needs it */
-    cl_event side_events[SIDE_EVENTS];
-    uint64_t side_launched;
+    ocl_marks_t side_marks;
     /* Under lanes_lock: the threads of several regions share lane numbers,
      * and a mark replaces the event in its slot. */
     ocl_lane_t lanes[GRAIN_RECV_LANE + 1];
@@ -451,6 +456,35 @@ err_free:
     return st;
 }
 
+/* Records `event` as the next point; returns its number. */
+static uint64_t marks_add(ocl_marks_t *m, cl_event event)
+{
+    cl_event *slot = &m->events[(m->n + 1) % MARK_EVENTS];
+    if (*slot != NULL)
+        clReleaseEvent(*slot);
+    *slot = event;
+    return ++m->n;
+}
+
+/* Point n's execution status: CL_COMPLETE done, above it not yet,
+ * negative failed (or not to be asked). */
+static cl_int marks_status(const ocl_marks_t *m, uint64_t n)
+{
+    cl_event event = m->events[n % MARK_EVENTS];
+    cl_int status = CL_COMPLETE;
+    if (event != NULL &&
+        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+        status = -1;
+    return status;
+}
+
+static void marks_release(ocl_marks_t *m)
+{
+    for (unsigned i = 0; i < MARK_EVENTS; i++)
+        if (m->events[i] != NULL)
+            clReleaseEvent(m->events[i]);
+}
+
 static void ocl_close(grain_backend_t *b)
 {
     for (size_t i = 0; i < b->n_svm; i++)
@@ -462,17 +496,13 @@ static void ocl_close(grain_backend_t *b)
             shm_unlink(b->maps[i].name);
     }
     free(b->maps);
-    for (unsigned i = 0; i < SIDE_EVENTS; i++)
-        if (b->side_events[i] != NULL)
-            clReleaseEvent(b->side_events[i]);
+    marks_release(&b->side_marks);
     for (unsigned l = 0; l <= GRAIN_RECV_LANE; l++) {
         if (b->lanes[l].queue != NULL) {
             clFinish(b->lanes[l].queue);
             clReleaseCommandQueue(b->lanes[l].queue);
         }
-        for (unsigned i = 0; i < SIDE_EVENTS; i++)
-            if (b->lanes[l].marks[i] != NULL)
-                clReleaseEvent(b->lanes[l].marks[i]);
+        marks_release(&b->lanes[l].marks);
     }
     if (b->last_launch != NULL)
         clReleaseEvent(b->last_launch);
@@ -820,27 +850,14 @@ static grain_status_t ocl_launch_side(grain_bkernel_t *k, size_t global, size_t 
     grain_status_t st = enqueue(k, b->side, 1, &global, &local, &event);
     if (st != GRAIN_OK)
         return st;
-    uint64_t n = b->side_launched + 1;
-    cl_event *slot = &b->side_events[n % SIDE_EVENTS];
-    if (*slot != NULL)
-        clReleaseEvent(*slot);
-    *slot = event;
-    b->side_launched = n;
-    *n_p = n;
+    *n_p = marks_add(&b->side_marks, event);
     return GRAIN_OK;
 }
 
-/* The event of launch n now stands for the newest launch recorded in it, n
- * or later (the queue is in order): when that one has finished, so has n.
- * A failed launch counts as finished; side_synchronize reports it. */
+/* A failed launch counts as finished; side_synchronize reports it. */
 static int ocl_side_done(grain_backend_t *b, uint64_t n)
 {
-    cl_event event = b->side_events[n % SIDE_EVENTS];
-    cl_int status = CL_COMPLETE;
-    if (event != NULL &&
-        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
-        return 1;
-    return status <= CL_COMPLETE;
+    return marks_status(&b->side_marks, n) <= CL_COMPLETE;
 }
 
 static grain_status_t ocl_side_synchronize(grain_backend_t *b)
@@ -894,29 +911,19 @@ static grain_status_t ocl_copy_mark(grain_backend_t *b, unsigned lane, uint64_t 
     pthread_mutex_lock(&b->lanes_lock);
     *n_p = 0; /* no copy yet: nothing to wait for */
     if (l->queue != NULL && (err = clEnqueueMarkerWithWaitList(l->queue, 0, NULL, &event)) == CL_SUCCESS) {
-        cl_event *slot = &l->marks[(l->marked + 1) % SIDE_EVENTS];
-        if (*slot != NULL)
-            clReleaseEvent(*slot);
-        *slot = event;
-        *n_p = ++l->marked;
+        *n_p = marks_add(&l->marks, event);
         err = clFlush(l->queue);
     }
     pthread_mutex_unlock(&b->lanes_lock);
     return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "marking a transfer lane");
 }
 
-/* As the side queue's: the slot's event stands for mark n or a later one
- * of the same in-order queue. */
 static int ocl_copy_done(grain_backend_t *b, unsigned lane, uint64_t n)
 {
     if (n == 0)
         return 1;
-    cl_int status = CL_COMPLETE;
-    pthread_mutex_lock(&b->lanes_lock);
-    cl_event event = b->lanes[lane].marks[n % SIDE_EVENTS];
-    if (event != NULL &&
-        clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
-        status = -1;
+    pthread_mutex_lock(&b->lanes_lock); /* a mark may replace the event meanwhile */
+    cl_int status = marks_status(&b->lanes[lane].marks, n);
     pthread_mutex_unlock(&b->lanes_lock);
     return status < 0 ? -1 : status == CL_COMPLETE;
 }

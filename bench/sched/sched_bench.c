@@ -94,11 +94,6 @@ static void usage(FILE *out)
                  "  D device endpoints' streams (default 1); each repetition timed host to host and checked\n");
 }
 
-static size_t bytes_of(const suite_t *s, unsigned a)
-{
-    return s->length[a] * sizeof(double);
-}
-
 static int check_outputs(run_t *r, double *const *got)
 {
     for (unsigned a = 0; a < r->suite.n_arrays; a++)
@@ -133,7 +128,7 @@ static grain_status_t sched_rep(run_t *r, grain_sched_t *s, grain_program_t *p, 
         if (su->input[a]) {
             void *h;
             SUITE_CHECK(grain_array_host(arrays[a], GRAIN_WRITE, &h));
-            memcpy(h, su->init[a], bytes_of(su, a));
+            memcpy(h, su->init[a], suite_bytes(su, a));
         }
     double t0 = cli_now_s();
     for (unsigned i = 0; i < su->n_steps; i++) {
@@ -175,7 +170,7 @@ static grain_status_t run_sched(grain_t *g, run_t *r)
     grain_array_t *arrays[SUITE_ARRAYS] = {0};
     grain_status_t st = grain_sched_program_create(s, sched_bench_source, NULL, &p);
     for (unsigned a = 0; a < r->suite.n_arrays && st == GRAIN_OK; a++)
-        st = grain_array_create(s, bytes_of(&r->suite, a), &arrays[a]);
+        st = grain_array_create(s, suite_bytes(&r->suite, a), &arrays[a]);
     /* The first repetition builds nothing more but warms every path. */
     for (unsigned rep = 0; rep <= r->o->reps && st == GRAIN_OK && (rep == 0 || r->verified); rep++)
         st = sched_rep(r, s, p, kernels, names, arrays, &r->seconds[rep]);

@@ -44,11 +44,6 @@ typedef struct hand {
     size_t n_events, cap_events, n_uses[SUITE_ARRAYS], n_sends[SUITE_ARRAYS];
 } hand_t;
 
-static size_t bytes_of(const suite_t *s, unsigned a)
-{
-    return s->length[a] * sizeof(double);
-}
-
 static unsigned device_of(const hand_t *h, unsigned step)
 {
     return h->run->suite->steps[step].stream % h->devices;
@@ -107,19 +102,19 @@ static grain_status_t bring(hand_t *h, where_t *w, unsigned i, unsigned j, unsig
         grain_ep_event_t *e = NULL;
         if (w->writer[a] < 0 && mine) {
             SUITE_CHECK(grain_ep_copy_in(h->q, st->stream, h->mem[a], 0, grain_ep_mem_shadow(h->mem[a]),
-                                         bytes_of(su, a), NULL, 0, &e));
+                                         suite_bytes(su, a), NULL, 0, &e));
         } else if (w->writer[a] >= 0) {
             unsigned writer = (unsigned)w->writer[a], from = device_of(h, writer);
             int tag = (int)(i * SUITE_ARGS + j);
             if (from == h->me) {
                 grain_ep_event_t *sent;
-                SUITE_CHECK(grain_ep_send_on(h->q, su->steps[writer].stream, h->mem[a], 0, bytes_of(su, a),
+                SUITE_CHECK(grain_ep_send_on(h->q, su->steps[writer].stream, h->mem[a], 0, suite_bytes(su, a),
                                              h->first_id + (int)dev, tag, &h->step_ev[writer], 1, &sent));
                 SUITE_CHECK(keep(h, sent));
                 h->sends[a][h->n_sends[a]++] = sent;
             }
             if (mine)
-                SUITE_CHECK(grain_ep_recv_on(h->q, st->stream, h->mem[a], 0, bytes_of(su, a),
+                SUITE_CHECK(grain_ep_recv_on(h->q, st->stream, h->mem[a], 0, suite_bytes(su, a),
                                              h->first_id + (int)from, tag, NULL, h->uses[a], h->n_uses[a], &e));
         }
         w->held[a] |= 1ull << dev;
@@ -197,7 +192,7 @@ static grain_status_t repetition(hand_t *h, double *seconds, int *wrong)
         w.in[a] = NULL;
         h->n_uses[a] = h->n_sends[a] = 0;
         if (su->input[a])
-            memcpy(grain_ep_mem_shadow(h->mem[a]), su->init[a], bytes_of(su, a));
+            memcpy(grain_ep_mem_shadow(h->mem[a]), su->init[a], suite_bytes(su, a));
     }
     memset(h->step_ev, 0, su->n_steps * sizeof *h->step_ev);
     h->n_events = 0;
@@ -210,7 +205,7 @@ static grain_status_t repetition(hand_t *h, double *seconds, int *wrong)
             unsigned writer = (unsigned)w.writer[a];
             grain_ep_event_t *e;
             SUITE_CHECK(grain_ep_copy_out(h->q, su->steps[writer].stream, h->mem[a], 0,
-                                          grain_ep_mem_shadow(h->mem[a]), bytes_of(su, a), &h->step_ev[writer], 1,
+                                          grain_ep_mem_shadow(h->mem[a]), suite_bytes(su, a), &h->step_ev[writer], 1,
                                           &e));
             SUITE_CHECK(keep(h, e));
         }
@@ -246,7 +241,7 @@ grain_status_t sched_hand_endpoint(grain_cmdq_t *q, void *arg)
     if (st == GRAIN_OK)
         st = grain_ep_program_create(q, run->source, NULL, &h.program);
     for (unsigned a = 0; a < su->n_arrays && st == GRAIN_OK; a++)
-        st = grain_ep_mem_alloc(q, bytes_of(su, a), GRAIN_EP_READ | GRAIN_EP_WRITE, &h.mem[a]);
+        st = grain_ep_mem_alloc(q, suite_bytes(su, a), GRAIN_EP_READ | GRAIN_EP_WRITE, &h.mem[a]);
     /* Every endpoint runs every repetition, whatever it found, since each
      * ends in a barrier: an endpoint that stopped early would leave the
      * others waiting. */

@@ -48,6 +48,12 @@ typedef struct suite {
     unsigned streams; /* the hand-written version uses 0 .. streams - 1 */
 } suite_t;
 
+/* Array a's bytes. */
+static inline size_t suite_bytes(const suite_t *s, unsigned a)
+{
+    return s->length[a] * sizeof(double);
+}
+
 /* Returns the status of a call that failed from the function making it. */
 #define SUITE_CHECK(x)                                                                                            \
     do {                                                                                                          \

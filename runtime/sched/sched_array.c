@@ -132,11 +132,9 @@ grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, uns
         return st;
     int peer = sched_peer(s, from, to);
     if (from != SCHED_HOST && !peer) { /* down to the host first */
-        sched_device_t *dev = &s->dev[from - 1];
-        /* Where the host is the end, the host element waits for the lane
-         * (sched_exec.c); else the next hop reads the host's copy now. */
-        st = to == SCHED_HOST && dev->lanes ? s->bops->copy_async(dev->backend, SCHED_HOST_LANE, a->host, src, a->bytes)
-                                            : s->bops->copy(dev->backend, a->host, src, a->bytes);
+        grain_backend_t *b = s->dev[from - 1].backend; /* else the next hop reads the host's copy now */
+        st = sched_down_on_lane(s, from, to) ? s->bops->copy_async(b, SCHED_HOST_LANE, a->host, src, a->bytes)
+                                             : s->bops->copy(b, a->host, src, a->bytes);
         if (st != GRAIN_OK)
             return st;
         copied(s, a);

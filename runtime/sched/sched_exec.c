@@ -329,8 +329,7 @@ static void submit(grain_sched_t *s, uint32_t e)
         st = sched_copy(s, el->copies[i].array, el->copies[i].from, el->location, el->stream);
     if (st == GRAIN_OK && el->kind == ELEM_KERNEL)
         st = launch(s, el);
-    if (st == GRAIN_OK && el->location == SCHED_HOST && el->n_copies > 0 && el->copies[0].from != SCHED_HOST &&
-        device_at(s, el->copies[0].from)->lanes) { /* copied down on that device's lane (sched_copy) */
+    if (st == GRAIN_OK && el->n_copies > 0 && sched_down_on_lane(s, el->copies[0].from, el->location)) {
         el->down_from = el->copies[0].from;
         st = s->bops->copy_mark(device_at(s, el->down_from)->backend, SCHED_HOST_LANE, &el->mark);
     }

@@ -168,6 +168,14 @@ static inline int sched_peer(const grain_sched_t *s, unsigned from, unsigned to)
     return from != 0 && to != 0 && s->peer[(from - 1) * s->n_dev + (to - 1)];
 }
 
+/* Whether a copy from location `from` down to the host runs on that
+ * device's SCHED_HOST_LANE (its element then done with the lane's mark),
+ * rather than at once. */
+static inline int sched_down_on_lane(const grain_sched_t *s, unsigned from, unsigned to)
+{
+    return from != 0 && to == 0 && s->dev[from - 1].lanes;
+}
+
 /* Counts `n` of `what` (GRAIN_SCHED_*, grain_impl.h) in the scheduler's own
  * statistics and in its rank's (grain_stats_json's "sched"). */
 void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device);
