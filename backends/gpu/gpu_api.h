@@ -130,6 +130,22 @@ static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, con
     return err == cudaSuccess ? cudaFuncGetAttributes(&attr, (const void *)*f) : err;
 }
 
+/* How many parameters the kernel takes, 0 where the runtime cannot say:
+ * a launch reads that many argument pointers, whatever was set. */
+static inline unsigned gpuKernelParams(gpu_function_t f)
+{
+    unsigned n = 0;
+#if CUDART_VERSION >= 12040
+    size_t offset, size;
+    while (n < 1024 && cudaFuncGetParamInfo((const void *)f, n, &offset, &size) == cudaSuccess)
+        n++;
+    cudaGetLastError(); /* the index past the last one is an error, not sticky but kept until read */
+#else
+    (void)f;
+#endif
+    return n;
+}
+
 static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], const unsigned block[3],
                                    void **args, gpu_stream_t s)
 {
@@ -277,6 +293,14 @@ static inline gpu_err_t gpuModuleUnload(gpu_module_t m) { return hipModuleUnload
 static inline gpu_err_t gpuModuleFunction(gpu_function_t *f, gpu_module_t m, const char *name)
 {
     return hipModuleGetFunction(f, m, name);
+}
+
+/* HIP has no query of a kernel's parameters: only the arguments set are
+ * checked. */
+static inline unsigned gpuKernelParams(gpu_function_t f)
+{
+    (void)f;
+    return 0;
 }
 
 static inline gpu_err_t gpuLaunch(gpu_function_t f, const unsigned grid[3], const unsigned block[3],

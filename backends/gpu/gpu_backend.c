@@ -68,7 +68,8 @@ struct grain_bkernel {
     grain_backend_t *backend;
     gpu_function_t function;
     char name[128];
-    unsigned n_args;
+    unsigned n_params; /* what the kernel takes, where the runtime says (else 0) */
+    unsigned n_args;   /* one past the highest argument set */
     unsigned char set[MAX_ARGS];
     _Alignas(16) unsigned char values[MAX_ARGS][MAX_ARG_BYTES];
 };
@@ -453,6 +454,7 @@ static grain_status_t gpu_kernel_create(grain_bprogram_t *prog, const char *name
                           name, gpuGetErrorString(err));
     }
     k->backend = prog->backend;
+    k->n_params = gpuKernelParams(k->function);
     snprintf(k->name, sizeof k->name, "%s", name);
     *kernel_p = k;
     return GRAIN_OK;
@@ -487,7 +489,11 @@ static grain_status_t launch_on(grain_bkernel_t *k, unsigned dims, const size_t 
                                 const size_t *local, gpu_stream_t stream)
 {
     void *args[MAX_ARGS];
-    for (unsigned i = 0; i < k->n_args; i++) {
+    unsigned n = k->n_params > k->n_args ? k->n_params : k->n_args;
+    if (n > MAX_ARGS)
+        return grain_fail(GRAIN_ERR_INVALID, GPU_NAME ": kernel %s takes %u arguments; at most %d are supported",
+                          k->name, n, MAX_ARGS);
+    for (unsigned i = 0; i < n; i++) {
         if (!k->set[i])
             return grain_fail(GRAIN_ERR_INVALID, GPU_NAME ": kernel %s: argument %u was never set",
                               k->name, i);
