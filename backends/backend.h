@@ -35,6 +35,10 @@ typedef struct grain_backend_info {
     /* Peer memory (alloc_peer) is host memory: host threads address it as
      * kernels do, so it may hold a heap that host threads apply to. */
     int peer_host_access;
+    /* Every memory the backend hands out is host memory and `copy` is the
+     * host's own: a copy that waits for itself costs less on the calling
+     * thread than on a lane (a queue's command and its wait). */
+    int host_copies;
     /* A lane may spin while another lane of its warp or wavefront goes on
      * (independent thread scheduling, CPU devices): GRAIN_RESERVE=wi needs it. */
     int independent_lanes;

@@ -434,6 +434,7 @@ static grain_status_t ocl_open(const grain_config_t *config, unsigned host_threa
              "fine-grained buffer SVM with SVM atomics%s, 64-bit atomics; device code as OpenCL C %s",
              svm & CL_DEVICE_SVM_FINE_GRAIN_SYSTEM ? ", fine-grained system SVM" : "", b->cl_std + 2);
     b->info.peer_host_access = 1;
+    b->info.host_copies = 1; /* fine-grained SVM throughout: ocl_copy is memmove */
 #ifdef GRAIN_HAVE_CLBLAST
     snprintf(b->info.blas, sizeof b->info.blas, "CLBlast");
 #endif

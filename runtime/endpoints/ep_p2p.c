@@ -152,14 +152,23 @@ static grain_ep_event_t *claim_receive(grain_ep_team_t *t, int src, int dst, int
 }
 
 /* Copies a send into the receive it claimed and waits for the copy, so
- * that the send, like the mailbox's, is done when it returns. */
+ * that the send, like the mailbox's, is done when it returns.  Where the
+ * backend's memory is the host's, the thread copies: a lane's command and
+ * its wait took a 4-byte message between two PoCL endpoints of one rank
+ * from 9 to 28-33 us half round trip. */
 static grain_status_t push(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
                            grain_ep_event_t *r)
 {
-    grain_status_t st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, (char *)r->mem->device + r->offset,
-                                            (const char *)mem->device + offset, bytes);
-    if (st == GRAIN_OK)
-        st = q->bops->copy_wait(q->backend, EP_MESSAGE_LANE);
+    void *to = (char *)r->mem->device + r->offset;
+    const void *from = (const char *)mem->device + offset;
+    grain_status_t st;
+    if (q->info.host_copies) {
+        st = q->bops->copy(q->backend, to, from, bytes);
+    } else {
+        st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, to, from, bytes);
+        if (st == GRAIN_OK)
+            st = q->bops->copy_wait(q->backend, EP_MESSAGE_LANE);
+    }
     grain_ep_team_t *t = q->team;
     pthread_mutex_lock(&t->lock);
     r->filled = bytes;
