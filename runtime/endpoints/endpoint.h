@@ -20,6 +20,23 @@ struct grain_ep_mem {
     void *shadow; /* the backend's alloc_shared (pinned, or shared virtual memory), or NULL */
 };
 
+/* Device memory that holds a message between endpoints of one rank until
+ * its receive is posted (ep_stage.c): on the sender's device, from the
+ * sender's pool, and back to it once the receiver has copied it out. */
+typedef struct grain_ep_stage {
+    struct grain_ep_stage *next; /* in its pool's free list */
+    struct grain_ep_pool *pool;
+    void *device;
+    size_t cap;
+} grain_ep_stage_t;
+
+/* An endpoint's stages, under the team's lock. */
+typedef struct grain_ep_pool {
+    grain_ep_stage_t *free; /* copied out, to reuse */
+    size_t bytes;           /* of the stages allocated and not freed: GRAIN_EP_STAGING at most */
+    unsigned out;           /* stages holding a message or being copied out */
+} grain_ep_pool_t;
+
 /* A message (GMH's transport request) or a stream command (its backend
  * event), in its endpoint's list until waited for. */
 struct grain_ep_event {
@@ -93,6 +110,7 @@ struct grain_cmdq {
     void *arg;
     grain_ep_team_t *team;
     signed char *reach; /* per virtual device: whether this backend's lanes copy into its memory; -1 not asked */
+    grain_ep_pool_t pool; /* device memory for its messages waiting in the mailbox */
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;
@@ -175,6 +193,23 @@ grain_status_t grain_ep_event_owned(const grain_cmdq_t *q, const grain_ep_event_
 /* Drops the messages between the rank's endpoints that none received;
  * returns how many there were. */
 unsigned grain_ep_mail_drop(grain_ep_team_t *t);
+/* Before the endpoint's backend closes: its messages still in the mailbox
+ * move to host memory, then its stages are freed (ep_p2p.c). */
+void grain_ep_mail_unstage(grain_cmdq_t *q);
+/* A copy between memories of the rank's devices that is done when it
+ * returns: on the endpoint's message lane, or by the thread where the
+ * backend's memory is the host's. */
+grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, size_t bytes);
+
+/* The staging pool (ep_stage.c).  take: a stage of at least `bytes` from
+ * q's pool, on q's thread, or NULL where GRAIN_EP_STAGING leaves no room or
+ * the device none (the message then waits in host memory).  give: a stage
+ * back to its pool, with the team's lock held (`locked`) or not.  close:
+ * once q's messages left its stages, waits for those being copied out and
+ * frees them all. */
+grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, size_t bytes);
+void grain_ep_stage_give(grain_ep_team_t *t, grain_ep_stage_t *s, int locked);
+void grain_ep_pool_close(grain_cmdq_t *q);
 
 /* That `mem` is q's, allows `needs` (GRAIN_EP_READ, GRAIN_EP_WRITE) and
  * holds `bytes` at `offset`; else GRAIN_ERR_INVALID with a sentence naming

@@ -10,9 +10,11 @@
  * byte.  The sender claims the receive under the team's lock and copies
  * outside it; the receiver sees it filled.  Otherwise, or where a message
  * of the mailbox comes first for that receive, it goes through the rank's
- * mailbox: copied off the sender's device at once, onto the receiver's
- * when the receiver progresses its receives, oldest first.  Either way a
- * send is done when it returns, so its memory may change at once.
+ * mailbox: copied at once into device memory of the sender's pool
+ * (ep_stage.c; host memory where the lanes do not reach the receiver's
+ * device or the pool has no room), onto the receiver's device when the
+ * receiver progresses its receives, oldest first.  Either way a send is
+ * done when it returns, so its memory may change at once.
  * Between ranks it goes
  * device to a host buffer of its own, through the transport's endpoint
  * channel, host to device; the MPI tag carries both virtual devices and the
@@ -31,6 +33,8 @@ struct grain_ep_msg {
     struct grain_ep_msg *next;
     int src, dst, tag;
     size_t len;
+    grain_ep_stage_t *stage; /* where the bytes wait on the sender's device; NULL: in data */
+    int lost;                /* its sender returned and had no host memory to keep it */
     unsigned char data[];
 };
 
@@ -45,6 +49,35 @@ unsigned grain_ep_mail_drop(grain_ep_team_t *t)
     }
     t->mail_tail = &t->mail;
     return n;
+}
+
+void grain_ep_mail_unstage(grain_cmdq_t *q)
+{
+    grain_ep_team_t *t = q->team;
+    pthread_mutex_lock(&t->lock);
+    for (struct grain_ep_msg **p = &t->mail; *p != NULL; p = &(*p)->next) {
+        struct grain_ep_msg *m = *p;
+        if (m->stage == NULL || m->stage->pool != &q->pool)
+            continue;
+        struct grain_ep_msg *h = malloc(sizeof *h + m->len);
+        grain_ep_stage_t *stage = m->stage;
+        if (h != NULL)
+            *h = *m; /* first: the struct's tail padding may overlap data */
+        if (h != NULL && q->bops->copy(q->backend, h->data, stage->device, m->len) == GRAIN_OK) {
+            h->stage = NULL;
+            *p = h;
+            if (t->mail_tail == &m->next)
+                t->mail_tail = &h->next;
+            free(m);
+        } else {
+            free(h);
+            m->stage = NULL;
+            m->lost = 1;
+        }
+        grain_ep_stage_give(t, stage, 1);
+    }
+    pthread_mutex_unlock(&t->lock);
+    grain_ep_pool_close(q);
 }
 
 /* The checks of a message's arguments, on q's thread. */
@@ -151,24 +184,24 @@ static grain_ep_event_t *claim_receive(grain_ep_team_t *t, int src, int dst, int
     return NULL;
 }
 
+/* Where the backend's memory is the host's, the thread copies: a lane's
+ * command and its wait took a 4-byte message between two PoCL endpoints of
+ * one rank from 9 to 28-33 us half round trip. */
+grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, size_t bytes)
+{
+    if (q->info.host_copies || !q->streams_async)
+        return q->bops->copy(q->backend, dst, src, bytes);
+    grain_status_t st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, dst, src, bytes);
+    return st == GRAIN_OK ? q->bops->copy_wait(q->backend, EP_MESSAGE_LANE) : st;
+}
+
 /* Copies a send into the receive it claimed and waits for the copy, so
- * that the send, like the mailbox's, is done when it returns.  Where the
- * backend's memory is the host's, the thread copies: a lane's command and
- * its wait took a 4-byte message between two PoCL endpoints of one rank
- * from 9 to 28-33 us half round trip. */
+ * that the send, like the mailbox's, is done when it returns. */
 static grain_status_t push(grain_cmdq_t *q, const grain_ep_mem_t *mem, size_t offset, size_t bytes,
                            grain_ep_event_t *r)
 {
-    void *to = (char *)r->mem->device + r->offset;
-    const void *from = (const char *)mem->device + offset;
-    grain_status_t st;
-    if (q->info.host_copies) {
-        st = q->bops->copy(q->backend, to, from, bytes);
-    } else {
-        st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, to, from, bytes);
-        if (st == GRAIN_OK)
-            st = q->bops->copy_wait(q->backend, EP_MESSAGE_LANE);
-    }
+    grain_status_t st = grain_ep_copy_now(q, (char *)r->mem->device + r->offset, (const char *)mem->device + offset,
+                                          bytes);
     grain_ep_team_t *t = q->team;
     pthread_mutex_lock(&t->lock);
     r->filled = bytes;
@@ -185,7 +218,8 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
                                 int tag)
 {
     grain_ep_team_t *t = q->team;
-    if (reaches(q, (unsigned)dest % q->devices)) {
+    int reach = reaches(q, (unsigned)dest % q->devices);
+    if (reach) {
         pthread_mutex_lock(&t->lock);
         grain_ep_event_t *r = claim_receive(t, q->id, dest, tag, bytes);
         pthread_mutex_unlock(&t->lock);
@@ -195,12 +229,19 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
         if (r != NULL)
             return st;
     }
-    struct grain_ep_msg *m = malloc(sizeof *m + bytes);
-    if (m == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_send: no memory for a message of %zu bytes", bytes);
-    *m = (struct grain_ep_msg){.src = q->id, .dst = dest, .tag = tag, .len = bytes};
-    grain_status_t st = grain_ep_mem_out(q, mem, offset, m->data, bytes);
+    grain_ep_stage_t *stage = reach && bytes > 0 ? grain_ep_stage_take(q, bytes) : NULL;
+    struct grain_ep_msg *m = malloc(sizeof *m + (stage != NULL ? 0 : bytes));
+    grain_status_t st = m != NULL ? GRAIN_OK
+                                  : grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_send: no memory for a message of %zu "
+                                                                    "bytes", bytes);
+    if (st == GRAIN_OK) {
+        *m = (struct grain_ep_msg){.src = q->id, .dst = dest, .tag = tag, .len = bytes, .stage = stage};
+        st = stage != NULL ? grain_ep_copy_now(q, stage->device, (const char *)mem->device + offset, bytes)
+                           : grain_ep_mem_out(q, mem, offset, m->data, bytes);
+    }
     if (st != GRAIN_OK) {
+        if (stage != NULL)
+            grain_ep_stage_give(t, stage, 0);
         free(m);
         return st;
     }
@@ -327,15 +368,24 @@ static struct grain_ep_msg *take_mail(grain_ep_team_t *t, int src, int dst, int 
 static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
 {
     grain_status_t st = GRAIN_OK;
-    if (m->len > e->cap)
+    if (m->lost)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY,
+                        "grain_ep_recv: the message of %zu bytes from endpoint %d was lost: that endpoint returned "
+                        "before it was received and had no host memory to keep it in",
+                        m->len, e->src);
+    else if (m->len > e->cap)
         st = grain_fail(GRAIN_ERR_INVALID,
                         "grain_ep_recv: a message of %zu bytes from endpoint %d does not fit the %zu bytes given; it "
                         "was taken and dropped",
                         m->len, e->src, e->cap);
+    else if (m->stage != NULL)
+        st = grain_ep_copy_now(q, (char *)e->mem->device + e->offset, m->stage->device, m->len);
     else
         st = grain_ep_mem_in(q, e->mem, e->offset, m->data, m->len);
     if (st == GRAIN_OK && e->received != NULL)
         *e->received = m->len;
+    if (m->stage != NULL)
+        grain_ep_stage_give(q->team, m->stage, 0);
     free(m);
     grain_ep_event_complete(e, st);
 }

@@ -87,6 +87,7 @@ static void *endpoint_thread(void *arg)
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
+    grain_ep_mail_unstage(q);
     grain_ep_team_depart(q->team, q->vdev);
     grain_ep_clear(q);
     grain_ep_programs_free(q);
