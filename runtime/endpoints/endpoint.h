@@ -106,6 +106,7 @@ struct grain_cmdq {
      * rank's mailbox gives its messages to receives in that order. */
     grain_ep_event_t *events, **events_tail;
     unsigned n_cmds; /* of those, stream commands: none, and a wait looks at no stream */
+    unsigned n_there; /* of those, messages between ranks in the transport's hands */
     grain_ep_fn_t fn;
     void *arg;
     grain_ep_team_t *team;
