@@ -537,10 +537,11 @@ grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *e, int *done)
 
 /* Between two looks of a wait.  A message between ranks moves only while
  * a thread of each calls into MPI (Open MPI's shared memory has no thread
- * of its own): with a nap between tests (50 us at least, the timer's
- * slack) a 64 MiB message between two ranks on four H100s moved at 0.47
- * GB/s, a quarter of a 16 MiB one's rate.  So a wait yields, and never
- * naps, while one is in the transport's hands. */
+ * of its own), and a nap between tests lasts 50 us at least (the timer's
+ * slack).  So a wait yields, and never naps, while one is in the
+ * transport's hands: on two ranks sharing one H100, 64 MiB messages went
+ * from 0.52-0.58 to 0.67-0.72 GB/s and dslash from 318-322 to 388-427
+ * GFLOP/s (docs/results/multigpu-4xh100-s39/). */
 static void between_polls(const grain_cmdq_t *q, grain_backoff_t *b)
 {
     if (q->n_there > 0)
