@@ -117,9 +117,10 @@
       "device endpoints grain_ep_run starts on each rank where the call says 0 (grain/ep.h): 0, "   \
       "the rank's share of its node's devices, at least 1; more than there are share devices")   \
     X(ep_staging, EP_STAGING, SIZE, "2G", 0, 1ull << 50,                                          \
-      "device memory each endpoint keeps its messages in until an endpoint of its rank posts the "\
-      "receive (grain/ep.h); a message that finds no room waits in host memory, as every one "     \
-      "does with 0")                                                                              \
+      "memory each endpoint keeps, and reuses, for its messages in flight (grain/ep.h), of each "  \
+      "kind: on its device for those waiting for an endpoint of its rank to post the receive, "   \
+      "pinned for those between ranks; a message that finds no room takes malloc'ed memory, as "  \
+      "every one does with 0")                                                                    \
     X(sched_devices, SCHED_DEVICES, UINT, "0", 0, 63,                                             \
       "devices grain_sched_create opens (grain/sched.h): 0, every device of the backend on the "  \
       "node; more than there are share devices")                                                  \

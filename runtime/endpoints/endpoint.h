@@ -30,11 +30,14 @@ typedef struct grain_ep_stage {
     size_t cap;
 } grain_ep_stage_t;
 
-/* An endpoint's stages, under the team's lock. */
+/* An endpoint's stages of one kind, under the team's lock: device memory
+ * for the mailbox, or pinned host memory (`host`) for messages between
+ * ranks. */
 typedef struct grain_ep_pool {
     grain_ep_stage_t *free; /* copied out, to reuse */
     size_t bytes;           /* of the stages allocated and not freed: GRAIN_EP_STAGING at most */
     unsigned out;           /* stages holding a message or being copied out */
+    int host;
 } grain_ep_pool_t;
 
 /* A message (GMH's transport request) or a stream command (its backend
@@ -48,7 +51,8 @@ struct grain_ep_event {
     size_t offset, cap, *received;
     int src, tag;
     void *req;              /* the transport's, between ranks */
-    unsigned char *staging; /* the message's host bytes, between ranks */
+    unsigned char *staging; /* the message's host bytes, between ranks: hstage's, or malloc'ed */
+    struct grain_ep_stage *hstage;
     struct grain_ep_cmd *cmd; /* a stream command's (ep_stream.c), else NULL */
     int inner;                /* a stream command's own message: the user knows it as that command */
     /* A receive from the rank's own endpoints, under the team's lock: in
@@ -111,7 +115,7 @@ struct grain_cmdq {
     void *arg;
     grain_ep_team_t *team;
     signed char *reach; /* per virtual device: whether this backend's lanes copy into its memory; -1 not asked */
-    grain_ep_pool_t pool; /* device memory for its messages waiting in the mailbox */
+    grain_ep_pool_t pool, host_pool; /* for its messages waiting in the mailbox, and between ranks */
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;
@@ -202,15 +206,15 @@ void grain_ep_mail_unstage(grain_cmdq_t *q);
  * backend's memory is the host's. */
 grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, size_t bytes);
 
-/* The staging pool (ep_stage.c).  take: a stage of at least `bytes` from
- * q's pool, on q's thread, or NULL where GRAIN_EP_STAGING leaves no room or
- * the device none (the message then waits in host memory).  give: a stage
- * back to its pool, with the team's lock held (`locked`) or not.  close:
- * once q's messages left its stages, waits for those being copied out and
- * frees them all. */
-grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, size_t bytes);
+/* The staging pools (ep_stage.c).  take: a stage of at least `bytes` from
+ * q's pool p, on q's thread, or NULL where GRAIN_EP_STAGING leaves no room
+ * or the backend gives no memory (the message then takes malloc'ed host
+ * memory).  give: a stage back to its pool, with the team's lock held
+ * (`locked`) or not.  close: once q's messages left p's stages, waits for
+ * those being copied out and frees them all. */
+grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, grain_ep_pool_t *p, size_t bytes);
 void grain_ep_stage_give(grain_ep_team_t *t, grain_ep_stage_t *s, int locked);
-void grain_ep_pool_close(grain_cmdq_t *q);
+void grain_ep_pool_close(grain_cmdq_t *q, grain_ep_pool_t *p);
 
 /* That `mem` is q's, allows `needs` (GRAIN_EP_READ, GRAIN_EP_WRITE) and
  * holds `bytes` at `offset`; else GRAIN_ERR_INVALID with a sentence naming

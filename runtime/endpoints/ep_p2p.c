@@ -77,7 +77,7 @@ void grain_ep_mail_unstage(grain_cmdq_t *q)
         grain_ep_stage_give(t, stage, 1);
     }
     pthread_mutex_unlock(&t->lock);
-    grain_ep_pool_close(q);
+    grain_ep_pool_close(q, &q->pool);
 }
 
 /* The checks of a message's arguments, on q's thread. */
@@ -229,7 +229,7 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
         if (r != NULL)
             return st;
     }
-    grain_ep_stage_t *stage = reach && bytes > 0 ? grain_ep_stage_take(q, bytes) : NULL;
+    grain_ep_stage_t *stage = reach && bytes > 0 ? grain_ep_stage_take(q, &q->pool, bytes) : NULL;
     struct grain_ep_msg *m = malloc(sizeof *m + (stage != NULL ? 0 : bytes));
     grain_status_t st = m != NULL ? GRAIN_OK
                                   : grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_send: no memory for a message of %zu "
@@ -285,6 +285,20 @@ void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st)
         snprintf(e->why, sizeof e->why, "%s", grain_error_message(NULL));
 }
 
+/* Host memory for a message between ranks: a pinned stage of the
+ * endpoint's pool, which the device copies to and from directly, else
+ * malloc'ed memory, which the copies reach through the memory's shadow. */
+static grain_status_t there_staging(grain_cmdq_t *q, grain_ep_event_t *e, size_t bytes, const char *what)
+{
+    if (bytes > 0 && (e->hstage = grain_ep_stage_take(q, &q->host_pool, bytes)) != NULL) {
+        e->staging = e->hstage->device;
+        return GRAIN_OK;
+    }
+    if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes);
+    return GRAIN_OK;
+}
+
 grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
                               grain_ep_event_t **event_p)
 {
@@ -296,11 +310,12 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         return st;
     if (e->here) {
         grain_ep_event_complete(e, send_here(q, mem, offset, bytes, dest, tag));
-    } else if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL) {
-        grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+    } else if ((st = there_staging(q, e, bytes, what)) != GRAIN_OK) {
+        grain_ep_event_complete(e, st);
     } else {
         grain_t *g = q->grain;
-        st = grain_ep_mem_out(q, mem, offset, e->staging, bytes);
+        st = e->hstage != NULL ? q->bops->copy(q->backend, e->staging, (const char *)mem->device + offset, bytes)
+                               : grain_ep_mem_out(q, mem, offset, e->staging, bytes);
         if (st == GRAIN_OK)
             st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
                                    &e->req);
@@ -340,8 +355,8 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         pthread_mutex_unlock(&t->lock);
     } else {
         grain_t *g = q->grain;
-        if ((e->staging = malloc(bytes > 0 ? bytes : 1)) == NULL)
-            grain_ep_event_complete(e, grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory for %zu bytes", what, bytes));
+        if ((st = there_staging(q, e, bytes, what)) != GRAIN_OK)
+            grain_ep_event_complete(e, st);
         else if ((st = g->tops->ep_irecv(g->transport, (uint32_t)(src / (int)q->devices), mpi_tag, e->staging,
                                          bytes, &e->req)) != GRAIN_OK)
             grain_ep_event_complete(e, st);
@@ -460,8 +475,9 @@ static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
         return;
     e->req = NULL;
     q->n_there--;
-    if (st == GRAIN_OK && e->recv)
-        st = grain_ep_mem_in(q, e->mem, e->offset, e->staging, len);
+    if (st == GRAIN_OK && e->recv && len > 0)
+        st = e->hstage != NULL ? q->bops->copy(q->backend, (char *)e->mem->device + e->offset, e->staging, len)
+                               : grain_ep_mem_in(q, e->mem, e->offset, e->staging, len);
     if (st == GRAIN_OK && e->recv && e->received != NULL)
         *e->received = len;
     grain_ep_event_complete(e, st);
@@ -498,7 +514,10 @@ void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e)
                 q->events_tail = p;
             break;
         }
-    free(e->staging);
+    if (e->hstage != NULL)
+        grain_ep_stage_give(q->team, e->hstage, 0);
+    else
+        free(e->staging);
     free(e);
 }
 

@@ -78,6 +78,7 @@ static void *endpoint_thread(void *arg)
     q->status = open_device(q);
     if (q->status == GRAIN_OK && (q->reach = malloc(q->devices)) != NULL)
         memset(q->reach, -1, q->devices);
+    q->host_pool.host = 1;
     if (q->status == GRAIN_OK) {
         pthread_mutex_lock(&q->team->lock);
         q->team->backends[q->vdev] = q->backend;
@@ -88,6 +89,7 @@ static void *endpoint_thread(void *arg)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
     grain_ep_mail_unstage(q);
+    grain_ep_pool_close(q, &q->host_pool); /* every event released: its stages are back */
     grain_ep_team_depart(q->team, q->vdev);
     grain_ep_clear(q);
     grain_ep_programs_free(q);

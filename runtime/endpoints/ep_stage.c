@@ -9,11 +9,16 @@
  * that way.  Kept on the sender's own device instead, it costs one copy
  * there and one device to device when the receive lands it.
  *
- * Each endpoint keeps the stages it allocated in a pool and reuses them, so
- * that a loop of sends allocates once: allocating device memory takes the
- * device's allocator, and freeing it (cudaFree) waits for the whole device.
- * GRAIN_EP_STAGING bounds a pool; a message that finds no room, or no
- * device memory, waits in host memory as before.
+ * A message between ranks passes through host memory on both sides.  In a
+ * fresh malloc each, a 64 MiB one was copied through the memory's pinned
+ * shadow into pages the copy faulted in; a pinned stage takes it straight
+ * from the device.
+ *
+ * Each endpoint keeps the stages it allocated in a pool of each kind and
+ * reuses them, so that a loop of sends allocates once: allocating device
+ * or pinned memory takes the driver, and freeing device memory (cudaFree)
+ * waits for the whole device.  GRAIN_EP_STAGING bounds each pool; a message
+ * that finds no room, or no memory, takes malloc'ed host memory as before.
  */
 #include <stdlib.h>
 
@@ -21,11 +26,11 @@
 #include "runtime/grain_impl.h"
 #include "services/log.h"
 
-static void stages_free(grain_cmdq_t *q, grain_ep_stage_t *s)
+static void stages_free(grain_cmdq_t *q, const grain_ep_pool_t *p, grain_ep_stage_t *s)
 {
     while (s != NULL) {
         grain_ep_stage_t *next = s->next;
-        q->bops->free_device(q->backend, s->device);
+        (p->host ? q->bops->free_shared : q->bops->free_device)(q->backend, s->device);
         free(s);
         s = next;
     }
@@ -46,10 +51,9 @@ static grain_ep_stage_t *fitting(grain_ep_pool_t *p, size_t bytes)
     return s;
 }
 
-grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, size_t bytes)
+grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, grain_ep_pool_t *p, size_t bytes)
 {
     grain_ep_team_t *t = q->team;
-    grain_ep_pool_t *p = &q->pool;
     size_t limit = q->grain->config.ep_staging;
     grain_ep_stage_t *drop = NULL;
     pthread_mutex_lock(&t->lock);
@@ -71,16 +75,17 @@ grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, size_t bytes)
     if (s != NULL || room)
         p->out++;
     pthread_mutex_unlock(&t->lock);
-    stages_free(q, drop);
+    stages_free(q, p, drop);
     if (s != NULL || !room)
         return s;
-    if ((s = calloc(1, sizeof *s)) != NULL && q->bops->alloc_device(q->backend, bytes, &s->device) == GRAIN_OK) {
+    if ((s = calloc(1, sizeof *s)) != NULL &&
+        (p->host ? q->bops->alloc_shared : q->bops->alloc_device)(q->backend, bytes, &s->device) == GRAIN_OK) {
         s->pool = p;
         s->cap = bytes;
         return s;
     }
-    grain_info("endpoint %d: no device memory for a message of %zu bytes to an endpoint of its rank; it waits in host "
-               "memory", q->id, bytes);
+    grain_info("endpoint %d: no %s memory to stage a message of %zu bytes; it takes malloc'ed memory", q->id,
+               p->host ? "pinned" : "device", bytes);
     free(s);
     pthread_mutex_lock(&t->lock);
     p->bytes -= bytes;
@@ -102,10 +107,9 @@ void grain_ep_stage_give(grain_ep_team_t *t, grain_ep_stage_t *s, int locked)
         pthread_mutex_unlock(&t->lock);
 }
 
-void grain_ep_pool_close(grain_cmdq_t *q)
+void grain_ep_pool_close(grain_cmdq_t *q, grain_ep_pool_t *p)
 {
     grain_ep_team_t *t = q->team;
-    grain_ep_pool_t *p = &q->pool;
     pthread_mutex_lock(&t->lock);
     while (p->out > 0) /* receivers copying out of them */
         pthread_cond_wait(&t->mail_cond, &t->lock);
@@ -113,5 +117,5 @@ void grain_ep_pool_close(grain_cmdq_t *q)
     p->free = NULL;
     p->bytes = 0;
     pthread_mutex_unlock(&t->lock);
-    stages_free(q, all);
+    stages_free(q, p, all);
 }
