@@ -12,7 +12,8 @@
  * A message between ranks passes through host memory on both sides.  In a
  * fresh malloc each, a 64 MiB one was copied through the memory's pinned
  * shadow into pages the copy faulted in; a pinned stage takes it straight
- * from the device.
+ * from the device (two ranks on one H100: 64 MiB messages at 0.36-0.41
+ * GB/s before, 3.2-3.8 after, with the yielding wait of ep_p2p.c).
  *
  * Each endpoint keeps the stages it allocated in a pool of each kind and
  * reuses them, so that a loop of sends allocates once: allocating device
