@@ -20,9 +20,10 @@ struct grain_ep_mem {
     void *shadow; /* the backend's alloc_shared (pinned, or shared virtual memory), or NULL */
 };
 
-/* Device memory that holds a message between endpoints of one rank until
- * its receive is posted (ep_stage.c): on the sender's device, from the
- * sender's pool, and back to it once the receiver has copied it out. */
+/* Memory that holds a message in flight (ep_stage.c): the sender's device
+ * memory for one that waits in the mailbox for an endpoint of its rank,
+ * pinned host memory for one between ranks; from its endpoint's pool, and
+ * back to it once copied out. */
 typedef struct grain_ep_stage {
     struct grain_ep_stage *next; /* in its pool's free list */
     struct grain_ep_pool *pool;
