@@ -132,11 +132,17 @@ void grain_ep_mem_free_all(grain_cmdq_t *q);
 /* The ranks' agreement, one allreduce (MAX) of these words: whether any
  * rank, and every rank, is done (its endpoints returned); a key (a
  * collective and its arguments, or a count), both ways, so that a
- * difference shows and the range is known; the lowest status, negated.
+ * difference shows and the range is known; the lowest status, negated;
+ * then A_CARRY_BYTES that one rank may carry to all (`carry`, the others
+ * giving INT64_MIN words, which MAX leaves to the carrier's): a small
+ * broadcast's data, so that it costs one host collective, not two.
  * grain_ep_run's start, every collective and grain_ep_run's end each cost
- * every rank one, so that ranks in different ones still meet. */
-enum { A_DONE, A_ALL_DONE_NEG, A_KEY, A_KEY_NEG, A_STATUS_NEG, A_WORDS };
-grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS]);
+ * every rank one, of the same size, so that ranks in different ones still
+ * meet. */
+enum { A_DONE, A_ALL_DONE_NEG, A_KEY, A_KEY_NEG, A_STATUS_NEG, A_CARRY, A_WORDS = A_CARRY + 8 };
+#define A_CARRY_BYTES (8u * (A_WORDS - A_CARRY))
+grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, const void *carry,
+                              size_t carry_bytes, int64_t a[A_WORDS]);
 
 /* The team's life: set up for `devices` endpoints, and an endpoint's
  * function returned (collectives of the others fail from then on). */

@@ -38,9 +38,14 @@ typedef struct grain_ep_result {
 enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_ALLGATHER, COLL_GATHER, COLL_SCATTER,
        COLL_ALLTOALL };
 
-grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, int64_t a[A_WORDS])
+grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, const void *carry,
+                              size_t carry_bytes, int64_t a[A_WORDS])
 {
     int64_t k = (int64_t)(key & INT64_MAX);
+    for (unsigned i = A_CARRY; i < A_WORDS; i++)
+        a[i] = INT64_MIN;
+    if (carry != NULL)
+        memcpy(&a[A_CARRY], carry, carry_bytes);
     a[A_DONE] = done;
     a[A_ALL_DONE_NEG] = -done;
     a[A_KEY] = k;
@@ -120,7 +125,7 @@ grain_status_t grain_ep_team_finish(grain_t *g, grain_status_t mine)
 {
     int64_t a[A_WORDS];
     do {
-        grain_status_t st = grain_ep_agree(g, 1, 0, mine, a);
+        grain_status_t st = grain_ep_agree(g, 1, 0, mine, NULL, 0, a);
         if (st != GRAIN_OK)
             return st;
     } while (a[A_ALL_DONE_NEG] != -1);
@@ -158,8 +163,11 @@ static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t d
     }
 }
 
-/* The rank's own check of a collective, then the ranks' agreement. */
-static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key)
+/* The rank's own check of a collective, then the ranks' agreement, which
+ * carries `n` bytes from `carry` on the one rank that gives them into
+ * `carried` on every rank. */
+static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key,
+                             const void *carry, size_t n, void *carried)
 {
     grain_ep_team_t *t = q->team;
     grain_t *g = q->grain;
@@ -180,9 +188,11 @@ static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t 
             st = grain_fail(t->statuses[v], "endpoint collective: endpoint %d's arguments were refused",
                             q->id - (int)q->vdev + (int)v);
     int64_t a[A_WORDS];
-    grain_status_t ranks = grain_ep_agree(g, 0, key, st, a);
+    grain_status_t ranks = grain_ep_agree(g, 0, key, st, carry, n, a);
     if (ranks != GRAIN_OK || st != GRAIN_OK)
         return ranks != GRAIN_OK ? ranks : st;
+    if (carried != NULL)
+        memcpy(carried, &a[A_CARRY], n);
     if (a[A_DONE])
         return grain_fail(GRAIN_ERR_STATE, "endpoint collective: the endpoints of another rank returned before it");
     if (a[A_KEY] != -a[A_KEY_NEG])
@@ -299,7 +309,10 @@ static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint6
     result_t *r = new_result(size);
     grain_status_t st = r->kept ? grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", size)
                                 : GRAIN_OK;
-    st = settle(q, departed, st, key);
+    /* A broadcast that fits the agreement rides with it. */
+    int root_rank = c->root / (int)t->devices, riding = c->kind == COLL_BROADCAST && size <= A_CARRY_BYTES;
+    const void *carry = riding && root_rank == g->my_pe ? t->parts[c->root % (int)t->devices] : NULL;
+    st = settle(q, departed, st, key, carry, riding ? size : 0, riding && !r->kept ? r->data : NULL);
     if (r->kept)
         return r;
     if (st == GRAIN_OK && (c->kind == COLL_ALLREDUCE || c->kind == COLL_REDUCE)) {
@@ -307,12 +320,11 @@ static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint6
         for (unsigned v = 1; v < t->devices; v++)
             reduce_into(r->data, t->parts[v], c->count, c->dtype, c->op);
         st = grain_allreduce(g, r->data, c->count, c->dtype, c->op);
-    } else if (st == GRAIN_OK && c->kind == COLL_BROADCAST) {
-        int root_rank = c->root / (int)t->devices;
+    } else if (st == GRAIN_OK && c->kind == COLL_BROADCAST && !riding) {
         if (root_rank == g->my_pe)
             memcpy(r->data, t->parts[c->root % (int)t->devices], size);
         st = grain_broadcast(g, r->data, size, root_rank);
-    } else if (st == GRAIN_OK && c->kind != COLL_BARRIER) {
+    } else if (st == GRAIN_OK && c->kind != COLL_BARRIER && c->kind != COLL_BROADCAST) {
         st = exchange(q, c, r->data);
     }
     r->status = st;

@@ -105,7 +105,7 @@ static void *endpoint_thread(void *arg)
 static grain_status_t agree(grain_t *g, unsigned devices, int bad)
 {
     int64_t a[A_WORDS];
-    grain_status_t st = grain_ep_agree(g, 0, devices, bad ? GRAIN_ERR_INVALID : GRAIN_OK, a);
+    grain_status_t st = grain_ep_agree(g, 0, devices, bad ? GRAIN_ERR_INVALID : GRAIN_OK, NULL, 0, a);
     if (st != GRAIN_OK || bad)
         return st != GRAIN_OK ? st : GRAIN_ERR_INVALID;
     if (a[A_STATUS_NEG] != 0)

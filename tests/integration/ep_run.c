@@ -157,9 +157,21 @@ static int slot_collectives(grain_cmdq_t *q)
     return good;
 }
 
+/* A small broadcast's bytes from `root`, the s-th of the list: a word
+ * equal to the agreement's filler (INT64_MIN) among them where they hold
+ * two words, since those ride with the ranks' agreement. */
+static void small_bytes(uint8_t *buf, int root, size_t s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = pattern(root, i + s);
+    if (len >= 16)
+        memcpy(buf + 8, &(int64_t){INT64_MIN}, 8);
+}
+
 /* Barrier, allreduces of each type and operation (with and without a
- * shadow, one large), a broadcast from the job's last endpoint, then the
- * slot collectives. */
+ * shadow, one large), a broadcast from the job's last endpoint, small ones
+ * around the size that rides with the ranks' agreement from several
+ * roots, then the slot collectives. */
 static grain_status_t collect(grain_cmdq_t *q, void *arg)
 {
     int *ok = arg, id = grain_ep_id(q), n = grain_ep_count(q);
@@ -201,6 +213,17 @@ static grain_status_t collect(grain_cmdq_t *q, void *arg)
     OK(grain_ep_mem_read(q, b, 0, bytes, BYTES));
     for (size_t i = 0; good && i < BYTES; i++)
         good = bytes[i] == pattern(n - 1, i);
+    static const size_t small[] = {1, 7, 8, 16, 63, 64, 65};
+    for (size_t s = 0; s < sizeof small / sizeof *small; s++) {
+        int root = (int)(s * 7 % (size_t)n);
+        uint8_t want[65];
+        small_bytes(want, root, s, small[s]);
+        if (id == root)
+            OK(grain_ep_mem_write(q, b, 0, want, small[s]));
+        OK(grain_ep_broadcast(q, b, 0, small[s], root));
+        OK(grain_ep_mem_read(q, b, 0, bytes, small[s]));
+        good &= memcmp(bytes, want, small[s]) == 0;
+    }
     OK(grain_ep_barrier(q));
     ok[grain_ep_vdev(q)] = good && slot_collectives(q);
     free(host);
