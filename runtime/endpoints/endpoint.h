@@ -222,6 +222,9 @@ grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, si
 grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, grain_ep_pool_t *p, size_t bytes);
 void grain_ep_stage_give(grain_ep_team_t *t, grain_ep_stage_t *s, int locked);
 void grain_ep_pool_close(grain_cmdq_t *q, grain_ep_pool_t *p);
+/* Frees the stages q's pools keep for reuse, for an allocation that found
+ * no memory; returns whether there were any. */
+int grain_ep_pools_trim(grain_cmdq_t *q);
 
 /* That `mem` is q's, allows `needs` (GRAIN_EP_READ, GRAIN_EP_WRITE) and
  * holds `bytes` at `offset`; else GRAIN_ERR_INVALID with a sentence naming

@@ -41,10 +41,15 @@ grain_status_t grain_ep_mem_alloc(grain_cmdq_t *q, size_t bytes, unsigned flags,
     if (m == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_mem_alloc: no memory");
     *m = (grain_ep_mem_t){.owner = q, .size = bytes, .flags = flags};
-    st = q->bops->alloc_device(q->backend, bytes, &m->device);
-    if (st == GRAIN_OK && !(flags & GRAIN_EP_NO_SHADOW) &&
-        (st = q->bops->alloc_shared(q->backend, bytes, &m->shadow)) != GRAIN_OK)
-        q->bops->free_device(q->backend, m->device);
+    /* Memory the staging pools keep for reuse goes first. */
+    for (int tries = 0; tries < 2; tries++) {
+        st = q->bops->alloc_device(q->backend, bytes, &m->device);
+        if (st == GRAIN_OK && !(flags & GRAIN_EP_NO_SHADOW) &&
+            (st = q->bops->alloc_shared(q->backend, bytes, &m->shadow)) != GRAIN_OK)
+            q->bops->free_device(q->backend, m->device);
+        if (st != GRAIN_ERR_NO_MEMORY || !grain_ep_pools_trim(q))
+            break;
+    }
     if (st != GRAIN_OK) {
         free(m);
         return st;

@@ -108,15 +108,30 @@ void grain_ep_stage_give(grain_ep_team_t *t, grain_ep_stage_t *s, int locked)
         pthread_mutex_unlock(&t->lock);
 }
 
-void grain_ep_pool_close(grain_cmdq_t *q, grain_ep_pool_t *p)
+/* Frees p's free stages; with `wait`, once none is out.  Returns whether
+ * it freed any. */
+static int trim(grain_cmdq_t *q, grain_ep_pool_t *p, int wait)
 {
     grain_ep_team_t *t = q->team;
     pthread_mutex_lock(&t->lock);
-    while (p->out > 0) /* receivers copying out of them */
+    while (wait && p->out > 0) /* receivers copying out of them */
         pthread_cond_wait(&t->mail_cond, &t->lock);
     grain_ep_stage_t *all = p->free;
     p->free = NULL;
-    p->bytes = 0;
+    for (const grain_ep_stage_t *s = all; s != NULL; s = s->next)
+        p->bytes -= s->cap;
     pthread_mutex_unlock(&t->lock);
     stages_free(q, p, all);
+    return all != NULL;
+}
+
+int grain_ep_pools_trim(grain_cmdq_t *q)
+{
+    int freed = trim(q, &q->pool, 0);
+    return trim(q, &q->host_pool, 0) | freed;
+}
+
+void grain_ep_pool_close(grain_cmdq_t *q, grain_ep_pool_t *p)
+{
+    trim(q, p, 1);
 }
