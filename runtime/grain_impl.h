@@ -82,7 +82,7 @@ enum {
 enum {
     GRAIN_EP_COUNT_DEVICE_MSGS, /* between endpoints of the rank, device to device */
     GRAIN_EP_COUNT_DEVICE_BYTES,
-    GRAIN_EP_COUNT_MAILBOX_MSGS, /* between endpoints of the rank, through the host's mailbox */
+    GRAIN_EP_COUNT_MAILBOX_MSGS, /* between endpoints of the rank, through its mailbox (ep_stage.c) */
     GRAIN_EP_COUNT_MAILBOX_BYTES,
     GRAIN_EP_COUNT_RANK_MSGS, /* to another rank's endpoints, through the transport */
     GRAIN_EP_COUNT_RANK_BYTES,
