@@ -158,6 +158,55 @@ static void __attribute__((noinline)) dispatch_wide(grain_aggregator_t *a, const
     dispatch(a, hdr, p[width + c], p[2 * width + c], GRAIN_HDR_HANDLER(p[more]) | second << 8, third, now);
 }
 
+/* A message of a slot that pack_slot does not pack itself. */
+static void __attribute__((noinline)) dispatch_column(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width,
+                                                      grain_u32 count, grain_u32 c, uint64_t now)
+{
+    if (GRAIN_HDR_CMD(p[c]) >= GRAIN_CMD_PUT64_SIGNAL)
+        dispatch_wide(a, p, width, count, c, now);
+    else
+        dispatch(a, p[c], p[width + c], p[2 * width + c], 0, 0, now);
+}
+
+/* Every message of a slot.  PUTs, adds and increments to other ranks, what
+ * a work-group's sends usually are, take the short path: only what their
+ * run needs (docs/receive-path.md, "Runs"), since the aggregators' packing
+ * is the transport path's limit.  The others dispatch, which checks and
+ * counts each kind. */
+static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width, grain_u32 count, uint64_t now)
+{
+    const grain_u64 *hdrs = p, *offsets = p + width, *values = p + 2 * (size_t)width;
+    uint32_t me = (uint32_t)a->grain->my_pe, n_pes = (uint32_t)a->grain->n_pes;
+    uint64_t remote = 0, lost = 0;
+    if (a->scope == GRAIN_AGGREGATE_NONE) { /* a buffer a message: the short path never flushes */
+        for (grain_u32 c = 0; c < count; c++)
+            dispatch_column(a, p, width, count, c, now);
+        return;
+    }
+    /* A device wrote the slot over the host link, so no cache of this core
+     * holds it, and the hardware prefetcher learns each of the three rows
+     * only after misses of its own: ask for the lines ahead instead. */
+    for (size_t c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
+        prefetch_rows(p, width, (grain_u32)c);
+    for (size_t c = 0; c < count; c++) {
+        if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
+            prefetch_rows(p, width, (grain_u32)c + PREFETCH_WORDS);
+        grain_u64 hdr = hdrs[c], w1 = offsets[c];
+        uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
+        if (__builtin_expect(cmd - GRAIN_CMD_PUT32 <= GRAIN_CMD_INC64 - GRAIN_CMD_PUT32 && pe < n_pes && pe != me &&
+                                 w1 <= GRAIN_WIRE_MAX_OFFSET,
+                             1)) {
+            a->cmd_msgs[cmd]++;
+            remote++;
+            lost += grain_packer_append_run(&a->packer, pe, cmd, w1, values[c], now) != GRAIN_OK;
+        } else {
+            dispatch_column(a, p, width, count, (grain_u32)c, now);
+        }
+    }
+    a->remote_msgs += remote;
+    a->lost_msgs += lost;
+}
+
 /* Flushes what this thread dispatched if a quiet request asked it to
  * (settle_others). */
 static void ack_quiets(grain_aggregator_t *a)
@@ -225,23 +274,7 @@ static int consume_slot(grain_aggregator_t *a, uint64_t *now)
         *now = grain_now_ns();
         grain_packer_flush_expired(&a->packer, *now);
     }
-    grain_u32 count = grain_queue_count(q, s);
-    grain_u32 width = q->geom.width;
-    const grain_u64 *p = grain_queue_slot_payload(q, s);
-    /* A device wrote the slot over the host link, so no cache of this core
-     * holds it, and the hardware prefetcher learns each of the three rows
-     * only after misses of its own: ask for the lines ahead instead. */
-    for (grain_u32 c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
-        prefetch_rows(p, width, c);
-    for (grain_u32 c = 0; c < count; c++) {
-        if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
-            prefetch_rows(p, width, c + PREFETCH_WORDS);
-        grain_u64 hdr = p[c];
-        if (__builtin_expect(GRAIN_HDR_CMD(hdr) >= GRAIN_CMD_PUT64_SIGNAL, 0))
-            dispatch_wide(a, p, width, count, c, *now);
-        else
-            dispatch(a, hdr, p[width + c], p[2 * width + c], 0, 0, *now);
-    }
+    pack_slot(a, grain_queue_slot_payload(q, s), q->geom.width, grain_queue_count(q, s), *now);
     grain_queue_done(&a->reader, s);
     if (a->n_quiets > 0)
         send_quiets(a, *now);

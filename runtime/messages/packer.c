@@ -121,48 +121,57 @@ static size_t run_bytes(uint32_t cmd, uint32_t values, uint32_t n)
 static uint32_t run_cap(const grain_packer_t *p, const grain_outbuf_t *b, uint32_t cmd, uint32_t values)
 {
     size_t room = p->buf_size - b->used;
+    if (room >= GRAIN_RUN_SCRATCH + GRAIN_WIRE_MAX_MSG)
+        return GRAIN_RUN_MAX;
     uint32_t n = GRAIN_RUN_MAX;
     while (n > 1 && run_bytes(cmd, values, n) + GRAIN_WIRE_MAX_MSG > room)
         n--;
     return n;
 }
 
+static void set_values(grain_outbuf_t *b, uint32_t values)
+{
+    b->run_values = values;
+    b->run_shift = values == GRAIN_VALUES_WIDE ? 3u : 2u;
+    b->run_limit = values == GRAIN_VALUES_NARROW ? GRAIN_RUN_NARROW_LIMIT : UINT64_MAX;
+}
+
 void grain_outbuf_start_run(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t hi, uint32_t values)
 {
     grain_outbuf_end_run(b);
-    b->run_at = b->used;
-    b->run_key = hi << 8 | cmd;
-    b->run_values = values;
+    b->run = b->data + b->used;
+    b->run_key = hi << 32 | cmd;
+    set_values(b, values);
     b->run_cap = run_cap(p, b, cmd, values);
 }
 
 void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b)
 {
-    uint32_t n = b->run_n, cmd = (uint32_t)(b->run_key & 0xff), cap = run_cap(p, b, cmd, GRAIN_VALUES_WIDE);
+    uint32_t n = b->run_n, cmd = (uint32_t)b->run_key, cap = run_cap(p, b, cmd, GRAIN_VALUES_WIDE);
     if (n + 1 > cap) {
-        grain_outbuf_start_run(p, b, cmd, b->run_key >> 8, GRAIN_VALUES_WIDE);
+        grain_outbuf_start_run(p, b, cmd, b->run_key >> 32, GRAIN_VALUES_WIDE);
         return;
     }
     /* From the last down: value i moves from 4i to 8i, over no value
      * still to move. */
-    uint8_t *v = b->data + b->run_at + GRAIN_RUN_VALUES_AT;
+    uint8_t *v = b->run + GRAIN_RUN_VALUES_AT;
     for (uint32_t i = n; i-- > 0;) {
         uint32_t x;
         memcpy(&x, v + 4 * i, 4);
         uint64_t y = (uint64_t)(int64_t)(int32_t)x;
         memcpy(v + 8 * i, &y, 8);
     }
-    b->run_values = GRAIN_VALUES_WIDE;
+    set_values(b, GRAIN_VALUES_WIDE);
     b->run_cap = cap;
 }
 
 void grain_outbuf_end_run(grain_outbuf_t *b)
 {
-    uint32_t n = b->run_n, cmd = (uint32_t)(b->run_key & 0xff), values = b->run_values;
-    uint64_t hi = b->run_key >> 8;
+    uint32_t n = b->run_n, cmd = (uint32_t)b->run_key, values = b->run_values;
+    uint64_t hi = b->run_key >> 32;
     if (n == 0)
         return;
-    uint8_t *run = b->data + b->run_at;
+    uint8_t *run = b->run;
     const uint8_t *gathered = run + GRAIN_RUN_VALUES_AT;
     if (n == 1) {
         uint32_t lo, v32;
@@ -187,6 +196,7 @@ void grain_outbuf_end_run(grain_outbuf_t *b)
             memcpy(at + 4 * n, &zero, 4);
         b->used += run_bytes(cmd, values, n);
     }
+    b->count += n;
     b->run_n = 0;
     b->run_key = GRAIN_RUN_NO_KEY;
 }
@@ -235,6 +245,14 @@ grain_outbuf_t *grain_packer_open_(grain_packer_t *p, uint32_t dest, uint64_t no
 void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest)
 {
     flush(p, dest, GRAIN_FLUSH_FULL);
+}
+
+void grain_packer_run_ends_(grain_packer_t *p, grain_outbuf_t *b)
+{
+    grain_outbuf_end_run(b);
+    /* Send as soon as the largest message would no longer fit. */
+    if (p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
+        flush(p, b->dest, GRAIN_FLUSH_FULL);
 }
 
 void grain_packer_flush_dest(grain_packer_t *p, uint32_t dest, grain_flush_cause_t cause)

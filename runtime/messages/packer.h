@@ -42,15 +42,17 @@ typedef struct grain_outbuf {
     uint64_t first_ns;
     uint8_t *data;
     /* The run of PUTs, adds or increments gathering at the end of the
-     * buffer (grain/device/apply.h) from byte run_at, its offsets and values
+     * buffer (grain/device/apply.h) from `run`, its offsets and values
      * where a full run keeps them (two stores a message, as a plain message
-     * takes).  `used` leaves it out; the buffer's memory has room for the
-     * longest run past buf_size. */
-    uint64_t run_key;    /* the offsets above bit 32 << 8 | command; GRAIN_RUN_NO_KEY: none */
+     * takes).  `used` and `count` leave it out; the buffer's memory has room
+     * for the longest run past buf_size. */
+    uint64_t run_key;    /* the offsets above bit 32 | command; GRAIN_RUN_NO_KEY: none */
     uint32_t run_n;
     uint32_t run_cap;    /* entries that still leave room for any message after the run */
     uint32_t run_values; /* GRAIN_VALUES_NONE, _HALF, _NARROW or _WIDE */
-    size_t run_at;
+    uint32_t run_shift;  /* log2 of the bytes a gathered value takes: 3 if wide, else 2 */
+    uint64_t run_limit;  /* the largest value + 2^31 it keeps as it is: GRAIN_RUN_NARROW_LIMIT if narrow */
+    uint8_t *run;
 } grain_outbuf_t;
 
 /* Hands a flushed buffer (data, used bytes) to the transport; the transport
@@ -125,10 +127,12 @@ void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 #define GRAIN_RUN_VALUES_AT (8u + 4u * GRAIN_RUN_MAX)
 #define GRAIN_RUN_SCRATCH (GRAIN_RUN_VALUES_AT + 8u * GRAIN_RUN_MAX) /* the longest run */
 
-/* Whether a 64-bit value is no 32-bit signed value, sign-extended. */
+/* Whether a 64-bit value is no 32-bit signed value, sign-extended: shifted
+ * by 2^31, those are the values up to GRAIN_RUN_NARROW_LIMIT. */
+#define GRAIN_RUN_NARROW_LIMIT ((uint64_t)UINT32_MAX)
 static inline int grain_run_wide_value(uint64_t v)
 {
-    return (uint64_t)((int64_t)v + 0x80000000ll) >> 32 != 0;
+    return v + 0x80000000u > GRAIN_RUN_NARROW_LIMIT;
 }
 
 /* How a run of `cmd` that starts with value `v` keeps its values. */
@@ -141,56 +145,52 @@ static inline uint32_t grain_run_values(uint32_t cmd, uint64_t v)
     return grain_run_wide_value(v) ? GRAIN_VALUES_WIDE : GRAIN_VALUES_NARROW;
 }
 
-/* The slow paths of a run, which the common case (a buffer with room for
- * the longest run, a run that fills up) never takes: a start that must end
- * the run before it or count the room left; an end before the run is full,
- * which moves its values down after its offsets; and a value too wide for
- * a narrow run, which widens it (or ends it and starts the next where the
- * buffer has no room for the wider run).  None sends the buffer: after a run
- * ends, a message always fits. */
+/* The slow paths of a run, taken once a run rather than once a message: a
+ * start, which ends the run before it and counts the room left where it is
+ * short; an end, which writes the run's header word (a run that ends short
+ * first moves its values down after its offsets) and sends the buffer once
+ * the largest message no longer fits; and a value too wide for a narrow run,
+ * which widens it (or ends it and starts the next where the buffer has no
+ * room for the wider run).  After a run ends, a message always fits. */
 void grain_outbuf_start_run(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t hi, uint32_t values);
 void grain_outbuf_end_run(grain_outbuf_t *b);
 void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b);
+void grain_packer_run_ends_(grain_packer_t *p, grain_outbuf_t *b);
 
 /* Appends a PUT, add or increment of `cmd` at offset w1 with value w2 to
- * the run of buffer `b` (or starts one). */
+ * the run of buffer `b` (or starts one).  This is the aggregators' work per
+ * message, so it does only what every message needs: its run's key, its two
+ * stores and the run's length; the rest waits for the run's end. */
 GRAIN_PACKER_INLINE void grain_outbuf_run_append(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t w1,
                                                  uint64_t w2)
 {
-    uint64_t key = w1 >> 32 << 8 | cmd;
-    if (key != b->run_key) {
-        uint32_t values = grain_run_values(cmd, w2);
-        if (b->run_n == 0 && p->buf_size - b->used >= GRAIN_RUN_SCRATCH + GRAIN_WIRE_MAX_MSG) {
-            b->run_at = b->used;
-            b->run_key = key;
-            b->run_values = values;
-            b->run_cap = GRAIN_RUN_MAX;
-        } else {
-            grain_outbuf_start_run(p, b, cmd, w1 >> 32, values);
-        }
-    } else if (b->run_values == GRAIN_VALUES_NARROW && grain_run_wide_value(w2)) {
+    if (__builtin_expect(((w1 & ~(uint64_t)UINT32_MAX) | cmd) != b->run_key, 0))
+        grain_outbuf_start_run(p, b, cmd, w1 >> 32, grain_run_values(cmd, w2));
+    else if (__builtin_expect(w2 + 0x80000000u > b->run_limit, 0))
         grain_outbuf_widen_run(p, b);
-    }
-    uint8_t *run = b->data + b->run_at;
-    uint32_t n = b->run_n, lo = (uint32_t)w1, v32 = (uint32_t)w2;
-    memcpy(run + 8 + 4 * n, &lo, 4);
-    if (b->run_values == GRAIN_VALUES_WIDE)
-        memcpy(run + GRAIN_RUN_VALUES_AT + 8 * n, &w2, 8);
-    else if (b->run_values != GRAIN_VALUES_NONE)
-        memcpy(run + GRAIN_RUN_VALUES_AT + 4 * n, &v32, 4);
-    b->count++;
-    if (++b->run_n < b->run_cap)
-        return;
-    if (b->run_n == GRAIN_RUN_MAX) {
-        uint32_t values = b->run_values;
-        uint64_t w0 = GRAIN_RUN_HDR(cmd, GRAIN_RUN_MAX, values != GRAIN_VALUES_WIDE, b->run_key >> 8);
-        memcpy(run, &w0, 8);
-        b->used += 8u * grain_run_words(cmd, GRAIN_RUN_MAX, values != GRAIN_VALUES_WIDE);
-        b->run_n = 0;
-        b->run_key = GRAIN_RUN_NO_KEY;
-    } else {
-        grain_outbuf_end_run(b);
-    }
+    uint32_t n = b->run_n, lo = (uint32_t)w1;
+    memcpy(b->run + 8 + 4 * n, &lo, 4);
+    /* Eight bytes whatever the run keeps: the next entry, or what follows
+     * the run, overwrites the upper half of a 32-bit value, and nothing reads
+     * an increment's. */
+    memcpy(b->run + GRAIN_RUN_VALUES_AT + ((size_t)n << b->run_shift), &w2, 8);
+    b->run_n = ++n;
+    if (n == b->run_cap)
+        grain_packer_run_ends_(p, b);
+}
+
+/* Appends a PUT, add or increment (GRAIN_CMD_PUT32 to GRAIN_CMD_INC64) at
+ * an offset the wire carries for `dest`: the aggregators' short path, which
+ * has checked those.  Returns GRAIN_ERR_PEER for a message dropped as the job ends
+ * (`abandon`). */
+GRAIN_PACKER_INLINE grain_status_t grain_packer_append_run(grain_packer_t *p, uint32_t dest, uint32_t cmd,
+                                                           uint64_t w1, uint64_t w2, uint64_t now_ns)
+{
+    grain_outbuf_t *b = p->filling[dest];
+    if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
+        return GRAIN_ERR_PEER;
+    grain_outbuf_run_append(p, b, cmd, w1, w2);
+    return GRAIN_OK;
 }
 
 /* Appends the queue message (hdr, w1, w2) for destination `dest`, with a
@@ -202,25 +202,24 @@ GRAIN_PACKER_INLINE void grain_outbuf_run_append(grain_packer_t *p, grain_outbuf
 GRAIN_PACKER_INLINE grain_status_t grain_packer_append(grain_packer_t *p, uint32_t dest, uint64_t hdr, uint64_t w1,
                                                        uint64_t w2, uint64_t sig, uint64_t sig_value, uint64_t now_ns)
 {
-    grain_outbuf_t *b = p->filling[dest];
-    if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
-        return GRAIN_ERR_PEER;
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     if (cmd >= GRAIN_CMD_PUT32 && cmd <= GRAIN_CMD_INC64) {
         if (w1 > GRAIN_WIRE_MAX_OFFSET)
             return GRAIN_ERR_BAD_MESSAGE;
-        grain_outbuf_run_append(p, b, cmd, w1, w2);
-    } else {
-        if (b->run_n != 0)
-            grain_outbuf_end_run(b);
-        size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2, sig, sig_value);
-        if (n == 0)
-            return GRAIN_ERR_BAD_MESSAGE;
-        b->used += n;
-        b->count++;
+        return grain_packer_append_run(p, dest, cmd, w1, w2, now_ns);
     }
+    grain_outbuf_t *b = p->filling[dest];
+    if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
+        return GRAIN_ERR_PEER;
+    if (b->run_n != 0)
+        grain_outbuf_end_run(b);
+    size_t n = grain_wire_encode(b->data + b->used, hdr, w1, w2, sig, sig_value);
+    if (n == 0)
+        return GRAIN_ERR_BAD_MESSAGE;
+    b->used += n;
+    b->count++;
     /* Send as soon as the largest message would no longer fit. */
-    if (b->run_n == 0 && p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
+    if (p->buf_size - b->used < GRAIN_WIRE_MAX_MSG)
         grain_packer_flush_full_(p, dest);
     return GRAIN_OK;
 }
