@@ -30,7 +30,7 @@ static grain_status_t check_run(const uint8_t *p, size_t left, uint32_t i, uint3
     uint64_t w0;
     memcpy(&w0, p, sizeof w0);
     uint32_t cmd = GRAIN_RUN_CMD(w0), k = GRAIN_RUN_COUNT(w0);
-    if (cmd < GRAIN_CMD_PUT32 || cmd > GRAIN_CMD_INC64 || k < 2 || k > GRAIN_RUN_MAX || k > count - i ||
+    if (!grain_cmd_runs(cmd) || k < 2 || k > GRAIN_RUN_MAX || k > count - i ||
         GRAIN_RUN_RESERVED(w0) != 0) {
         snprintf(why, why_size,
                  "a run at message %u of %u from rank %u has command %u, %u messages and reserved bits 0x%x (runs "

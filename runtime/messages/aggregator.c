@@ -193,9 +193,7 @@ static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width
             prefetch_rows(p, width, (grain_u32)c + PREFETCH_WORDS);
         grain_u64 hdr = hdrs[c], w1 = offsets[c];
         uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
-        if (__builtin_expect(cmd - GRAIN_CMD_PUT32 <= GRAIN_CMD_INC64 - GRAIN_CMD_PUT32 && pe < n_pes && pe != me &&
-                                 w1 <= GRAIN_WIRE_MAX_OFFSET,
-                             1)) {
+        if (__builtin_expect(grain_cmd_runs(cmd) && pe < n_pes && pe != me && w1 <= GRAIN_WIRE_MAX_OFFSET, 1)) {
             a->cmd_msgs[cmd]++;
             remote++;
             lost += grain_packer_append_run(&a->packer, pe, cmd, w1, values[c], now) != GRAIN_OK;

@@ -127,12 +127,19 @@ void grain_packer_flush_full_(grain_packer_t *p, uint32_t dest);
 #define GRAIN_RUN_VALUES_AT (8u + 4u * GRAIN_RUN_MAX)
 #define GRAIN_RUN_SCRATCH (GRAIN_RUN_VALUES_AT + 8u * GRAIN_RUN_MAX) /* the longest run */
 
-/* Whether a 64-bit value is no 32-bit signed value, sign-extended: shifted
- * by 2^31, those are the values up to GRAIN_RUN_NARROW_LIMIT. */
+/* Whether a 64-bit value, shifted by 2^31, is above `limit`.  The 32-bit
+ * signed values, sign-extended, are those up to GRAIN_RUN_NARROW_LIMIT: a
+ * narrow run keeps that limit, the others keep UINT64_MAX. */
 #define GRAIN_RUN_NARROW_LIMIT ((uint64_t)UINT32_MAX)
+static inline int grain_run_above(uint64_t v, uint64_t limit)
+{
+    return v + 0x80000000u > limit;
+}
+
+/* Whether a 64-bit value is no 32-bit signed value, sign-extended. */
 static inline int grain_run_wide_value(uint64_t v)
 {
-    return v + 0x80000000u > GRAIN_RUN_NARROW_LIMIT;
+    return grain_run_above(v, GRAIN_RUN_NARROW_LIMIT);
 }
 
 /* How a run of `cmd` that starts with value `v` keeps its values. */
@@ -166,7 +173,7 @@ GRAIN_PACKER_INLINE void grain_outbuf_run_append(grain_packer_t *p, grain_outbuf
 {
     if (__builtin_expect(((w1 & ~(uint64_t)UINT32_MAX) | cmd) != b->run_key, 0))
         grain_outbuf_start_run(p, b, cmd, w1 >> 32, grain_run_values(cmd, w2));
-    else if (__builtin_expect(w2 + 0x80000000u > b->run_limit, 0))
+    else if (__builtin_expect(grain_run_above(w2, b->run_limit), 0))
         grain_outbuf_widen_run(p, b);
     uint32_t n = b->run_n, lo = (uint32_t)w1;
     memcpy(b->run + 8 + 4 * n, &lo, 4);
@@ -203,7 +210,7 @@ GRAIN_PACKER_INLINE grain_status_t grain_packer_append(grain_packer_t *p, uint32
                                                        uint64_t w2, uint64_t sig, uint64_t sig_value, uint64_t now_ns)
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
-    if (cmd >= GRAIN_CMD_PUT32 && cmd <= GRAIN_CMD_INC64) {
+    if (grain_cmd_runs(cmd)) {
         if (w1 > GRAIN_WIRE_MAX_OFFSET)
             return GRAIN_ERR_BAD_MESSAGE;
         return grain_packer_append_run(p, dest, cmd, w1, w2, now_ns);

@@ -101,6 +101,12 @@ GRAIN_INLINE void grain_apply_msg(GRAIN_GLOBAL char *heap, grain_u32 cmd, grain_
 #define GRAIN_RUN_RESERVED(w0) ((grain_u32)(((w0) >> 25) & 0x7fu)) /* zero */
 #define GRAIN_RUN_WORDS_MAX (1u + GRAIN_RUN_MAX / 2u + GRAIN_RUN_MAX) /* GRAIN_APPLY_LOOKAHEAD + 1 */
 
+/* Whether `cmd` travels in runs: a PUT, add or increment. */
+GRAIN_INLINE grain_u32 grain_cmd_runs(grain_u32 cmd)
+{
+    return cmd - GRAIN_CMD_PUT32 <= GRAIN_CMD_INC64 - GRAIN_CMD_PUT32;
+}
+
 /* Whether a run of `cmd` keeps its values in 32 bits, two a word. */
 GRAIN_INLINE grain_u32 grain_run_half_values(grain_u32 cmd, grain_u32 narrow)
 {
