@@ -207,6 +207,8 @@ struct grain {
 /* Releases the tiled BLAS's kernels, before the backend closes. */
 void grain_blas_release(struct grain *g);
 
+/* The rings GRAIN_QUEUE, GRAIN_QUEUE_RINGS and the device give the queue. */
+unsigned grain_queue_rings_of(const struct grain *g);
 /* The shape GRAIN_QUEUE, GRAIN_QUEUE_RINGS and the device give a queue of
  * `nslots` slots per ring (0: the protocol's default) of width x rows words. */
 grain_queue_geom_t grain_queue_geom_of(const struct grain *g, uint32_t nslots, uint32_t width, uint32_t rows);

@@ -539,6 +539,19 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
                    g->config.aggregators == 1 ? "" : "s",
                    g->binfo.cpu_device ? "a CPU device's workers take the spare cores" : "this rank's spare cores");
     }
+    /* Reader i of n owns rings i, i + n, ... (queue_consumer.h): an
+     * aggregator past the last ring would never find a slot, only nap, and
+     * such naps took the cores a CPU device's workers need (shmem_all on
+     * two PoCL ranks sharing 2 cores, one ring each: 64 aggregators took
+     * 2.7-5.1 s and 437k context switches, one took 0.9 s). */
+    unsigned rings = grain_queue_rings_of(g);
+    if (grain_config_queue_protocol(&g->config) == GRAIN_QUEUE_RING && g->config.aggregators > rings) {
+        grain_log(aggs > 0 ? GRAIN_LOG_WARN : GRAIN_LOG_INFO,
+                  "%u aggregator thread%s, not %u: the ring queue has %u ring%s (%s), each read by one aggregator",
+                  rings, rings == 1 ? "" : "s", (unsigned)g->config.aggregators, rings, rings == 1 ? "" : "s",
+                  g->config.queue_rings ? "GRAIN_QUEUE_RINGS" : "one per compute unit");
+        g->config.aggregators = rings;
+    }
     g->recv_threads = recv > 0 ? recv : auto_recv_threads(g, (unsigned)g->config.aggregators + beside_aggs);
     grain_info("%u receive thread%s%s", g->recv_threads, g->recv_threads == 1 ? " (the network thread)" : "s",
                recv > 0               ? ""

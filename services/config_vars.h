@@ -38,8 +38,9 @@
       "messages per slot, and so the largest work-group size a grain kernel may use; at least "  \
       "2, the columns of a put with signal")                                                     \
     X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
-      "aggregator threads draining the queue (more than one may reorder messages between quiets); " \
-      "0: on a GPU, half the cores this rank's share leaves, at most 6; 1 on a CPU device")     \
+      "aggregator threads draining the queue (more than one may reorder messages between quiets; " \
+      "at most one a ring of the ring queue); 0: on a GPU, half the cores this rank's share "      \
+      "leaves, at most 6; 1 on a CPU device")                                                     \
     X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
       "bytes of one per-destination buffer, the largest network message")                        \
     X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \

@@ -7,14 +7,19 @@
 #include "runtime/messages/queue_consumer.h"
 #include "services/log.h"
 
-grain_queue_geom_t grain_queue_geom_of(const grain_t *g, uint32_t nslots, uint32_t width, uint32_t rows)
+unsigned grain_queue_rings_of(const grain_t *g)
 {
     const grain_config_t *c = &g->config;
-    unsigned protocol = grain_config_queue_protocol(c);
     unsigned rings = c->queue_rings ? (unsigned)c->queue_rings : g->binfo.compute_units;
+    return grain_config_queue_protocol(c) == GRAIN_QUEUE_PAPER ? 1 : rings ? rings : 1;
+}
+
+grain_queue_geom_t grain_queue_geom_of(const grain_t *g, uint32_t nslots, uint32_t width, uint32_t rows)
+{
+    unsigned protocol = grain_config_queue_protocol(&g->config);
     if (nslots == 0)
         nslots = protocol == GRAIN_QUEUE_PAPER ? 256 : 64;
-    return grain_queue_geom(protocol, rings ? rings : 1, nslots, width, rows);
+    return grain_queue_geom(protocol, grain_queue_rings_of(g), nslots, width, rows);
 }
 
 grain_status_t grain_queue_create(grain_t *g, grain_queue_geom_t geom, grain_queue_mem_t *m)
