@@ -109,6 +109,28 @@ grain_status_t grain_sched_launch(grain_kernel_t *kernel, unsigned dims, const s
  * wait (and those of its dependents, which do not run). */
 grain_status_t grain_sched_wait(grain_sched_t *sched);
 
+/* BLAS calls as elements (GrCUDA III-A), with grain/blas.h's semantics on
+ * arrays that hold the operands from their first byte: column-major,
+ * leading dimensions at least the rows they hold, 'N' or 'T' ('C' is 'T'),
+ * beta == 0 never reading C.  A and B are read and C read and written
+ * (only written where beta is 0 and C's m x n elements fill its array),
+ * so a call is ordered, placed and fed as a kernel with those arguments,
+ * and returns without waiting.  Each array must
+ * hold what its dimensions say, and C may be neither A nor B.  grain's own
+ * kernels run them on every backend, a work-item an element of C. */
+grain_status_t grain_sched_dgemm(grain_sched_t *sched, char transa, char transb, size_t m, size_t n, size_t k,
+                                 double alpha, grain_array_t *a, size_t lda, grain_array_t *b, size_t ldb,
+                                 double beta, grain_array_t *c, size_t ldc);
+grain_status_t grain_sched_sgemm(grain_sched_t *sched, char transa, char transb, size_t m, size_t n, size_t k,
+                                 float alpha, grain_array_t *a, size_t lda, grain_array_t *b, size_t ldb, float beta,
+                                 grain_array_t *c, size_t ldc);
+/* y = alpha x + y over n elements, incx and incy (positive) apart; y may
+ * not be x. */
+grain_status_t grain_sched_daxpy(grain_sched_t *sched, size_t n, double alpha, grain_array_t *x, size_t incx,
+                                 grain_array_t *y, size_t incy);
+grain_status_t grain_sched_saxpy(grain_sched_t *sched, size_t n, float alpha, grain_array_t *x, size_t incx,
+                                 grain_array_t *y, size_t incy);
+
 /* The bandwidth matrix the min-max-transfer-time policy uses, in GB/s:
  * (devices + 1) x (devices + 1), from location i (0: the host, 1 + d:
  * device d) to location j at gbps[i * (devices + 1) + j], the diagonal

@@ -22,11 +22,10 @@
 #include "runtime/grain_impl.h"
 #include "services/log.h"
 
-extern const char grain_blas_kernels_source[];
-
 #define K_COUNT BLAS_ROUTINES
-static const char *const kernel_names[K_COUNT] = {"grain_blas_dgemm_tile", "grain_blas_sgemm_tile",
-                                                  "grain_blas_daxpy_tile", "grain_blas_saxpy_tile"};
+const char *const blas_kernel_names[K_COUNT] = {"grain_blas_dgemm_tile", "grain_blas_sgemm_tile",
+                                                "grain_blas_daxpy_tile", "grain_blas_saxpy_tile"};
+const unsigned blas_gemm_counts_at[8] = {1, 3, 4, 6, 7, 8, 9, 10};
 
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
@@ -99,7 +98,7 @@ static grain_status_t kernel(grain_t *g, unsigned which, grain_bkernel_t **k_p)
     if (g->blas->program == NULL)
         st = g->bops->program_build(g->backend, grain_blas_kernels_source, "", &g->blas->program);
     if (st == GRAIN_OK && g->blas->kernel[which] == NULL)
-        st = g->bops->kernel_create(g->blas->program, kernel_names[which], &g->blas->kernel[which]);
+        st = g->bops->kernel_create(g->blas->program, blas_kernel_names[which], &g->blas->kernel[which]);
     *k_p = g->blas->kernel[which];
     return st;
 }
@@ -180,18 +179,17 @@ static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, in
         return g->bops->gemm_tile(g->backend, es, (int)ta, (int)tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
     const void *values[] = {&ldc, &lda, &ta, &ldb, &tb, &m, &n, &k};
-    static const unsigned at[] = {1, 3, 4, 6, 7, 8, 9, 10};
-    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, 0, c);
+    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, BLAS_GEMM_C, c);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg_ptr(bk, 2, (void *)a);
+        st = g->bops->kernel_set_arg_ptr(bk, BLAS_GEMM_A, (void *)a);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg_ptr(bk, 5, (void *)b);
+        st = g->bops->kernel_set_arg_ptr(bk, BLAS_GEMM_B, (void *)b);
     for (unsigned x = 0; x < 8 && st == GRAIN_OK; x++)
-        st = g->bops->kernel_set_arg(bk, at[x], 8, values[x]);
+        st = g->bops->kernel_set_arg(bk, blas_gemm_counts_at[x], 8, values[x]);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 11, es, alpha);
+        st = g->bops->kernel_set_arg(bk, BLAS_GEMM_ALPHA, es, alpha);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 12, es, beta);
+        st = g->bops->kernel_set_arg(bk, BLAS_GEMM_BETA, es, beta);
     return st == GRAIN_OK ? launch_tile(g, bk, (size_t)(m * n)) : st;
 }
 
@@ -199,17 +197,17 @@ static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, in
 static grain_status_t launch_axpy(grain_t *g, grain_bkernel_t *bk, size_t es, void *y, uint64_t incy, const void *x,
                                   uint64_t incx, uint64_t n, const void *alpha)
 {
-    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, 0, y);
+    grain_status_t st = g->bops->kernel_set_arg_ptr(bk, BLAS_AXPY_Y, y);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 1, 8, &incy);
+        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_INCY, 8, &incy);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg_ptr(bk, 2, (void *)x);
+        st = g->bops->kernel_set_arg_ptr(bk, BLAS_AXPY_X, (void *)x);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 3, 8, &incx);
+        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_INCX, 8, &incx);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 4, 8, &n);
+        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_N, 8, &n);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, 5, es, alpha);
+        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_ALPHA, es, alpha);
     return st == GRAIN_OK ? launch_tile(g, bk, (size_t)n) : st;
 }
 

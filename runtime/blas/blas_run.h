@@ -27,6 +27,18 @@ static inline int blas_transposed(char t)
     return t == 'T' || t == 't' || t == 'C' || t == 'c';
 }
 
+/* grain's tile kernels in grain_blas_kernels_source (blas_kernels.cl), by
+ * routine (BLAS_DGEMM ...): the tiled BLAS's and the scheduler's BLAS
+ * elements' (sched_blas.c).  A gemm kernel takes c, ldc, a, lda, ta, b,
+ * ldb, tb, m, n, k, alpha, beta; an axpy kernel y, incy, x, incx, n,
+ * alpha; counts are 64-bit, alpha and beta of the routine's type. */
+extern const char grain_blas_kernels_source[];
+extern const char *const blas_kernel_names[BLAS_ROUTINES];
+enum { BLAS_GEMM_C = 0, BLAS_GEMM_A = 2, BLAS_GEMM_B = 5, BLAS_GEMM_ALPHA = 11, BLAS_GEMM_BETA = 12 };
+enum { BLAS_AXPY_Y = 0, BLAS_AXPY_INCY = 1, BLAS_AXPY_X = 2, BLAS_AXPY_INCX = 3, BLAS_AXPY_N = 4, BLAS_AXPY_ALPHA = 5 };
+/* Where a gemm kernel takes ldc, lda, ta, ldb, tb, m, n and k. */
+extern const unsigned blas_gemm_counts_at[8];
+
 /* One kernel of `routine` on a tile of t (t x t for gemm: C += A B) on
  * device buffers of that size, without waiting: what deployment times. */
 grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c);

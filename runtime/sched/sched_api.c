@@ -100,6 +100,7 @@ void grain_sched_destroy(grain_sched_t *s)
     if (s->n_live > 0)
         sched_wait_for(s, SCHED_NONE);
     sched_arrays_free(s);
+    sched_blas_release(s);
     sched_programs_orphan(s);
     for (size_t e = 0; e < s->n_elems; e++)
         free(s->elems[e].waits);

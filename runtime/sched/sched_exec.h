@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "grain/blas.h"
 #include "grain/sched.h"
 #include "runtime/sched/sched_dag.h"
 #include "runtime/sched/sched_place.h"
@@ -155,6 +156,9 @@ struct grain_sched {
     grain_array_t *arrays;
     uint32_t n_array_ids;
     sched_program_t *programs;
+    /* The BLAS elements' kernels (sched_blas.c), built at their first call. */
+    grain_program_t *blas_program;
+    grain_kernel_t *blas_kernel[GRAIN_BLAS_SAXPY + 1]; /* by grain_blas_routine_t */
     sched_name_t *names;
     grain_status_t status; /* the first failure since the last wait */
     char why[512];
@@ -175,6 +179,9 @@ static inline int sched_down_on_lane(const grain_sched_t *s, unsigned from, unsi
 {
     return from != 0 && to == 0 && s->dev[from - 1].lanes;
 }
+
+/* Frees the BLAS elements' kernels and program, once none runs. */
+void sched_blas_release(grain_sched_t *s);
 
 /* Counts `n` of `what` (GRAIN_SCHED_*, grain_impl.h) in the scheduler's own
  * statistics and in its rank's (grain_stats_json's "sched"). */

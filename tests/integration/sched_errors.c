@@ -3,8 +3,9 @@
  * What the task scheduler refuses, each with its sentence, and that a
  * refusal leaves the scheduler working: a kernel of the scheduler given to
  * grain_launch or a pointer, an argument never set, a bad access, an array
- * of another scheduler, a prefetch to a device it does not have, and a
- * program's kernels outliving their scheduler.  Prints "ok" per check.
+ * of another scheduler, a prefetch to a device it does not have, BLAS
+ * elements on operands that do not fit or alias, and a program's kernels
+ * outliving their scheduler.  Prints "ok" per check.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,28 @@ int main(void)
             "a prefetch past the devices");
     refused(grain_policy_parse("fastest", &(grain_policy_t){0}), GRAIN_ERR_INVALID, "min-max-transfer-time",
             "a policy by an unknown name");
+
+    /* BLAS elements: a (8 x 8 doubles) and `foreign` hold 64 words. */
+    grain_array_t *b;
+    OK(grain_array_create(s, n * sizeof(uint64_t), &b));
+    refused(grain_sched_dgemm(s, 'X', 'N', 8, 8, 8, 1, a, 8, b, 8, 0, foreign, 8), GRAIN_ERR_INVALID,
+            "'N', 'T' or 'C'", "a gemm transposed by an unknown letter");
+    refused(grain_sched_dgemm(s, 'N', 'N', 8, 8, 8, 1, a, 7, b, 8, 0, b, 8), GRAIN_ERR_INVALID,
+            "A's leading dimension is 7, below its 8 rows", "a leading dimension below the rows");
+    refused(grain_sched_dgemm(s, 'N', 'T', 8, 9, 8, 1, a, 8, b, 9, 0, foreign, 8), GRAIN_ERR_INVALID,
+            "B, 9 x 8 elements", "an operand larger than its array");
+    refused(grain_sched_sgemm(s, 'N', 'N', 8, 8, 8, 1, a, 8, b, 8, 0, foreign, 8), GRAIN_ERR_INVALID,
+            "C is an array of another scheduler", "an operand of another scheduler");
+    refused(grain_sched_dgemm(s, 'N', 'N', 8, 8, 8, 1, a, 8, b, 8, 1, a, 8), GRAIN_ERR_INVALID,
+            "C is also A", "C as A");
+    refused(grain_sched_daxpy(s, 8, 1, a, 0, b, 1), GRAIN_ERR_INVALID, "increments are positive",
+            "an axpy increment of 0");
+    refused(grain_sched_saxpy(s, 8, 1, a, 1, a, 1), GRAIN_ERR_INVALID, "y is also x", "axpy's y as x");
+    refused(grain_sched_daxpy(s, 9, 1, a, 8, b, 1), GRAIN_ERR_INVALID, "x, 9 elements of 8 bytes 8 apart",
+            "an axpy past its array");
+    refused(grain_sched_daxpy(NULL, 8, 1, a, 1, b, 1), GRAIN_ERR_INVALID, "needs a scheduler",
+            "an axpy without a scheduler");
+    grain_array_destroy(b);
 
     /* A kernel launched with none of its arguments set (the scheduler
      * cannot know how many it takes) fails on its device: the wait says

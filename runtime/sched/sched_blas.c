@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * BLAS calls as the scheduler's elements (GrCUDA III-A).  A call is a
+ * kernel, the tiled BLAS's own tile kernel (blas_kernels.cl) over the whole
+ * operands, so the scheduler orders, places and feeds it as any kernel: A
+ * and B (x) read, C (y) read and written, or only written where the call
+ * overwrites all of C's array.  The program is built for every device of the scheduler at the
+ * first call and lives as long as the scheduler.
+ */
+#include <stdint.h>
+
+#include "runtime/blas/blas_run.h"
+#include "runtime/grain_impl.h"
+#include "runtime/sched/sched_exec.h"
+#include "services/log.h"
+
+_Static_assert(BLAS_ROUTINES == GRAIN_BLAS_SAXPY + 1 && BLAS_DGEMM == (int)GRAIN_BLAS_DGEMM &&
+                   BLAS_SGEMM == (int)GRAIN_BLAS_SGEMM && BLAS_DAXPY == (int)GRAIN_BLAS_DAXPY &&
+                   BLAS_SAXPY == (int)GRAIN_BLAS_SAXPY,
+               "the tiled BLAS's routines in the public order");
+
+static grain_status_t blas_kernel(grain_sched_t *s, grain_blas_routine_t r, grain_kernel_t **k_p)
+{
+    grain_status_t st = GRAIN_OK;
+    if (s->blas_program == NULL)
+        st = grain_sched_program_create(s, grain_blas_kernels_source, NULL, &s->blas_program);
+    if (st == GRAIN_OK && s->blas_kernel[r] == NULL)
+        st = grain_kernel_create(s->blas_program, blas_kernel_names[r], &s->blas_kernel[r]);
+    *k_p = s->blas_kernel[r];
+    return st;
+}
+
+void sched_blas_release(grain_sched_t *s)
+{
+    for (unsigned r = 0; r < BLAS_ROUTINES; r++)
+        grain_kernel_destroy(s->blas_kernel[r]);
+    grain_program_destroy(s->blas_program);
+}
+
+/* An operand of `rows` x `cols` elements of `es` bytes, `ld` apart, in
+ * array `x` from its first byte, named `name` in the refusal: a vector (x,
+ * y) is 1 x n with its increment as `ld`. */
+static grain_status_t operand(const grain_sched_t *s, const char *what, const char *name, const grain_array_t *x,
+                              size_t rows, size_t cols, size_t ld, size_t es)
+{
+    if (x == NULL || x->sched != s)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %s is %s", what, name,
+                          x == NULL ? "no array" : "an array of another scheduler");
+    if (ld < (rows > 0 ? rows : 1))
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %s's leading dimension is %zu, below its %zu rows",
+                          what, name, ld, rows > 0 ? rows : (size_t)1);
+    if (rows == 0 || cols == 0)
+        return GRAIN_OK;
+    /* ((cols - 1) ld + rows) es bytes, without wrapping. */
+    size_t limit = SIZE_MAX / es;
+    if (cols - 1 <= (limit - rows) / ld && ((cols - 1) * ld + rows) * es <= x->bytes)
+        return GRAIN_OK;
+    if (name[0] == 'x' || name[0] == 'y')
+        return grain_fail(GRAIN_ERR_INVALID, "%s: %s, %zu elements of %zu bytes %zu apart, does not fit its array of "
+                          "%zu bytes", what, name, cols, es, ld, x->bytes);
+    return grain_fail(GRAIN_ERR_INVALID,
+                      "%s: %s, %zu x %zu elements of %zu bytes with a leading dimension of %zu, does not fit its "
+                      "array of %zu bytes",
+                      what, name, rows, cols, es, ld, x->bytes);
+}
+
+static int transpose_letter(char t)
+{
+    return t == 'N' || t == 'n' || blas_transposed(t);
+}
+
+static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char *what, size_t es, char transa,
+                           char transb, size_t m, size_t n, size_t k, const void *alpha, grain_array_t *a, size_t lda,
+                           grain_array_t *b, size_t ldb, const void *beta, int beta_zero, grain_array_t *c,
+                           size_t ldc)
+{
+    if (s == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s needs a scheduler", what);
+    if (!transpose_letter(transa) || !transpose_letter(transb))
+        return grain_fail(GRAIN_ERR_INVALID, "%s: transa and transb are 'N', 'T' or 'C'", what);
+    int ta = blas_transposed(transa), tb = blas_transposed(transb);
+    grain_status_t st = operand(s, what, "A", a, ta ? k : m, ta ? m : k, lda, es);
+    if (st == GRAIN_OK)
+        st = operand(s, what, "B", b, tb ? n : k, tb ? k : n, ldb, es);
+    if (st == GRAIN_OK)
+        st = operand(s, what, "C", c, m, n, ldc, es);
+    if (st == GRAIN_OK && (c == a || c == b))
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: C is also %s, which it reads while C is written", what,
+                        c == a ? "A" : "B");
+    if (st != GRAIN_OK || m == 0 || n == 0)
+        return st;
+    if (m > SIZE_MAX / n)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: C has %zu x %zu elements, more than a launch has work-items", what,
+                          m, n);
+    grain_kernel_t *kern = NULL;
+    if ((st = blas_kernel(s, r, &kern)) != GRAIN_OK)
+        return st;
+    const uint64_t counts[8] = {ldc, lda, (uint64_t)ta, ldb, (uint64_t)tb, m, n, k};
+    /* Written only where the call leaves nothing of C's array as it was:
+     * a kernel that writes an array is taken to write all of it, and its
+     * old contents are not copied to the device. */
+    int whole = beta_zero && ldc == m && m * n * es == c->bytes;
+    st = grain_kernel_set_arg_array(kern, BLAS_GEMM_C, c, whole ? GRAIN_WRITE : GRAIN_READ_WRITE);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_A, a, GRAIN_READ);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_B, b, GRAIN_READ);
+    for (unsigned i = 0; i < 8 && st == GRAIN_OK; i++)
+        st = grain_kernel_set_arg(kern, blas_gemm_counts_at[i], sizeof counts[i], &counts[i]);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_GEMM_ALPHA, es, alpha);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_GEMM_BETA, es, beta);
+    size_t global = m * n;
+    return st == GRAIN_OK ? grain_sched_launch(kern, 1, &global, NULL) : st;
+}
+
+static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char *what, size_t es, size_t n,
+                           const void *alpha, grain_array_t *x, size_t incx, grain_array_t *y, size_t incy)
+{
+    if (s == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "%s needs a scheduler", what);
+    if (incx == 0 || incy == 0)
+        return grain_fail(GRAIN_ERR_INVALID, "%s: increments are positive (incx %zu, incy %zu)", what, incx, incy);
+    /* n elements inc apart: a 1 x n operand whose leading dimension is inc. */
+    grain_status_t st = operand(s, what, "x", x, 1, n, incx, es);
+    if (st == GRAIN_OK)
+        st = operand(s, what, "y", y, 1, n, incy, es);
+    if (st == GRAIN_OK && x == y)
+        st = grain_fail(GRAIN_ERR_INVALID, "%s: y is also x, which it reads while y is written", what);
+    if (st != GRAIN_OK || n == 0)
+        return st;
+    grain_kernel_t *kern = NULL;
+    if ((st = blas_kernel(s, r, &kern)) != GRAIN_OK)
+        return st;
+    const uint64_t counts[3] = {incy, incx, n};
+    st = grain_kernel_set_arg_array(kern, BLAS_AXPY_Y, y, GRAIN_READ_WRITE);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg_array(kern, BLAS_AXPY_X, x, GRAIN_READ);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_AXPY_INCY, sizeof counts[0], &counts[0]);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_AXPY_INCX, sizeof counts[1], &counts[1]);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_AXPY_N, sizeof counts[2], &counts[2]);
+    if (st == GRAIN_OK)
+        st = grain_kernel_set_arg(kern, BLAS_AXPY_ALPHA, es, alpha);
+    return st == GRAIN_OK ? grain_sched_launch(kern, 1, &n, NULL) : st;
+}
+
+grain_status_t grain_sched_dgemm(grain_sched_t *s, char transa, char transb, size_t m, size_t n, size_t k,
+                                 double alpha, grain_array_t *a, size_t lda, grain_array_t *b, size_t ldb,
+                                 double beta, grain_array_t *c, size_t ldc)
+{
+    return gemm(s, GRAIN_BLAS_DGEMM, "grain_sched_dgemm", sizeof(double), transa, transb, m, n, k, &alpha, a, lda, b,
+                ldb, &beta, beta == 0.0, c, ldc);
+}
+
+grain_status_t grain_sched_sgemm(grain_sched_t *s, char transa, char transb, size_t m, size_t n, size_t k,
+                                 float alpha, grain_array_t *a, size_t lda, grain_array_t *b, size_t ldb, float beta,
+                                 grain_array_t *c, size_t ldc)
+{
+    return gemm(s, GRAIN_BLAS_SGEMM, "grain_sched_sgemm", sizeof(float), transa, transb, m, n, k, &alpha, a, lda, b,
+                ldb, &beta, beta == 0.0f, c, ldc);
+}
+
+grain_status_t grain_sched_daxpy(grain_sched_t *s, size_t n, double alpha, grain_array_t *x, size_t incx,
+                                 grain_array_t *y, size_t incy)
+{
+    return axpy(s, GRAIN_BLAS_DAXPY, "grain_sched_daxpy", sizeof(double), n, &alpha, x, incx, y, incy);
+}
+
+grain_status_t grain_sched_saxpy(grain_sched_t *s, size_t n, float alpha, grain_array_t *x, size_t incx,
+                                 grain_array_t *y, size_t incy)
+{
+    return axpy(s, GRAIN_BLAS_SAXPY, "grain_sched_saxpy", sizeof(float), n, &alpha, x, incx, y, incy);
+}
