@@ -115,9 +115,9 @@ grain_status_t grain_sched_wait(grain_sched_t *sched);
  * beta == 0 never reading C.  A and B are read and C read and written
  * (only written where beta is 0 and C's m x n elements fill its array),
  * so a call is ordered, placed and fed as a kernel with those arguments,
- * and returns without waiting.  Each array must
- * hold what its dimensions say, and C may be neither A nor B.  grain's own
- * kernels run them on every backend, a work-item an element of C. */
+ * and returns without waiting.  Each array must hold what its dimensions
+ * say, and C may be neither A nor B.  grain's own kernels run them on
+ * every backend, a work-item an element of C. */
 grain_status_t grain_sched_dgemm(grain_sched_t *sched, char transa, char transb, size_t m, size_t n, size_t k,
                                  double alpha, grain_array_t *a, size_t lda, grain_array_t *b, size_t ldb,
                                  double beta, grain_array_t *c, size_t ldc);

@@ -4,8 +4,8 @@
  * kernel, the tiled BLAS's own tile kernel (blas_kernels.cl) over the whole
  * operands, so the scheduler orders, places and feeds it as any kernel: A
  * and B (x) read, C (y) read and written, or only written where the call
- * overwrites all of C's array.  The program is built for every device of the scheduler at the
- * first call and lives as long as the scheduler.
+ * overwrites all of C's array.  The program is built for every device of
+ * the scheduler at the first call and lives as long as the scheduler.
  */
 #include <stdint.h>
 
