@@ -6,10 +6,10 @@
  * transpose, padded leading dimensions, increments, alpha and beta (0 among
  * them, with C holding NaN, which beta == 0 must never read), host reads in
  * the middle, host writes that renew an array, and a gemm that writes all
- * of its C's array.  Values stay small
- * integers, so every result is exact whatever order or contraction a
- * device sums in: each read must equal the host's bit for bit.  Under
- * round-robin with several devices, every device must have run some.
+ * of its C's array.  Values stay small integers, so every result is exact
+ * whatever order or contraction a device sums in: each read must equal the
+ * host's bit for bit.  Under round-robin with several devices, every
+ * device must have run some.
  *
  *   sched_blas [--policy P] [--seed S] [--calls N]
  */
