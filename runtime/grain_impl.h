@@ -86,6 +86,8 @@ enum {
     GRAIN_EP_COUNT_MAILBOX_BYTES,
     GRAIN_EP_COUNT_RANK_MSGS, /* to another rank's endpoints, through the transport */
     GRAIN_EP_COUNT_RANK_BYTES,
+    GRAIN_EP_COUNT_WINDOW_MSGS, /* to the endpoints of another rank of the node, through the sender's window */
+    GRAIN_EP_COUNT_WINDOW_BYTES,
     GRAIN_EP_COUNTS
 };
 

@@ -173,10 +173,12 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER], (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
     const uint64_t *ec = r + S_EP0;
     fprintf(out, ",\"endpoints\":{\"device_messages\":%llu,\"device_bytes\":%llu,\"mailbox_messages\":%llu,"
-                 "\"mailbox_bytes\":%llu,\"rank_messages\":%llu,\"rank_bytes\":%llu}",
+                 "\"mailbox_bytes\":%llu,\"rank_messages\":%llu,\"rank_bytes\":%llu,\"window_messages\":%llu,"
+                 "\"window_bytes\":%llu}",
             (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_BYTES],
             (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_BYTES],
-            (unsigned long long)ec[GRAIN_EP_COUNT_RANK_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES]);
+            (unsigned long long)ec[GRAIN_EP_COUNT_RANK_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES],
+            (unsigned long long)ec[GRAIN_EP_COUNT_WINDOW_MSGS], (unsigned long long)ec[GRAIN_EP_COUNT_WINDOW_BYTES]);
     const uint64_t *ph = r + S_PHASE0;
     double s = 1e-9 / (double)ranks;
     fprintf(out, ",\"time_split\":{\"compute_s\":%.6f,\"queue_s\":%.6f,\"aggregation_s\":%.6f,\"network_s\":%.6f}}",
@@ -250,15 +252,20 @@ void grain_stats_print(grain_t *g, FILE *out)
         }
         for (size_t p = 0; p < n; p++) {
             const uint64_t *r = rows + p * width, *sc = r + S_SCHED0, *ec = r + S_EP0;
-            if (ec[GRAIN_EP_COUNT_DEVICE_MSGS] + ec[GRAIN_EP_COUNT_MAILBOX_MSGS] + ec[GRAIN_EP_COUNT_RANK_MSGS] > 0)
+            if (ec[GRAIN_EP_COUNT_DEVICE_MSGS] + ec[GRAIN_EP_COUNT_MAILBOX_MSGS] + ec[GRAIN_EP_COUNT_RANK_MSGS] +
+                    ec[GRAIN_EP_COUNT_WINDOW_MSGS] >
+                0)
                 fprintf(out, "rank %zu: endpoint messages: %llu device to device (%llu bytes), %llu through the "
-                             "mailbox (%llu bytes), %llu to other ranks (%llu bytes)\n",
+                             "mailbox (%llu bytes), %llu to other ranks through the host (%llu bytes), %llu through "
+                             "windows (%llu bytes)\n",
                         p, (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_MSGS],
                         (unsigned long long)ec[GRAIN_EP_COUNT_DEVICE_BYTES],
                         (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_MSGS],
                         (unsigned long long)ec[GRAIN_EP_COUNT_MAILBOX_BYTES],
                         (unsigned long long)ec[GRAIN_EP_COUNT_RANK_MSGS],
-                        (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES]);
+                        (unsigned long long)ec[GRAIN_EP_COUNT_RANK_BYTES],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_WINDOW_MSGS],
+                        (unsigned long long)ec[GRAIN_EP_COUNT_WINDOW_BYTES]);
             if (sc[GRAIN_SCHED_COUNT_ELEMENTS] > 0)
                 fprintf(out, "rank %zu: task scheduler: %llu elements, %llu edges, %llu kernels, %llu copies of "
                              "%llu bytes (%llu between devices)\n",

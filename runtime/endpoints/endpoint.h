@@ -41,6 +41,35 @@ typedef struct grain_ep_pool {
     int host;
 } grain_ep_pool_t;
 
+/* An endpoint's window (ep_window.c): device memory of its own that the
+ * endpoints of the node's other ranks map, so that a message to one of them
+ * goes device to device.  A block holds a message from the copy into it
+ * until the receiver's FIN; `maps` holds every endpoint's window that this
+ * one mapped (NULL: none), `reads` whether each endpoint mapped this one's. */
+typedef struct grain_ep_block {
+    struct grain_ep_block *next; /* by offset */
+    size_t at, len;
+} grain_ep_block_t;
+
+/* A FIN on its way: received into `word` (the block's offset) or sent from
+ * it. */
+typedef struct grain_ep_fin {
+    struct grain_ep_fin *next;
+    void *req;
+    uint32_t rank; /* the other side */
+    uint64_t word;
+} grain_ep_fin_t;
+
+typedef struct grain_ep_window {
+    void *base;
+    size_t size;
+    grain_ep_block_t *blocks;
+    void **maps;
+    size_t *sizes;
+    unsigned char *reads;
+    grain_ep_fin_t *awaited, *sent;
+} grain_ep_window_t;
+
 /* A message (GMH's transport request) or a stream command (its backend
  * event), in its endpoint's list until waited for. */
 struct grain_ep_event {
@@ -61,6 +90,7 @@ struct grain_ep_event {
      * sender that copies straight into its memory (1), then filled (2)
      * with `filled` bytes and `fill_status` (why in `why`). */
     struct grain_ep_event *posted_next;
+    int headed; /* between ranks of one node with windows: a head before the bytes (ep_window.c) */
     int claim;
     size_t filled;
     grain_status_t fill_status;
@@ -91,6 +121,10 @@ typedef struct grain_ep_team {
      * asks whether its lanes reach that device's memory. */
     grain_ep_event_t **posted;
     grain_backend_t **backends;
+    /* Per rank, under the lock: the FINs this rank's endpoints sent it and
+     * received from it, so that each rank knows which FINs to wait for
+     * before its windows go (ep_window.c). */
+    uint64_t *fins_to, *fins_from;
 } grain_ep_team_t;
 
 struct grain_cmdq {
@@ -117,6 +151,7 @@ struct grain_cmdq {
     grain_ep_team_t *team;
     signed char *reach; /* per virtual device: whether this backend's lanes copy into its memory; -1 not asked */
     grain_ep_pool_t pool, host_pool; /* for its messages waiting in the mailbox, and between ranks */
+    grain_ep_window_t *window;       /* NULL where no rank of the job shares a node with windows */
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;
@@ -146,7 +181,7 @@ grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t
 
 /* The team's life: set up for `devices` endpoints, and an endpoint's
  * function returned (collectives of the others fail from then on). */
-grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices);
+grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices, unsigned ranks);
 void grain_ep_team_destroy(grain_ep_team_t *t);
 void grain_ep_team_depart(grain_ep_team_t *t, unsigned vdev);
 /* After every endpoint of the rank returned: answers the other ranks'
@@ -212,6 +247,33 @@ void grain_ep_mail_unstage(grain_cmdq_t *q);
  * returns: on the endpoint's message lane, or by the thread where the
  * backend's memory is the host's. */
 grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, size_t bytes);
+
+/* Windows (ep_window.c).
+ * - open: on every endpoint of the job, at the start of grain_ep_run: its
+ *   window, and the node's other ranks' mapped (two allgathers); q->window
+ *   stays NULL where GRAIN_EP_WINDOW is 0, the job has one rank, or the
+ *   backend or the transport's tags cannot serve.
+ * - headed: whether messages between q and endpoint `peer` carry a head.
+ * - take: a block of q's window for a message of `bytes` to `dest`, at
+ *   *at_p (*block_p here); 0 where the message crosses the host instead (too
+ *   small, `dest` did not map q's window, no room once the FINs that came are
+ *   reaped).  give: the block at `at` free again.  sent: the head left, and
+ *   the FIN that will free its block is awaited.
+ * - source: where block (at, len) of endpoint src's window lies here; NULL
+ *   where it does not.  fin: tells src that its block at `at` is read.
+ * - progress: reaps the FINs that came and those that left.
+ * - windows_close: the rank's windows, once grain_ep_team_finish returned
+ *   (`all_ok`: on every rank): waits for the FINs sent here, unmaps, meets
+ *   the other ranks, frees. */
+grain_status_t grain_ep_window_open(grain_cmdq_t *q);
+int grain_ep_window_headed(const grain_cmdq_t *q, int peer);
+int grain_ep_window_take(grain_cmdq_t *q, int dest, size_t bytes, void **block_p, size_t *at_p);
+void grain_ep_window_give(grain_cmdq_t *q, size_t at);
+grain_status_t grain_ep_window_sent(grain_cmdq_t *q, int dest);
+const void *grain_ep_window_source(const grain_cmdq_t *q, int src, uint64_t at, uint64_t len);
+grain_status_t grain_ep_window_fin(grain_cmdq_t *q, int src, uint64_t at);
+void grain_ep_window_progress(grain_cmdq_t *q);
+void grain_ep_windows_close(grain_t *g, grain_ep_team_t *t, grain_cmdq_t *eps, unsigned devices, int all_ok);
 
 /* The staging pools (ep_stage.c).  take: a stage of at least `bytes` from
  * q's pool p, on q's thread, or NULL where GRAIN_EP_STAGING leaves no room

@@ -68,7 +68,7 @@ static uint64_t key_of(uint64_t kind, uint64_t a, uint64_t b, uint64_t c)
     return k;
 }
 
-grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
+grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices, unsigned ranks)
 {
     memset(t, 0, sizeof *t);
     t->devices = devices;
@@ -78,9 +78,11 @@ grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
     t->gone = calloc(devices, 1);
     t->posted = calloc(devices, sizeof *t->posted);
     t->backends = calloc(devices, sizeof *t->backends);
+    t->fins_to = calloc(ranks, sizeof *t->fins_to);
+    t->fins_from = calloc(ranks, sizeof *t->fins_from);
     t->mail_tail = &t->mail;
     if (t->keys == NULL || t->parts == NULL || t->statuses == NULL || t->gone == NULL || t->posted == NULL ||
-        t->backends == NULL) {
+        t->backends == NULL || t->fins_to == NULL || t->fins_from == NULL) {
         grain_ep_team_destroy(t);
         return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for the collectives of %u endpoints", devices);
     }
@@ -93,7 +95,7 @@ grain_status_t grain_ep_team_init(grain_ep_team_t *t, unsigned devices)
 void grain_ep_team_destroy(grain_ep_team_t *t)
 {
     if (t->keys != NULL && t->parts != NULL && t->statuses != NULL && t->gone != NULL && t->posted != NULL &&
-        t->backends != NULL) {
+        t->backends != NULL && t->fins_to != NULL && t->fins_from != NULL) {
         grain_ep_mail_drop(t);
         pthread_mutex_destroy(&t->lock);
         pthread_cond_destroy(&t->cond);
@@ -107,6 +109,8 @@ void grain_ep_team_destroy(grain_ep_team_t *t)
     free(t->gone);
     free(t->posted);
     free(t->backends);
+    free(t->fins_to);
+    free(t->fins_from);
     memset(t, 0, sizeof *t);
 }
 

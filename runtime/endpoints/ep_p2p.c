@@ -18,7 +18,10 @@
  * Between ranks it goes
  * device to a host buffer of its own, through the transport's endpoint
  * channel, host to device; the MPI tag carries both virtual devices and the
- * application's tag, so that MPI's own matching and order serve.
+ * application's tag, so that MPI's own matching and order serve.  Between
+ * ranks of one node with windows (ep_window.c), a large message goes
+ * through the sender's window instead, and only its head through the
+ * channel.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -285,6 +288,17 @@ void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st)
         snprintf(e->why, sizeof e->why, "%s", grain_error_message(NULL));
 }
 
+/* What comes first in a message between ranks of one node with windows:
+ * the bytes follow (HEAD_INLINE), or wait at `at` in the sender's window
+ * (HEAD_WINDOW), and the message is the head alone.  A whole number of
+ * words, so that the bytes after it keep the alignment copies like. */
+enum { HEAD_INLINE = 0x676e6931u, HEAD_WINDOW = 0x676e7731u };
+typedef struct {
+    uint32_t kind, pad;
+    uint64_t len, at, zero;
+} ep_head_t;
+#define HEAD (sizeof(ep_head_t))
+
 /* Host memory for a message between ranks: a pinned stage of the
  * endpoint's pool, which the device copies to and from directly, else
  * malloc'ed memory, which the copies reach through the memory's shadow. */
@@ -299,6 +313,50 @@ static grain_status_t there_staging(grain_cmdq_t *q, grain_ep_event_t *e, size_t
     return GRAIN_OK;
 }
 
+/* A message to another rank: its bytes into the sender's window, or its
+ * head (where it has one) and bytes into host memory, then to the
+ * transport. */
+static grain_status_t send_there(grain_cmdq_t *q, grain_ep_event_t *e, const grain_ep_mem_t *mem, size_t offset,
+                                 size_t bytes, int dest, uint64_t mpi_tag, const char *what)
+{
+    grain_t *g = q->grain;
+    const char *from = (const char *)mem->device + offset;
+    e->headed = grain_ep_window_headed(q, dest);
+    void *block = NULL;
+    size_t at = 0;
+    int windowed = e->headed && grain_ep_window_take(q, dest, bytes, &block, &at);
+    size_t head = e->headed ? HEAD : 0, carried = windowed ? 0 : bytes;
+    grain_status_t st = there_staging(q, e, head + carried, what);
+    if (st != GRAIN_OK) {
+        if (windowed)
+            grain_ep_window_give(q, at);
+        return st;
+    }
+    if (e->headed) {
+        ep_head_t h = {.kind = windowed ? HEAD_WINDOW : HEAD_INLINE, .len = bytes, .at = at};
+        memcpy(e->staging, &h, sizeof h);
+    }
+    if (windowed)
+        st = grain_ep_copy_now(q, block, from, bytes);
+    else if (e->hstage != NULL)
+        st = q->bops->copy(q->backend, e->staging + head, from, bytes);
+    else
+        st = grain_ep_mem_out(q, mem, offset, e->staging + head, bytes);
+    if (st == GRAIN_OK)
+        st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging,
+                               head + carried, &e->req);
+    if (st != GRAIN_OK) {
+        if (windowed)
+            grain_ep_window_give(q, at);
+        return st;
+    }
+    q->n_there++;
+    count_send(q, windowed ? GRAIN_EP_COUNT_WINDOW_MSGS : GRAIN_EP_COUNT_RANK_MSGS, bytes);
+    /* Its FIN frees the block; without one awaited, the block stays taken,
+     * which costs room, never bytes. */
+    return windowed ? grain_ep_window_sent(q, dest) : GRAIN_OK;
+}
+
 grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
                               grain_ep_event_t **event_p)
 {
@@ -310,21 +368,10 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         return st;
     if (e->here) {
         grain_ep_event_complete(e, send_here(q, mem, offset, bytes, dest, tag));
-    } else if ((st = there_staging(q, e, bytes, what)) != GRAIN_OK) {
-        grain_ep_event_complete(e, st);
     } else {
-        grain_t *g = q->grain;
-        st = e->hstage != NULL ? q->bops->copy(q->backend, e->staging, (const char *)mem->device + offset, bytes)
-                               : grain_ep_mem_out(q, mem, offset, e->staging, bytes);
-        if (st == GRAIN_OK)
-            st = g->tops->ep_isend(g->transport, (uint32_t)(dest / (int)q->devices), mpi_tag, e->staging, bytes,
-                                   &e->req);
-        if (st == GRAIN_OK) {
-            count_send(q, GRAIN_EP_COUNT_RANK_MSGS, bytes);
-            q->n_there++;
-        } else {
+        st = send_there(q, e, mem, offset, bytes, dest, mpi_tag, what);
+        if (st != GRAIN_OK)
             grain_ep_event_complete(e, st);
-        }
     }
     *event_p = e;
     return GRAIN_OK;
@@ -355,10 +402,12 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
         pthread_mutex_unlock(&t->lock);
     } else {
         grain_t *g = q->grain;
-        if ((st = there_staging(q, e, bytes, what)) != GRAIN_OK)
+        e->headed = grain_ep_window_headed(q, src);
+        size_t head = e->headed ? HEAD : 0;
+        if ((st = there_staging(q, e, head + bytes, what)) != GRAIN_OK)
             grain_ep_event_complete(e, st);
         else if ((st = g->tops->ep_irecv(g->transport, (uint32_t)(src / (int)q->devices), mpi_tag, e->staging,
-                                         bytes, &e->req)) != GRAIN_OK)
+                                         head + bytes, &e->req)) != GRAIN_OK)
             grain_ep_event_complete(e, st);
         else
             q->n_there++;
@@ -465,6 +514,56 @@ static int progress_here(grain_cmdq_t *q, int wait)
     return n > 0;
 }
 
+/* A received message's bytes, `len` of them from `src`, into the
+ * receive's memory. */
+static grain_status_t land_bytes(grain_cmdq_t *q, grain_ep_event_t *e, const unsigned char *src, size_t len)
+{
+    if (len == 0)
+        return GRAIN_OK;
+    return e->hstage != NULL ? q->bops->copy(q->backend, (char *)e->mem->device + e->offset, src, len)
+                             : grain_ep_mem_in(q, e->mem, e->offset, src, len);
+}
+
+/* A received message that begins with its head: the bytes after it, or
+ * those in the sender's window (whose block a FIN then frees, whatever
+ * became of the copy).  Sets *len to the message's length. */
+static grain_status_t land_headed(grain_cmdq_t *q, grain_ep_event_t *e, size_t *len)
+{
+    ep_head_t h;
+    size_t got = *len;
+    if (got >= HEAD)
+        memcpy(&h, e->staging, sizeof h);
+    if (got < HEAD || (h.kind != HEAD_INLINE && h.kind != HEAD_WINDOW) ||
+        (h.kind == HEAD_INLINE ? h.len != got - HEAD : got != HEAD))
+        return grain_fail(GRAIN_ERR_PEER,
+                          "grain_ep_recv: the message of %zu bytes from endpoint %d has no valid head; it and the "
+                          "sender's build may differ",
+                          got, e->src);
+    *len = (size_t)h.len;
+    if (h.kind == HEAD_INLINE)
+        return land_bytes(q, e, e->staging + HEAD, got - HEAD);
+    const void *block = grain_ep_window_source(q, e->src, h.at, h.len);
+    grain_status_t st = GRAIN_OK;
+    if (block == NULL)
+        st = grain_fail(GRAIN_ERR_PEER,
+                        "grain_ep_recv: endpoint %d names %llu bytes at %llu of its window, which this endpoint has "
+                        "not mapped that far",
+                        e->src, (unsigned long long)h.len, (unsigned long long)h.at);
+    else if (h.len > e->cap)
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "grain_ep_recv: a message of %llu bytes from endpoint %d does not fit the %zu bytes given; it "
+                        "was taken and dropped",
+                        (unsigned long long)h.len, e->src, e->cap);
+    else if (h.len > 0)
+        st = grain_ep_copy_now(q, (char *)e->mem->device + e->offset, block, (size_t)h.len);
+    grain_status_t fst = grain_ep_window_fin(q, e->src, h.at);
+    if (fst != GRAIN_OK)
+        grain_warn("endpoint %d: the FIN for endpoint %d's block at %llu was not sent (%s): that room of its "
+                   "window stays taken",
+                   q->id, e->src, (unsigned long long)h.at, grain_error_message(NULL));
+    return st;
+}
+
 /* One look at a message between ranks. */
 static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
 {
@@ -475,9 +574,12 @@ static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
         return;
     e->req = NULL;
     q->n_there--;
-    if (st == GRAIN_OK && e->recv && len > 0)
-        st = e->hstage != NULL ? q->bops->copy(q->backend, (char *)e->mem->device + e->offset, e->staging, len)
-                               : grain_ep_mem_in(q, e->mem, e->offset, e->staging, len);
+    if (st == GRAIN_OK && e->recv)
+        st = e->headed ? land_headed(q, e, &len) : land_bytes(q, e, e->staging, len);
+    else if (st == GRAIN_ERR_INVALID && e->recv && e->headed) /* the transport counted the head as room */
+        st = grain_fail(st, "grain_ep_recv: a message from endpoint %d does not fit the %zu bytes given; it was "
+                            "taken and dropped",
+                        e->src, e->cap);
     if (st == GRAIN_OK && e->recv && e->received != NULL)
         *e->received = len;
     grain_ep_event_complete(e, st);
@@ -550,6 +652,7 @@ grain_status_t grain_ep_test(grain_cmdq_t *q, grain_ep_event_t *e, int *done)
     if (!e->done && e->cmd == NULL)
         grain_ep_msg_poke(q, e);
     grain_ep_streams_progress(q);
+    grain_ep_window_progress(q);
     *done = e->done;
     return e->done ? finish(q, e) : GRAIN_OK;
 }
@@ -585,6 +688,7 @@ grain_status_t grain_ep_wait(grain_cmdq_t *q, grain_ep_event_t *e)
         if (!e->done && !sleep)
             between_polls(q, &backoff);
     }
+    grain_ep_window_progress(q);
     return finish(q, e);
 }
 

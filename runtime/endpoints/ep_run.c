@@ -83,8 +83,10 @@ static void *endpoint_thread(void *arg)
         pthread_mutex_lock(&q->team->lock);
         q->team->backends[q->vdev] = q->backend;
         pthread_mutex_unlock(&q->team->lock);
-        q->status = q->fn(q, q->arg);
+        q->status = grain_ep_window_open(q);
     }
+    if (q->status == GRAIN_OK)
+        q->status = q->fn(q, q->arg);
     if (q->status != GRAIN_OK)
         snprintf(q->why, sizeof q->why, "%s", grain_error_message(NULL));
     grain_ep_events_finish(q);
@@ -94,8 +96,8 @@ static void *endpoint_thread(void *arg)
     grain_ep_clear(q);
     grain_ep_programs_free(q);
     grain_ep_mem_free_all(q);
-    if (q->backend != NULL)
-        q->bops->close(q->backend);
+    /* The backend stays open for the window, which other ranks may still
+     * read: grain_ep_run closes it once every rank's endpoints returned. */
     free(q->reach);
     return NULL;
 }
@@ -150,7 +152,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
     if (eps == NULL)
         return grain_ep_team_finish(g, grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory for %u endpoints",
                                                   devices));
-    if ((st = grain_ep_team_init(&team, devices)) != GRAIN_OK) {
+    if ((st = grain_ep_team_init(&team, devices, (unsigned)g->n_pes)) != GRAIN_OK) {
         free(eps);
         return grain_ep_team_finish(g, st);
     }
@@ -203,13 +205,18 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
         snprintf(why, sizeof why, "endpoint %d (rank %d, virtual device %u): %s", eps[v].id, g->my_pe, v, eps[v].why);
         grain_error_keep(why);
     }
-    free(eps);
     unsigned dropped = grain_ep_mail_drop(&team);
     if (dropped > 0)
         grain_warn("grain_ep_run: %u message%s between endpoints of rank %d %s never received; dropped", dropped,
                    dropped == 1 ? "" : "s", g->my_pe, dropped == 1 ? "was" : "were");
+    st = grain_ep_team_finish(g, st);
+    grain_ep_windows_close(g, &team, eps, started, st == GRAIN_OK);
+    for (unsigned v = 0; v < started; v++)
+        if (eps[v].backend != NULL)
+            g->bops->close(eps[v].backend);
+    free(eps);
     grain_ep_team_destroy(&team);
-    return grain_ep_team_finish(g, st);
+    return st;
 }
 
 int grain_ep_id(const grain_cmdq_t *q)
