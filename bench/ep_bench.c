@@ -18,7 +18,9 @@
  * with --no-shadow without one (pageable copies).  Then a broadcast from
  * endpoint 0 to every endpoint (fig. 9), against the ranks' host broadcast
  * of the same bytes (grain_broadcast: MPI on the MPI transport) plus the
- * copies: bcast_ratio is the first over the second.
+ * copies: bcast_ratio is the first over the second; and an allreduce (sum)
+ * of the same bytes as doubles, which bench/peers/nccl_coll times with
+ * NCCL on the same sizes.
  *
  *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
  *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
@@ -45,6 +47,7 @@ typedef struct row {
     unsigned iters;
     double half_rtt_us, copies_us, stream_us, both_us;
     double bcast_us, host_bcast_us; /* every endpoint's broadcast; the ranks' host broadcast of the same bytes */
+    double allreduce_us;            /* every endpoint's allreduce of the bytes as doubles (at least one) */
 } row_t;
 
 typedef struct run {
@@ -163,7 +166,7 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
         }
         row_t *row = &r->rows[r->n_rows++];
         *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, copied / iters * 1e6, (cli_now_s() - t0) / iters * 1e6,
-                       both / iters * 1e6, 0, 0}; /* the broadcasts come later */
+                       both / iters * 1e6, 0, 0, 0}; /* the collectives come later */
         printf("ep_bench: %10zu bytes: half round trip %10.2f us, %8.3f GB/s; copies %10.2f us: ratio %.2f; "
                "as stream commands %10.2f us: ratio %.2f; both ways %.2fx the bandwidth\n",
                bytes, row->half_rtt_us, bytes / row->half_rtt_us / 1e3, row->copies_us,
@@ -175,25 +178,35 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
     return GRAIN_OK;
 }
 
-/* GMH fig. 9: a broadcast from endpoint 0 to every endpoint, each size
- * timed on endpoint 0 between barriers. */
+/* The mean time of `iters` calls of one collective, after one to warm up,
+ * on endpoint 0 between barriers (every endpoint calls it: 0 elsewhere). */
+#define TIME_COLLECTIVE(q, iters, call, us)                                                                      \
+    do {                                                                                                          \
+        CHECK(call);                                                                                              \
+        CHECK(grain_ep_barrier(q));                                                                               \
+        double t0_ = cli_now_s();                                                                                 \
+        for (unsigned i_ = 0; i_ < (iters); i_++)                                                                 \
+            CHECK(call);                                                                                          \
+        CHECK(grain_ep_barrier(q));                                                                               \
+        if (grain_ep_id(q) == 0)                                                                                  \
+            (us) = (cli_now_s() - t0_) / (iters) * 1e6;                                                           \
+    } while (0)
+
+/* GMH fig. 9: a broadcast from endpoint 0 to every endpoint, then an
+ * allreduce of the same bytes, each size timed on endpoint 0. */
 static grain_status_t spread(grain_cmdq_t *q, void *arg)
 {
     run_t *r = arg;
     const options_t *o = r->o;
     grain_ep_mem_t *m = NULL;
-    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+    CHECK(grain_ep_mem_alloc(q, o->max_bytes > sizeof(double) ? o->max_bytes : sizeof(double),
                              GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
     for (unsigned k = 0; k < r->n_rows; k++) {
         row_t *row = &r->rows[k];
-        CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0)); /* warm */
-        CHECK(grain_ep_barrier(q));
-        double t0 = cli_now_s();
-        for (unsigned i = 0; i < row->iters; i++)
-            CHECK(grain_ep_broadcast(q, m, 0, row->bytes, 0));
-        CHECK(grain_ep_barrier(q));
-        if (grain_ep_id(q) == 0)
-            row->bcast_us = (cli_now_s() - t0) / row->iters * 1e6;
+        size_t doubles = row->bytes >= sizeof(double) ? row->bytes / sizeof(double) : 1;
+        TIME_COLLECTIVE(q, row->iters, grain_ep_broadcast(q, m, 0, row->bytes, 0), row->bcast_us);
+        TIME_COLLECTIVE(q, row->iters, grain_ep_allreduce(q, m, 0, doubles, GRAIN_DOUBLE, GRAIN_SUM),
+                        row->allreduce_us);
     }
     return GRAIN_OK;
 }
@@ -235,7 +248,7 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
     }
     if (csv != NULL)
         fprintf(csv, "mode,bytes,iters,half_rtt_us,gb_per_s,copies_us,ratio,stream_us,stream_ratio,both_us,"
-                     "both_gain,bcast_us,host_bcast_us,bcast_ratio\n");
+                     "both_gain,bcast_us,host_bcast_us,bcast_ratio,allreduce_us\n");
     if (json != NULL)
         fprintf(json, "{\"mode\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"rows\":[", mode, backend, r->device);
     for (unsigned i = 0; i < r->n_rows; i++) {
@@ -243,16 +256,18 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
         double gbs = w->bytes / w->half_rtt_us / 1e3, ratio = w->half_rtt_us / w->copies_us;
         double bcast_ratio = w->bcast_us / (w->host_bcast_us + w->copies_us);
         if (csv != NULL)
-            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", mode, w->bytes,
+            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", mode, w->bytes,
                     w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us, w->stream_us / w->copies_us,
-                    w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us, w->host_bcast_us, bcast_ratio);
+                    w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us, w->host_bcast_us, bcast_ratio,
+                    w->allreduce_us);
         if (json != NULL)
             fprintf(json, "%s{\"bytes\":%zu,\"iters\":%u,\"half_rtt_us\":%.3f,\"gb_per_s\":%.4f,\"copies_us\":%.3f,"
                           "\"ratio\":%.3f,\"stream_us\":%.3f,\"stream_ratio\":%.3f,\"both_us\":%.3f,"
-                          "\"both_gain\":%.3f,\"bcast_us\":%.3f,\"host_bcast_us\":%.3f,\"bcast_ratio\":%.3f}",
+                          "\"both_gain\":%.3f,\"bcast_us\":%.3f,\"host_bcast_us\":%.3f,\"bcast_ratio\":%.3f,"
+                          "\"allreduce_us\":%.3f}",
                     i ? "," : "", w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us,
                     w->stream_us / w->copies_us, w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us,
-                    w->host_bcast_us, bcast_ratio);
+                    w->host_bcast_us, bcast_ratio, w->allreduce_us);
     }
     if (json != NULL)
         fprintf(json, "]}\n");

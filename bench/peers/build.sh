@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Builds grain's GUPS peers (gups_peer.c, gups_peer.cu) into OUT_DIR:
-#   gups_ipc      always (nvcc, an MPI's mpicc);
+# Builds the programs grain is measured against into OUT_DIR:
+#   gups_ipc      always (nvcc, an MPI's mpicc): GUPS without a runtime (gups_peer.c, gups_peer.cu);
+#   peer_copy     always: cudaMemcpyPeer between two GPUs, for the endpoints' messages;
+#   nccl_coll     when NCCL is found: $NCCL_HOME, else the nvidia-nccl wheel of a python3 on
+#                 PATH: NCCL's broadcast and allreduce, for the endpoints' collectives;
 #   gups_nvshmem  when NVSHMEM is found: $NVSHMEM_HOME, else the nvidia-nvshmem
 #                 wheel of a python3 on PATH (pip's nvidia/nvshmem: include/, lib/).
 # Exit 77 without nvcc or mpicc (nothing to build here), 1 on a failed build.
@@ -35,6 +38,17 @@ if [ -z "$cuda_lib" ]; then
     echo "peers: nvcc ($nvcc) has no libcudart.so under $cuda (lib64, lib, targets/*/lib): is the toolkit whole?" >&2
     exit 1
 fi
+cuda_inc=""
+for dir in include "targets/$(uname -m)-linux/include"; do
+    if [ -e "$cuda/$dir/cuda_runtime_api.h" ]; then
+        cuda_inc="$cuda/$dir"
+        break
+    fi
+done
+if [ -z "$cuda_inc" ]; then
+    echo "peers: nvcc ($nvcc) has no cuda_runtime_api.h under $cuda (include, targets/*/include)" >&2
+    exit 1
+fi
 if [ -n "${GRAIN_PEERS_ARCH:-}" ]; then
     arch="$GRAIN_PEERS_ARCH"
 elif nvidia-smi -L > /dev/null 2>&1; then
@@ -43,18 +57,20 @@ else
     arch=sm_90
 fi
 
-# NVSHMEM's include/ and lib/, or nothing.
-nvshmem_home() {
-    if [ -n "${NVSHMEM_HOME:-}" ]; then
-        echo "$NVSHMEM_HOME"
+# A library's include/ and lib/: $<NAME>_HOME, else the nvidia.<module> wheel
+# of a python3 on PATH; nothing where neither is.
+wheel_home() {
+    local given="$1" module="$2" py
+    if [ -n "$given" ]; then
+        echo "$given"
         return
     fi
-    local py
     for py in $(type -ap python3); do
-        "$py" -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2> /dev/null && return
+        "$py" -c "import nvidia.$module as m; print(list(m.__path__)[0])" 2> /dev/null && return
     done
 }
-nvshmem="$(nvshmem_home || true)"
+nvshmem="$(wheel_home "${NVSHMEM_HOME:-}" nvshmem || true)"
+nccl="$(wheel_home "${NCCL_HOME:-}" nccl || true)"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -70,6 +86,18 @@ cuda_link=(-L"$cuda_lib" -Wl,-rpath,"$cuda_lib" -lcudart -lstdc++)
 "$nvcc" -O3 -arch="$arch" "${includes[@]}" $mpi_cflags -c "$here/gups_peer.cu" -o "$tmp/ipc.o"
 mpicc -o "$out/gups_ipc" "$tmp/host.o" "$tmp/cli.o" "$tmp/ipc.o" "${cuda_link[@]}"
 echo "peers: built $out/gups_ipc ($arch)"
+cc "${cflags[@]}" "${includes[@]}" -I"$cuda_inc" -o "$out/peer_copy" "$here/peer_copy.c" "$tmp/cli.o" \
+    "${cuda_link[@]}"
+echo "peers: built $out/peer_copy"
+
+nccl_lib="$(ls "$nccl"/lib/libnccl.so* 2> /dev/null | head -1 || true)"
+if [ -n "$nccl" ] && [ -f "$nccl/include/nccl.h" ] && [ -n "$nccl_lib" ]; then
+    mpicc "${cflags[@]}" "${includes[@]}" -I"$cuda_inc" -I"$nccl/include" -o "$out/nccl_coll" \
+        "$here/nccl_coll.c" "$tmp/cli.o" "$nccl_lib" -Wl,-rpath,"$(dirname "$nccl_lib")" "${cuda_link[@]}"
+    echo "peers: built $out/nccl_coll with NCCL from $nccl"
+else
+    echo "peers: no NCCL (set NCCL_HOME, or pip install nvidia-nccl-cu13): nccl_coll not built"
+fi
 
 if [ -z "$nvshmem" ] || [ ! -f "$nvshmem/include/nvshmem.h" ]; then
     echo "peers: no NVSHMEM (set NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13): gups_nvshmem not built"
