@@ -27,23 +27,28 @@ unsigned grain_ep_auto_devices(unsigned node_devices, unsigned node_ranks)
     return share > 0 ? share : 1;
 }
 
-/* A core of its own for each endpoint thread where the rank may use at
- * least twice as many cores as it runs endpoints: the last ones, since the
- * application's thread and grain's own threads start on the first.  -1
- * (the scheduler's choice) otherwise. */
-static void pick_cores(grain_cmdq_t *eps, unsigned devices)
+/* A core of its own for each endpoint thread where the node's ranks may
+ * use at least twice as many cores as they run endpoints: the last ones,
+ * since the application's thread and grain's own threads start on the
+ * first, each rank of the node below the one after it (node rank 0 last).
+ * Every rank once took the same last cores: four ranks of one endpoint
+ * each on four H100s (64 cores, unbound) all ran their endpoint threads on
+ * one core, and dslash's four ranks ran no faster than two.  -1 (the
+ * scheduler's choice) otherwise. */
+static void pick_cores(grain_cmdq_t *eps, unsigned devices, unsigned node_rank, unsigned node_ranks)
 {
     cpu_set_t allowed;
     int count = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
     for (unsigned v = 0; v < devices; v++)
         eps[v].cpu = -1;
-    if (count < 2 * (int)devices)
+    long long below = (long long)devices * (node_rank + 1);
+    if (count < 2 * (long long)devices * node_ranks || below > count)
         return;
-    int seen = 0, first = count - (int)devices;
+    int seen = 0, first = count - (int)below;
     for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
         if (!CPU_ISSET(cpu, &allowed))
             continue;
-        if (seen >= first)
+        if (seen >= first && seen - first < (int)devices)
             eps[seen - first].cpu = cpu;
         seen++;
     }
@@ -160,7 +165,7 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
     if ((uint64_t)g->node_size * devices > node_devices && g->my_pe == g->node_of[g->my_pe])
         grain_info("grain_ep_run: %u ranks of this node run %u endpoints each on %u device%s: endpoints share devices",
                    g->node_size, devices, node_devices, node_devices == 1 ? "" : "s");
-    pick_cores(eps, devices);
+    pick_cores(eps, devices, nr, g->node_size);
     unsigned started = 0;
     for (unsigned v = 0; v < devices; v++) {
         grain_cmdq_t *q = &eps[v];
@@ -177,8 +182,11 @@ grain_status_t grain_ep_run(grain_t *g, unsigned devices, grain_ep_fn_t fn, void
                             .arg = arg,
                             .team = &team};
         q->events_tail = &q->events;
-        grain_info("endpoint %d: virtual device %u drives device %u%s", q->id, v, q->device_index,
-                   q->cpu >= 0 ? ", its thread on a core of its own" : "");
+        if (q->cpu >= 0)
+            grain_info("endpoint %d: virtual device %u drives device %u, its thread on core %d of its own", q->id, v,
+                       q->device_index, q->cpu);
+        else
+            grain_info("endpoint %d: virtual device %u drives device %u", q->id, v, q->device_index);
         if (pthread_create(&q->thread, NULL, endpoint_thread, q) != 0) {
             q->status = grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: could not start the thread of endpoint %d",
                                    q->id);
