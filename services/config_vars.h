@@ -122,11 +122,11 @@
       "kind: on its device for those waiting for an endpoint of its rank to post the receive, "   \
       "pinned for those between ranks; a message that finds no room takes malloc'ed memory, as "  \
       "every one does with 0")                                                                    \
-    X(ep_window, EP_WINDOW, SIZE, "64M", 0, 1ull << 40,                                           \
+    X(ep_window, EP_WINDOW, SIZE, "256M", 0, 1ull << 40,                                          \
       "device memory each endpoint offers the other ranks of its node (grain/ep.h): a message "    \
       "to one of their endpoints of at least GRAIN_EP_WINDOW_MIN bytes is copied into it, and "   \
-      "the receiver's device copies it out, no host byte between; 0: every message between "     \
-      "ranks crosses the host")                                                                    \
+      "the receiver's device copies it out, no host byte between; at most 4M on a CPU device, "   \
+      "where it saves no copy; 0: every message between ranks crosses the host")                \
     X(ep_window_min, EP_WINDOW_MIN, SIZE, "64K", 0, 1ull << 40,                                   \
       "the smallest message between endpoints of ranks of one node that takes the sender's "      \
       "window; smaller ones cross the host, which costs them less")                              \
