@@ -232,6 +232,20 @@ void grain_ep_programs_free(grain_cmdq_t *q);
  * `what`. */
 grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
                                   size_t bytes, int peer, int tag, int recv, uint64_t *mpi_tag);
+/* Tags of grain's own messages, past the application's: a block's FINs
+ * (ep_window.c) and the collectives' (ep_coll.c), which the messages'
+ * calls take besides the application's tags.  On the transport's endpoint
+ * channel each pair (source vdev, destination vdev) has a block of the
+ * application's GRAIN_EP_TAGS; past every pair's block, a FIN tag a pair,
+ * then a collectives' tag a pair: the channel's tag of `tag` from `src` to
+ * `dst`. */
+enum { GRAIN_EP_TAG_FIN = GRAIN_EP_TAGS, GRAIN_EP_TAG_COLL };
+uint64_t grain_ep_channel_tag(unsigned devices, int src, int dst, int tag);
+/* grain_ep_isend and grain_ep_irecv on the collectives' tag. */
+grain_status_t grain_ep_coll_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
+                                   grain_ep_event_t **event_p);
+grain_status_t grain_ep_coll_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src,
+                                   size_t *received, grain_ep_event_t **event_p);
 void grain_ep_msg_poke(grain_cmdq_t *q, grain_ep_event_t *e);
 void grain_ep_event_release(grain_cmdq_t *q, grain_ep_event_t *e);
 void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st);

@@ -36,7 +36,7 @@ typedef struct grain_ep_result {
 } result_t;
 
 enum { COLL_BARRIER = 1, COLL_ALLREDUCE, COLL_REDUCE, COLL_BROADCAST, COLL_ALLGATHER, COLL_GATHER, COLL_SCATTER,
-       COLL_ALLTOALL };
+       COLL_ALLTOALL, COLL_MESSAGES_DONE };
 
 grain_status_t grain_ep_agree(grain_t *g, int done, uint64_t key, grain_status_t st, const void *carry,
                               size_t carry_bytes, int64_t a[A_WORDS])
@@ -145,7 +145,8 @@ typedef struct coll {
     size_t count; /* elements (reductions) or bytes (the others: a slot, one for each endpoint) */
     grain_dtype_t dtype;
     grain_op_t op;
-    int root; /* the root endpoint, where there is one */
+    int root;     /* the root endpoint, where there is one */
+    int messages; /* the data moves as messages between the endpoints once the ranks agree (coll_messages) */
 } coll_t;
 
 static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t dtype, grain_op_t op)
@@ -170,7 +171,7 @@ static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t d
 /* The rank's own check of a collective, then the ranks' agreement, which
  * carries `n` bytes from `carry` on the one rank that gives them into
  * `carried` on every rank. */
-static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key,
+static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key, int done,
                              const void *carry, size_t n, void *carried)
 {
     grain_ep_team_t *t = q->team;
@@ -189,8 +190,8 @@ static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t 
                             q->id - (int)q->vdev, q->id - (int)q->vdev + (int)v);
     for (unsigned v = 0; st == GRAIN_OK && v < t->devices; v++)
         if (t->statuses[v] != GRAIN_OK)
-            st = grain_fail(t->statuses[v], "endpoint collective: endpoint %d's arguments were refused",
-                            q->id - (int)q->vdev + (int)v);
+            st = grain_fail(t->statuses[v], "endpoint collective: endpoint %d's %s", q->id - (int)q->vdev + (int)v,
+                            done ? "messages failed" : "arguments were refused");
     int64_t a[A_WORDS];
     grain_status_t ranks = grain_ep_agree(g, 0, key, st, carry, n, a);
     if (ranks != GRAIN_OK || st != GRAIN_OK)
@@ -210,8 +211,8 @@ static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t 
         return grain_fail(other, "endpoint collective: the endpoints of another rank called different collectives, "
                                  "or with different arguments");
     if (other != GRAIN_OK)
-        return grain_fail(other, "endpoint collective: an endpoint of another rank was refused in it (%s)",
-                          grain_strerror(other));
+        return grain_fail(other, "endpoint collective: an endpoint of another rank %s (%s)",
+                          done ? "failed in its messages" : "was refused in it", grain_strerror(other));
     return GRAIN_OK;
 }
 
@@ -231,6 +232,8 @@ static result_t *new_result(size_t size)
  * in the job, D a rank. */
 static size_t result_size(const coll_t *c, size_t n, size_t D)
 {
+    if (c->messages)
+        return 0;
     switch (c->kind) {
     case COLL_ALLREDUCE:
     case COLL_REDUCE:
@@ -314,11 +317,17 @@ static result_t *lead(grain_cmdq_t *q, unsigned departed, const coll_t *c, uint6
     grain_status_t st = r->kept ? grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", size)
                                 : GRAIN_OK;
     /* A broadcast that fits the agreement rides with it. */
-    int root_rank = c->root / (int)t->devices, riding = c->kind == COLL_BROADCAST && size <= A_CARRY_BYTES;
+    int root_rank = c->root / (int)t->devices;
+    int riding = c->kind == COLL_BROADCAST && !c->messages && size <= A_CARRY_BYTES;
     const void *carry = riding && root_rank == g->my_pe ? t->parts[c->root % (int)t->devices] : NULL;
-    st = settle(q, departed, st, key, carry, riding ? size : 0, riding && !r->kept ? r->data : NULL);
-    if (r->kept)
+    st = settle(q, departed, st, key, c->kind == COLL_MESSAGES_DONE, carry, riding ? size : 0,
+                riding && !r->kept ? r->data : NULL);
+    if (r->kept || c->messages || c->kind == COLL_MESSAGES_DONE) {
+        r->status = r->kept ? r->status : st;
+        if (!r->kept && st != GRAIN_OK)
+            snprintf(r->why, sizeof r->why, "%s", grain_error_message(NULL));
         return r;
+    }
     if (st == GRAIN_OK && (c->kind == COLL_ALLREDUCE || c->kind == COLL_REDUCE)) {
         memcpy(r->data, t->parts[0], size);
         for (unsigned v = 1; v < t->devices; v++)
@@ -404,12 +413,135 @@ typedef struct side {
     unsigned needs;
 } side_t;
 
+static uint64_t key_of_coll(const coll_t *c)
+{
+    return key_of((uint64_t)c->kind | (uint64_t)c->messages << 8, c->count,
+                  (uint64_t)c->dtype << 8 | (uint64_t)c->op, (uint64_t)(int64_t)c->root);
+}
+
+/* One message of a collective's schedule, started: from or into `bytes` of
+ * mem at `at` (its offset in the memory), to or from endpoint `peer`. */
+static grain_status_t post(grain_cmdq_t *q, int recv, grain_ep_mem_t *mem, size_t at, size_t bytes, int peer,
+                           size_t *got, grain_ep_event_t **e)
+{
+    *e = NULL;
+    return recv ? grain_ep_coll_irecv(q, mem, at, bytes, peer, got, e)
+                : grain_ep_coll_isend(q, mem, at, bytes, peer, e);
+}
+
+/* Waits for the events started (NULL: none was), each; the first failure. */
+static grain_status_t wait_posted(grain_cmdq_t *q, grain_ep_event_t **e, unsigned n, grain_status_t st)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (e[i] != NULL) {
+            grain_status_t w = grain_ep_wait(q, e[i]);
+            st = st != GRAIN_OK ? st : w;
+        }
+    return st;
+}
+
+static grain_status_t short_message(int from, size_t got, size_t bytes)
+{
+    return grain_fail(GRAIN_ERR_STATE, "endpoint collective: %zu of %zu bytes came from endpoint %d, which failed "
+                                       "before it had them",
+                      got, bytes, from);
+}
+
+/* A broadcast as a binomial tree of messages from the root (as MPICH's):
+ * endpoint r (counted from the root) receives from r less its lowest set
+ * bit, then sends to r plus each lower power of two below the job's size.
+ * One that failed sends its children nothing (0 bytes), so that every
+ * endpoint runs its part of the schedule and none waits for a message that
+ * will not come; the ranks' agreement after it says who failed. */
+static grain_status_t tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root)
+{
+    int n = q->count, me = (q->id - root + n) % n, mask = 1;
+    grain_status_t st = GRAIN_OK;
+    for (; mask < n; mask <<= 1)
+        if (me & mask) {
+            grain_ep_event_t *e = NULL;
+            size_t got = 0;
+            int parent = (me - mask + root) % n;
+            st = wait_posted(q, &e, 1, post(q, 1, mem, at, bytes, parent, &got, &e));
+            if (st == GRAIN_OK && got != bytes)
+                st = short_message(parent, got, bytes);
+            break;
+        }
+    grain_ep_event_t *sent[8 * sizeof(int)];
+    unsigned k = 0;
+    grain_status_t sst = GRAIN_OK;
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (me + mask < n) {
+            grain_status_t p = post(q, 0, mem, at, st == GRAIN_OK ? bytes : 0, (me + mask + root) % n, NULL,
+                                    &sent[k++]);
+            sst = sst != GRAIN_OK ? sst : p;
+        }
+    sst = wait_posted(q, sent, k, sst);
+    return st != GRAIN_OK ? st : sst;
+}
+
+/* An allgather as a ring of messages: at step k endpoint i sends slot i - k
+ * to its right and receives slot i - k - 1 from its left, n - 1 steps.  One
+ * that failed sends 0 bytes on, as the tree does. */
+static grain_status_t ring_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes)
+{
+    int n = q->count, me = q->id, right = (me + 1) % n, left = (me + n - 1) % n;
+    grain_status_t st = GRAIN_OK;
+    for (int k = 0; k < n - 1; k++) {
+        size_t in = (size_t)((me - k - 1 + 2 * n) % n), out = (size_t)((me - k + n) % n), got = 0;
+        grain_ep_event_t *e[2];
+        grain_status_t r = post(q, 1, mem, at + in * bytes, bytes, left, &got, &e[0]);
+        grain_status_t w = post(q, 0, mem, at + out * bytes, st == GRAIN_OK ? bytes : 0, right, NULL, &e[1]);
+        r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
+        if (st == GRAIN_OK && r == GRAIN_OK && got != bytes)
+            r = short_message(left, got, bytes);
+        st = st != GRAIN_OK ? st : r;
+    }
+    return st;
+}
+
+/* A collective whose data moves as messages: the ranks agree on it (as
+ * every collective does, so that one some endpoint never calls fails
+ * everywhere), the endpoints run its schedule, and the ranks agree once
+ * more, on how it went: every endpoint returns the same status. */
+static grain_status_t by_messages(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem, size_t offset,
+                                  const coll_t *c, size_t end, unsigned needs, grain_status_t st)
+{
+    if (st == GRAIN_OK)
+        st = grain_ep_mem_check(q, mem, offset, end, needs, what);
+    char why[1024] = "";
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    result_t *r = gather(q, c, key_of_coll(c), NULL, st);
+    if (st != GRAIN_OK || r->status != GRAIN_OK)
+        return finish(q, st, why, r);
+    put_result(q->team, r);
+    st = c->kind == COLL_BROADCAST ? tree_broadcast(q, mem, offset, c->count, c->root)
+                                   : ring_allgather(q, mem, offset, c->count);
+    if (st != GRAIN_OK)
+        snprintf(why, sizeof why, "%s", grain_error_message(NULL));
+    coll_t done = {.kind = COLL_MESSAGES_DONE, .root = INT_MIN};
+    return finish(q, st, why, gather(q, &done, key_of_coll(&done), NULL, st));
+}
+
+/* Whether a collective of `bytes` (a broadcast's, an allgather's slot)
+ * moves as messages: GRAIN_EP_COLL_MESSAGES's choice, the same on every
+ * rank with the same settings (a rank that differs makes the agreement
+ * fail, naming different arguments). */
+static int as_messages(const grain_cmdq_t *q, size_t bytes)
+{
+    size_t from = q->grain->config.ep_coll_messages;
+    return from > 0 && bytes >= from && q->count > 1;
+}
+
 /* An endpoint's collective: its checks, its part out, the gathering, the
  * result in.  `st` is the refusal of its arguments, if any. */
 static grain_status_t run(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem, size_t offset, const coll_t *c,
                           side_t s, grain_status_t st)
 {
     size_t end = s.out_at + s.out_bytes > s.in_at + s.in_bytes ? s.out_at + s.out_bytes : s.in_at + s.in_bytes;
+    if (c->messages)
+        return by_messages(q, what, mem, offset, c, end, s.needs, st);
     if (st == GRAIN_OK && c->kind != COLL_BARRIER)
         st = grain_ep_mem_check(q, mem, offset, end, s.needs, what);
     void *own = NULL;
@@ -422,9 +554,7 @@ static grain_status_t run(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem
     char why[1024] = "";
     if (st != GRAIN_OK)
         snprintf(why, sizeof why, "%s", grain_error_message(NULL));
-    uint64_t key = key_of((uint64_t)c->kind, c->count, (uint64_t)c->dtype << 8 | (uint64_t)c->op,
-                          (uint64_t)(int64_t)c->root);
-    result_t *r = gather(q, c, key, host != NULL ? host + s.out_at : NULL, st);
+    result_t *r = gather(q, c, key_of_coll(c), host != NULL ? host + s.out_at : NULL, st);
     if (st == GRAIN_OK && r->status == GRAIN_OK && s.in_bytes > 0) {
         memcpy(host + s.in_at, r->data + s.from, s.in_bytes);
         st = q->bops->copy(q->backend, dev + s.in_at, host + s.in_at, s.in_bytes);
@@ -504,7 +634,7 @@ grain_status_t grain_ep_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t o
     ON_ITS_THREAD(q, what);
     grain_status_t st = check_args(q, what, 1, bytes, root);
     int am_root = q->id == root;
-    coll_t c = {.kind = COLL_BROADCAST, .count = bytes, .root = root};
+    coll_t c = {.kind = COLL_BROADCAST, .count = bytes, .root = root, .messages = as_messages(q, bytes)};
     side_t s = {.out_bytes = am_root ? bytes : 0, .in_bytes = am_root ? 0 : bytes,
                 .needs = am_root ? GRAIN_EP_READ : GRAIN_EP_WRITE};
     return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);
@@ -519,7 +649,8 @@ static grain_status_t slots(grain_cmdq_t *q, const char *what, int kind, grain_e
     size_t n = (size_t)q->count, mine = (size_t)q->id * bytes;
     grain_status_t st = check_args(q, what, n, bytes, root);
     int am_root = q->id == root;
-    coll_t c = {.kind = kind, .count = bytes, .root = root};
+    coll_t c = {.kind = kind, .count = bytes, .root = root,
+                .messages = kind == COLL_ALLGATHER && as_messages(q, bytes)};
     side_t s = {0};
     if (kind == COLL_ALLGATHER || kind == COLL_GATHER) {
         int takes = kind == COLL_ALLGATHER || am_root;

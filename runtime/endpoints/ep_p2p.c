@@ -83,9 +83,10 @@ void grain_ep_mail_unstage(grain_cmdq_t *q)
     grain_ep_pool_close(q, &q->pool);
 }
 
-/* The checks of a message's arguments, on q's thread. */
+/* The checks of a message's arguments, on q's thread; the application's
+ * tags, and the collectives' where the message is grain's `own`. */
 static grain_status_t check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
-                            size_t bytes, int peer, int tag, unsigned needs)
+                            size_t bytes, int peer, int tag, int own, unsigned needs)
 {
     grain_status_t st = grain_ep_check_thread(q, what);
     if (st != GRAIN_OK)
@@ -93,9 +94,17 @@ static grain_status_t check(const grain_cmdq_t *q, const char *what, const grain
     if (peer < 0 || peer >= q->count)
         return grain_fail(GRAIN_ERR_INVALID, "%s: endpoint %d; the job has endpoints 0 to %d", what, peer,
                           q->count - 1);
-    if (tag < 0 || tag >= GRAIN_EP_TAGS)
+    if ((tag < 0 || tag >= GRAIN_EP_TAGS) && !(own && tag == GRAIN_EP_TAG_COLL))
         return grain_fail(GRAIN_ERR_INVALID, "%s: tag %d; tags are 0 to %d", what, tag, GRAIN_EP_TAGS - 1);
     return grain_ep_mem_check(q, mem, offset, bytes, needs, what);
+}
+
+uint64_t grain_ep_channel_tag(unsigned devices, int src, int dst, int tag)
+{
+    uint64_t D = devices, pair = (uint64_t)(src % (int)D) * D + (uint64_t)(dst % (int)D);
+    if (tag < GRAIN_EP_TAGS)
+        return pair * GRAIN_EP_TAGS + (uint64_t)tag;
+    return D * D * GRAIN_EP_TAGS + (uint64_t)(tag - GRAIN_EP_TAGS) * D * D + pair;
 }
 
 /* The transport's endpoint channel and the MPI tag of (source, destination,
@@ -109,8 +118,8 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
                           "%s: endpoint %d and endpoint %d are on different ranks, and the %s transport carries no "
                           "endpoint messages between ranks",
                           what, src, dst, g->tops->name);
-    uint64_t D = q->devices, pair = (uint64_t)(src % (int)D) * D + (uint64_t)(dst % (int)D);
-    *mpi_tag = pair * GRAIN_EP_TAGS + (uint64_t)tag;
+    uint64_t D = q->devices;
+    *mpi_tag = grain_ep_channel_tag(q->devices, src, dst, tag);
     if (*mpi_tag >= tags)
         return grain_fail(GRAIN_ERR_UNSUPPORTED,
                           "%s: %llu endpoints a rank need %llu tags of the %s transport, which has %llu", what,
@@ -119,14 +128,24 @@ static grain_status_t channel(const grain_cmdq_t *q, const char *what, int src, 
     return GRAIN_OK;
 }
 
-grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
-                                  size_t bytes, int peer, int tag, int recv, uint64_t *mpi_tag)
+/* grain_ep_msg_check, with the collectives' tag taken where `own`. */
+static grain_status_t msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
+                                size_t bytes, int peer, int tag, int recv, int own, uint64_t *mpi_tag)
 {
-    grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, recv ? GRAIN_EP_WRITE : GRAIN_EP_READ);
+    /* A collective checked its memory's permissions for the whole call: a
+     * tree's forwarder sends from memory the call only writes. */
+    unsigned needs = own ? 0 : recv ? GRAIN_EP_WRITE : GRAIN_EP_READ;
+    grain_status_t st = check(q, what, mem, offset, bytes, peer, tag, own, needs);
     uint64_t unused = 0;
     if (st == GRAIN_OK && peer / (int)q->devices != q->grain->my_pe)
         st = channel(q, what, recv ? peer : q->id, recv ? q->id : peer, tag, mpi_tag != NULL ? mpi_tag : &unused);
     return st;
+}
+
+grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
+                                  size_t bytes, int peer, int tag, int recv, uint64_t *mpi_tag)
+{
+    return msg_check(q, what, mem, offset, bytes, peer, tag, recv, 0, mpi_tag);
 }
 
 /* Counts a send of `bytes` by its path (GRAIN_EP_COUNT_*_MSGS). */
@@ -260,10 +279,10 @@ static grain_status_t send_here(grain_cmdq_t *q, const grain_ep_mem_t *mem, size
 /* The checks of a message to or from `peer`, then its event, appended to
  * q's; between ranks, the MPI tag too. */
 static grain_status_t open_event(grain_cmdq_t *q, const char *what, const grain_ep_mem_t *mem, size_t offset,
-                                 size_t bytes, int peer, int tag, int recv, grain_ep_event_t **event_p,
+                                 size_t bytes, int peer, int tag, int recv, int own, grain_ep_event_t **event_p,
                                  uint64_t *mpi_tag, grain_ep_event_t **e_p)
 {
-    grain_status_t st = grain_ep_msg_check(q, what, mem, offset, bytes, peer, tag, recv, mpi_tag);
+    grain_status_t st = msg_check(q, what, mem, offset, bytes, peer, tag, recv, own, mpi_tag);
     if (st == GRAIN_OK && event_p == NULL)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: nowhere to store the event", what);
     if (st != GRAIN_OK)
@@ -357,13 +376,13 @@ static grain_status_t send_there(grain_cmdq_t *q, grain_ep_event_t *e, const gra
     return windowed ? grain_ep_window_sent(q, dest) : GRAIN_OK;
 }
 
-grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
-                              grain_ep_event_t **event_p)
+/* grain_ep_isend, and (`own`) the collectives' sends. */
+static grain_status_t isend(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                            int dest, int tag, int own, grain_ep_event_t **event_p)
 {
-    const char *what = "grain_ep_isend";
     grain_ep_event_t *e = NULL;
     uint64_t mpi_tag = 0;
-    grain_status_t st = open_event(q, what, mem, offset, bytes, dest, tag, 0, event_p, &mpi_tag, &e);
+    grain_status_t st = open_event(q, what, mem, offset, bytes, dest, tag, 0, own, event_p, &mpi_tag, &e);
     if (st != GRAIN_OK)
         return st;
     if (e->here) {
@@ -377,13 +396,25 @@ grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
     return GRAIN_OK;
 }
 
-grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
-                              size_t *received, grain_ep_event_t **event_p)
+grain_status_t grain_ep_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest, int tag,
+                              grain_ep_event_t **event_p)
 {
-    const char *what = "grain_ep_irecv";
+    return isend(q, "grain_ep_isend", mem, offset, bytes, dest, tag, 0, event_p);
+}
+
+grain_status_t grain_ep_coll_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
+                                   grain_ep_event_t **event_p)
+{
+    return isend(q, "endpoint collective", mem, offset, bytes, dest, GRAIN_EP_TAG_COLL, 1, event_p);
+}
+
+/* grain_ep_irecv, and (`own`) the collectives' receives. */
+static grain_status_t irecv(grain_cmdq_t *q, const char *what, grain_ep_mem_t *mem, size_t offset, size_t bytes,
+                            int src, int tag, int own, size_t *received, grain_ep_event_t **event_p)
+{
     grain_ep_event_t *e = NULL;
     uint64_t mpi_tag = 0;
-    grain_status_t st = open_event(q, what, mem, offset, bytes, src, tag, 1, event_p, &mpi_tag, &e);
+    grain_status_t st = open_event(q, what, mem, offset, bytes, src, tag, 1, own, event_p, &mpi_tag, &e);
     if (st != GRAIN_OK)
         return st;
     e->mem = mem;
@@ -414,6 +445,18 @@ grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offse
     }
     *event_p = e;
     return GRAIN_OK;
+}
+
+grain_status_t grain_ep_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src, int tag,
+                              size_t *received, grain_ep_event_t **event_p)
+{
+    return irecv(q, "grain_ep_irecv", mem, offset, bytes, src, tag, 0, received, event_p);
+}
+
+grain_status_t grain_ep_coll_irecv(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int src,
+                                   size_t *received, grain_ep_event_t **event_p)
+{
+    return irecv(q, "endpoint collective", mem, offset, bytes, src, GRAIN_EP_TAG_COLL, 1, received, event_p);
 }
 
 /* The first message from `src` with `tag` for endpoint `dst` in the

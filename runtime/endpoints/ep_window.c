@@ -56,12 +56,9 @@ typedef struct {
  * to carry messages through the path. */
 #define CPU_WINDOW_MAX (4u << 20)
 
-/* FINs ride above every data tag of the channel: the pair's tag block
- * (ep_p2p.c's channel) holds GRAIN_EP_TAGS tags, then one FIN tag a pair. */
 static uint64_t fin_tag(unsigned devices, int src, int dst)
 {
-    uint64_t D = devices;
-    return D * D * GRAIN_EP_TAGS + (uint64_t)(src % (int)D) * D + (uint64_t)(dst % (int)D);
+    return grain_ep_channel_tag(devices, src, dst, GRAIN_EP_TAG_FIN);
 }
 
 /* Whether windows can serve at all: the same answer on every rank, since
@@ -69,10 +66,10 @@ static uint64_t fin_tag(unsigned devices, int src, int dst)
 static int wanted(const grain_cmdq_t *q)
 {
     const grain_t *g = q->grain;
-    uint64_t D = q->devices;
     uint64_t tags = g->tops->ep_tags != NULL ? g->tops->ep_tags(g->transport) : 0;
+    int last = (int)q->devices - 1;
     return g->config.ep_window > 0 && g->n_pes > 1 && q->bops->alloc_peer != NULL && q->bops->map_peer != NULL &&
-           tags >= D * D * (GRAIN_EP_TAGS + 1ull);
+           fin_tag(q->devices, last, last) < tags;
 }
 
 static void window_free(grain_cmdq_t *q, grain_ep_window_t *w)
