@@ -152,6 +152,11 @@ struct grain_cmdq {
     signed char *reach; /* per virtual device: whether this backend's lanes copy into its memory; -1 not asked */
     grain_ep_pool_t pool, host_pool; /* for its messages waiting in the mailbox, and between ranks */
     grain_ep_window_t *window;       /* NULL where no rank of the job shares a node with windows */
+    /* Reductions that move as messages (ep_coll_messages.c): the kernels,
+     * built at the first, and scratch memory for a chunk. */
+    grain_bprogram_t *reduce_program;
+    grain_bkernel_t *reduce_kernels[3];
+    grain_ep_mem_t *reduce_scratch;
     pthread_t thread;
     pthread_t self; /* set by the thread itself: calls from any other are refused */
     grain_status_t status;
@@ -241,6 +246,19 @@ grain_status_t grain_ep_msg_check(const grain_cmdq_t *q, const char *what, const
  * `dst`. */
 enum { GRAIN_EP_TAG_FIN = GRAIN_EP_TAGS, GRAIN_EP_TAG_COLL };
 uint64_t grain_ep_channel_tag(unsigned devices, int src, int dst, int tag);
+/* The lane of an endpoint's backend that its messages' copies and its
+ * reductions run on: no stream's. */
+#define GRAIN_EP_MESSAGE_LANE GRAIN_RECV_LANE
+/* Collectives as messages (ep_coll_messages.c), each endpoint's part of the
+ * schedule on `mem` from byte `at`: a binomial tree from `root` of `bytes`;
+ * a ring of slots of `bytes`; a ring of reduce-scatter and allgather of
+ * `count` elements; then the reductions' kernels and scratch memory freed,
+ * when the endpoint returns. */
+grain_status_t grain_ep_tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root);
+grain_status_t grain_ep_ring_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes);
+grain_status_t grain_ep_ring_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t count,
+                                       grain_dtype_t dtype, grain_op_t op);
+void grain_ep_reduce_release(grain_cmdq_t *q);
 /* grain_ep_isend and grain_ep_irecv on the collectives' tag. */
 grain_status_t grain_ep_coll_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,
                                    grain_ep_event_t **event_p);

@@ -419,87 +419,6 @@ static uint64_t key_of_coll(const coll_t *c)
                   (uint64_t)c->dtype << 8 | (uint64_t)c->op, (uint64_t)(int64_t)c->root);
 }
 
-/* One message of a collective's schedule, started: from or into `bytes` of
- * mem at `at` (its offset in the memory), to or from endpoint `peer`. */
-static grain_status_t post(grain_cmdq_t *q, int recv, grain_ep_mem_t *mem, size_t at, size_t bytes, int peer,
-                           size_t *got, grain_ep_event_t **e)
-{
-    *e = NULL;
-    return recv ? grain_ep_coll_irecv(q, mem, at, bytes, peer, got, e)
-                : grain_ep_coll_isend(q, mem, at, bytes, peer, e);
-}
-
-/* Waits for the events started (NULL: none was), each; the first failure. */
-static grain_status_t wait_posted(grain_cmdq_t *q, grain_ep_event_t **e, unsigned n, grain_status_t st)
-{
-    for (unsigned i = 0; i < n; i++)
-        if (e[i] != NULL) {
-            grain_status_t w = grain_ep_wait(q, e[i]);
-            st = st != GRAIN_OK ? st : w;
-        }
-    return st;
-}
-
-static grain_status_t short_message(int from, size_t got, size_t bytes)
-{
-    return grain_fail(GRAIN_ERR_STATE, "endpoint collective: %zu of %zu bytes came from endpoint %d, which failed "
-                                       "before it had them",
-                      got, bytes, from);
-}
-
-/* A broadcast as a binomial tree of messages from the root (as MPICH's):
- * endpoint r (counted from the root) receives from r less its lowest set
- * bit, then sends to r plus each lower power of two below the job's size.
- * One that failed sends its children nothing (0 bytes), so that every
- * endpoint runs its part of the schedule and none waits for a message that
- * will not come; the ranks' agreement after it says who failed. */
-static grain_status_t tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root)
-{
-    int n = q->count, me = (q->id - root + n) % n, mask = 1;
-    grain_status_t st = GRAIN_OK;
-    for (; mask < n; mask <<= 1)
-        if (me & mask) {
-            grain_ep_event_t *e = NULL;
-            size_t got = 0;
-            int parent = (me - mask + root) % n;
-            st = wait_posted(q, &e, 1, post(q, 1, mem, at, bytes, parent, &got, &e));
-            if (st == GRAIN_OK && got != bytes)
-                st = short_message(parent, got, bytes);
-            break;
-        }
-    grain_ep_event_t *sent[8 * sizeof(int)];
-    unsigned k = 0;
-    grain_status_t sst = GRAIN_OK;
-    for (mask >>= 1; mask > 0; mask >>= 1)
-        if (me + mask < n) {
-            grain_status_t p = post(q, 0, mem, at, st == GRAIN_OK ? bytes : 0, (me + mask + root) % n, NULL,
-                                    &sent[k++]);
-            sst = sst != GRAIN_OK ? sst : p;
-        }
-    sst = wait_posted(q, sent, k, sst);
-    return st != GRAIN_OK ? st : sst;
-}
-
-/* An allgather as a ring of messages: at step k endpoint i sends slot i - k
- * to its right and receives slot i - k - 1 from its left, n - 1 steps.  One
- * that failed sends 0 bytes on, as the tree does. */
-static grain_status_t ring_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes)
-{
-    int n = q->count, me = q->id, right = (me + 1) % n, left = (me + n - 1) % n;
-    grain_status_t st = GRAIN_OK;
-    for (int k = 0; k < n - 1; k++) {
-        size_t in = (size_t)((me - k - 1 + 2 * n) % n), out = (size_t)((me - k + n) % n), got = 0;
-        grain_ep_event_t *e[2];
-        grain_status_t r = post(q, 1, mem, at + in * bytes, bytes, left, &got, &e[0]);
-        grain_status_t w = post(q, 0, mem, at + out * bytes, st == GRAIN_OK ? bytes : 0, right, NULL, &e[1]);
-        r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
-        if (st == GRAIN_OK && r == GRAIN_OK && got != bytes)
-            r = short_message(left, got, bytes);
-        st = st != GRAIN_OK ? st : r;
-    }
-    return st;
-}
-
 /* A collective whose data moves as messages: the ranks agree on it (as
  * every collective does, so that one some endpoint never calls fails
  * everywhere), the endpoints run its schedule, and the ranks agree once
@@ -516,8 +435,12 @@ static grain_status_t by_messages(grain_cmdq_t *q, const char *what, grain_ep_me
     if (st != GRAIN_OK || r->status != GRAIN_OK)
         return finish(q, st, why, r);
     put_result(q->team, r);
-    st = c->kind == COLL_BROADCAST ? tree_broadcast(q, mem, offset, c->count, c->root)
-                                   : ring_allgather(q, mem, offset, c->count);
+    if (c->kind == COLL_BROADCAST)
+        st = grain_ep_tree_broadcast(q, mem, offset, c->count, c->root);
+    else if (c->kind == COLL_ALLGATHER)
+        st = grain_ep_ring_allgather(q, mem, offset, c->count);
+    else
+        st = grain_ep_ring_allreduce(q, mem, offset, c->count, c->dtype, c->op);
     if (st != GRAIN_OK)
         snprintf(why, sizeof why, "%s", grain_error_message(NULL));
     coll_t done = {.kind = COLL_MESSAGES_DONE, .root = INT_MIN};
@@ -610,7 +533,8 @@ static grain_status_t reduction(grain_cmdq_t *q, const char *what, int kind, gra
     if (st == GRAIN_OK)
         st = check_reduction(what, dtype, op);
     int takes = kind == COLL_ALLREDUCE || q->id == root;
-    coll_t c = {.kind = kind, .count = count, .dtype = dtype, .op = op, .root = root};
+    coll_t c = {.kind = kind, .count = count, .dtype = dtype, .op = op, .root = root,
+                .messages = kind == COLL_ALLREDUCE && count <= SIZE_MAX / 8 && as_messages(q, 8 * count)};
     side_t s = {.out_bytes = 8 * count, .in_bytes = takes ? 8 * count : 0,
                 .needs = GRAIN_EP_READ | (takes ? GRAIN_EP_WRITE : 0)};
     return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);

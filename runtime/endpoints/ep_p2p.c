@@ -155,8 +155,6 @@ static void count_send(grain_cmdq_t *q, unsigned path, size_t bytes)
     atomic_fetch_add_explicit(&q->grain->ep_counts[path + 1], bytes, memory_order_relaxed);
 }
 
-/* The lane of an endpoint's backend that its sends copy on: no stream's. */
-#define EP_MESSAGE_LANE GRAIN_RECV_LANE
 
 /* Whether this endpoint's lanes copy into the memory of virtual device
  * `vdev` of its rank, asked of the backend once; not while that one is
@@ -213,8 +211,8 @@ grain_status_t grain_ep_copy_now(grain_cmdq_t *q, void *dst, const void *src, si
 {
     if (q->info.host_copies || !q->streams_async)
         return q->bops->copy(q->backend, dst, src, bytes);
-    grain_status_t st = q->bops->copy_async(q->backend, EP_MESSAGE_LANE, dst, src, bytes);
-    return st == GRAIN_OK ? q->bops->copy_wait(q->backend, EP_MESSAGE_LANE) : st;
+    grain_status_t st = q->bops->copy_async(q->backend, GRAIN_EP_MESSAGE_LANE, dst, src, bytes);
+    return st == GRAIN_OK ? q->bops->copy_wait(q->backend, GRAIN_EP_MESSAGE_LANE) : st;
 }
 
 /* Copies a send into the receive it claimed and waits for the copy, so

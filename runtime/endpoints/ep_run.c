@@ -100,6 +100,7 @@ static void *endpoint_thread(void *arg)
     grain_ep_team_depart(q->team, q->vdev);
     grain_ep_clear(q);
     grain_ep_programs_free(q);
+    grain_ep_reduce_release(q);
     grain_ep_mem_free_all(q);
     /* The backend stays open for the window, which other ranks may still
      * read: grain_ep_run closes it once every rank's endpoints returned. */
