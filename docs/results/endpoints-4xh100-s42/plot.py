@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Draws endpoints.png from this directory's CSVs: messages between two
 endpoints by placement beside cudaMemcpyPeer (half round trip, bandwidth),
-the collectives on four GPUs beside NCCL, and dslash's D by run.
+the collectives on four GPUs (as messages and through the host) beside
+NCCL, and dslash's D by run.
 
 usage: python3 plot.py   (in docs/results/endpoints-4xh100-s42)"""
 import csv
@@ -26,13 +27,14 @@ for path, label in (("ep_win2.csv", "two ranks, windows"), ("ep_host2.csv", "two
     b = [int(x["bytes"]) for x in r]
     lat.plot(b, [float(x["half_rtt_us"]) for x in r], "o-", markersize=3, label=label)
     bw.plot(b, [float(x["gb_per_s"]) for x in r], "o-", markersize=3, label=label)
-for path, label in (("ep_win4.csv", "4 ranks, one endpoint each"), ("ep_rank4.csv", "1 rank, 4 endpoints")):
+for path, label in (("coll_tree4.csv", "4 ranks, as messages"), ("coll_host4.csv", "4 ranks, host collective"),
+                    ("coll_rank4.csv", "1 rank x 4 endpoints, as messages")):
     r = rows(path)
     b = [int(x["bytes"]) for x in r]
     line, = coll.plot(b, [float(x["bcast_us"]) for x in r], "o-", markersize=3, label=f"broadcast, {label}")
     coll.plot(b, [float(x["allreduce_us"]) for x in r], "s--", markersize=3, color=line.get_color(),
               label=f"allreduce, {label}")
-r = rows("nccl_np4.csv")
+r = rows("coll_nccl_np4.csv")
 b = [int(x["bytes"]) for x in r]
 coll.plot(b, [float(x["bcast_us"]) for x in r], "k-", label="NCCL broadcast, 4 GPUs")
 coll.plot(b, [float(x["allreduce_us"]) for x in r], "k--", label="NCCL allreduce, 4 GPUs")
