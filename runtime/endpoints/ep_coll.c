@@ -5,12 +5,16 @@
  * endpoint of a rank to arrive leads: it combines the rank's parts, agrees
  * with the other ranks that all called the same collective, and runs grain's
  * host collective on the result; then every endpoint copies the result back
- * to its device.
+ * to its device.  Large broadcasts, allgathers and allreduces move as
+ * messages between the endpoints instead (ep_coll_messages.c), between two
+ * agreements.
  *
- * Why it cannot hang: every collective costs each rank exactly one
- * agreement (an allreduce of five words), led by whichever of its
- * endpoints arrives last, including after others of the rank have returned
- * (the collective then fails there: an endpoint is missing).  A rank whose
+ * Why it cannot hang: every collective costs each rank one agreement (an
+ * allreduce of thirteen words), or two where it moves as messages and the
+ * first found every endpoint agreed (the same answer on every rank), each
+ * led by whichever of its endpoints arrives last, including after others
+ * of the rank have returned (the collective then fails there: an endpoint
+ * is missing).  A rank whose
  * endpoints have all returned answers the others' agreements from
  * grain_ep_run (grain_ep_team_finish) until every rank's have returned, so a
  * collective that some rank will never call fails everywhere instead of
@@ -170,7 +174,8 @@ static void reduce_into(void *acc, const void *in, size_t count, grain_dtype_t d
 
 /* The rank's own check of a collective, then the ranks' agreement, which
  * carries `n` bytes from `carry` on the one rank that gives them into
- * `carried` on every rank. */
+ * `carried` on every rank; `done`: the agreement after a collective's
+ * messages, on how they went. */
 static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t local, uint64_t key, int done,
                              const void *carry, size_t n, void *carried)
 {
@@ -447,8 +452,8 @@ static grain_status_t by_messages(grain_cmdq_t *q, const char *what, grain_ep_me
     return finish(q, st, why, gather(q, &done, key_of_coll(&done), NULL, st));
 }
 
-/* Whether a collective of `bytes` (a broadcast's, an allgather's slot)
- * moves as messages: GRAIN_EP_COLL_MESSAGES's choice, the same on every
+/* Whether a collective of `bytes` (a broadcast's or an allreduce's, an
+ * allgather's slot) moves as messages: GRAIN_EP_COLL_MESSAGES's choice, the same on every
  * rank with the same settings (a rank that differs makes the agreement
  * fail, naming different arguments). */
 static int as_messages(const grain_cmdq_t *q, size_t bytes)

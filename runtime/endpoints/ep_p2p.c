@@ -312,7 +312,7 @@ void grain_ep_event_complete(grain_ep_event_t *e, grain_status_t st)
 enum { HEAD_INLINE = 0x676e6931u, HEAD_WINDOW = 0x676e7731u };
 typedef struct {
     uint32_t kind, pad;
-    uint64_t len, at, zero;
+    uint64_t len, at, spare;
 } ep_head_t;
 #define HEAD (sizeof(ep_head_t))
 
@@ -369,9 +369,13 @@ static grain_status_t send_there(grain_cmdq_t *q, grain_ep_event_t *e, const gra
     }
     q->n_there++;
     count_send(q, windowed ? GRAIN_EP_COUNT_WINDOW_MSGS : GRAIN_EP_COUNT_RANK_MSGS, bytes);
-    /* Its FIN frees the block; without one awaited, the block stays taken,
-     * which costs room, never bytes. */
-    return windowed ? grain_ep_window_sent(q, dest) : GRAIN_OK;
+    /* Its FIN frees the block; without one awaited the block stays taken,
+     * which costs room, never the message, which has left. */
+    if (windowed && grain_ep_window_sent(q, dest) != GRAIN_OK)
+        grain_warn("endpoint %d: the FIN of its message to endpoint %d will not be received (%s): %zu bytes of its "
+                   "window stay taken",
+                   q->id, dest, grain_error_message(NULL), bytes);
+    return GRAIN_OK;
 }
 
 /* grain_ep_isend, and (`own`) the collectives' sends. */
