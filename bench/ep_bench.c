@@ -37,7 +37,8 @@
 #define MAX_SIZES 64
 
 typedef struct options {
-    unsigned long long min_bytes, max_bytes, iters, endpoints;
+    cli_sweep_t sweep;
+    unsigned long long endpoints;
     const char *csv;
     int json, no_shadow;
 } options_t;
@@ -58,18 +59,12 @@ typedef struct run {
     grain_status_t status;
 } run_t;
 
-enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_ENDPOINTS, OPT_CSV, OPT_JSON, OPT_NO_SHADOW };
+enum { OPT_ENDPOINTS, OPT_CSV, OPT_JSON, OPT_NO_SHADOW };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
     options_t *o = state;
-    if (key == OPT_MIN)
-        o->min_bytes = cli_bytes(option, value);
-    else if (key == OPT_MAX)
-        o->max_bytes = cli_bytes(option, value);
-    else if (key == OPT_ITERS)
-        o->iters = cli_u64_in(option, value, 1, 1000000);
-    else if (key == OPT_ENDPOINTS)
+    if (key == OPT_ENDPOINTS)
         o->endpoints = cli_u64_in(option, value, 1, 1024);
     else if (key == OPT_CSV)
         o->csv = value;
@@ -90,8 +85,8 @@ static void usage(FILE *out)
 /* Fewer bounces of large messages: about 256 MiB moved a size, 5 at least. */
 static unsigned iters_for(const options_t *o, size_t bytes)
 {
-    unsigned long long n = bytes > 0 ? (256ull << 20) / bytes : o->iters;
-    n = n < 5 ? 5 : n > o->iters ? o->iters : n;
+    unsigned long long n = bytes > 0 ? (256ull << 20) / bytes : o->sweep.iters;
+    n = n < 5 ? 5 : n > o->sweep.iters ? o->sweep.iters : n;
     return (unsigned)n;
 }
 
@@ -112,18 +107,18 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
     int peer = 1 - me;
     grain_ep_mem_t *m = NULL, *raw = NULL; /* raw: no shadow, so that the baseline copies go straight */
     size_t got = 0;
-    char *host = malloc(o->max_bytes > 0 ? o->max_bytes : 1);
+    char *host = malloc(o->sweep.max_bytes > 0 ? o->sweep.max_bytes : 1);
     if (host == NULL)
         return GRAIN_ERR_NO_MEMORY;
-    memset(host, 0x5a, o->max_bytes);
-    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+    memset(host, 0x5a, o->sweep.max_bytes);
+    CHECK(grain_ep_mem_alloc(q, o->sweep.max_bytes > 0 ? o->sweep.max_bytes : 1,
                              GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
-    CHECK(grain_ep_mem_alloc(q, o->max_bytes > 0 ? o->max_bytes : 1,
+    CHECK(grain_ep_mem_alloc(q, o->sweep.max_bytes > 0 ? o->sweep.max_bytes : 1,
                              GRAIN_EP_READ | GRAIN_EP_WRITE | GRAIN_EP_NO_SHADOW, &raw));
     if (me == 0)
         snprintf(r->device, sizeof r->device, "%s", grain_ep_device_name(q));
     unsigned sizes = 0; /* each endpoint counts its own: endpoint 0 alone writes the rows */
-    for (size_t bytes = o->min_bytes; bytes <= o->max_bytes && sizes < MAX_SIZES;
+    for (size_t bytes = o->sweep.min_bytes; bytes <= o->sweep.max_bytes && sizes < MAX_SIZES;
          bytes = bytes == 0 ? 1 : 2 * bytes, sizes++) {
         unsigned iters = iters_for(o, bytes);
         double t0 = 0;
@@ -199,7 +194,7 @@ static grain_status_t spread(grain_cmdq_t *q, void *arg)
     run_t *r = arg;
     const options_t *o = r->o;
     grain_ep_mem_t *m = NULL;
-    CHECK(grain_ep_mem_alloc(q, o->max_bytes > sizeof(double) ? o->max_bytes : sizeof(double),
+    CHECK(grain_ep_mem_alloc(q, o->sweep.max_bytes > sizeof(double) ? o->sweep.max_bytes : sizeof(double),
                              GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
     for (unsigned k = 0; k < r->n_rows; k++) {
         row_t *row = &r->rows[k];
@@ -215,10 +210,10 @@ static grain_status_t spread(grain_cmdq_t *q, void *arg)
  * broadcast of each size (beside the copies each endpoint makes). */
 static grain_status_t host_broadcasts(grain_t *g, run_t *r)
 {
-    char *buf = malloc(r->o->max_bytes > 0 ? r->o->max_bytes : 1);
+    char *buf = malloc(r->o->sweep.max_bytes > 0 ? r->o->sweep.max_bytes : 1);
     if (buf == NULL)
         return GRAIN_ERR_NO_MEMORY;
-    memset(buf, 0x5a, r->o->max_bytes);
+    memset(buf, 0x5a, r->o->sweep.max_bytes);
     for (unsigned k = 0; k < r->n_rows; k++) {
         row_t *row = &r->rows[k];
         grain_status_t st = grain_broadcast(g, buf, row->bytes, 0);
@@ -278,17 +273,15 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
 
 int main(int argc, char **argv)
 {
-    static const cli_option_t options[] = {{"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX},
-                                           {"iters", 1, OPT_ITERS},   {"endpoints", 1, OPT_ENDPOINTS},
-                                           {"csv", 1, OPT_CSV},       {"json", 0, OPT_JSON},
+    static const cli_option_t options[] = {{"endpoints", 1, OPT_ENDPOINTS},
+                                           {"csv", 1, OPT_CSV},
+                                           {"json", 0, OPT_JSON},
                                            {"no-shadow", 0, OPT_NO_SHADOW}};
-    options_t o = {4, 64ull << 20, 1000, 0, NULL, 0, 0};
-    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
-    cli_parse("ep_bench", argc, argv, groups, 1, 0, usage);
-    if (o.min_bytes > o.max_bytes) {
-        fprintf(stderr, "ep_bench: --min-bytes %llu is more than --max-bytes %llu\n", o.min_bytes, o.max_bytes);
-        return 2;
-    }
+    options_t o = {{4, 64ull << 20, 1000}, 0, NULL, 0, 0};
+    const cli_group_t groups[] = {cli_sweep_group(&o.sweep), CLI_GROUP(options, take, &o)};
+    cli_parse("ep_bench", argc, argv, groups, 2, 0, usage);
+    if (!cli_sweep_check("ep_bench", &o.sweep))
+        return CLI_EXIT_USAGE;
     grain_t *g = NULL;
     grain_status_t st = grain_init(NULL, &g);
     if (st != GRAIN_OK) {

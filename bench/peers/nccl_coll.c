@@ -19,23 +19,18 @@
 #include "tools/cli/cli.h"
 
 typedef struct options {
-    unsigned long long min_bytes, max_bytes, iters;
+    cli_sweep_t sweep;
     const char *csv;
 } options_t;
 
-enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_CSV };
+enum { OPT_CSV };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
     options_t *o = state;
-    if (key == OPT_MIN)
-        o->min_bytes = cli_bytes(option, value);
-    else if (key == OPT_MAX)
-        o->max_bytes = cli_bytes(option, value);
-    else if (key == OPT_ITERS)
-        o->iters = cli_u64_in(option, value, 1, 1u << 24);
-    else
-        o->csv = value;
+    (void)key;
+    (void)option;
+    o->csv = value;
 }
 
 static void usage(FILE *out)
@@ -85,14 +80,13 @@ static double timed(int bcast, void *buf, size_t bytes, unsigned long long iters
 
 int main(int argc, char **argv)
 {
-    static const cli_option_t options[] = {
-        {"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX}, {"iters", 1, OPT_ITERS}, {"csv", 1, OPT_CSV}};
-    options_t o = {4, 64ull << 20, 100, NULL};
-    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    static const cli_option_t options[] = {{"csv", 1, OPT_CSV}};
+    options_t o = {{4, 64ull << 20, 100}, NULL};
+    const cli_group_t groups[] = {cli_sweep_group(&o.sweep), CLI_GROUP(options, take, &o)};
     MPI_Init(&argc, &argv);
-    cli_parse("nccl_coll", argc, argv, groups, 1, 0, usage);
-    if (o.max_bytes == 0 || o.min_bytes > o.max_bytes)
-        fail("--min-bytes and --max-bytes", "no size between them");
+    cli_parse("nccl_coll", argc, argv, groups, 2, 0, usage);
+    if (!cli_sweep_check("nccl_coll", &o.sweep))
+        MPI_Abort(MPI_COMM_WORLD, CLI_EXIT_USAGE);
     int rank = 0, ranks = 1, devices = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -107,21 +101,21 @@ int main(int argc, char **argv)
     nccl(ncclCommInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
     void *buf = NULL;
     cudaStream_t s;
-    cuda(cudaMalloc(&buf, o.max_bytes > sizeof(double) ? o.max_bytes : sizeof(double)), "cudaMalloc");
-    cuda(cudaMemset(buf, 0, o.max_bytes > sizeof(double) ? o.max_bytes : sizeof(double)), "cudaMemset");
+    cuda(cudaMalloc(&buf, o.sweep.max_bytes > sizeof(double) ? o.sweep.max_bytes : sizeof(double)), "cudaMalloc");
+    cuda(cudaMemset(buf, 0, o.sweep.max_bytes > sizeof(double) ? o.sweep.max_bytes : sizeof(double)), "cudaMemset");
     cuda(cudaStreamCreate(&s), "cudaStreamCreate");
     FILE *csv = rank == 0 && o.csv != NULL ? fopen(o.csv, "w") : NULL;
     if (rank == 0 && o.csv != NULL && csv == NULL)
         fail(o.csv, "cannot write it");
     if (csv != NULL)
         fprintf(csv, "gpus,bytes,iters,bcast_us,allreduce_us\n");
-    for (unsigned long long bytes = o.min_bytes; bytes <= o.max_bytes; bytes = bytes == 0 ? 1 : 2 * bytes) {
-        double bcast = timed(1, buf, bytes, o.iters, comm, s), allreduce = timed(0, buf, bytes, o.iters, comm, s);
+    for (unsigned long long bytes = o.sweep.min_bytes; bytes <= o.sweep.max_bytes; bytes = bytes == 0 ? 1 : 2 * bytes) {
+        double bcast = timed(1, buf, bytes, o.sweep.iters, comm, s), allreduce = timed(0, buf, bytes, o.sweep.iters, comm, s);
         if (rank == 0)
             printf("nccl_coll: %d GPUs, %10llu bytes: broadcast %10.2f us, allreduce %10.2f us\n", ranks, bytes,
                    bcast, allreduce);
         if (csv != NULL)
-            fprintf(csv, "%d,%llu,%llu,%.3f,%.3f\n", ranks, bytes, o.iters, bcast, allreduce);
+            fprintf(csv, "%d,%llu,%llu,%.3f,%.3f\n", ranks, bytes, o.sweep.iters, bcast, allreduce);
     }
     if (csv != NULL)
         fclose(csv);

@@ -16,23 +16,17 @@
 #include "tools/cli/cli.h"
 
 typedef struct options {
-    unsigned long long min_bytes, max_bytes, iters;
+    cli_sweep_t sweep;
     int a, b;
     const char *csv;
 } options_t;
 
-enum { OPT_MIN, OPT_MAX, OPT_ITERS, OPT_DEVICES, OPT_CSV };
+enum { OPT_DEVICES, OPT_CSV };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
     options_t *o = state;
-    if (key == OPT_MIN)
-        o->min_bytes = cli_bytes(option, value);
-    else if (key == OPT_MAX)
-        o->max_bytes = cli_bytes(option, value);
-    else if (key == OPT_ITERS)
-        o->iters = cli_u64_in(option, value, 1, 1u << 24);
-    else if (key == OPT_CSV)
+    if (key == OPT_CSV)
         o->csv = value;
     else if (sscanf(value, "%d,%d", &o->a, &o->b) != 2 || o->a < 0 || o->b < 0 || o->a == o->b) {
         fprintf(stderr, "peer_copy: %s takes two different device numbers, as 0,1\n", option);
@@ -74,17 +68,12 @@ static int enable(int from, int to)
 
 int main(int argc, char **argv)
 {
-    static const cli_option_t options[] = {{"min-bytes", 1, OPT_MIN}, {"max-bytes", 1, OPT_MAX},
-                                           {"iters", 1, OPT_ITERS},   {"devices", 1, OPT_DEVICES},
-                                           {"csv", 1, OPT_CSV}};
-    options_t o = {4, 64ull << 20, 100, 0, 1, NULL};
-    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
-    cli_parse("peer_copy", argc, argv, groups, 1, 0, usage);
-    if (o.max_bytes == 0 || o.min_bytes > o.max_bytes) {
-        fprintf(stderr, "peer_copy: --min-bytes %llu and --max-bytes %llu: no size between\n", o.min_bytes,
-                o.max_bytes);
+    static const cli_option_t options[] = {{"devices", 1, OPT_DEVICES}, {"csv", 1, OPT_CSV}};
+    options_t o = {{4, 64ull << 20, 100}, 0, 1, NULL};
+    const cli_group_t groups[] = {cli_sweep_group(&o.sweep), CLI_GROUP(options, take, &o)};
+    cli_parse("peer_copy", argc, argv, groups, 2, 0, usage);
+    if (!cli_sweep_check("peer_copy", &o.sweep))
         return CLI_EXIT_USAGE;
-    }
     int count = 0;
     check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     if (o.a >= count || o.b >= count) {
@@ -95,10 +84,10 @@ int main(int argc, char **argv)
     void *src = NULL, *dst = NULL;
     cudaStream_t s;
     check(cudaSetDevice(o.a), "cudaSetDevice");
-    check(cudaMalloc(&src, o.max_bytes), "cudaMalloc");
+    check(cudaMalloc(&src, o.sweep.max_bytes), "cudaMalloc");
     check(cudaStreamCreate(&s), "cudaStreamCreate");
     check(cudaSetDevice(o.b), "cudaSetDevice");
-    check(cudaMalloc(&dst, o.max_bytes), "cudaMalloc");
+    check(cudaMalloc(&dst, o.sweep.max_bytes), "cudaMalloc");
     FILE *csv = o.csv != NULL ? fopen(o.csv, "w") : NULL;
     if (o.csv != NULL && csv == NULL) {
         fprintf(stderr, "peer_copy: cannot write %s\n", o.csv);
@@ -107,9 +96,9 @@ int main(int argc, char **argv)
     printf("peer_copy: devices %d and %d, %s\n", o.a, o.b, peer ? "peer access" : "no peer access (through the host)");
     if (csv != NULL)
         fprintf(csv, "bytes,iters,half_rtt_us,gb_per_s,peer_access\n");
-    for (unsigned long long bytes = o.min_bytes; bytes <= o.max_bytes; bytes = bytes == 0 ? 1 : 2 * bytes) {
+    for (unsigned long long bytes = o.sweep.min_bytes; bytes <= o.sweep.max_bytes; bytes = bytes == 0 ? 1 : 2 * bytes) {
         double t0 = 0;
-        for (unsigned long long i = 0; i < o.iters + 2; i++) { /* two bounces to warm up */
+        for (unsigned long long i = 0; i < o.sweep.iters + 2; i++) { /* two bounces to warm up */
             if (i == 2)
                 t0 = cli_now_s();
             check(cudaMemcpyPeerAsync(dst, o.b, src, o.a, bytes, s), "cudaMemcpyPeerAsync");
@@ -117,11 +106,11 @@ int main(int argc, char **argv)
             check(cudaMemcpyPeerAsync(src, o.a, dst, o.b, bytes, s), "cudaMemcpyPeerAsync");
             check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
         }
-        double half_us = (cli_now_s() - t0) / (double)o.iters / 2 * 1e6;
+        double half_us = (cli_now_s() - t0) / (double)o.sweep.iters / 2 * 1e6;
         printf("peer_copy: %10llu bytes: half round trip %10.2f us, %8.3f GB/s\n", bytes, half_us,
                (double)bytes / half_us / 1e3);
         if (csv != NULL)
-            fprintf(csv, "%llu,%llu,%.3f,%.4f,%d\n", bytes, o.iters, half_us, (double)bytes / half_us / 1e3, peer);
+            fprintf(csv, "%llu,%llu,%.3f,%.4f,%d\n", bytes, o.sweep.iters, half_us, (double)bytes / half_us / 1e3, peer);
     }
     if (csv != NULL)
         fclose(csv);

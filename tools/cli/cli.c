@@ -152,3 +152,32 @@ double cli_now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+enum { SWEEP_MIN, SWEEP_MAX, SWEEP_ITERS };
+
+static void take_sweep(void *state, int key, const char *option, const char *value)
+{
+    cli_sweep_t *sweep = state;
+    if (key == SWEEP_MIN)
+        sweep->min_bytes = cli_bytes(option, value);
+    else if (key == SWEEP_MAX)
+        sweep->max_bytes = cli_bytes(option, value);
+    else
+        sweep->iters = cli_u64_in(option, value, 1, 1000000);
+}
+
+cli_group_t cli_sweep_group(cli_sweep_t *sweep)
+{
+    static const cli_option_t options[] = {
+        {"min-bytes", 1, SWEEP_MIN}, {"max-bytes", 1, SWEEP_MAX}, {"iters", 1, SWEEP_ITERS}};
+    return CLI_GROUP(options, take_sweep, sweep);
+}
+
+int cli_sweep_check(const char *prog, const cli_sweep_t *sweep)
+{
+    if (sweep->max_bytes > 0 && sweep->min_bytes <= sweep->max_bytes)
+        return 1;
+    fprintf(stderr, "%s: --min-bytes %llu and --max-bytes %llu: no size between them\n", prog, sweep->min_bytes,
+            sweep->max_bytes);
+    return 0;
+}

@@ -52,4 +52,15 @@ unsigned long long cli_bytes(const char *option, const char *value);
 /* Seconds on the monotonic clock, for the programs' timings. */
 double cli_now_s(void);
 
+/* The options of a sweep over message sizes, from --min-bytes to
+ * --max-bytes doubling, --iters times each (ep_bench, and the programs it is
+ * set beside in bench/peers): a group that takes them into `sweep`, whose
+ * fields hold the defaults; cli_sweep_check says, after parsing, whether
+ * the range holds a size (else one line on stderr naming `prog`). */
+typedef struct cli_sweep {
+    unsigned long long min_bytes, max_bytes, iters;
+} cli_sweep_t;
+cli_group_t cli_sweep_group(cli_sweep_t *sweep);
+int cli_sweep_check(const char *prog, const cli_sweep_t *sweep);
+
 #endif
