@@ -26,6 +26,7 @@
 const char *const blas_kernel_names[K_COUNT] = {"grain_blas_dgemm_tile", "grain_blas_sgemm_tile",
                                                 "grain_blas_daxpy_tile", "grain_blas_saxpy_tile"};
 const unsigned blas_gemm_counts_at[8] = {1, 3, 4, 6, 7, 8, 9, 10};
+const unsigned blas_axpy_counts_at[3] = {1, 3, 4};
 
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
@@ -197,15 +198,12 @@ static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, in
 static grain_status_t launch_axpy(grain_t *g, grain_bkernel_t *bk, size_t es, void *y, uint64_t incy, const void *x,
                                   uint64_t incx, uint64_t n, const void *alpha)
 {
+    const void *values[] = {&incy, &incx, &n};
     grain_status_t st = g->bops->kernel_set_arg_ptr(bk, BLAS_AXPY_Y, y);
     if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_INCY, 8, &incy);
-    if (st == GRAIN_OK)
         st = g->bops->kernel_set_arg_ptr(bk, BLAS_AXPY_X, (void *)x);
-    if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_INCX, 8, &incx);
-    if (st == GRAIN_OK)
-        st = g->bops->kernel_set_arg(bk, BLAS_AXPY_N, 8, &n);
+    for (unsigned i = 0; i < 3 && st == GRAIN_OK; i++)
+        st = g->bops->kernel_set_arg(bk, blas_axpy_counts_at[i], 8, values[i]);
     if (st == GRAIN_OK)
         st = g->bops->kernel_set_arg(bk, BLAS_AXPY_ALPHA, es, alpha);
     return st == GRAIN_OK ? launch_tile(g, bk, (size_t)n) : st;

@@ -35,9 +35,11 @@ static inline int blas_transposed(char t)
 extern const char grain_blas_kernels_source[];
 extern const char *const blas_kernel_names[BLAS_ROUTINES];
 enum { BLAS_GEMM_C = 0, BLAS_GEMM_A = 2, BLAS_GEMM_B = 5, BLAS_GEMM_ALPHA = 11, BLAS_GEMM_BETA = 12 };
-enum { BLAS_AXPY_Y = 0, BLAS_AXPY_INCY = 1, BLAS_AXPY_X = 2, BLAS_AXPY_INCX = 3, BLAS_AXPY_N = 4, BLAS_AXPY_ALPHA = 5 };
-/* Where a gemm kernel takes ldc, lda, ta, ldb, tb, m, n and k. */
+enum { BLAS_AXPY_Y = 0, BLAS_AXPY_X = 2, BLAS_AXPY_ALPHA = 5 };
+/* Where a gemm kernel takes ldc, lda, ta, ldb, tb, m, n and k; where an
+ * axpy kernel takes incy, incx and n. */
 extern const unsigned blas_gemm_counts_at[8];
+extern const unsigned blas_axpy_counts_at[3];
 
 /* One kernel of `routine` on a tile of t (t x t for gemm: C += A B) on
  * device buffers of that size, without waiting: what deployment times. */

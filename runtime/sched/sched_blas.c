@@ -37,31 +37,52 @@ void sched_blas_release(grain_sched_t *s)
     grain_program_destroy(s->blas_program);
 }
 
-/* An operand of `rows` x `cols` elements of `es` bytes, `ld` apart, in
- * array `x` from its first byte, named `name` in the refusal: a vector (x,
- * y) is 1 x n with its increment as `ld`. */
-static grain_status_t operand(const grain_sched_t *s, const char *what, const char *name, const grain_array_t *x,
-                              size_t rows, size_t cols, size_t ld, size_t es)
+/* Operands lie in their arrays from the first byte; `name` names one in a
+ * refusal.  That x is an array of s; else its refusal. */
+static grain_status_t ours(const grain_sched_t *s, const char *what, const char *name, const grain_array_t *x)
 {
     if (x == NULL || x->sched != s)
         return grain_fail(GRAIN_ERR_INVALID, "%s: %s is %s", what, name,
                           x == NULL ? "no array" : "an array of another scheduler");
+    return GRAIN_OK;
+}
+
+/* Whether (cols - 1) ld + rows elements of es bytes, cols and rows above 0,
+ * fit `bytes`, without wrapping. */
+static int fits(size_t rows, size_t cols, size_t ld, size_t es, size_t bytes)
+{
+    size_t limit = SIZE_MAX / es;
+    return cols - 1 <= (limit - rows) / ld && ((cols - 1) * ld + rows) * es <= bytes;
+}
+
+/* A matrix operand of rows x cols elements of es bytes, column-major with
+ * leading dimension ld. */
+static grain_status_t matrix(const grain_sched_t *s, const char *what, const char *name, const grain_array_t *x,
+                             size_t rows, size_t cols, size_t ld, size_t es)
+{
+    grain_status_t st = ours(s, what, name, x);
+    if (st != GRAIN_OK)
+        return st;
     if (ld < (rows > 0 ? rows : 1))
         return grain_fail(GRAIN_ERR_INVALID, "%s: %s's leading dimension is %zu, below its %zu rows",
                           what, name, ld, rows > 0 ? rows : (size_t)1);
-    if (rows == 0 || cols == 0)
+    if (rows == 0 || cols == 0 || fits(rows, cols, ld, es, x->bytes))
         return GRAIN_OK;
-    /* ((cols - 1) ld + rows) es bytes, without wrapping. */
-    size_t limit = SIZE_MAX / es;
-    if (cols - 1 <= (limit - rows) / ld && ((cols - 1) * ld + rows) * es <= x->bytes)
-        return GRAIN_OK;
-    if (name[0] == 'x' || name[0] == 'y')
-        return grain_fail(GRAIN_ERR_INVALID, "%s: %s, %zu elements of %zu bytes %zu apart, does not fit its array of "
-                          "%zu bytes", what, name, cols, es, ld, x->bytes);
     return grain_fail(GRAIN_ERR_INVALID,
                       "%s: %s, %zu x %zu elements of %zu bytes with a leading dimension of %zu, does not fit its "
                       "array of %zu bytes",
                       what, name, rows, cols, es, ld, x->bytes);
+}
+
+/* A vector operand of n elements of es bytes, inc (above 0) apart. */
+static grain_status_t vector(const grain_sched_t *s, const char *what, const char *name, const grain_array_t *x,
+                             size_t n, size_t inc, size_t es)
+{
+    grain_status_t st = ours(s, what, name, x);
+    if (st != GRAIN_OK || n == 0 || fits(1, n, inc, es, x->bytes))
+        return st;
+    return grain_fail(GRAIN_ERR_INVALID, "%s: %s, %zu elements of %zu bytes %zu apart, does not fit its array of "
+                      "%zu bytes", what, name, n, es, inc, x->bytes);
 }
 
 static int transpose_letter(char t)
@@ -79,11 +100,11 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
     if (!transpose_letter(transa) || !transpose_letter(transb))
         return grain_fail(GRAIN_ERR_INVALID, "%s: transa and transb are 'N', 'T' or 'C'", what);
     int ta = blas_transposed(transa), tb = blas_transposed(transb);
-    grain_status_t st = operand(s, what, "A", a, ta ? k : m, ta ? m : k, lda, es);
+    grain_status_t st = matrix(s, what, "A", a, ta ? k : m, ta ? m : k, lda, es);
     if (st == GRAIN_OK)
-        st = operand(s, what, "B", b, tb ? n : k, tb ? k : n, ldb, es);
+        st = matrix(s, what, "B", b, tb ? n : k, tb ? k : n, ldb, es);
     if (st == GRAIN_OK)
-        st = operand(s, what, "C", c, m, n, ldc, es);
+        st = matrix(s, what, "C", c, m, n, ldc, es);
     if (st == GRAIN_OK && (c == a || c == b))
         st = grain_fail(GRAIN_ERR_INVALID, "%s: C is also %s, which it reads while C is written", what,
                         c == a ? "A" : "B");
@@ -122,10 +143,9 @@ static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char 
         return grain_fail(GRAIN_ERR_INVALID, "%s needs a scheduler", what);
     if (incx == 0 || incy == 0)
         return grain_fail(GRAIN_ERR_INVALID, "%s: increments are positive (incx %zu, incy %zu)", what, incx, incy);
-    /* n elements inc apart: a 1 x n operand whose leading dimension is inc. */
-    grain_status_t st = operand(s, what, "x", x, 1, n, incx, es);
+    grain_status_t st = vector(s, what, "x", x, n, incx, es);
     if (st == GRAIN_OK)
-        st = operand(s, what, "y", y, 1, n, incy, es);
+        st = vector(s, what, "y", y, n, incy, es);
     if (st == GRAIN_OK && x == y)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: y is also x, which it reads while y is written", what);
     if (st != GRAIN_OK || n == 0)
@@ -137,12 +157,8 @@ static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char 
     st = grain_kernel_set_arg_array(kern, BLAS_AXPY_Y, y, GRAIN_READ_WRITE);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg_array(kern, BLAS_AXPY_X, x, GRAIN_READ);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(kern, BLAS_AXPY_INCY, sizeof counts[0], &counts[0]);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(kern, BLAS_AXPY_INCX, sizeof counts[1], &counts[1]);
-    if (st == GRAIN_OK)
-        st = grain_kernel_set_arg(kern, BLAS_AXPY_N, sizeof counts[2], &counts[2]);
+    for (unsigned i = 0; i < 3 && st == GRAIN_OK; i++)
+        st = grain_kernel_set_arg(kern, blas_axpy_counts_at[i], sizeof counts[i], &counts[i]);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(kern, BLAS_AXPY_ALPHA, es, alpha);
     return st == GRAIN_OK ? grain_sched_launch(kern, 1, &n, NULL) : st;
