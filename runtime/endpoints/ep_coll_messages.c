@@ -81,39 +81,51 @@ grain_status_t grain_ep_tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, siz
     return st != GRAIN_OK ? st : sst;
 }
 
+/* One step of a ring: `in_bytes` from the left neighbour into `into` at
+ * `in_at`, and `out_bytes` of mem at `out_at` to the right one, or 0 bytes
+ * where the endpoint failed before (`st`), which passes the failure on.
+ * Returns the first failure, `st` included. */
+static grain_status_t ring_step(grain_cmdq_t *q, grain_ep_mem_t *into, size_t in_at, size_t in_bytes,
+                                grain_ep_mem_t *mem, size_t out_at, size_t out_bytes, grain_status_t st)
+{
+    int n = q->count, right = (q->id + 1) % n, left = (q->id + n - 1) % n;
+    grain_ep_event_t *e[2];
+    size_t got = 0;
+    grain_status_t r = post(q, 1, into, in_at, in_bytes, left, &got, &e[0]);
+    grain_status_t w = post(q, 0, mem, out_at, st == GRAIN_OK ? out_bytes : 0, right, NULL, &e[1]);
+    r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
+    if (st == GRAIN_OK && r == GRAIN_OK && got != in_bytes)
+        r = short_message(left, got, in_bytes);
+    return st != GRAIN_OK ? st : r;
+}
+
 /* An allgather as a ring of messages: at step k endpoint i sends slot i - k
  * to its right and receives slot i - k - 1 from its left, n - 1 steps.  One
  * that failed sends 0 bytes on, as the tree does. */
 grain_status_t grain_ep_ring_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes)
 {
-    int n = q->count, me = q->id, right = (me + 1) % n, left = (me + n - 1) % n;
+    int n = q->count, me = q->id;
     grain_status_t st = GRAIN_OK;
     for (int k = 0; k < n - 1; k++) {
-        size_t in = (size_t)((me - k - 1 + 2 * n) % n), out = (size_t)((me - k + n) % n), got = 0;
-        grain_ep_event_t *e[2];
-        grain_status_t r = post(q, 1, mem, at + in * bytes, bytes, left, &got, &e[0]);
-        grain_status_t w = post(q, 0, mem, at + out * bytes, st == GRAIN_OK ? bytes : 0, right, NULL, &e[1]);
-        r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
-        if (st == GRAIN_OK && r == GRAIN_OK && got != bytes)
-            r = short_message(left, got, bytes);
-        st = st != GRAIN_OK ? st : r;
+        size_t in = (size_t)((me - k - 1 + 2 * n) % n), out = (size_t)((me - k + n) % n);
+        st = ring_step(q, mem, at + in * bytes, bytes, mem, at + out * bytes, bytes, st);
     }
     return st;
 }
 
-
-/* The rank's reduction kernels on q's device, built at the first
- * reduction that moves as messages. */
+/* The endpoint's reduction kernels on its device, built at the first
+ * reduction that moves as messages; one a grain_dtype_t, in its order. */
 static grain_status_t reduce_kernel(grain_cmdq_t *q, grain_dtype_t dtype, grain_bkernel_t **k_p)
 {
-    static const char *const names[3] = {"grain_ep_reduce_i64", "grain_ep_reduce_u64", "grain_ep_reduce_f64"};
+    static const char *const names[3] = {[GRAIN_INT64] = "grain_ep_reduce_i64", [GRAIN_UINT64] = "grain_ep_reduce_u64",
+                                         [GRAIN_DOUBLE] = "grain_ep_reduce_f64"};
     grain_status_t st = GRAIN_OK;
     if (q->reduce_program == NULL)
         st = q->bops->program_build(q->backend, grain_ep_reduce_source, "", &q->reduce_program);
     for (unsigned i = 0; st == GRAIN_OK && i < 3; i++)
         if (q->reduce_kernels[i] == NULL)
             st = q->bops->kernel_create(q->reduce_program, names[i], &q->reduce_kernels[i]);
-    *k_p = st == GRAIN_OK ? q->reduce_kernels[dtype == GRAIN_INT64 ? 0 : dtype == GRAIN_UINT64 ? 1 : 2] : NULL;
+    *k_p = st == GRAIN_OK ? q->reduce_kernels[dtype] : NULL;
     return st;
 }
 
@@ -136,6 +148,8 @@ void grain_ep_reduce_release(grain_cmdq_t *q)
 static grain_status_t reduce_on_device(grain_cmdq_t *q, void *acc, const void *in, size_t count, grain_dtype_t dtype,
                                        grain_op_t op)
 {
+    if (count == 0)
+        return GRAIN_OK;
     grain_bkernel_t *k = NULL;
     grain_status_t st = reduce_kernel(q, dtype, &k);
     uint64_t n = count;
@@ -149,7 +163,7 @@ static grain_status_t reduce_on_device(grain_cmdq_t *q, void *acc, const void *i
     if (st == GRAIN_OK)
         st = q->bops->kernel_set_arg(k, 3, sizeof op32, &op32);
     size_t local = 256, global = (count + local - 1) / local * local;
-    if (st != GRAIN_OK || count == 0)
+    if (st != GRAIN_OK)
         return st;
     if (q->streams_async) {
         st = q->bops->launch_lane(k, GRAIN_EP_MESSAGE_LANE, 1, &global, &local);
@@ -193,29 +207,22 @@ static void chunk(size_t count, int n, int j, size_t *first, size_t *len)
 grain_status_t grain_ep_ring_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t count,
                                        grain_dtype_t dtype, grain_op_t op)
 {
-    int n = q->count, me = q->id, right = (me + 1) % n, left = (me + n - 1) % n;
+    int n = q->count, me = q->id;
     size_t most = (count + (size_t)n - 1) / (size_t)n;
     grain_ep_mem_t *tmp = NULL;
     grain_status_t st = scratch(q, most * 8, &tmp);
     for (int k = 0; k < 2 * (n - 1); k++) {
         int reducing = k < n - 1, step = reducing ? k : k - (n - 1);
         int out = ((me - step + (reducing ? 0 : 1)) % n + n) % n, in = ((out - 1) % n + n) % n;
-        size_t out_first, out_len, in_first, in_len, got = 0;
+        size_t out_first, out_len, in_first, in_len;
         chunk(count, n, out, &out_first, &out_len);
         chunk(count, n, in, &in_first, &in_len);
-        grain_ep_event_t *e[2];
         /* Without scratch memory the chunk lands in place, its bytes lost
          * to a reduction that fails anyway: the left neighbour's message
          * must still be received. */
         int scratched = reducing && tmp != NULL;
-        grain_ep_mem_t *into = scratched ? tmp : mem;
-        size_t into_at = scratched ? 0 : at + in_first * 8;
-        grain_status_t r = post(q, 1, into, into_at, in_len * 8, left, &got, &e[0]);
-        grain_status_t w = post(q, 0, mem, at + out_first * 8, st == GRAIN_OK ? out_len * 8 : 0, right, NULL, &e[1]);
-        r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
-        if (st == GRAIN_OK && r == GRAIN_OK && got != in_len * 8)
-            r = short_message(left, got, in_len * 8);
-        st = st != GRAIN_OK ? st : r;
+        st = ring_step(q, scratched ? tmp : mem, scratched ? 0 : at + in_first * 8, in_len * 8, mem,
+                       at + out_first * 8, out_len * 8, st);
         if (st == GRAIN_OK && reducing)
             st = reduce_on_device(q, (char *)mem->device + at + in_first * 8, tmp->device, in_len, dtype, op);
     }

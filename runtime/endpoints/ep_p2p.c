@@ -477,6 +477,20 @@ static struct grain_ep_msg *take_mail(grain_ep_team_t *t, int src, int dst, int 
     return NULL;
 }
 
+/* The refusal of a message of `len` bytes (0: its length is not known)
+ * longer than receive `e`'s room. */
+static grain_status_t too_long(const grain_ep_event_t *e, uint64_t len)
+{
+    if (len == 0)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_ep_recv: a message from endpoint %d does not fit the %zu bytes "
+                                             "given; it was taken and dropped",
+                          e->src, e->cap);
+    return grain_fail(GRAIN_ERR_INVALID,
+                      "grain_ep_recv: a message of %llu bytes from endpoint %d does not fit the %zu bytes given; it "
+                      "was taken and dropped",
+                      (unsigned long long)len, e->src, e->cap);
+}
+
 /* Lands a message of the mailbox in receive `e`'s memory. */
 static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
 {
@@ -487,10 +501,7 @@ static void land(grain_cmdq_t *q, grain_ep_event_t *e, struct grain_ep_msg *m)
                         "before it was received and had no host memory to keep it in",
                         m->len, e->src);
     else if (m->len > e->cap)
-        st = grain_fail(GRAIN_ERR_INVALID,
-                        "grain_ep_recv: a message of %zu bytes from endpoint %d does not fit the %zu bytes given; it "
-                        "was taken and dropped",
-                        m->len, e->src, e->cap);
+        st = too_long(e, m->len);
     else if (m->stage != NULL)
         st = grain_ep_copy_now(q, (char *)e->mem->device + e->offset, m->stage->device, m->len);
     else
@@ -595,10 +606,7 @@ static grain_status_t land_headed(grain_cmdq_t *q, grain_ep_event_t *e, size_t *
                         "not mapped that far",
                         e->src, (unsigned long long)h.len, (unsigned long long)h.at);
     else if (h.len > e->cap)
-        st = grain_fail(GRAIN_ERR_INVALID,
-                        "grain_ep_recv: a message of %llu bytes from endpoint %d does not fit the %zu bytes given; it "
-                        "was taken and dropped",
-                        (unsigned long long)h.len, e->src, e->cap);
+        st = too_long(e, h.len);
     else if (h.len > 0)
         st = grain_ep_copy_now(q, (char *)e->mem->device + e->offset, block, (size_t)h.len);
     grain_status_t fst = grain_ep_window_fin(q, e->src, h.at);
@@ -622,9 +630,7 @@ static void progress_there(grain_cmdq_t *q, grain_ep_event_t *e)
     if (st == GRAIN_OK && e->recv)
         st = e->headed ? land_headed(q, e, &len) : land_bytes(q, e, e->staging, len);
     else if (st == GRAIN_ERR_INVALID && e->recv && e->headed) /* the transport counted the head as room */
-        st = grain_fail(st, "grain_ep_recv: a message from endpoint %d does not fit the %zu bytes given; it was "
-                            "taken and dropped",
-                        e->src, e->cap);
+        st = too_long(e, 0);
     if (st == GRAIN_OK && e->recv && e->received != NULL)
         *e->received = len;
     grain_ep_event_complete(e, st);

@@ -362,17 +362,10 @@ void grain_ep_window_progress(grain_cmdq_t *q)
 
 /* The FINs each rank's endpoints sent this one over the whole run, from the
  * counts every rank keeps: one all-to-all. */
-static grain_status_t fins_expected(grain_t *g, const grain_ep_team_t *t, uint64_t *from)
+static grain_status_t fins_expected(grain_t *g, grain_ep_team_t *t, uint64_t *from)
 {
-    size_t n = (size_t)g->n_pes;
-    uint64_t *to = malloc(n * sizeof *to);
-    if (to == NULL)
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_ep_run: no memory to count FINs");
-    memcpy(to, t->fins_to, n * sizeof *to);
-    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = to, .recv = from, .count = 1};
-    grain_status_t st = g->tops->collective(g->transport, &c);
-    free(to);
-    return st;
+    grain_coll_t c = {.kind = GRAIN_COLL_ALLTOALL_U64, .buf = t->fins_to, .recv = from, .count = 1};
+    return g->tops->collective(g->transport, &c);
 }
 
 /* Waits for the FINs counted for this rank and not yet received, testing
