@@ -27,28 +27,23 @@ fi
 # images), so its own directory says nothing: ask nvcc where its toolkit is.
 top_dir="$("$nvcc" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -1)"
 cuda="$(cd "${top_dir:-$(dirname "$nvcc")/..}" && pwd)"
-cuda_lib=""
-for dir in lib64 lib "targets/$(uname -m)-linux/lib"; do
-    if [ -e "$cuda/$dir/libcudart.so" ]; then
-        cuda_lib="$cuda/$dir"
-        break
-    fi
-done
-if [ -z "$cuda_lib" ]; then
-    echo "peers: nvcc ($nvcc) has no libcudart.so under $cuda (lib64, lib, targets/*/lib): is the toolkit whole?" >&2
+# The first of the toolkit's folders (under $cuda) that holds a file; else
+# exits saying which folders were searched.
+toolkit_dir() {
+    local file="$1" dir
+    shift
+    for dir in "$@"; do
+        if [ -e "$cuda/$dir/$file" ]; then
+            echo "$cuda/$dir"
+            return
+        fi
+    done
+    echo "peers: nvcc ($nvcc) has no $file under $cuda ($*): is the toolkit whole?" >&2
     exit 1
-fi
-cuda_inc=""
-for dir in include "targets/$(uname -m)-linux/include"; do
-    if [ -e "$cuda/$dir/cuda_runtime_api.h" ]; then
-        cuda_inc="$cuda/$dir"
-        break
-    fi
-done
-if [ -z "$cuda_inc" ]; then
-    echo "peers: nvcc ($nvcc) has no cuda_runtime_api.h under $cuda (include, targets/*/include)" >&2
-    exit 1
-fi
+}
+targets="targets/$(uname -m)-linux"
+cuda_lib="$(toolkit_dir libcudart.so lib64 lib "$targets/lib")"
+cuda_inc="$(toolkit_dir cuda_runtime_api.h include "$targets/include")"
 if [ -n "${GRAIN_PEERS_ARCH:-}" ]; then
     arch="$GRAIN_PEERS_ARCH"
 elif nvidia-smi -L > /dev/null 2>&1; then
