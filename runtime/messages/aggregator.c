@@ -168,41 +168,85 @@ static void __attribute__((noinline)) dispatch_column(grain_aggregator_t *a, con
         dispatch(a, p[c], p[width + c], p[2 * width + c], 0, 0, now);
 }
 
-/* Every message of a slot.  PUTs, adds and increments to other ranks, what
- * a work-group's sends usually are, take the short path: only what their
- * run needs (docs/receive-path.md, "Runs"), since the aggregators' packing
- * is the transport path's limit.  The others dispatch, which checks and
- * counts each kind. */
-static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width, grain_u32 count, uint64_t now)
+/* The messages of a slot, PUTs, adds and increments to other ranks (what
+ * a work-group's sends usually are) on the short path: only what their run
+ * needs (docs/receive-path.md, "Runs"), since the aggregators' packing is
+ * the transport path's limit.  The others dispatch, which checks and counts
+ * each kind, and refuses an offset the wire cannot carry.  With `stretches`,
+ * the messages that follow one with the same header (destination and
+ * command) join it, and the run's state stays in registers through them;
+ * without, each message is packed alone, which costs less where
+ * destinations alternate.  Inlined into one function for each. */
+static inline __attribute__((always_inline)) void pack_columns(grain_aggregator_t *a, const grain_u64 *p,
+                                                               grain_u32 width, grain_u32 count, uint64_t now,
+                                                               int stretches)
 {
     const grain_u64 *hdrs = p, *offsets = p + width, *values = p + 2 * (size_t)width;
     uint32_t me = (uint32_t)a->grain->my_pe, n_pes = (uint32_t)a->grain->n_pes;
-    uint64_t remote = 0, lost = 0;
+    uint64_t dispatched = 0, lost = 0;
+    /* The rows' lines ahead, a line each time the loop, or a stretch's
+     * scan, reaches one (pack_slot asked for the first ones). */
+    for (size_t c = 0; c < count;) {
+        if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
+            prefetch_rows(p, width, (grain_u32)c + PREFETCH_WORDS);
+        grain_u64 hdr = hdrs[c];
+        uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
+        if (!__builtin_expect(grain_cmd_runs(cmd) && pe < n_pes && pe != me && offsets[c] <= GRAIN_WIRE_MAX_OFFSET,
+                              1)) {
+            dispatch_column(a, p, width, count, (grain_u32)c++, now);
+            dispatched++;
+            continue;
+        }
+        size_t n = 1;
+        if (stretches)
+            for (; c + n < count && hdrs[c + n] == hdr; n++)
+                if ((c + n) % WORDS_PER_LINE == 0 && c + n + PREFETCH_WORDS < count)
+                    prefetch_rows(p, width, (grain_u32)(c + n + PREFETCH_WORDS));
+        /* At least the first, whose offset fits; an offset that stops the
+         * stretch dispatches next. */
+        size_t took = grain_packer_append_stretch(&a->packer, pe, cmd, offsets + c, values + c, n, now, &lost);
+        a->cmd_msgs[cmd] += took;
+        c += took;
+    }
+    a->remote_msgs += count - dispatched;
+    a->lost_msgs += lost;
+}
+
+static void __attribute__((noinline)) pack_messages(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width,
+                                                    grain_u32 count, uint64_t now)
+{
+    pack_columns(a, p, width, count, now, 0);
+}
+
+static void __attribute__((noinline)) pack_stretches(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width,
+                                                     grain_u32 count, uint64_t now)
+{
+    pack_columns(a, p, width, count, now, 1);
+}
+
+/* Every message of a slot: stretch by stretch where its first four
+ * messages share their header (every slot between two ranks, one in eight
+ * where two destinations are taken at random), else one by one.  A device
+ * wrote the slot over the host link, so no cache of this core holds it, and
+ * the hardware prefetcher learns each of the three rows only after misses of
+ * its own: the first lines are asked for before the look, which reads no
+ * other line.  (Counting the repeats of the whole header row first made the
+ * aggregators wait for lines no prefetch had reached: from a GPU kernel to
+ * eight destinations, four packed 0.8x as fast, aggregator_bench --gpu on
+ * two H100s.) */
+static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width, grain_u32 count, uint64_t now)
+{
     if (a->scope == GRAIN_AGGREGATE_NONE) { /* a buffer a message: the short path never flushes */
         for (grain_u32 c = 0; c < count; c++)
             dispatch_column(a, p, width, count, c, now);
         return;
     }
-    /* A device wrote the slot over the host link, so no cache of this core
-     * holds it, and the hardware prefetcher learns each of the three rows
-     * only after misses of its own: ask for the lines ahead instead. */
-    for (size_t c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
-        prefetch_rows(p, width, (grain_u32)c);
-    for (size_t c = 0; c < count; c++) {
-        if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
-            prefetch_rows(p, width, (grain_u32)c + PREFETCH_WORDS);
-        grain_u64 hdr = hdrs[c], w1 = offsets[c];
-        uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
-        if (__builtin_expect(grain_cmd_runs(cmd) && pe < n_pes && pe != me && w1 <= GRAIN_WIRE_MAX_OFFSET, 1)) {
-            a->cmd_msgs[cmd]++;
-            remote++;
-            lost += grain_packer_append_run(&a->packer, pe, cmd, w1, values[c], now) != GRAIN_OK;
-        } else {
-            dispatch_column(a, p, width, count, (grain_u32)c, now);
-        }
-    }
-    a->remote_msgs += remote;
-    a->lost_msgs += lost;
+    for (grain_u32 c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
+        prefetch_rows(p, width, c);
+    if (count >= 4 && p[0] == p[1] && p[1] == p[2] && p[2] == p[3])
+        pack_stretches(a, p, width, count, now);
+    else
+        pack_messages(a, p, width, count, now);
 }
 
 /* Flushes what this thread dispatched if a quiet request asked it to

@@ -164,40 +164,64 @@ void grain_outbuf_end_run(grain_outbuf_t *b);
 void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b);
 void grain_packer_run_ends_(grain_packer_t *p, grain_outbuf_t *b);
 
-/* Appends a PUT, add or increment of `cmd` at offset w1 with value w2 to
- * the run of buffer `b` (or starts one).  This is the aggregators' work per
- * message, so it does only what every message needs: its run's key, its two
- * stores and the run's length; the rest waits for the run's end. */
-GRAIN_PACKER_INLINE void grain_outbuf_run_append(grain_packer_t *p, grain_outbuf_t *b, uint32_t cmd, uint64_t w1,
-                                                 uint64_t w2)
+/* Appends `n` PUTs, adds or increments of `cmd` for `dest`, at offsets[i]
+ * with values[i]: the aggregators' short path, for a stretch of a slot
+ * whose messages share a destination and a command.  This is the
+ * aggregators' work per message, so it does only what every message needs:
+ * its run's key, its two stores and the run's length, which stay in
+ * registers while messages join the run (kept in the buffer, they made a
+ * chain of stores and loads from one message to the next); the rest waits
+ * for the run's end.  Stops before an offset the wire cannot carry and
+ * returns how many it appended (n: all); `*lost` counts those dropped as
+ * the job ends (`abandon`). */
+GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32_t dest, uint32_t cmd,
+                                                       const uint64_t *offsets, const uint64_t *values, size_t n,
+                                                       uint64_t now_ns, uint64_t *lost)
 {
-    if (__builtin_expect(((w1 & ~(uint64_t)UINT32_MAX) | cmd) != b->run_key, 0))
-        grain_outbuf_start_run(p, b, cmd, w1 >> 32, grain_run_values(cmd, w2));
-    else if (__builtin_expect(grain_run_above(w2, b->run_limit), 0))
-        grain_outbuf_widen_run(p, b);
-    uint32_t n = b->run_n, lo = (uint32_t)w1;
-    memcpy(b->run + 8 + 4 * n, &lo, 4);
-    /* Eight bytes whatever the run keeps: the next entry, or what follows
-     * the run, overwrites the upper half of a 32-bit value, and nothing reads
-     * an increment's. */
-    memcpy(b->run + GRAIN_RUN_VALUES_AT + ((size_t)n << b->run_shift), &w2, 8);
-    b->run_n = ++n;
-    if (n == b->run_cap)
-        grain_packer_run_ends_(p, b);
-}
-
-/* Appends a PUT, add or increment (GRAIN_CMD_PUT32 to GRAIN_CMD_INC64) at
- * an offset the wire carries for `dest`: the aggregators' short path, which
- * has checked those.  Returns GRAIN_ERR_PEER for a message dropped as the job ends
- * (`abandon`). */
-GRAIN_PACKER_INLINE grain_status_t grain_packer_append_run(grain_packer_t *p, uint32_t dest, uint32_t cmd,
-                                                           uint64_t w1, uint64_t w2, uint64_t now_ns)
-{
-    grain_outbuf_t *b = p->filling[dest];
-    if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)
-        return GRAIN_ERR_PEER;
-    grain_outbuf_run_append(p, b, cmd, w1, w2);
-    return GRAIN_OK;
+    /* A run's offsets share their bits from 32 up, and the wire's largest
+     * offset has every bit below those: an offset that matches a run's key
+     * fits the wire as the run's first did. */
+    _Static_assert((GRAIN_WIRE_MAX_OFFSET & UINT32_MAX) == UINT32_MAX, "an offset's key bounds it");
+    const uint64_t hi_bits = ~(uint64_t)UINT32_MAX;
+    size_t i = 0;
+    while (i < n) {
+        grain_outbuf_t *b = p->filling[dest];
+        if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL) {
+            *lost += n - i;
+            return n;
+        }
+        uint64_t w1 = offsets[i], v = values[i];
+        if (__builtin_expect(((w1 & hi_bits) | cmd) != b->run_key, 0)) {
+            if (w1 > GRAIN_WIRE_MAX_OFFSET)
+                return i;
+            grain_outbuf_start_run(p, b, cmd, w1 >> 32, grain_run_values(cmd, v));
+        } else if (__builtin_expect(grain_run_above(v, b->run_limit), 0)) {
+            grain_outbuf_widen_run(p, b);
+        }
+        uint8_t *run = b->run;
+        uint64_t key = b->run_key, limit = b->run_limit;
+        uint32_t k = b->run_n, cap = b->run_cap, shift = b->run_shift;
+        for (;;) {
+            uint32_t lo = (uint32_t)w1;
+            memcpy(run + 8 + 4 * k, &lo, 4);
+            /* Eight bytes whatever the run keeps: the next entry, or what
+             * follows the run, overwrites the upper half of a 32-bit value,
+             * and nothing reads an increment's. */
+            memcpy(run + GRAIN_RUN_VALUES_AT + ((size_t)k << shift), &v, 8);
+            k++;
+            i++;
+            if (k == cap || i == n)
+                break;
+            w1 = offsets[i];
+            v = values[i];
+            if (((w1 & hi_bits) | cmd) != key || grain_run_above(v, limit))
+                break;
+        }
+        b->run_n = k;
+        if (k == cap)
+            grain_packer_run_ends_(p, b);
+    }
+    return n;
 }
 
 /* Appends the queue message (hdr, w1, w2) for destination `dest`, with a
@@ -211,9 +235,10 @@ GRAIN_PACKER_INLINE grain_status_t grain_packer_append(grain_packer_t *p, uint32
 {
     uint32_t cmd = GRAIN_HDR_CMD(hdr);
     if (grain_cmd_runs(cmd)) {
-        if (w1 > GRAIN_WIRE_MAX_OFFSET)
+        uint64_t lost = 0;
+        if (grain_packer_append_stretch(p, dest, cmd, &w1, &w2, 1, now_ns, &lost) == 0)
             return GRAIN_ERR_BAD_MESSAGE;
-        return grain_packer_append_run(p, dest, cmd, w1, w2, now_ns);
+        return lost != 0 ? GRAIN_ERR_PEER : GRAIN_OK;
     }
     grain_outbuf_t *b = p->filling[dest];
     if (b == NULL && (b = grain_packer_open_(p, dest, now_ns)) == NULL)

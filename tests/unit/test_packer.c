@@ -391,6 +391,84 @@ static void test_random_runs(void **state)
     }
 }
 
+/* Every byte a packer sends, in order. */
+typedef struct {
+    uint8_t bytes[1 << 20];
+    size_t used;
+} capture_t;
+
+static void capture_send(void *arg, grain_outbuf_t *b)
+{
+    capture_t *c = arg;
+    size_t n = ((const grain_wire_hdr_t *)(const void *)b->data)->bytes;
+    assert_true(c->used + n <= sizeof c->bytes);
+    memcpy(c->bytes + c->used, b->data, n);
+    c->used += n;
+    grain_packer_release(b);
+}
+
+/* Stretches of one command, as the aggregators take them from a slot (runs
+ * kept in registers through a stretch), send the very bytes that the same
+ * messages appended one by one send: runs cut at their longest, by offsets
+ * that differ above bit 32, by a value too wide for a narrow run and by a
+ * full buffer, into buffers from the smallest to a few KiB; an offset the
+ * wire cannot carry stops a stretch where append refuses it. */
+static void test_stretches_pack_as_messages(void **state)
+{
+    static const uint32_t cmds[] = {GRAIN_CMD_PUT32, GRAIN_CMD_PUT64, GRAIN_CMD_ADD32,
+                                    GRAIN_CMD_ADD64, GRAIN_CMD_INC32, GRAIN_CMD_INC64};
+    const size_t sizes[] = {24 + GRAIN_WIRE_MAX_MSG, 100, 256, 1000, 4096};
+    static _Atomic uint64_t seq_one[2], seq_stretch[2];
+    static capture_t one, stretched;
+    uint64_t x = 0x2545f4914f6cdd1dull; /* xorshift64 */
+    for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        memset(seq_one, 0, sizeof seq_one), memset(seq_stretch, 0, sizeof seq_stretch);
+        one.used = stretched.used = 0;
+        grain_packer_t a, b;
+        assert_int_equal(grain_packer_init(&a, 0, 2, sizes[k], 2, 1000, seq_one, NULL, capture_send, &one),
+                         GRAIN_OK);
+        assert_int_equal(grain_packer_init(&b, 0, 2, sizes[k], 2, 1000, seq_stretch, NULL, capture_send, &stretched),
+                         GRAIN_OK);
+        unsigned refused = 0;
+        for (unsigned s = 0; s < 200; s++) {
+            uint64_t offsets[40], values[40];
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t cmd = cmds[x % 6];
+            size_t n = 1 + (x >> 8) % 40;
+            uint64_t width = grain_cmd_width(cmd), high = (x >> 20) % 4 == 0 ? 1ull << 32 : 0;
+            for (size_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                offsets[i] = ((x >> 16) % 64 * width) | ((x >> 60) == 0 ? high ^ 1ull << 32 : high);
+                values[i] = (x >> 40) % 16 == 0 ? x * 0x9e3779b97f4a7c15ull : (uint64_t)(int64_t)(int16_t)(x >> 24);
+                if ((x >> 52) % 128 == 0)
+                    offsets[i] = GRAIN_WIRE_MAX_OFFSET + 1;
+            }
+            for (size_t i = 0; i < n; i++) {
+                grain_status_t st = grain_packer_append(&a, 1, GRAIN_HDR(cmd, 0, 1), offsets[i], values[i], 0, 0, 0);
+                assert_int_equal(st, offsets[i] > GRAIN_WIRE_MAX_OFFSET ? GRAIN_ERR_BAD_MESSAGE : GRAIN_OK);
+            }
+            uint64_t lost = 0;
+            for (size_t i = 0; i < n;) {
+                i += grain_packer_append_stretch(&b, 1, cmd, offsets + i, values + i, n - i, 0, &lost);
+                if (i < n) { /* stopped before the offset append refused */
+                    assert_true(offsets[i] > GRAIN_WIRE_MAX_OFFSET);
+                    i++;
+                    refused++;
+                }
+            }
+            assert_int_equal(lost, 0);
+        }
+        grain_packer_flush_all(&a, GRAIN_FLUSH_QUIET);
+        grain_packer_flush_all(&b, GRAIN_FLUSH_QUIET);
+        assert_true(refused > 0);
+        assert_int_equal(b.stats.msgs, a.stats.msgs);
+        assert_int_equal(stretched.used, one.used);
+        assert_memory_equal(stretched.bytes, one.bytes, one.used);
+        grain_packer_destroy(&a);
+        grain_packer_destroy(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_run_offsets_above_4gib),
         cmocka_unit_test(test_widening_runs),
         cmocka_unit_test(test_random_runs),
+        cmocka_unit_test(test_stretches_pack_as_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
