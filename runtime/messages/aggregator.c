@@ -197,11 +197,16 @@ static inline __attribute__((always_inline)) void pack_columns(grain_aggregator_
             dispatched++;
             continue;
         }
+        if (!stretches) { /* its offset fits: it is taken */
+            grain_packer_append_stretch(&a->packer, pe, cmd, offsets + c, values + c, 1, now, &lost);
+            a->cmd_msgs[cmd]++;
+            c++;
+            continue;
+        }
         size_t n = 1;
-        if (stretches)
-            for (; c + n < count && hdrs[c + n] == hdr; n++)
-                if ((c + n) % WORDS_PER_LINE == 0 && c + n + PREFETCH_WORDS < count)
-                    prefetch_rows(p, width, (grain_u32)(c + n + PREFETCH_WORDS));
+        for (; c + n < count && hdrs[c + n] == hdr; n++)
+            if ((c + n) % WORDS_PER_LINE == 0 && c + n + PREFETCH_WORDS < count)
+                prefetch_rows(p, width, (grain_u32)(c + n + PREFETCH_WORDS));
         /* At least the first, whose offset fits; an offset that stops the
          * stretch dispatches next. */
         size_t took = grain_packer_append_stretch(&a->packer, pe, cmd, offsets + c, values + c, n, now, &lost);
