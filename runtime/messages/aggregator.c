@@ -115,6 +115,14 @@ static inline void prefetch_rows(const grain_u64 *p, grain_u32 width, grain_u32 
         __builtin_prefetch(p + (size_t)r * width + c, 0, 0);
 }
 
+/* The rows' line PREFETCH_WORDS ahead of column `c` of a slot of `count`,
+ * once a line: where `c` starts one. */
+static inline void prefetch_ahead(const grain_u64 *p, grain_u32 width, size_t c, size_t count)
+{
+    if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
+        prefetch_rows(p, width, (grain_u32)(c + PREFETCH_WORDS));
+}
+
 /* Column `c` of a slot of `count` messages, a message that takes two
  * columns, the second column of one (read with its first), or a quiet
  * request (held until the slot is done). */
@@ -187,8 +195,7 @@ static inline __attribute__((always_inline)) void pack_columns(grain_aggregator_
     /* The rows' lines ahead, a line each time the loop, or a stretch's
      * scan, reaches one (pack_slot asked for the first ones). */
     for (size_t c = 0; c < count;) {
-        if (c % WORDS_PER_LINE == 0 && c + PREFETCH_WORDS < count)
-            prefetch_rows(p, width, (grain_u32)c + PREFETCH_WORDS);
+        prefetch_ahead(p, width, c, count);
         grain_u64 hdr = hdrs[c];
         uint32_t pe = GRAIN_HDR_PE(hdr), cmd = GRAIN_HDR_CMD(hdr);
         if (!__builtin_expect(grain_cmd_runs(cmd) && pe < n_pes && pe != me && offsets[c] <= GRAIN_WIRE_MAX_OFFSET,
@@ -205,8 +212,7 @@ static inline __attribute__((always_inline)) void pack_columns(grain_aggregator_
         }
         size_t n = 1;
         for (; c + n < count && hdrs[c + n] == hdr; n++)
-            if ((c + n) % WORDS_PER_LINE == 0 && c + n + PREFETCH_WORDS < count)
-                prefetch_rows(p, width, (grain_u32)(c + n + PREFETCH_WORDS));
+            prefetch_ahead(p, width, c + n, count);
         /* At least the first, whose offset fits; an offset that stops the
          * stretch dispatches next. */
         size_t took = grain_packer_append_stretch(&a->packer, pe, cmd, offsets + c, values + c, n, now, &lost);

@@ -332,6 +332,12 @@ static void test_widening_runs(void **state)
     }
 }
 
+/* The tests' random numbers: xorshift64. */
+static void xorshift(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+}
+
 /* Receives each buffer as it is sent, and hands it back. */
 static char *sink_host, *sink_device;
 static unsigned sink_buffers;
@@ -354,7 +360,7 @@ static void test_random_runs(void **state)
                                     GRAIN_CMD_ADD64, GRAIN_CMD_INC32, GRAIN_CMD_INC64};
     const size_t sizes[] = {24 + GRAIN_WIRE_MAX_MSG, 100, 256, 1000, 4096};
     _Alignas(8) static char direct[HEAP], host[HEAP], device[HEAP];
-    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    uint64_t x = 88172645463325252ull;
     for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         memset(seq, 0, sizeof seq);
         memset(direct, 0, HEAP), memset(host, 0, HEAP), memset(device, 0, HEAP);
@@ -364,7 +370,7 @@ static void test_random_runs(void **state)
         unsigned same = 0;
         uint32_t cmd = GRAIN_CMD_INC64;
         for (unsigned i = 0; i < 3000; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            xorshift(&x);
             if (same == 0) { /* a stretch of one command, as a work-group sends */
                 cmd = cmds[x % 6];
                 same = 1 + (unsigned)(x >> 8) % 40;
@@ -420,7 +426,7 @@ static void test_stretches_pack_as_messages(void **state)
     const size_t sizes[] = {24 + GRAIN_WIRE_MAX_MSG, 100, 256, 1000, 4096};
     static _Atomic uint64_t seq_one[2], seq_stretch[2];
     static capture_t one, stretched;
-    uint64_t x = 0x2545f4914f6cdd1dull; /* xorshift64 */
+    uint64_t x = 0x2545f4914f6cdd1dull;
     for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         memset(seq_one, 0, sizeof seq_one), memset(seq_stretch, 0, sizeof seq_stretch);
         one.used = stretched.used = 0;
@@ -432,12 +438,12 @@ static void test_stretches_pack_as_messages(void **state)
         unsigned refused = 0;
         for (unsigned s = 0; s < 200; s++) {
             uint64_t offsets[40], values[40];
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            xorshift(&x);
             uint32_t cmd = cmds[x % 6];
             size_t n = 1 + (x >> 8) % 40;
             uint64_t width = grain_cmd_width(cmd), high = (x >> 20) % 4 == 0 ? 1ull << 32 : 0;
             for (size_t i = 0; i < n; i++) {
-                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                xorshift(&x);
                 offsets[i] = ((x >> 16) % 64 * width) | ((x >> 60) == 0 ? high ^ 1ull << 32 : high);
                 values[i] = (x >> 40) % 16 == 0 ? x * 0x9e3779b97f4a7c15ull : (uint64_t)(int64_t)(int16_t)(x >> 24);
                 if ((x >> 52) % 128 == 0)
