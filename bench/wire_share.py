@@ -38,7 +38,8 @@ from driver import Progress, pyplot, require_built, run_app, split_extra
 FIELDS = ("repeat", "aggregators", "recv_threads", "verified", "seconds", "gups", "wire_gb_per_s_per_rank",
           "mpi_gb_per_s_per_rank", "share", "msgs_per_s_per_rank", "wire_bytes_per_message", "plain_share",
           "remote_messages", "received_bytes", "apply_messages_kept", "queue_full_waits", "aggregator_busy_s",
-          "aggregator_buffer_wait_s", "aggregator_send_s", "receive_threads_busy_s", "backend", "device", "error")
+          "aggregator_buffer_wait_s", "aggregator_send_s", "aggregator_busy_max_s", "network_progress_s",
+          "receive_busy_s", "receive_threads_busy_s", "backend", "device", "error")
 TARGET = 0.8
 PLAIN_INC_BYTES = 8  # a 64-bit increment outside a run
 
@@ -75,7 +76,8 @@ def gups_run(args, aggs, threads, mpi, extra):
                device=d["device"])
     row.update({k: t.get(k) for k in ("remote_messages", "received_bytes", "apply_messages_kept",
                                       "queue_full_waits", "aggregator_busy_s", "aggregator_buffer_wait_s",
-                                      "aggregator_send_s", "receive_threads_busy_s")})
+                                      "aggregator_send_s", "aggregator_busy_max_s", "network_progress_s",
+                                      "receive_busy_s", "receive_threads_busy_s")})
     if row["verified"] is False:
         row["error"] = "did not verify"
     return row

@@ -15,8 +15,9 @@
 enum {
     S_SLOTS, S_FULL_WAITS, S_LOCAL, S_REMOTE, S_DIRECT, S_BUFFERS, S_BYTES, S_FLUSH_FULL, S_FLUSH_TIMEOUT,
     S_FLUSH_QUIET, S_FLUSH_SCOPE, S_BUFFER_WAITS, S_RECV_BUFFERS, S_RECV_BYTES, S_APPLY_KERNELS, S_APPLY_BUFFERS,
-    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_APPLY_AGENTS, S_APPLY_AGENT_BUFFERS, S_BUSY_NS, S_WAIT_NS, S_SEND_NS, S_RECV_BUSY_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS,
-    S_RECV_THREAD_MAX_BUFFERS, S_SCHED0, S_EP0 = S_SCHED0 + GRAIN_SCHED_COUNTS, S_PHASE0 = S_EP0 + GRAIN_EP_COUNTS,
+    S_APPLY_KEPT, S_APPLY_OVERLAPPED, S_APPLY_AGENTS, S_APPLY_AGENT_BUFFERS, S_BUSY_NS, S_BUSY_MAX_NS, S_WAIT_NS,
+    S_SEND_NS, S_RECV_BUSY_NS, S_PROGRESS_NS, S_RECV_THREADS, S_RECV_THREADS_BUSY_NS, S_RECV_THREAD_MAX_BUFFERS,
+    S_SCHED0, S_EP0 = S_SCHED0 + GRAIN_SCHED_COUNTS, S_PHASE0 = S_EP0 + GRAIN_EP_COUNTS,
     S_CMD0 = S_PHASE0 + GRAIN_PHASE_COUNT,
     S_FIXED = S_CMD0 + GRAIN_CMD_COUNT /* then per rank: msgs and bytes to it, buffers and msgs rejected from it */
 };
@@ -56,6 +57,8 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
         r[S_FLUSH_SCOPE] += ps->flushes[GRAIN_FLUSH_SCOPE];
         r[S_BUFFER_WAITS] += ps->buffer_waits;
         r[S_BUSY_NS] += agg->busy_ns;
+        if (agg->busy_ns > r[S_BUSY_MAX_NS])
+            r[S_BUSY_MAX_NS] = agg->busy_ns;
         r[S_WAIT_NS] += ps->wait_ns;
         r[S_SEND_NS] += ps->send_ns;
         for (unsigned c = 1; c < GRAIN_CMD_COUNT; c++)
@@ -73,6 +76,7 @@ static uint64_t *gather(grain_t *g, size_t *width_p)
     }
     r[S_RECV_BYTES] = g->recv_bytes;
     r[S_RECV_BUSY_NS] = g->recv_busy_ns;
+    r[S_PROGRESS_NS] = g->tops->progress_ns != NULL ? g->tops->progress_ns(g->transport) : 0;
     grain_receivers_stats_t rs = grain_receivers_stats(g->receivers);
     r[S_RECV_THREADS] = rs.threads;
     r[S_RECV_THREADS_BUSY_NS] = rs.busy_ns;
@@ -142,8 +146,8 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             "\"buffer_waits\":%llu,\"received_buffers\":%llu,\"received_bytes\":%llu,"
             "\"apply_kernels\":%llu,\"apply_buffers\":%llu,\"apply_messages_kept\":%llu,"
             "\"apply_kernels_overlapped\":%llu,\"apply_agents\":%llu,\"apply_agent_buffers\":%llu,"
-            "\"aggregator_busy_s\":%.6f,\"aggregator_buffer_wait_s\":%.6f,"
-            "\"aggregator_send_s\":%.6f,\"receive_busy_s\":%.6f,"
+            "\"aggregator_busy_s\":%.6f,\"aggregator_busy_max_s\":%.6f,\"aggregator_buffer_wait_s\":%.6f,"
+            "\"aggregator_send_s\":%.6f,\"receive_busy_s\":%.6f,\"network_progress_s\":%.6f,"
             "\"receive_threads\":%llu,\"receive_threads_busy_s\":%.6f,\"receive_thread_max_share\":%.4f,"
             "\"rejected_buffers\":%llu,\"rejected_messages\":%llu",
             (unsigned long long)r[S_LOCAL], (unsigned long long)r[S_REMOTE], (unsigned long long)r[S_DIRECT],
@@ -157,8 +161,9 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
             (unsigned long long)r[S_APPLY_BUFFERS], (unsigned long long)r[S_APPLY_KEPT],
             (unsigned long long)r[S_APPLY_OVERLAPPED], (unsigned long long)r[S_APPLY_AGENTS],
             (unsigned long long)r[S_APPLY_AGENT_BUFFERS],
-            (double)r[S_BUSY_NS] * 1e-9, (double)r[S_WAIT_NS] * 1e-9, (double)r[S_SEND_NS] * 1e-9,
-            (double)r[S_RECV_BUSY_NS] * 1e-9, (unsigned long long)r[S_RECV_THREADS],
+            (double)r[S_BUSY_NS] * 1e-9, (double)r[S_BUSY_MAX_NS] * 1e-9, (double)r[S_WAIT_NS] * 1e-9,
+            (double)r[S_SEND_NS] * 1e-9, (double)r[S_RECV_BUSY_NS] * 1e-9, (double)r[S_PROGRESS_NS] * 1e-9,
+            (unsigned long long)r[S_RECV_THREADS],
             (double)r[S_RECV_THREADS_BUSY_NS] * 1e-9, ratio(r[S_RECV_THREAD_MAX_BUFFERS], r[S_RECV_BUFFERS]),
             (unsigned long long)sum(r + S_FIXED + 2 * n, n), (unsigned long long)sum(r + S_FIXED + 3 * n, n));
     json_array(out, "messages_to", r + S_FIXED, n);

@@ -133,6 +133,12 @@ typedef struct grain_transport_ops {
     int (*ep_test)(grain_transport_t *t, void *req, size_t *len, grain_status_t *st);
     void (*ep_cancel)(grain_transport_t *t, void *req);
     uint64_t (*ep_tags)(grain_transport_t *t);
+
+    /* Nanoseconds the transport's own thread has spent in the library's
+     * progress calls (MPI_Testsome and the like), whatever they completed:
+     * where the network thread is the limit, this is most of the run.  NULL
+     * where the transport has no thread or does not measure it. */
+    uint64_t (*progress_ns)(grain_transport_t *t);
 } grain_transport_ops_t;
 
 extern const grain_transport_ops_t grain_transport_self;

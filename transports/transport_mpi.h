@@ -107,6 +107,7 @@ struct grain_transport {
     uint64_t beat_in;
     MPI_Request *beat_reqs;   /* per peer: the heartbeat in flight to it */
     uint64_t *beat_sent_ns;
+    _Atomic uint64_t progress_ns; /* written by the network thread only: its time in MPI_Testsome */
     atomic_int failing;       /* claimed by the first to find a failure */
     atomic_int failed;        /* `why` is written */
     char why[768];
