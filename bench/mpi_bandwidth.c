@@ -7,9 +7,22 @@
  * destination in flight).  It prints GB/s received per rank, the ceiling
  * for grain's applied wire bytes on the same ranks (bench/wire_share.py).
  *
- *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--json]
+ * With --threads T it moves the bytes the way grain's MPI transport does
+ * under GRAIN_MPI_THREADS=multiple (transports/transport_mpi.c), to show
+ * what that way costs MPI itself: T sender threads (the aggregators) each
+ * write a buffer of their own and post it with MPI_Isend, W in flight a
+ * peer, and hand the request to the main thread (the network thread), the
+ * only one that tests: it keeps T x W receives a peer posted, reposts each
+ * as it completes and completes the senders' requests, all with
+ * MPI_Testsome.  Without it, one thread posts a window of sends from one
+ * buffer and receives into a window of buffers, both hot in its cache.
+ *
+ *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T] [--json]
  */
 #include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +30,12 @@
 #include "tools/cli/cli.h"
 
 typedef struct options {
-    unsigned long long bytes, window;
+    unsigned long long bytes, window, threads;
     double seconds;
     int json;
 } options_t;
 
-enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_JSON };
+enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_THREADS, OPT_JSON };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -33,36 +46,24 @@ static void take(void *state, int key, const char *option, const char *value)
         o->window = cli_u64_in(option, value, 1, 1024);
     else if (key == OPT_SECONDS)
         o->seconds = cli_real(option, value, 1e-3, 3600);
+    else if (key == OPT_THREADS)
+        o->threads = cli_u64_in(option, value, 0, 64);
     else
         o->json = 1;
 }
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--json]\n"
-                 "  every rank sends B-byte buffers to every other rank, W in flight a peer, for S seconds\n");
+    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T] [--json]\n"
+                 "  every rank sends B-byte buffers to every other rank, W in flight a peer, for S seconds;\n"
+                 "  with T, T threads write and post the sends and one thread tests them and the receives\n");
 }
 
-int main(int argc, char **argv)
+/* GB/s received by this rank in rounds of a full window to and from every
+ * peer, until every rank has run `seconds` (decided together, so that all
+ * stop at one round). */
+static double rounds_rate(int me, int n, size_t bytes, int window, double seconds)
 {
-    static const cli_option_t options[] = {
-        {"bytes", 1, OPT_BYTES}, {"window", 1, OPT_WINDOW}, {"seconds", 1, OPT_SECONDS}, {"json", 0, OPT_JSON}};
-    options_t o = {65536, 3, 2.0, 0};
-    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
-    cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
-    MPI_Init(&argc, &argv);
-    int me, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    size_t bytes = (size_t)o.bytes;
-    int window = (int)o.window, json = o.json;
-    double seconds = o.seconds;
-    if (n < 2) {
-        if (me == 0)
-            fprintf(stderr, "mpi_bandwidth: needs two ranks or more\n");
-        MPI_Finalize();
-        return 2;
-    }
     int peers = n - 1, slots = peers * window;
     char *sbuf = malloc(bytes), *rbuf = malloc((size_t)slots * bytes);
     MPI_Request *req = malloc(2 * (size_t)slots * sizeof *req);
@@ -71,8 +72,6 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     memset(sbuf, me, bytes);
-    /* Rounds of a full window to and from every peer, until every rank has
-     * run `seconds` (decided together, so that all stop at one round). */
     long rounds = 0;
     double t0 = 0;
     for (int stop = 0, warm = 1; !stop;) {
@@ -96,22 +95,235 @@ int main(int argc, char **argv)
         MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
         stop = done;
     }
-    double t = MPI_Wtime() - t0, gbs = (double)rounds * slots * (double)bytes / t / 1e9, min = gbs, sum = gbs;
-    MPI_Allreduce(MPI_IN_PLACE, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (json)
-            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"seconds\":%.3f,\"recv_gb_per_s_per_rank\":%.4f,"
-                   "\"recv_gb_per_s_min\":%.4f}\n",
-                   n, bytes, window, t, sum / n, min);
-        else
-            printf("mpi_bandwidth: %d ranks, %zu-byte messages, window %d a peer: %.3f GB/s received per rank "
-                   "(slowest rank %.3f)\n",
-                   n, bytes, window, sum / n, min);
-    }
+    double gbs = (double)rounds * slots * (double)bytes / (MPI_Wtime() - t0) / 1e9;
     free(sbuf);
     free(rbuf);
     free(req);
+    return gbs;
+}
+
+/* The sends the sender threads posted, for the main thread to complete. */
+typedef struct handoff {
+    pthread_mutex_t lock;
+    MPI_Request *reqs;
+    atomic_int **busy;
+    int n;
+    atomic_int senders_left;
+} handoff_t;
+
+typedef struct sender {
+    pthread_t thread;
+    MPI_Comm comm;
+    int me, n, window;
+    size_t bytes;
+    double until;
+    char *bufs;       /* (n - 1) x window buffers */
+    atomic_int *busy; /* per buffer: posted and not completed yet */
+    long *sent_to;    /* per rank: buffers posted to it */
+    handoff_t *h;
+} sender_t;
+
+static void *sender_thread(void *arg)
+{
+    sender_t *s = arg;
+    int fill = s->me;
+    while (MPI_Wtime() < s->until) {
+        int posted = 0;
+        for (int p = 0, b = 0; p < s->n; p++) {
+            for (int w = 0; p != s->me && w < s->window; w++, b++) {
+                if (atomic_load_explicit(&s->busy[b], memory_order_acquire))
+                    continue;
+                char *buf = s->bufs + (size_t)b * s->bytes;
+                memset(buf, ++fill & 0xff, s->bytes); /* as an aggregator packs it */
+                atomic_store_explicit(&s->busy[b], 1, memory_order_relaxed);
+                MPI_Request req;
+                MPI_Isend(buf, (int)s->bytes, MPI_BYTE, p, 0, s->comm, &req);
+                s->sent_to[p]++;
+                pthread_mutex_lock(&s->h->lock);
+                s->h->reqs[s->h->n] = req;
+                s->h->busy[s->h->n++] = &s->busy[b];
+                pthread_mutex_unlock(&s->h->lock);
+                posted = 1;
+            }
+        }
+        if (!posted) /* every buffer in flight: as an aggregator waits for one */
+            sched_yield();
+    }
+    atomic_fetch_sub(&s->h->senders_left, 1);
+    return NULL;
+}
+
+static void *zalloc(size_t bytes)
+{
+    void *p = calloc(1, bytes);
+    if (p == NULL) {
+        fprintf(stderr, "mpi_bandwidth: no memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+/* Completes the sends in `reqs` that are done, freeing their buffers;
+ * returns how many are left, moved to the front. */
+static int complete_sends(int n, MPI_Request *reqs, atomic_int **busy, int *idx)
+{
+    int done = 0;
+    MPI_Testsome(n, reqs, &done, idx, MPI_STATUSES_IGNORE);
+    if (done == MPI_UNDEFINED || done == 0)
+        return n;
+    for (int k = 0; k < done; k++)
+        atomic_store_explicit(busy[idx[k]], 0, memory_order_release);
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] != MPI_REQUEST_NULL) {
+            reqs[j] = reqs[i];
+            busy[j++] = busy[i];
+        }
+    }
+    return j;
+}
+
+/* GB/s received by this rank from T sender threads a rank, grain's way
+ * (the file's comment), from the barrier until the last buffer arrives. */
+static double threaded_rate(int me, int n, size_t bytes, int window, double seconds, int threads)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    int peers = n - 1, per_thread = peers * window, recvs = per_thread * threads, cap = recvs;
+    handoff_t h = {.reqs = zalloc((size_t)cap * sizeof(MPI_Request)), .busy = zalloc((size_t)cap * sizeof(void *))};
+    pthread_mutex_init(&h.lock, NULL);
+    atomic_init(&h.senders_left, threads);
+    MPI_Request *sends = zalloc((size_t)cap * sizeof *sends), *rreq = zalloc((size_t)recvs * sizeof *rreq);
+    atomic_int **sbusy = zalloc((size_t)cap * sizeof *sbusy);
+    int *idx = zalloc((size_t)(recvs > cap ? recvs : cap) * sizeof *idx);
+    MPI_Status *st = zalloc((size_t)recvs * sizeof *st);
+    char *rbuf = zalloc((size_t)recvs * bytes);
+    long *sent_to = zalloc((size_t)n * sizeof *sent_to), *expect = zalloc((size_t)n * sizeof *expect);
+    long *got = zalloc((size_t)n * sizeof *got);
+    sender_t *s = zalloc((size_t)threads * sizeof *s);
+    for (int r = 0; r < recvs; r++)
+        MPI_Irecv(rbuf + (size_t)r * bytes, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, comm, &rreq[r]);
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime(), t_last = t0;
+    for (int i = 0; i < threads; i++) {
+        s[i] = (sender_t){.comm = comm, .me = me, .n = n, .window = window, .bytes = bytes, .until = t0 + seconds,
+                          .bufs = zalloc((size_t)per_thread * bytes), .busy = zalloc(per_thread * sizeof(atomic_int)),
+                          .sent_to = zalloc((size_t)n * sizeof(long)), .h = &h};
+        pthread_create(&s[i].thread, NULL, sender_thread, &s[i]);
+    }
+    double received = 0;
+    int in_flight = 0, counted = 0;
+    MPI_Request counts = MPI_REQUEST_NULL;
+    for (;;) {
+        pthread_mutex_lock(&h.lock);
+        for (int k = 0; k < h.n; k++) {
+            sends[in_flight] = h.reqs[k];
+            sbusy[in_flight++] = h.busy[k];
+        }
+        h.n = 0;
+        pthread_mutex_unlock(&h.lock);
+        if (in_flight > 0)
+            in_flight = complete_sends(in_flight, sends, sbusy, idx);
+        int done = 0;
+        MPI_Testsome(recvs, rreq, &done, idx, st);
+        for (int k = 0; done != MPI_UNDEFINED && k < done; k++) {
+            int len = 0;
+            MPI_Get_count(&st[k], MPI_BYTE, &len);
+            received += len;
+            got[st[k].MPI_SOURCE]++;
+            t_last = MPI_Wtime();
+            MPI_Irecv(rbuf + (size_t)idx[k] * bytes, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, comm, &rreq[idx[k]]);
+        }
+        /* Once this rank's senders are done, the ranks tell each other
+         * how many buffers they sent, and this one receives until it has
+         * them all. */
+        if (counts == MPI_REQUEST_NULL && !counted && atomic_load(&h.senders_left) == 0 && in_flight == 0) {
+            pthread_mutex_lock(&h.lock);
+            int handed = h.n;
+            pthread_mutex_unlock(&h.lock);
+            if (handed == 0) {
+                for (int i = 0; i < threads; i++)
+                    for (int p = 0; p < n; p++)
+                        sent_to[p] += s[i].sent_to[p];
+                MPI_Ialltoall(sent_to, 1, MPI_LONG, expect, 1, MPI_LONG, comm, &counts);
+            }
+        }
+        if (counts != MPI_REQUEST_NULL) {
+            int flag = 0;
+            MPI_Test(&counts, &flag, MPI_STATUS_IGNORE);
+            counted = flag;
+        }
+        if (counted) {
+            int all = 1;
+            for (int p = 0; p < n; p++)
+                all &= p == me || got[p] == expect[p];
+            if (all)
+                break;
+        }
+    }
+    for (int r = 0; r < recvs; r++)
+        MPI_Cancel(&rreq[r]);
+    MPI_Waitall(recvs, rreq, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < threads; i++) {
+        pthread_join(s[i].thread, NULL);
+        free(s[i].bufs);
+        free(s[i].busy);
+        free(s[i].sent_to);
+    }
+    pthread_mutex_destroy(&h.lock);
+    free(h.reqs);
+    free(h.busy);
+    free(sends);
+    free(rreq);
+    free(sbusy);
+    free(idx);
+    free(st);
+    free(rbuf);
+    free(sent_to);
+    free(expect);
+    free(got);
+    free(s);
+    MPI_Comm_free(&comm);
+    return received / (t_last - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    static const cli_option_t options[] = {{"bytes", 1, OPT_BYTES},     {"window", 1, OPT_WINDOW},
+                                           {"seconds", 1, OPT_SECONDS}, {"threads", 1, OPT_THREADS},
+                                           {"json", 0, OPT_JSON}};
+    options_t o = {65536, 3, 0, 2.0, 0};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
+    int threads = (int)o.threads, provided = 0;
+    MPI_Init_thread(&argc, &argv, threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    int me, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    size_t bytes = (size_t)o.bytes;
+    int window = (int)o.window;
+    if (n < 2 || (threads > 0 && provided < MPI_THREAD_MULTIPLE)) {
+        if (me == 0)
+            fprintf(stderr, n < 2 ? "mpi_bandwidth: needs two ranks or more\n"
+                                  : "mpi_bandwidth: --threads needs MPI_THREAD_MULTIPLE, which this MPI lacks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    double gbs = threads > 0 ? threaded_rate(me, n, bytes, window, o.seconds, threads)
+                             : rounds_rate(me, n, bytes, window, o.seconds);
+    double min = gbs, sum = gbs;
+    MPI_Allreduce(MPI_IN_PLACE, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) {
+        if (o.json)
+            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"threads\":%d,\"recv_gb_per_s_per_rank\":%.4f,"
+                   "\"recv_gb_per_s_min\":%.4f}\n",
+                   n, bytes, window, threads, sum / n, min);
+        else
+            printf("mpi_bandwidth: %d ranks, %zu-byte messages, window %d a peer%s: %.3f GB/s received per rank "
+                   "(slowest rank %.3f)\n",
+                   n, bytes, window, threads > 0 ? " and sender thread" : "", sum / n, min);
+    }
     MPI_Finalize();
     return 0;
 }
