@@ -14,10 +14,14 @@
  * peer, and hand the request to the main thread (the network thread), the
  * only one that tests: it keeps T x W receives a peer posted, reposts each
  * as it completes and completes the senders' requests, all with
- * MPI_Testsome.  Without it, one thread posts a window of sends from one
- * buffer and receives into a window of buffers, both hot in its cache.
+ * MPI_Testsome.  With --progress too, a sender thread whose buffers are all
+ * in flight drives MPI's progress (MPI_Iprobe) instead of yielding: whether
+ * grain's aggregators, waiting for a buffer, could take some of the network
+ * thread's copies.  Without --threads,
+ * one thread posts a window of sends from one buffer and receives into a
+ * window of buffers, both hot in its cache.
  *
- *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T] [--json]
+ *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T [--progress]] [--json]
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -32,10 +36,10 @@
 typedef struct options {
     unsigned long long bytes, window, threads;
     double seconds;
-    int json;
+    int progress, json;
 } options_t;
 
-enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_THREADS, OPT_JSON };
+enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_THREADS, OPT_PROGRESS, OPT_JSON };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -48,15 +52,19 @@ static void take(void *state, int key, const char *option, const char *value)
         o->seconds = cli_real(option, value, 1e-3, 3600);
     else if (key == OPT_THREADS)
         o->threads = cli_u64_in(option, value, 0, 64);
+    else if (key == OPT_PROGRESS)
+        o->progress = 1;
     else
         o->json = 1;
 }
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T] [--json]\n"
+    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T [--progress]]\n"
+                 "                     [--json]\n"
                  "  every rank sends B-byte buffers to every other rank, W in flight a peer, for S seconds;\n"
-                 "  with T, T threads write and post the sends and one thread tests them and the receives\n");
+                 "  with T, T threads write and post the sends and one thread tests them and the receives;\n"
+                 "  with --progress, a sender thread with every buffer in flight drives MPI's progress\n");
 }
 
 /* GB/s received by this rank in rounds of a full window to and from every
@@ -114,7 +122,7 @@ typedef struct handoff {
 typedef struct sender {
     pthread_t thread;
     MPI_Comm comm;
-    int me, n, window;
+    int me, n, window, progress;
     size_t bytes;
     double until;
     char *bufs;       /* (n - 1) x window buffers */
@@ -146,8 +154,12 @@ static void *sender_thread(void *arg)
                 posted = 1;
             }
         }
-        if (!posted) /* every buffer in flight: as an aggregator waits for one */
+        if (!posted && s->progress) { /* every buffer in flight: help MPI move them (a tag nobody sends) */
+            int flag = 0;
+            MPI_Iprobe(MPI_ANY_SOURCE, 1, s->comm, &flag, MPI_STATUS_IGNORE);
+        } else if (!posted) {
             sched_yield();
+        }
     }
     atomic_fetch_sub(&s->h->senders_left, 1);
     return NULL;
@@ -185,7 +197,7 @@ static int complete_sends(int n, MPI_Request *reqs, atomic_int **busy, int *idx)
 
 /* GB/s received by this rank from T sender threads a rank, grain's way
  * (the file's comment), from the barrier until the last buffer arrives. */
-static double threaded_rate(int me, int n, size_t bytes, int window, double seconds, int threads)
+static double threaded_rate(int me, int n, size_t bytes, int window, double seconds, int threads, int progress)
 {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -206,7 +218,8 @@ static double threaded_rate(int me, int n, size_t bytes, int window, double seco
     MPI_Barrier(comm);
     double t0 = MPI_Wtime(), t_last = t0;
     for (int i = 0; i < threads; i++) {
-        s[i] = (sender_t){.comm = comm, .me = me, .n = n, .window = window, .bytes = bytes, .until = t0 + seconds,
+        s[i] = (sender_t){.comm = comm, .me = me, .n = n, .window = window, .progress = progress, .bytes = bytes,
+                          .until = t0 + seconds,
                           .bufs = zalloc((size_t)per_thread * bytes), .busy = zalloc(per_thread * sizeof(atomic_int)),
                           .sent_to = zalloc((size_t)n * sizeof(long)), .h = &h};
         pthread_create(&s[i].thread, NULL, sender_thread, &s[i]);
@@ -291,8 +304,8 @@ int main(int argc, char **argv)
 {
     static const cli_option_t options[] = {{"bytes", 1, OPT_BYTES},     {"window", 1, OPT_WINDOW},
                                            {"seconds", 1, OPT_SECONDS}, {"threads", 1, OPT_THREADS},
-                                           {"json", 0, OPT_JSON}};
-    options_t o = {65536, 3, 0, 2.0, 0};
+                                           {"progress", 0, OPT_PROGRESS}, {"json", 0, OPT_JSON}};
+    options_t o = {65536, 3, 0, 2.0, 0, 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
     int threads = (int)o.threads, provided = 0;
@@ -309,16 +322,16 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    double gbs = threads > 0 ? threaded_rate(me, n, bytes, window, o.seconds, threads)
+    double gbs = threads > 0 ? threaded_rate(me, n, bytes, window, o.seconds, threads, o.progress)
                              : rounds_rate(me, n, bytes, window, o.seconds);
     double min = gbs, sum = gbs;
     MPI_Allreduce(MPI_IN_PLACE, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0) {
         if (o.json)
-            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"threads\":%d,\"recv_gb_per_s_per_rank\":%.4f,"
-                   "\"recv_gb_per_s_min\":%.4f}\n",
-                   n, bytes, window, threads, sum / n, min);
+            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"threads\":%d,\"progress\":%d,"
+                   "\"recv_gb_per_s_per_rank\":%.4f,\"recv_gb_per_s_min\":%.4f}\n",
+                   n, bytes, window, threads, o.progress, sum / n, min);
         else
             printf("mpi_bandwidth: %d ranks, %zu-byte messages, window %d a peer%s: %.3f GB/s received per rank "
                    "(slowest rank %.3f)\n",
