@@ -252,12 +252,19 @@ uint64_t grain_ep_channel_tag(unsigned devices, int src, int dst, int tag);
 /* Collectives as messages (ep_coll_messages.c), each endpoint's part of the
  * schedule on `mem` from byte `at`: a binomial tree from `root` of `bytes`;
  * a ring of slots of `bytes`; a ring of reduce-scatter and allgather of
- * `count` elements; then the reductions' kernels and scratch memory freed,
- * when the endpoint returns. */
+ * `count` elements; a binomial tree reducing `count` elements into `root`;
+ * a gather's or a scatter's slots of `bytes` between `root` and each
+ * endpoint; pairwise exchanges of an alltoall's slots; then the reductions'
+ * kernels and scratch memory freed, when the endpoint returns. */
 grain_status_t grain_ep_tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root);
 grain_status_t grain_ep_ring_allgather(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes);
 grain_status_t grain_ep_ring_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t count,
                                        grain_dtype_t dtype, grain_op_t op);
+grain_status_t grain_ep_tree_reduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t count,
+                                    grain_dtype_t dtype, grain_op_t op, int root);
+grain_status_t grain_ep_root_slots(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root,
+                                   int scatter);
+grain_status_t grain_ep_pairwise_alltoall(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes);
 void grain_ep_reduce_release(grain_cmdq_t *q);
 /* grain_ep_isend and grain_ep_irecv on the collectives' tag. */
 grain_status_t grain_ep_coll_isend(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t offset, size_t bytes, int dest,

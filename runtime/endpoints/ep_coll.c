@@ -5,7 +5,7 @@
  * endpoint of a rank to arrive leads: it combines the rank's parts, agrees
  * with the other ranks that all called the same collective, and runs grain's
  * host collective on the result; then every endpoint copies the result back
- * to its device.  Large broadcasts, allgathers and allreduces move as
+ * to its device.  Large collectives, every one but the barrier, move as
  * messages between the endpoints instead (ep_coll_messages.c), between two
  * agreements.
  *
@@ -444,6 +444,12 @@ static grain_status_t by_messages(grain_cmdq_t *q, const char *what, grain_ep_me
         st = grain_ep_tree_broadcast(q, mem, offset, c->count, c->root);
     else if (c->kind == COLL_ALLGATHER)
         st = grain_ep_ring_allgather(q, mem, offset, c->count);
+    else if (c->kind == COLL_GATHER || c->kind == COLL_SCATTER)
+        st = grain_ep_root_slots(q, mem, offset, c->count, c->root, c->kind == COLL_SCATTER);
+    else if (c->kind == COLL_ALLTOALL)
+        st = grain_ep_pairwise_alltoall(q, mem, offset, c->count);
+    else if (c->kind == COLL_REDUCE)
+        st = grain_ep_tree_reduce(q, mem, offset, c->count, c->dtype, c->op, c->root);
     else
         st = grain_ep_ring_allreduce(q, mem, offset, c->count, c->dtype, c->op);
     if (st != GRAIN_OK)
@@ -452,8 +458,8 @@ static grain_status_t by_messages(grain_cmdq_t *q, const char *what, grain_ep_me
     return finish(q, st, why, gather(q, &done, key_of_coll(&done), NULL, st));
 }
 
-/* Whether a collective of `bytes` (a broadcast's or an allreduce's, an
- * allgather's slot) moves as messages: GRAIN_EP_COLL_MESSAGES's choice, the same on every
+/* Whether a collective of `bytes` (a broadcast's or a reduction's, a slot
+ * collective's slot) moves as messages: GRAIN_EP_COLL_MESSAGES's choice, the same on every
  * rank with the same settings (a rank that differs makes the agreement
  * fail, naming different arguments). */
 static int as_messages(const grain_cmdq_t *q, size_t bytes)
@@ -539,7 +545,7 @@ static grain_status_t reduction(grain_cmdq_t *q, const char *what, int kind, gra
         st = check_reduction(what, dtype, op);
     int takes = kind == COLL_ALLREDUCE || q->id == root;
     coll_t c = {.kind = kind, .count = count, .dtype = dtype, .op = op, .root = root,
-                .messages = kind == COLL_ALLREDUCE && count <= SIZE_MAX / 8 && as_messages(q, 8 * count)};
+                .messages = count <= SIZE_MAX / 8 && as_messages(q, 8 * count)};
     side_t s = {.out_bytes = 8 * count, .in_bytes = takes ? 8 * count : 0,
                 .needs = GRAIN_EP_READ | (takes ? GRAIN_EP_WRITE : 0)};
     return run(q, what, mem, offset, &c, st == GRAIN_OK ? s : (side_t){0}, st);
@@ -578,8 +584,7 @@ static grain_status_t slots(grain_cmdq_t *q, const char *what, int kind, grain_e
     size_t n = (size_t)q->count, mine = (size_t)q->id * bytes;
     grain_status_t st = check_args(q, what, n, bytes, root);
     int am_root = q->id == root;
-    coll_t c = {.kind = kind, .count = bytes, .root = root,
-                .messages = kind == COLL_ALLGATHER && as_messages(q, bytes)};
+    coll_t c = {.kind = kind, .count = bytes, .root = root, .messages = as_messages(q, bytes)};
     side_t s = {0};
     if (kind == COLL_ALLGATHER || kind == COLL_GATHER) {
         int takes = kind == COLL_ALLGATHER || am_root;

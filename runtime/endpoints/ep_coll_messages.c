@@ -81,22 +81,29 @@ grain_status_t grain_ep_tree_broadcast(grain_cmdq_t *q, grain_ep_mem_t *mem, siz
     return st != GRAIN_OK ? st : sst;
 }
 
-/* One step of a ring: `in_bytes` from the left neighbour into `into` at
- * `in_at`, and `out_bytes` of mem at `out_at` to the right one, or 0 bytes
+/* One step of an exchange: `in_bytes` from endpoint `from` into `into` at
+ * `in_at`, and `out_bytes` of mem at `out_at` to endpoint `to`, or 0 bytes
  * where the endpoint failed before (`st`), which passes the failure on.
  * Returns the first failure, `st` included. */
+static grain_status_t exchange(grain_cmdq_t *q, int from, grain_ep_mem_t *into, size_t in_at, size_t in_bytes, int to,
+                               grain_ep_mem_t *mem, size_t out_at, size_t out_bytes, grain_status_t st)
+{
+    grain_ep_event_t *e[2];
+    size_t got = 0;
+    grain_status_t r = post(q, 1, into, in_at, in_bytes, from, &got, &e[0]);
+    grain_status_t w = post(q, 0, mem, out_at, st == GRAIN_OK ? out_bytes : 0, to, NULL, &e[1]);
+    r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
+    if (st == GRAIN_OK && r == GRAIN_OK && got != in_bytes)
+        r = short_message(from, got, in_bytes);
+    return st != GRAIN_OK ? st : r;
+}
+
+/* A step of a ring: from the left neighbour, to the right one. */
 static grain_status_t ring_step(grain_cmdq_t *q, grain_ep_mem_t *into, size_t in_at, size_t in_bytes,
                                 grain_ep_mem_t *mem, size_t out_at, size_t out_bytes, grain_status_t st)
 {
-    int n = q->count, right = (q->id + 1) % n, left = (q->id + n - 1) % n;
-    grain_ep_event_t *e[2];
-    size_t got = 0;
-    grain_status_t r = post(q, 1, into, in_at, in_bytes, left, &got, &e[0]);
-    grain_status_t w = post(q, 0, mem, out_at, st == GRAIN_OK ? out_bytes : 0, right, NULL, &e[1]);
-    r = wait_posted(q, e, 2, r != GRAIN_OK ? r : w);
-    if (st == GRAIN_OK && r == GRAIN_OK && got != in_bytes)
-        r = short_message(left, got, in_bytes);
-    return st != GRAIN_OK ? st : r;
+    int n = q->count;
+    return exchange(q, (q->id + n - 1) % n, into, in_at, in_bytes, (q->id + 1) % n, mem, out_at, out_bytes, st);
 }
 
 /* An allgather as a ring of messages: at step k endpoint i sends slot i - k
@@ -225,6 +232,116 @@ grain_status_t grain_ep_ring_allreduce(grain_cmdq_t *q, grain_ep_mem_t *mem, siz
                        at + out_first * 8, out_len * 8, st);
         if (st == GRAIN_OK && reducing)
             st = reduce_on_device(q, (char *)mem->device + at + in_first * 8, tmp->device, in_len, dtype, op);
+    }
+    return st;
+}
+
+/* The messages between a root and every other endpoint, a slot each: a
+ * gather's into the root's slots, a scatter's (`scatter`) out of them.
+ * Each other endpoint sends or receives its own slot; the root posts a
+ * batch of its messages at a time, so that nothing is allocated, and once
+ * it failed sends the rest their slots empty. */
+grain_status_t grain_ep_root_slots(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes, int root,
+                                   int scatter)
+{
+    int n = q->count, me = q->id;
+    grain_status_t st = GRAIN_OK;
+    if (me != root) {
+        grain_ep_event_t *e = NULL;
+        size_t got = 0;
+        st = wait_posted(q, &e, 1, post(q, scatter, mem, at + (size_t)me * bytes, bytes, root, &got, &e));
+        return st == GRAIN_OK && scatter && got != bytes ? short_message(root, got, bytes) : st;
+    }
+    enum { BATCH = 32 };
+    grain_ep_event_t *e[BATCH];
+    size_t got[BATCH];
+    int peer[BATCH];
+    for (int next = 0; next < n;) {
+        unsigned k = 0;
+        for (; next < n && k < BATCH; next++) {
+            if (next == me)
+                continue;
+            peer[k] = next;
+            got[k] = 0;
+            grain_status_t p = post(q, !scatter, mem, at + (size_t)next * bytes, st == GRAIN_OK || !scatter ? bytes : 0,
+                                    next, &got[k], &e[k]);
+            k++;
+            st = st != GRAIN_OK ? st : p;
+        }
+        st = wait_posted(q, e, k, st);
+        for (unsigned i = 0; st == GRAIN_OK && !scatter && i < k; i++)
+            if (got[i] != bytes)
+                st = short_message(peer[i], got[i], bytes);
+    }
+    return st;
+}
+
+/* An alltoall in place as pairwise exchanges: at step k (0 to n - 1)
+ * endpoint i trades with endpoint j = k - i (mod n), whose step k is a
+ * trade with i: its slot j goes to j, and j's slot i comes into slot j.
+ * Every endpoint waits only for the partner of its step, which has reached
+ * that step too, so none waits for another.  What arrives waits in scratch
+ * memory until the slot it replaces has left.  Without scratch memory the
+ * endpoint receives with no room, which takes and drops the message: its
+ * memory keeps what it had. */
+grain_status_t grain_ep_pairwise_alltoall(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t bytes)
+{
+    int n = q->count, me = q->id;
+    grain_ep_mem_t *tmp = NULL;
+    grain_status_t st = scratch(q, bytes, &tmp);
+    for (int k = 0; k < n; k++) {
+        int j = ((k - me) % n + n) % n;
+        if (j == me)
+            continue;
+        size_t slot = at + (size_t)j * bytes;
+        st = exchange(q, j, tmp != NULL ? tmp : mem, tmp != NULL ? 0 : slot, tmp != NULL ? bytes : 0, j, mem, slot,
+                      bytes, st);
+        if (st == GRAIN_OK)
+            st = grain_ep_copy_now(q, (char *)mem->device + slot, tmp->device, bytes);
+    }
+    return st;
+}
+
+/* A reduce as a binomial tree into `root` (MPICH's order): endpoint r
+ * (counted from the root) reduces what its children r + 1, r + 2, r + 4 ...
+ * below its lowest set bit send into its own elements, then sends the
+ * result to r less that bit.  The root reduces into its memory; another
+ * endpoint with children, whose memory the call only reads, into scratch
+ * memory holding a copy of its elements (the scratch's second half; the
+ * children's arrive in its first); a leaf sends its memory as it is.
+ * Without scratch memory the children's messages are received with no
+ * room, which takes and drops them. */
+grain_status_t grain_ep_tree_reduce(grain_cmdq_t *q, grain_ep_mem_t *mem, size_t at, size_t count,
+                                    grain_dtype_t dtype, grain_op_t op, int root)
+{
+    int n = q->count, me = (q->id - root + n) % n;
+    int low_bit = me == 0 ? n : me & -me, children = low_bit > 1 && me + 1 < n;
+    size_t bytes = count * 8, acc_at = at;
+    grain_ep_mem_t *tmp = NULL, *acc = mem;
+    grain_status_t st = children ? scratch(q, me == 0 ? bytes : 2 * bytes, &tmp) : GRAIN_OK;
+    if (st == GRAIN_OK && children && me != 0) {
+        acc = tmp;
+        acc_at = bytes;
+        st = grain_ep_copy_now(q, (char *)tmp->device + bytes, (const char *)mem->device + at, bytes);
+    }
+    for (int mask = 1; mask < low_bit && me + mask < n; mask <<= 1) {
+        int child = (me + mask + root) % n;
+        grain_ep_event_t *e = NULL;
+        size_t got = 0;
+        grain_status_t r = post(q, 1, tmp != NULL ? tmp : mem, tmp != NULL ? 0 : at, tmp != NULL ? bytes : 0, child,
+                                &got, &e);
+        r = wait_posted(q, &e, 1, r);
+        if (st == GRAIN_OK && r == GRAIN_OK && got != bytes)
+            r = short_message(child, got, bytes);
+        st = st != GRAIN_OK ? st : r;
+        if (st == GRAIN_OK)
+            st = reduce_on_device(q, (char *)acc->device + acc_at, tmp->device, count, dtype, op);
+    }
+    if (me != 0) {
+        grain_ep_event_t *e = NULL;
+        grain_status_t w = post(q, 0, acc, acc_at, st == GRAIN_OK ? bytes : 0, (me - low_bit + root) % n, NULL, &e);
+        w = wait_posted(q, &e, 1, w);
+        st = st != GRAIN_OK ? st : w;
     }
     return st;
 }

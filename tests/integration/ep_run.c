@@ -97,7 +97,8 @@ static uint8_t slot_byte(int from, int to, int j)
     return (uint8_t)(from * 31 + to * 7 + j + 1);
 }
 
-/* Reduce, allgather, gather, scatter and alltoall on 5-byte slots. */
+/* Reduces into the first and the last endpoint, then allgather, gather,
+ * scatter and alltoall on 5-byte slots. */
 static int slot_collectives(grain_cmdq_t *q)
 {
     int id = grain_ep_id(q), n = grain_ep_count(q), good = 1;
@@ -114,6 +115,13 @@ static int slot_collectives(grain_cmdq_t *q)
     OK(grain_ep_reduce(q, r, 0, 1, GRAIN_INT64, GRAIN_SUM, 0));
     OK(grain_ep_mem_read(q, r, 0, &v, 8));
     good = v == want;
+    /* and into the last endpoint, which a tree counts from */
+    v = 3 * (int64_t)id + 1;
+    want = id == n - 1 ? 3 * (int64_t)n * (n - 1) / 2 + n : v;
+    OK(grain_ep_mem_write(q, r, 0, &v, 8));
+    OK(grain_ep_reduce(q, r, 0, 1, GRAIN_INT64, GRAIN_SUM, n - 1));
+    OK(grain_ep_mem_read(q, r, 0, &v, 8));
+    good &= v == want;
     /* allgather: slot e of every endpoint from endpoint e */
     for (int j = 0; j < SLOT; j++)
         buf[(size_t)id * SLOT + j] = slot_byte(id, -1, j);
