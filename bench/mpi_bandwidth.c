@@ -17,9 +17,9 @@
  * MPI_Testsome.  With --progress too, a sender thread whose buffers are all
  * in flight drives MPI's progress (MPI_Iprobe) instead of yielding: whether
  * grain's aggregators, waiting for a buffer, could take some of the network
- * thread's copies.  Without --threads,
- * one thread posts a window of sends from one buffer and receives into a
- * window of buffers, both hot in its cache.
+ * thread's copies.  Without --threads, one thread posts a window of sends
+ * from one buffer and receives into a window of buffers, both hot in its
+ * cache.
  *
  *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T [--progress]] [--json]
  */
@@ -308,6 +308,10 @@ int main(int argc, char **argv)
     options_t o = {65536, 3, 0, 2.0, 0, 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
+    if (o.progress && o.threads == 0) {
+        fprintf(stderr, "mpi_bandwidth: --progress is a way of the sender threads: give --threads too\n");
+        return 2;
+    }
     int threads = (int)o.threads, provided = 0;
     MPI_Init_thread(&argc, &argv, threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     int me, n;
