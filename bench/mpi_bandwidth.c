@@ -14,14 +14,21 @@
  * peer, and hand the request to the main thread (the network thread), the
  * only one that tests: it keeps T x W receives a peer posted, reposts each
  * as it completes and completes the senders' requests, all with
- * MPI_Testsome.  With --progress too, a sender thread whose buffers are all
- * in flight drives MPI's progress (MPI_Iprobe) instead of yielding: whether
- * grain's aggregators, waiting for a buffer, could take some of the network
- * thread's copies.  Without --threads, one thread posts a window of sends
+ * MPI_Testsome.  Without --threads, one thread posts a window of sends
  * from one buffer and receives into a window of buffers, both hot in its
- * cache.
+ * cache.  Each of the ways that differ can be taken alone, to find which
+ * one costs what:
  *
- *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T [--progress]] [--json]
+ *   --multiple    the one thread under MPI_THREAD_MULTIPLE;
+ *   --unwritten   sender threads post their buffers without writing them;
+ *   --per-source  the receives are posted from each source, not any;
+ *   --progress    a sender thread whose buffers are all in flight drives
+ *                 MPI's progress (MPI_Iprobe) instead of yielding: whether
+ *                 grain's aggregators, waiting for a buffer, could take
+ *                 some of the network thread's copies.
+ *
+ *   mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--multiple]
+ *                              [--threads T [--unwritten] [--per-source] [--progress]] [--json]
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -36,10 +43,11 @@
 typedef struct options {
     unsigned long long bytes, window, threads;
     double seconds;
-    int progress, json;
+    int multiple, unwritten, per_source, progress, json;
 } options_t;
 
-enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_THREADS, OPT_PROGRESS, OPT_JSON };
+enum { OPT_BYTES, OPT_WINDOW, OPT_SECONDS, OPT_THREADS, OPT_MULTIPLE, OPT_UNWRITTEN, OPT_PER_SOURCE, OPT_PROGRESS,
+       OPT_JSON };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -52,6 +60,12 @@ static void take(void *state, int key, const char *option, const char *value)
         o->seconds = cli_real(option, value, 1e-3, 3600);
     else if (key == OPT_THREADS)
         o->threads = cli_u64_in(option, value, 0, 64);
+    else if (key == OPT_MULTIPLE)
+        o->multiple = 1;
+    else if (key == OPT_UNWRITTEN)
+        o->unwritten = 1;
+    else if (key == OPT_PER_SOURCE)
+        o->per_source = 1;
     else if (key == OPT_PROGRESS)
         o->progress = 1;
     else
@@ -60,11 +74,13 @@ static void take(void *state, int key, const char *option, const char *value)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--threads T [--progress]]\n"
-                 "                     [--json]\n"
+    fprintf(out, "usage: mpirun -np N mpi_bandwidth [--bytes B] [--window W] [--seconds S] [--multiple]\n"
+                 "                     [--threads T [--unwritten] [--per-source] [--progress]] [--json]\n"
                  "  every rank sends B-byte buffers to every other rank, W in flight a peer, for S seconds;\n"
                  "  with T, T threads write and post the sends and one thread tests them and the receives;\n"
-                 "  with --progress, a sender thread with every buffer in flight drives MPI's progress\n");
+                 "  --multiple: one thread, under MPI_THREAD_MULTIPLE; --unwritten: the sender threads do not\n"
+                 "  write their buffers; --per-source: receives from each source, not any; --progress: a sender\n"
+                 "  thread with every buffer in flight drives MPI's progress\n");
 }
 
 /* GB/s received by this rank in rounds of a full window to and from every
@@ -122,7 +138,7 @@ typedef struct handoff {
 typedef struct sender {
     pthread_t thread;
     MPI_Comm comm;
-    int me, n, window, progress;
+    int me, n, window, unwritten, progress;
     size_t bytes;
     double until;
     char *bufs;       /* (n - 1) x window buffers */
@@ -142,7 +158,8 @@ static void *sender_thread(void *arg)
                 if (atomic_load_explicit(&s->busy[b], memory_order_acquire))
                     continue;
                 char *buf = s->bufs + (size_t)b * s->bytes;
-                memset(buf, ++fill & 0xff, s->bytes); /* as an aggregator packs it */
+                if (!s->unwritten)
+                    memset(buf, ++fill & 0xff, s->bytes); /* as an aggregator packs it */
                 atomic_store_explicit(&s->busy[b], 1, memory_order_relaxed);
                 MPI_Request req;
                 MPI_Isend(buf, (int)s->bytes, MPI_BYTE, p, 0, s->comm, &req);
@@ -197,8 +214,18 @@ static int complete_sends(int n, MPI_Request *reqs, atomic_int **busy, int *idx)
 
 /* GB/s received by this rank from T sender threads a rank, grain's way
  * (the file's comment), from the barrier until the last buffer arrives. */
-static double threaded_rate(int me, int n, size_t bytes, int window, double seconds, int threads, int progress)
+/* Receive r's source: any, or one peer each in turn. */
+static int source_of(int r, int me, int n, int per_source)
 {
+    if (!per_source)
+        return MPI_ANY_SOURCE;
+    int p = r % (n - 1);
+    return p < me ? p : p + 1;
+}
+
+static double threaded_rate(int me, int n, size_t bytes, const options_t *o)
+{
+    int window = (int)o->window, threads = (int)o->threads;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     int peers = n - 1, per_thread = peers * window, recvs = per_thread * threads, cap = recvs;
@@ -214,12 +241,13 @@ static double threaded_rate(int me, int n, size_t bytes, int window, double seco
     long *got = zalloc((size_t)n * sizeof *got);
     sender_t *s = zalloc((size_t)threads * sizeof *s);
     for (int r = 0; r < recvs; r++)
-        MPI_Irecv(rbuf + (size_t)r * bytes, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, comm, &rreq[r]);
+        MPI_Irecv(rbuf + (size_t)r * bytes, (int)bytes, MPI_BYTE, source_of(r, me, n, o->per_source), 0, comm,
+                  &rreq[r]);
     MPI_Barrier(comm);
     double t0 = MPI_Wtime(), t_last = t0;
     for (int i = 0; i < threads; i++) {
-        s[i] = (sender_t){.comm = comm, .me = me, .n = n, .window = window, .progress = progress, .bytes = bytes,
-                          .until = t0 + seconds,
+        s[i] = (sender_t){.comm = comm, .me = me, .n = n, .window = window, .unwritten = o->unwritten,
+                          .progress = o->progress, .bytes = bytes, .until = t0 + o->seconds,
                           .bufs = zalloc((size_t)per_thread * bytes), .busy = zalloc(per_thread * sizeof(atomic_int)),
                           .sent_to = zalloc((size_t)n * sizeof(long)), .h = &h};
         pthread_create(&s[i].thread, NULL, sender_thread, &s[i]);
@@ -245,7 +273,8 @@ static double threaded_rate(int me, int n, size_t bytes, int window, double seco
             received += len;
             got[st[k].MPI_SOURCE]++;
             t_last = MPI_Wtime();
-            MPI_Irecv(rbuf + (size_t)idx[k] * bytes, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, comm, &rreq[idx[k]]);
+            MPI_Irecv(rbuf + (size_t)idx[k] * bytes, (int)bytes, MPI_BYTE, source_of(idx[k], me, n, o->per_source), 0,
+                      comm, &rreq[idx[k]]);
         }
         /* Once this rank's senders are done, the ranks tell each other
          * how many buffers they sent, and this one receives until it has
@@ -302,40 +331,48 @@ static double threaded_rate(int me, int n, size_t bytes, int window, double seco
 
 int main(int argc, char **argv)
 {
-    static const cli_option_t options[] = {{"bytes", 1, OPT_BYTES},     {"window", 1, OPT_WINDOW},
-                                           {"seconds", 1, OPT_SECONDS}, {"threads", 1, OPT_THREADS},
-                                           {"progress", 0, OPT_PROGRESS}, {"json", 0, OPT_JSON}};
-    options_t o = {65536, 3, 0, 2.0, 0, 0};
+    static const cli_option_t options[] = {
+        {"bytes", 1, OPT_BYTES},         {"window", 1, OPT_WINDOW},         {"seconds", 1, OPT_SECONDS},
+        {"threads", 1, OPT_THREADS},     {"multiple", 0, OPT_MULTIPLE},     {"unwritten", 0, OPT_UNWRITTEN},
+        {"per-source", 0, OPT_PER_SOURCE}, {"progress", 0, OPT_PROGRESS}, {"json", 0, OPT_JSON}};
+    options_t o = {65536, 3, 0, 2.0, 0, 0, 0, 0, 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("mpi_bandwidth", argc, argv, groups, 1, 0, usage);
-    if (o.progress && o.threads == 0) {
-        fprintf(stderr, "mpi_bandwidth: --progress is a way of the sender threads: give --threads too\n");
+    if ((o.unwritten || o.per_source || o.progress) && o.threads == 0) {
+        fprintf(stderr, "mpi_bandwidth: --unwritten, --per-source and --progress are ways of the sender threads: "
+                        "give --threads too\n");
+        return 2;
+    }
+    if (o.multiple && o.threads > 0) {
+        fprintf(stderr, "mpi_bandwidth: --multiple is the one thread's way; the sender threads always take it\n");
         return 2;
     }
     int threads = (int)o.threads, provided = 0;
-    MPI_Init_thread(&argc, &argv, threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    int multiple = threads > 0 || o.multiple;
+    MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     int me, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     size_t bytes = (size_t)o.bytes;
     int window = (int)o.window;
-    if (n < 2 || (threads > 0 && provided < MPI_THREAD_MULTIPLE)) {
+    if (n < 2 || (multiple && provided < MPI_THREAD_MULTIPLE)) {
         if (me == 0)
             fprintf(stderr, n < 2 ? "mpi_bandwidth: needs two ranks or more\n"
-                                  : "mpi_bandwidth: --threads needs MPI_THREAD_MULTIPLE, which this MPI lacks\n");
+                                  : "mpi_bandwidth: --threads and --multiple need MPI_THREAD_MULTIPLE, which this MPI "
+                                    "lacks\n");
         MPI_Finalize();
         return 2;
     }
-    double gbs = threads > 0 ? threaded_rate(me, n, bytes, window, o.seconds, threads, o.progress)
+    double gbs = threads > 0 ? threaded_rate(me, n, bytes, &o)
                              : rounds_rate(me, n, bytes, window, o.seconds);
     double min = gbs, sum = gbs;
     MPI_Allreduce(MPI_IN_PLACE, &min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (me == 0) {
         if (o.json)
-            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"threads\":%d,\"progress\":%d,"
-                   "\"recv_gb_per_s_per_rank\":%.4f,\"recv_gb_per_s_min\":%.4f}\n",
-                   n, bytes, window, threads, o.progress, sum / n, min);
+            printf("{\"ranks\":%d,\"bytes\":%zu,\"window\":%d,\"threads\":%d,\"multiple\":%d,\"unwritten\":%d,"
+                   "\"per_source\":%d,\"progress\":%d,\"recv_gb_per_s_per_rank\":%.4f,\"recv_gb_per_s_min\":%.4f}\n",
+                   n, bytes, window, threads, multiple, o.unwritten, o.per_source, o.progress, sum / n, min);
         else
             printf("mpi_bandwidth: %d ranks, %zu-byte messages, window %d a peer%s: %.3f GB/s received per rank "
                    "(slowest rank %.3f)\n",
