@@ -615,6 +615,12 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
     uint64_t floor = GRAIN_APPLY_STAGES_BYTES / g->config.buffer_size;
     floor = floor < GRAIN_APPLY_STAGES_MIN ? floor : GRAIN_APPLY_STAGES_MIN;
     g->apply_stages = g->apply_stages < floor ? (unsigned)floor : g->apply_stages;
+    /* Where the producers fill the device, nearly every buffer waits in
+     * host memory and is copied into a stage after them
+     * (docs/receive-path.md, "What limits it now"): enough stages to hold
+     * a run's buffers would leave that copy out, for their memory. */
+    if (g->config.apply_stages > 0)
+        g->apply_stages = g->config.apply_stages;
     st = alloc_device_state(g);
     if (st != GRAIN_OK)
         goto err;

@@ -63,6 +63,10 @@
       "work-groups of the resident apply agent, a kernel that applies received buffers beside "   \
       "the producers instead of after them (CUDA, HIP, GRAIN_APPLY=device): a number, off, or "    \
       "auto (32 where ranks are reached through the transport, else off)")                        \
+    X(apply_stages, APPLY_STAGES, UINT, "0", 0, 4096,                                             \
+      "stages of the device apply path, each a buffer's worth of pinned memory that a received "  \
+      "buffer is copied into for an apply kernel or the agent; a buffer that finds none free "    \
+      "waits in host memory and is copied again; 0: twice the posted receives, 32 to 256")        \
     X(reply_slots, REPLY_SLOTS, UINT, "4096", 1, 1u << 24,                                        \
       "gets and fetching atomics through the transport a rank may have waiting for their replies "  \
       "at once; a lane that finds none free waits for one")                                       \
