@@ -618,7 +618,8 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
     /* Where the producers fill the device, nearly every buffer waits in
      * host memory and is copied into a stage after them
      * (docs/receive-path.md, "What limits it now"): enough stages to hold
-     * a run's buffers would leave that copy out, for their memory. */
+     * a run's buffers leave that copy out, at the price of their pinned
+     * memory, which is the user's to weigh. */
     if (g->config.apply_stages > 0)
         g->apply_stages = g->config.apply_stages;
     st = alloc_device_state(g);
