@@ -83,18 +83,24 @@ static void usage(FILE *out)
                  "  thread with every buffer in flight drives MPI's progress\n");
 }
 
+static void *zalloc(size_t bytes)
+{
+    void *p = calloc(1, bytes);
+    if (p == NULL) {
+        fprintf(stderr, "mpi_bandwidth: no memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
 /* GB/s received by this rank in rounds of a full window to and from every
  * peer, until every rank has run `seconds` (decided together, so that all
  * stop at one round). */
 static double rounds_rate(int me, int n, size_t bytes, int window, double seconds)
 {
     int peers = n - 1, slots = peers * window;
-    char *sbuf = malloc(bytes), *rbuf = malloc((size_t)slots * bytes);
-    MPI_Request *req = malloc(2 * (size_t)slots * sizeof *req);
-    if (sbuf == NULL || rbuf == NULL || req == NULL) {
-        fprintf(stderr, "mpi_bandwidth: no memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    char *sbuf = zalloc(bytes), *rbuf = zalloc((size_t)slots * bytes);
+    MPI_Request *req = zalloc(2 * (size_t)slots * sizeof *req);
     memset(sbuf, me, bytes);
     long rounds = 0;
     double t0 = 0;
@@ -182,16 +188,6 @@ static void *sender_thread(void *arg)
     return NULL;
 }
 
-static void *zalloc(size_t bytes)
-{
-    void *p = calloc(1, bytes);
-    if (p == NULL) {
-        fprintf(stderr, "mpi_bandwidth: no memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
 /* Completes the sends in `reqs` that are done, freeing their buffers;
  * returns how many are left, moved to the front. */
 static int complete_sends(int n, MPI_Request *reqs, atomic_int **busy, int *idx)
@@ -228,13 +224,15 @@ static double threaded_rate(int me, int n, size_t bytes, const options_t *o)
     int window = (int)o->window, threads = (int)o->threads;
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    int peers = n - 1, per_thread = peers * window, recvs = per_thread * threads, cap = recvs;
-    handoff_t h = {.reqs = zalloc((size_t)cap * sizeof(MPI_Request)), .busy = zalloc((size_t)cap * sizeof(void *))};
+    /* As many receives posted as sends may be in flight. */
+    int peers = n - 1, per_thread = peers * window, recvs = per_thread * threads;
+    handoff_t h = {.reqs = zalloc((size_t)recvs * sizeof(MPI_Request)),
+                   .busy = zalloc((size_t)recvs * sizeof(void *))};
     pthread_mutex_init(&h.lock, NULL);
     atomic_init(&h.senders_left, threads);
-    MPI_Request *sends = zalloc((size_t)cap * sizeof *sends), *rreq = zalloc((size_t)recvs * sizeof *rreq);
-    atomic_int **sbusy = zalloc((size_t)cap * sizeof *sbusy);
-    int *idx = zalloc((size_t)(recvs > cap ? recvs : cap) * sizeof *idx);
+    MPI_Request *sends = zalloc((size_t)recvs * sizeof *sends), *rreq = zalloc((size_t)recvs * sizeof *rreq);
+    atomic_int **sbusy = zalloc((size_t)recvs * sizeof *sbusy);
+    int *idx = zalloc((size_t)recvs * sizeof *idx);
     MPI_Status *st = zalloc((size_t)recvs * sizeof *st);
     char *rbuf = zalloc((size_t)recvs * bytes);
     long *sent_to = zalloc((size_t)n * sizeof *sent_to), *expect = zalloc((size_t)n * sizeof *expect);
