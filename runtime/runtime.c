@@ -17,10 +17,13 @@
 /* Apply stages at most; and at least, where fewer receive buffers would
  * give fewer, the smaller of a number and a size (see grain_init_transport):
  * a launch applies the stages filled while the last ones ran
- * (runtime/messages/apply.h). */
+ * (runtime/messages/apply.h).  On a GPU, the stages of
+ * GRAIN_APPLY_STAGES_GPU_BYTES, up to the most GRAIN_APPLY_STAGES takes. */
 #define GRAIN_APPLY_STAGES_MAX 256u
 #define GRAIN_APPLY_STAGES_MIN 32u
 #define GRAIN_APPLY_STAGES_BYTES (2u << 20)
+#define GRAIN_APPLY_STAGES_GPU_BYTES (256u << 20)
+#define GRAIN_APPLY_STAGES_GPU_MAX 4096u
 
 static grain_status_t check_symmetric_config(grain_t *g)
 {
@@ -615,11 +618,21 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
     uint64_t floor = GRAIN_APPLY_STAGES_BYTES / g->config.buffer_size;
     floor = floor < GRAIN_APPLY_STAGES_MIN ? floor : GRAIN_APPLY_STAGES_MIN;
     g->apply_stages = g->apply_stages < floor ? (unsigned)floor : g->apply_stages;
-    /* Where the producers fill the device, nearly every buffer waits in
-     * host memory and is copied into a stage after them
-     * (docs/receive-path.md, "What limits it now"): enough stages to hold
-     * a run's buffers leave that copy out, at the price of their pinned
-     * memory, which is the user's to weigh. */
+    /* Where the producers fill a GPU, its apply agent falls behind the
+     * buffers that arrive, and a buffer that finds no stage free waits in
+     * host memory, to be copied again into a stage after the producers
+     * (docs/receive-path.md, "What limits it now").  The host memory such
+     * a backlog takes is then better spent on pinned stages, which leave
+     * out the second copy: with 4096 of 64 KiB, two GUPS ranks through MPI
+     * on two H200s kept 0-39 M of 268 M messages rather than 255-262 M and
+     * took 15% less time (medians of 6 runs), four ranks 21% less; pagerank
+     * kept none rather than 6-77 M and took 2-4% more.  A CPU device has no
+     * such backlog, and keeps the few. */
+    if (!g->binfo.cpu_device) {
+        uint64_t gpu = GRAIN_APPLY_STAGES_GPU_BYTES / g->config.buffer_size;
+        gpu = gpu < GRAIN_APPLY_STAGES_GPU_MAX ? gpu : GRAIN_APPLY_STAGES_GPU_MAX;
+        g->apply_stages = g->apply_stages > gpu ? g->apply_stages : (unsigned)gpu;
+    }
     if (g->config.apply_stages > 0)
         g->apply_stages = g->config.apply_stages;
     st = alloc_device_state(g);

@@ -14,7 +14,7 @@
 extern const char grain_apply_kernel_source[];
 
 /* Launches on the side stream at once: while two run, filled stages wait
- * and the next launch takes all of them. */
+ * and the next launch takes them all (up to LAUNCH_STAGES). */
 #define IN_FLIGHT 2u
 
 /* How often a thread that polls asks the backend whether the application's
@@ -22,6 +22,11 @@ extern const char grain_apply_kernel_source[];
  * microsecond, and an agent that runs on a little after the producers only
  * holds compute units nobody wants. */
 #define AGENT_IDLE_CHECK_NS 100000u
+
+/* Stages one launch applies at most.  Its list of them sits in its first
+ * stage, so every stage has room for one: bounded, thousands of stages
+ * would each carry a list of thousands. */
+#define LAUNCH_STAGES 256u
 
 /* A stage (grain/device/apply.h): one buffer's words and bitmap, in a
  * block of shared memory that holds every stage, `stride` words apart, and
@@ -32,7 +37,8 @@ typedef struct layout {
 
 static layout_t layout_for(size_t data_words, unsigned stages)
 {
-    size_t words = GRAIN_APPLY_LIST_AT(data_words) + (stages + 2) / 2;
+    unsigned listed = stages < LAUNCH_STAGES ? stages : LAUNCH_STAGES;
+    size_t words = GRAIN_APPLY_LIST_AT(data_words) + (listed + 2) / 2;
     return (layout_t){data_words, (words + 7) / 8 * 8}; /* 64-byte aligned stages */
 }
 
@@ -258,23 +264,24 @@ static void place(grain_applier_t *a, stage_t *s)
 }
 
 /*
- * Under the lock: launches the filled stages, unless IN_FLIGHT launches
- * still run and `now` is 0.  One thread launches at a time, and it lets go
- * of the lock meanwhile: a launch takes the backend microseconds, which
- * every receiving thread waited for when launches ran under the lock
- * (8.6 us of a buffer's 58, with 4 receive threads on an H100).  The one
- * launching moves the stages on to the launched ones in launch order.  On
- * failure they go back to the free ones: their messages are lost, and the
- * caller says so.
+ * Under the lock: launches the filled stages, LAUNCH_STAGES a launch,
+ * unless IN_FLIGHT launches still run and `now` is 0.  One thread launches
+ * at a time, and it lets go of the lock meanwhile: a launch takes the
+ * backend microseconds, which every receiving thread waited for when
+ * launches ran under the lock (8.6 us of a buffer's 58, with 4 receive
+ * threads on an H100).  The one launching moves the stages on to the
+ * launched ones in launch order.  On failure they go back to the free
+ * ones: their messages are lost, and the caller says so.
  */
 static grain_status_t launch_ready(grain_applier_t *a, int now)
 {
     grain_t *g = a->grain;
     grain_status_t st = GRAIN_OK;
     while (st == GRAIN_OK && a->n_ready > 0 && !a->launching && (now || done(a, a->recent[0]))) {
-        unsigned n = a->n_ready, *list = a->batch;
+        unsigned n = a->n_ready < LAUNCH_STAGES ? a->n_ready : LAUNCH_STAGES, *list = a->batch;
         memcpy(list, a->ready, n * sizeof *list);
-        a->n_ready = 0;
+        a->n_ready -= n;
+        memmove(a->ready, a->ready + n, a->n_ready * sizeof *a->ready);
         a->launching = 1;
         pthread_mutex_unlock(&a->lock);
         /* Looked at before the launch, so that the kernel starts after. */
@@ -386,7 +393,7 @@ grain_status_t grain_applier_create(grain_t *g, unsigned stages, grain_applier_t
     a->stages = calloc(stages, sizeof *a->stages);
     a->free_list = calloc(stages, sizeof *a->free_list);
     a->ready = calloc(stages, sizeof *a->ready);
-    a->batch = calloc(stages, sizeof *a->batch);
+    a->batch = calloc(stages < LAUNCH_STAGES ? stages : LAUNCH_STAGES, sizeof *a->batch);
     a->launched = calloc(stages, sizeof *a->launched);
     if (st == GRAIN_OK && (a->stages == NULL || a->free_list == NULL || a->ready == NULL || a->batch == NULL ||
                          a->launched == NULL))
