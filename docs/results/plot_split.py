@@ -47,7 +47,9 @@ for ax, (app, configs) in zip(axes[0], sorted(runs.items())):
     ax.bar(x, tail, bottom=compute, color="tab:orange", label="tail after them (network_s)")
     ax.scatter(x, progress, marker="x", color="black", zorder=3, label="network thread in MPI_Testsome")
     for i, n in enumerate(names):
-        ax.annotate(f"{len(configs[n])} runs", (i, compute[i] + tail[i]), ha="center", va="bottom", fontsize=7)
+        count = len(configs[n])
+        ax.annotate(f"{count} run" + ("s" if count > 1 else ""), (i, compute[i] + tail[i]), ha="center", va="bottom",
+                    fontsize=7)
     ax.set_xticks(list(x))
     ax.set_xticklabels([n.split(" (")[0] for n in names], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("seconds (medians)")
