@@ -20,7 +20,13 @@
  * of the same bytes (grain_broadcast: MPI on the MPI transport) plus the
  * copies: bcast_ratio is the first over the second; and an allreduce (sum)
  * of the same bytes as doubles, which bench/peers/nccl_coll times with
- * NCCL on the same sizes.
+ * NCCL on the same sizes.  Then the rest of section III-B5 on the same
+ * bytes: a reduce of them into endpoint 0, and a gather into endpoint 0, a
+ * scatter from it and an alltoall of slots of bytes / endpoints (at least
+ * one).  Collectives of GRAIN_EP_COLL_MESSAGES bytes or more (a slot's, for
+ * the last three) move as messages between the endpoints, the rest through
+ * the host's collective: running it with GRAIN_EP_COLL_MESSAGES=0 times the
+ * host's path at every size.
  *
  *   mpirun -np 1 ep_bench --endpoints 2 [options]   two endpoints of one rank
  *   mpirun -np 2 ep_bench [options]                  one endpoint on each of two ranks
@@ -49,6 +55,8 @@ typedef struct row {
     double half_rtt_us, copies_us, stream_us, both_us;
     double bcast_us, host_bcast_us; /* every endpoint's broadcast; the ranks' host broadcast of the same bytes */
     double allreduce_us;            /* every endpoint's allreduce of the bytes as doubles (at least one) */
+    double reduce_us;               /* the same into endpoint 0 */
+    double gather_us, scatter_us, alltoall_us; /* slots of bytes / endpoints, at least one, root 0 */
 } row_t;
 
 typedef struct run {
@@ -160,8 +168,12 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
             CHECK(grain_ep_wait(q, e));
         }
         row_t *row = &r->rows[r->n_rows++];
-        *row = (row_t){bytes, iters, bounced / iters / 2 * 1e6, copied / iters * 1e6, (cli_now_s() - t0) / iters * 1e6,
-                       both / iters * 1e6, 0, 0, 0}; /* the collectives come later */
+        *row = (row_t){.bytes = bytes, /* the collectives come later */
+                       .iters = iters,
+                       .half_rtt_us = bounced / iters / 2 * 1e6,
+                       .copies_us = copied / iters * 1e6,
+                       .stream_us = (cli_now_s() - t0) / iters * 1e6,
+                       .both_us = both / iters * 1e6};
         printf("ep_bench: %10zu bytes: half round trip %10.2f us, %8.3f GB/s; copies %10.2f us: ratio %.2f; "
                "as stream commands %10.2f us: ratio %.2f; both ways %.2fx the bandwidth\n",
                bytes, row->half_rtt_us, bytes / row->half_rtt_us / 1e3, row->copies_us,
@@ -188,20 +200,29 @@ static grain_status_t bounce(grain_cmdq_t *q, void *arg)
     } while (0)
 
 /* GMH fig. 9: a broadcast from endpoint 0 to every endpoint, then an
- * allreduce of the same bytes, each size timed on endpoint 0. */
+ * allreduce of the same bytes, then the other collectives (see the top),
+ * each size timed on endpoint 0. */
 static grain_status_t spread(grain_cmdq_t *q, void *arg)
 {
     run_t *r = arg;
     const options_t *o = r->o;
+    size_t n = (size_t)grain_ep_count(q);
+    size_t bytes = o->sweep.max_bytes > sizeof(double) ? o->sweep.max_bytes : sizeof(double);
     grain_ep_mem_t *m = NULL;
-    CHECK(grain_ep_mem_alloc(q, o->sweep.max_bytes > sizeof(double) ? o->sweep.max_bytes : sizeof(double),
+    CHECK(grain_ep_mem_alloc(q, bytes > n ? bytes : n,
                              GRAIN_EP_READ | GRAIN_EP_WRITE | (o->no_shadow ? GRAIN_EP_NO_SHADOW : 0), &m));
     for (unsigned k = 0; k < r->n_rows; k++) {
         row_t *row = &r->rows[k];
         size_t doubles = row->bytes >= sizeof(double) ? row->bytes / sizeof(double) : 1;
+        size_t slot = row->bytes >= n ? row->bytes / n : 1;
         TIME_COLLECTIVE(q, row->iters, grain_ep_broadcast(q, m, 0, row->bytes, 0), row->bcast_us);
         TIME_COLLECTIVE(q, row->iters, grain_ep_allreduce(q, m, 0, doubles, GRAIN_DOUBLE, GRAIN_SUM),
                         row->allreduce_us);
+        TIME_COLLECTIVE(q, row->iters, grain_ep_reduce(q, m, 0, doubles, GRAIN_DOUBLE, GRAIN_SUM, 0),
+                        row->reduce_us);
+        TIME_COLLECTIVE(q, row->iters, grain_ep_gather(q, m, 0, slot, 0), row->gather_us);
+        TIME_COLLECTIVE(q, row->iters, grain_ep_scatter(q, m, 0, slot, 0), row->scatter_us);
+        TIME_COLLECTIVE(q, row->iters, grain_ep_alltoall(q, m, 0, slot), row->alltoall_us);
     }
     return GRAIN_OK;
 }
@@ -243,7 +264,8 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
     }
     if (csv != NULL)
         fprintf(csv, "mode,bytes,iters,half_rtt_us,gb_per_s,copies_us,ratio,stream_us,stream_ratio,both_us,"
-                     "both_gain,bcast_us,host_bcast_us,bcast_ratio,allreduce_us\n");
+                     "both_gain,bcast_us,host_bcast_us,bcast_ratio,allreduce_us,reduce_us,gather_us,scatter_us,"
+                     "alltoall_us\n");
     if (json != NULL)
         fprintf(json, "{\"mode\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"rows\":[", mode, backend, r->device);
     for (unsigned i = 0; i < r->n_rows; i++) {
@@ -251,18 +273,21 @@ static int write_files(const options_t *o, const run_t *r, const char *mode, con
         double gbs = w->bytes / w->half_rtt_us / 1e3, ratio = w->half_rtt_us / w->copies_us;
         double bcast_ratio = w->bcast_us / (w->host_bcast_us + w->copies_us);
         if (csv != NULL)
-            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", mode, w->bytes,
-                    w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us, w->stream_us / w->copies_us,
-                    w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us, w->host_bcast_us, bcast_ratio,
-                    w->allreduce_us);
+            fprintf(csv, "%s,%zu,%u,%.3f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                    mode, w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us,
+                    w->stream_us / w->copies_us, w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us,
+                    w->host_bcast_us, bcast_ratio, w->allreduce_us, w->reduce_us, w->gather_us, w->scatter_us,
+                    w->alltoall_us);
         if (json != NULL)
             fprintf(json, "%s{\"bytes\":%zu,\"iters\":%u,\"half_rtt_us\":%.3f,\"gb_per_s\":%.4f,\"copies_us\":%.3f,"
                           "\"ratio\":%.3f,\"stream_us\":%.3f,\"stream_ratio\":%.3f,\"both_us\":%.3f,"
                           "\"both_gain\":%.3f,\"bcast_us\":%.3f,\"host_bcast_us\":%.3f,\"bcast_ratio\":%.3f,"
-                          "\"allreduce_us\":%.3f}",
+                          "\"allreduce_us\":%.3f,\"reduce_us\":%.3f,\"gather_us\":%.3f,\"scatter_us\":%.3f,"
+                          "\"alltoall_us\":%.3f}",
                     i ? "," : "", w->bytes, w->iters, w->half_rtt_us, gbs, w->copies_us, ratio, w->stream_us,
                     w->stream_us / w->copies_us, w->both_us, 2 * w->half_rtt_us / w->both_us, w->bcast_us,
-                    w->host_bcast_us, bcast_ratio, w->allreduce_us);
+                    w->host_bcast_us, bcast_ratio, w->allreduce_us, w->reduce_us, w->gather_us, w->scatter_us,
+                    w->alltoall_us);
     }
     if (json != NULL)
         fprintf(json, "]}\n");

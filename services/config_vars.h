@@ -136,9 +136,10 @@
       "the smallest message between endpoints of ranks of one node that takes the sender's "      \
       "window; smaller ones cross the host, which costs them less")                              \
     X(ep_coll_messages, EP_COLL_MESSAGES, SIZE, "256K", 0, 1ull << 40,                             \
-      "the smallest endpoint broadcast (its bytes), allgather (a slot's bytes) or allreduce (its "  \
-      "bytes) that moves as messages between the endpoints, device to device where they can, once " \
-      "the ranks agree on it, instead of through the host's collective; 0: none does")           \
+      "the smallest endpoint collective but the barrier (a broadcast's or a reduction's bytes, a "  \
+      "slot's for allgather, gather, scatter and alltoall) that moves as messages between the "    \
+      "endpoints, device to device where they can, once the ranks agree on it, instead of "       \
+      "through the host's collective; 0: none does")                                              \
     X(sched_devices, SCHED_DEVICES, UINT, "0", 0, 63,                                             \
       "devices grain_sched_create opens (grain/sched.h): 0, every device of the backend on the "  \
       "node; more than there are share devices")                                                  \
