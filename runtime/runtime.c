@@ -17,8 +17,9 @@
 /* Apply stages at most; and at least, where fewer receive buffers would
  * give fewer, the smaller of a number and a size (see grain_init_transport):
  * a launch applies the stages filled while the last ones ran
- * (runtime/messages/apply.h).  On a GPU, the stages of
- * GRAIN_APPLY_STAGES_GPU_BYTES, up to the most GRAIN_APPLY_STAGES takes. */
+ * (runtime/messages/apply.h).  On a GPU, at least as many as
+ * GRAIN_APPLY_STAGES_GPU_BYTES hold, up to GRAIN_APPLY_STAGES_GPU_MAX (the
+ * most GRAIN_APPLY_STAGES takes). */
 #define GRAIN_APPLY_STAGES_MAX 256u
 #define GRAIN_APPLY_STAGES_MIN 32u
 #define GRAIN_APPLY_STAGES_BYTES (2u << 20)

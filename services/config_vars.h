@@ -66,8 +66,8 @@
     X(apply_stages, APPLY_STAGES, UINT, "0", 0, 4096,                                             \
       "stages of the device apply path, each a buffer's worth of pinned memory that a received "  \
       "buffer is copied into for an apply kernel or the agent; a buffer that finds none free "    \
-      "waits in host memory and is copied again; 0: on a GPU 256 MiB of them (4096 at most), "   \
-      "on a CPU device twice the posted receives, 32 to 256")                                     \
+      "waits in host memory and is copied again; 0: on a GPU as many as 256 MiB hold (4096 at "  \
+      "most), on a CPU device twice the posted receives, 32 to 256")                              \
     X(reply_slots, REPLY_SLOTS, UINT, "4096", 1, 1u << 24,                                        \
       "gets and fetching atomics through the transport a rank may have waiting for their replies "  \
       "at once; a lane that finds none free waits for one")                                       \
