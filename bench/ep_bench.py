@@ -70,8 +70,8 @@ def plot(runs, path):
     by_mode = {r["mode"]: r for r in runs}
     for mode, style in (("two ranks", "o-"), ("two ranks, host collectives", "--")):
         for c, color in zip(COLLECTIVES, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")):
-            if mode in by_mode:
-                rows = by_mode[mode]["rows"]
+            rows = by_mode[mode]["rows"] if mode in by_mode else []
+            if rows and f"{c}_us" in rows[0]:  # --replot of results from before these collectives has none
                 co.plot([max(x["bytes"], 1) for x in rows], [x[f"{c}_us"] for x in rows], style, markersize=3,
                         linewidth=0.8 if style == "--" else 1.5, color=color, label=f"{c}, {mode}")
     for ax, label in ((lat, "half round trip (us)"), (bw, "GB/s"), (bc, "broadcast to every endpoint (us)"),
