@@ -611,10 +611,11 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
     }
     /* Twice what the network may hand over at once: the stages of the
      * buffers just received while the previous ones' kernels still run.
-     * Each stage is a buffer's worth of pinned memory and a launch: past
-     * a few hundred, more of them cost memory and start-up time and buy
-     * nothing (a buffer that finds none free waits in host memory for
-     * one), and thousands of receives would take gigabytes. */
+     * Each stage is a buffer's worth of pinned memory and a launch: on a
+     * CPU device, past a few hundred, more of them cost memory and
+     * start-up time and buy nothing (a buffer that finds none free waits
+     * in host memory for one), and thousands of receives would take
+     * gigabytes.  A GPU's backlog takes more (below). */
     g->apply_stages = 2 * recv_buffers < GRAIN_APPLY_STAGES_MAX ? 2 * recv_buffers : GRAIN_APPLY_STAGES_MAX;
     uint64_t floor = GRAIN_APPLY_STAGES_BYTES / g->config.buffer_size;
     floor = floor < GRAIN_APPLY_STAGES_MIN ? floor : GRAIN_APPLY_STAGES_MIN;
