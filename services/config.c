@@ -204,6 +204,7 @@ grain_status_t grain_config_check(const grain_config_t *c)
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
     static const char *const transports[] = {"auto", "mpi", "self", "verbs", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
+    static const char *const mpi_buffers[] = {"auto", "put", "send", NULL};
     static const char *const applies[] = {"auto", "host", "device", NULL};
     static const char *const ib_opcodes[] = {"write_imm", "send", NULL};
     static const char *const peers[] = {"auto", "off", NULL};
@@ -228,6 +229,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("TRANSPORT", c->transport, transports);
     if (st == GRAIN_OK)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
+    if (st == GRAIN_OK)
+        st = check_choice("MPI_BUFFERS", c->mpi_buffers, mpi_buffers);
     if (st == GRAIN_OK)
         st = check_choice("IB_OPCODE", c->ib_opcode, ib_opcodes);
     if (st == GRAIN_OK)

@@ -83,8 +83,13 @@
     X(mpi_threads, MPI_THREADS, STR, "auto", 0, 0,                                                \
       "who calls MPI_Isend: multiple (each aggregator, under MPI_THREAD_MULTIPLE), serialized "   \
       "(the network thread only), auto (multiple when the MPI library provides it)")             \
+    X(mpi_buffers, MPI_BUFFERS, STR, "auto", 0, 0,                                                \
+      "how the MPI transport moves packed buffers: put (MPI_Put into a ring of the peer's window: "  \
+      "the sending thread copies, the receiver polls), send (MPI_Isend into posted receives), "    \
+      "auto (put where the ranks share one node and their windows allow it, else send)")         \
     X(recv_buffers, RECV_BUFFERS, UINT, "0", 0, 65536,                                            \
-      "receives kept posted by the network thread (verbs: slots of each peer's ring); 0: "         \
+      "receives kept posted by the network thread (verbs: slots of each peer's ring; MPI puts: "  \
+      "the slots of all peers' rings); 0: "                                                      \
       "buffers_per_dest x aggregators for each peer, plus one per receive thread, 4 to 256")    \
     X(recv_threads, RECV_THREADS, UINT, "0", 0, 64,                                               \
       "threads that validate and apply received buffers: 1, the network thread itself; more, "   \

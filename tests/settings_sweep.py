@@ -42,6 +42,7 @@ WORDS = {
     "apply_agent": ["auto", "off", "0", "4", "32"],
     "peer": ["auto", "off"],
     "mpi_threads": ["auto", "multiple", "serialized"],
+    "mpi_buffers": ["auto", "put", "send", "rdma"],
     "transfer_agent": ["auto", "bulk", "host", "device", "launch", "inline", "ideal"],
     "transfer_profile": ["", "none"],
     "log_level": ["error", "warn", "info"],

@@ -38,6 +38,9 @@
 #include "services/log.h"
 #include "transports/wire.h"
 
+/* Arrivals the network thread takes from the rings in one look (puts). */
+#define PUT_POLL_BATCH 32u
+
 grain_status_t grain_mpi_error(int err, const char *what)
 {
     char text[MPI_MAX_ERROR_STRING];
@@ -80,6 +83,7 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
                           provided);
     }
     t->multiple = want_multiple && provided == MPI_THREAD_MULTIPLE;
+    t->buffers_as = strcmp(config->mpi_buffers, "put") == 0 ? 1 : strcmp(config->mpi_buffers, "send") == 0 ? 2 : 0;
     grain_info("mpi: %s", t->multiple ? "aggregators post their own sends (MPI_THREAD_MULTIPLE)"
                                       : "the network thread posts every send");
     /* A communicator of grain's own: its tags never meet the application's. */
@@ -111,6 +115,21 @@ static void post_recv(grain_transport_t *t, unsigned i)
 {
     MPI_Irecv(t->recv_memory + (size_t)i * t->recv_size, (int)t->recv_size, MPI_BYTE, MPI_ANY_SOURCE,
               DATA_TAG, t->comm, &t->recv_reqs[i]);
+}
+
+/* Buffer `i`: receive buffer i, or under puts slot i of the rings. */
+static uint8_t *buffer_of(const grain_transport_t *t, unsigned i)
+{
+    return t->put != NULL ? grain_mpi_put_slot(t, i) : t->recv_memory + (size_t)i * t->recv_size;
+}
+
+/* Buffer `i` is the network's again. */
+static void give_back(grain_transport_t *t, unsigned i)
+{
+    if (t->put != NULL)
+        grain_mpi_put_release(t, i);
+    else
+        post_recv(t, i);
 }
 
 /* A buffer to set an early arrival aside in: a spare one, else a new one of
@@ -156,7 +175,7 @@ static void repost_lent(grain_transport_t *t, unsigned n)
         if (l->aside != NULL)
             aside_give(t, l->aside);
         else
-            post_recv(t, l->index);
+            give_back(t, l->index);
         t->lent_first = (t->lent_first + 1) % t->lent_cap;
     }
 }
@@ -182,13 +201,13 @@ static void lend(grain_transport_t *t, held_buffer_t *aside, unsigned index)
     t->lent[(t->lent_first + t->n_lent++) % t->lent_cap] = (struct mpi_lent){aside, index};
 }
 
-/* Hands receive buffer i to the runtime, then reposts it unless lent. */
+/* Hands buffer i to the runtime, then gives it back unless lent. */
 static void hand_over(grain_transport_t *t, unsigned i, int src, size_t len)
 {
-    if (t->handlers.received(t->handlers.arg, (uint32_t)src, t->recv_memory + (size_t)i * t->recv_size, len))
+    if (t->handlers.received(t->handlers.arg, (uint32_t)src, buffer_of(t, i), len))
         lend(t, NULL, i);
     else
-        post_recv(t, i);
+        give_back(t, i);
 }
 
 /* Delivers the set-aside buffers of `src` while the next in sequence is
@@ -298,14 +317,56 @@ static void order_arrivals(grain_transport_t *t, int n)
 /* MPI_Testsome, timed: MPI's progress (the copies through shared memory,
  * among them) runs in these calls, and their time says whether the network
  * thread is the limit (grain_transport_ops_t.progress_ns). */
+static void add_progress_ns(grain_transport_t *t, uint64_t since_ns)
+{
+    uint64_t spent = atomic_load_explicit(&t->progress_ns, memory_order_relaxed) + grain_now_ns() - since_ns;
+    atomic_store_explicit(&t->progress_ns, spent, memory_order_relaxed);
+}
+
 static int timed_testsome(grain_transport_t *t, int n, MPI_Request *reqs, int *done, int *indices,
                           MPI_Status *statuses)
 {
     uint64_t t0 = grain_now_ns();
     int err = MPI_Testsome(n, reqs, done, indices, statuses);
-    uint64_t spent = atomic_load_explicit(&t->progress_ns, memory_order_relaxed) + grain_now_ns() - t0;
-    atomic_store_explicit(&t->progress_ns, spent, memory_order_relaxed);
+    add_progress_ns(t, t0);
     return err;
+}
+
+/* Buffer i arrived from `src`: delivered in its sequence, set aside until
+ * its predecessors came, or rejected. */
+static void arrived(grain_transport_t *t, unsigned i, int src, size_t len)
+{
+    uint8_t *data = buffer_of(t, i);
+    grain_wire_hdr_t h = {0};
+    char why[256];
+    if (len > t->recv_size) { /* only a peer that writes past the protocol (puts) */
+        snprintf(why, sizeof why, "rank %d wrote %zu bytes into a %zu-byte slot", src, len, t->recv_size);
+        t->handlers.rejected(t->handlers.arg, (uint32_t)src, data, t->recv_size, why);
+        give_back(t, i);
+        return;
+    }
+    if (len >= sizeof h)
+        memcpy(&h, data, sizeof h);
+    if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src] && out_of_sequence(t, src, h.seq, why, sizeof why)) {
+        t->handlers.rejected(t->handlers.arg, (uint32_t)src, data, len, why);
+        give_back(t, i);
+    } else if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
+        held_buffer_t *b = aside_take(t);
+        if (b == NULL) {
+            grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");
+            abort(); /* dropping it would lose messages */
+        }
+        *b = (held_buffer_t){t->held, src, h.seq, grain_now_ns(), len};
+        memcpy(b->data, data, len);
+        t->held = b;
+        give_back(t, i);
+    } else {
+        /* In order, or malformed: the runtime rejects and reports the latter. */
+        if (h.magic == GRAIN_WIRE_MAGIC)
+            t->next_seq[src]++;
+        hand_over(t, i, src, len);
+        deliver_held(t, src);
+    }
 }
 
 static int progress_recvs(grain_transport_t *t)
@@ -320,37 +381,23 @@ static int progress_recvs(grain_transport_t *t)
         return 0;
     order_arrivals(t, n);
     for (int k = 0; k < n; k++) {
-        unsigned i = (unsigned)t->indices[k];
-        uint8_t *data = t->recv_memory + (size_t)i * t->recv_size;
-        int src = t->statuses[k].MPI_SOURCE, len = 0;
+        int len = 0;
         MPI_Get_count(&t->statuses[k], MPI_BYTE, &len);
-        grain_wire_hdr_t h = {0};
-        if ((size_t)len >= sizeof h)
-            memcpy(&h, data, sizeof h);
-        char why[256];
-        if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src] &&
-            out_of_sequence(t, src, h.seq, why, sizeof why)) {
-            t->handlers.rejected(t->handlers.arg, (uint32_t)src, data, (size_t)len, why);
-            post_recv(t, i);
-        } else if (h.magic == GRAIN_WIRE_MAGIC && h.seq != t->next_seq[src]) {
-            held_buffer_t *b = aside_take(t);
-            if (b == NULL) {
-                grain_log(GRAIN_LOG_ERROR, "mpi: no memory to set an early buffer aside; aborting");
-                abort(); /* dropping it would lose messages */
-            }
-            *b = (held_buffer_t){t->held, src, h.seq, grain_now_ns(), (size_t)len};
-            memcpy(b->data, data, (size_t)len);
-            t->held = b;
-            post_recv(t, i);
-        } else {
-            /* In order, or malformed: the runtime rejects and reports the latter. */
-            if (h.magic == GRAIN_WIRE_MAGIC)
-                t->next_seq[src]++;
-            hand_over(t, i, src, (size_t)len);
-            deliver_held(t, src);
-        }
+        arrived(t, (unsigned)t->indices[k], t->statuses[k].MPI_SOURCE, (size_t)len);
     }
     return 1;
+}
+
+/* Under puts: the buffers the peers wrote, in each peer's order. */
+static int progress_puts(grain_transport_t *t)
+{
+    mpi_put_arrival_t batch[PUT_POLL_BATCH];
+    uint64_t t0 = grain_now_ns();
+    unsigned n = grain_mpi_put_poll(t, batch, PUT_POLL_BATCH);
+    add_progress_ns(t, t0);
+    for (unsigned k = 0; k < n; k++)
+        arrived(t, batch[k].index, batch[k].src, batch[k].len);
+    return n > 0;
 }
 
 /* Reposts the lent buffers whose copies are done, never waiting: a wait
@@ -529,19 +576,26 @@ static void *network_thread(void *arg)
             continue;
         }
         int worked = start_sends(t);
-        worked |= progress_recvs(t);
+        worked |= t->put != NULL ? progress_puts(t) : progress_recvs(t);
         worked |= progress_lent(t);
         worked |= complete_sends(t);
+        if (t->put != NULL) {
+            uint64_t t0 = grain_now_ns();
+            worked |= grain_mpi_put_progress(t);
+            add_progress_ns(t, t0);
+        }
         worked |= progress_collective(t);
         worked |= grain_mpi_ep_progress(t);
         grain_mpi_watch(t);
-        if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0) {
+        if (atomic_load(&t->stop) && t->n_inflight == 0 && atomic_load(&t->n_pending) == 0 &&
+            grain_mpi_put_idle(t)) {
             t->handlers.settle(t->handlers.arg, 1); /* no copy may read freed buffers */
             break;
         }
         if (worked)
             grain_backoff_reset(&backoff);
-        else if (t->coll_in_flight || t->n_inflight > 0 || t->n_lent > 0 || grain_mpi_ep_busy(t))
+        else if (t->coll_in_flight || t->n_inflight > 0 || t->n_lent > 0 || grain_mpi_ep_busy(t) ||
+                 !grain_mpi_put_idle(t))
             /* MPI and copies progress unrung */
             grain_backoff_idle_patient(&backoff, GRAIN_BACKOFF_PATIENCE_NS);
         else
@@ -550,15 +604,62 @@ static void *network_thread(void *arg)
     return NULL;
 }
 
+/* Whether every rank of the transport shares this rank's memory: one node. */
+static int one_node(const grain_transport_t *t)
+{
+    MPI_Comm node;
+    int size = 0;
+    if (MPI_Comm_split_type(t->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 0;
+    MPI_Comm_size(node, &size);
+    MPI_Comm_free(&node);
+    return size == t->n_pes;
+}
+
+/* Buffers as puts where GRAIN_MPI_BUFFERS asks and the windows allow, else
+ * as sends into `recv_buffers` posted receives.  auto takes puts on one
+ * node: there a send is copied twice by the network threads (into shared
+ * memory and out), a put once by the sender, and two ranks on two H200s ran
+ * pagerank in 0.29 s rather than 0.44-0.52 s, GUPS in 0.19-0.20 s rather
+ * than 0.20-0.25 s (docs/results/transport-2xh200-s46).  Between nodes a
+ * NIC moves a send's 64 KiB by RDMA without those copies, so sends stay. */
 static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_handlers_t *handlers,
                                 size_t recv_size, unsigned recv_buffers)
 {
     t->handlers = *handlers;
     t->recv_size = recv_size;
-    t->n_recv = recv_buffers;
-    size_t recv_bytes = (size_t)recv_buffers * recv_size;
-    t->recv_memory = handlers->alloc_recv != NULL ? handlers->alloc_recv(handlers->arg, recv_bytes)
-                                                  : malloc(recv_bytes);
+    /* Every rank takes the same way, into rings of one layout: the fewest
+     * receives any rank asks for, in slots of one size. */
+    int64_t agreed[5] = {t->buffers_as, -t->buffers_as, recv_buffers, (int64_t)recv_size, -(int64_t)recv_size};
+    if (MPI_Allreduce(MPI_IN_PLACE, agreed, 5, MPI_INT64_T, MPI_MIN, t->comm) != MPI_SUCCESS)
+        return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: the ranks could not agree on how buffers travel");
+    if (agreed[0] != -agreed[1])
+        return grain_fail(GRAIN_ERR_CONFIG, "ranks disagree on GRAIN_MPI_BUFFERS; give every rank the same");
+    int same_size = agreed[3] == -agreed[4];
+    if (t->buffers_as == 1 && !same_size)
+        return grain_fail(GRAIN_ERR_CONFIG,
+                          "GRAIN_MPI_BUFFERS=put: ranks disagree on GRAIN_BUFFER_SIZE (%lld..%lld), the size of "
+                          "their rings' slots", (long long)agreed[3], (long long)-agreed[4]);
+    char why[256] = "GRAIN_MPI_BUFFERS=send";
+    if (t->buffers_as == 0 && !same_size) {
+        snprintf(why, sizeof why, "ranks disagree on GRAIN_BUFFER_SIZE"); /* reported once they compare settings */
+    } else if (t->buffers_as == 0 && !one_node(t)) {
+        snprintf(why, sizeof why, "the ranks span nodes; GRAIN_MPI_BUFFERS=put writes into their windows");
+    } else if (t->buffers_as != 2) {
+        grain_status_t st = grain_mpi_put_open(t, recv_size, (unsigned)agreed[2], t->buffers_as == 1, why,
+                                               sizeof why);
+        if (st != GRAIN_OK)
+            return st;
+    }
+    if (t->put != NULL)
+        grain_info("mpi: buffers as puts into rings of %u slots a peer", t->put->slots);
+    else
+        grain_info("mpi: buffers as sends (%s)", why);
+    t->n_recv = t->put != NULL ? 0 : recv_buffers;
+    size_t recv_bytes = (size_t)t->n_recv * recv_size;
+    t->recv_memory = t->put != NULL                ? NULL
+                     : handlers->alloc_recv != NULL ? handlers->alloc_recv(handlers->arg, recv_bytes)
+                                                    : malloc(recv_bytes);
     t->recv_reqs = calloc(recv_buffers, sizeof *t->recv_reqs);
     t->next_seq = calloc((size_t)t->n_pes, sizeof *t->next_seq);
     t->statuses = calloc(recv_buffers, sizeof *t->statuses);
@@ -566,11 +667,11 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->arrival_seq = calloc(recv_buffers, sizeof *t->arrival_seq);
     t->lent_cap = recv_buffers;
     t->lent = calloc(recv_buffers, sizeof *t->lent);
-    if (!t->recv_memory || !t->recv_reqs || !t->next_seq || !t->statuses || !t->indices || !t->arrival_seq ||
-        !t->lent)
+    if ((t->put == NULL && !t->recv_memory) || !t->recv_reqs || !t->next_seq || !t->statuses || !t->indices ||
+        !t->arrival_seq || !t->lent)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "mpi: no memory for %u receive buffers of %zu bytes",
                           recv_buffers, recv_size);
-    for (unsigned i = 0; i < recv_buffers; i++)
+    for (unsigned i = 0; i < t->n_recv; i++)
         post_recv(t, i);
     if (pthread_create(&t->thread, NULL, network_thread, t) != 0)
         return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: cannot start the network thread");
@@ -583,6 +684,8 @@ static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *
 {
     if (grain_mpi_failed(t))
         return GRAIN_ERR_PEER; /* reported once, by grain_mpi_fail */
+    if (t->put != NULL)
+        return grain_mpi_put_send(t, dest, data, len, token);
     pthread_mutex_lock(&t->lock);
     send_node_t *node = t->spare_nodes;
     if (node != NULL)
@@ -649,6 +752,7 @@ static void mpi_close(grain_transport_t *t)
     grain_mpi_watch_stop(t);
     if (grain_mpi_failed(t)) {
         leave_failed(t);
+        grain_mpi_put_close(t, 1);
     } else {
         for (unsigned i = 0; t->running && i < t->n_recv; i++) {
             if (t->recv_reqs[i] != MPI_REQUEST_NULL) {
@@ -656,6 +760,7 @@ static void mpi_close(grain_transport_t *t)
                 MPI_Wait(&t->recv_reqs[i], MPI_STATUS_IGNORE);
             }
         }
+        grain_mpi_put_close(t, 0);
         grain_mpi_ep_close(t);
         MPI_Comm_free(&t->comm);
         if (t->initialized_mpi)

@@ -40,6 +40,41 @@ typedef struct held_buffer {
 
 typedef enum { COLL_NONE, COLL_REQUESTED, COLL_STARTED, COLL_DONE } coll_state_t;
 
+/* The put channel (transport_mpi_put.c). */
+typedef struct put_wait {
+    struct put_wait *next;
+    const void *data;
+    size_t len;
+    void *token;
+    uint64_t queued_ns;
+} put_wait_t;
+
+typedef struct mpi_put_peer {
+    /* This rank's writes into the peer's ring for it: `lock` orders tickets
+     * with the sends that wait for a credit. */
+    pthread_mutex_t lock;
+    uint64_t tickets; /* slots taken, in the order the writes are numbered */
+    put_wait_t *wait_head, *wait_tail;
+    /* The peer's writes into this rank's ring (the network thread's). */
+    uint64_t arrived, consumed, returned;
+} mpi_put_peer_t;
+
+typedef struct mpi_put {
+    MPI_Win win;
+    uint32_t slots, slot_bytes;
+    /* In the window, whose layout every rank shares: a ring of `slots`
+     * slots for each peer, a stamp for each slot, and each peer's count of
+     * this rank's writes it has consumed (its credit returns). */
+    uint8_t *rings;
+    _Atomic uint64_t *stamps;
+    _Atomic uint64_t *credits;
+    MPI_Aint stamps_at, credits_at;
+    uint8_t *freed; /* slots given back out of order, for the network thread */
+    mpi_put_peer_t *peers;
+    atomic_uint waiting; /* sends waiting for a credit, all peers */
+    unsigned next_peer;  /* where the network thread's next look for arrivals starts */
+} mpi_put_t;
+
 struct grain_transport {
     MPI_Comm comm;
     MPI_Comm ep_comm; /* device endpoints' two-sided messages (transport_mpi_ep.c) */
@@ -53,6 +88,8 @@ struct grain_transport {
     int my_pe, n_pes;
     int initialized_mpi;
     int multiple; /* aggregators post their own sends */
+    int buffers_as; /* GRAIN_MPI_BUFFERS: 0 auto, 1 put, 2 send */
+    mpi_put_t *put; /* buffers travel as MPI puts; NULL: as sends */
     grain_transport_handlers_t handlers;
     pthread_t thread;
     int running;
@@ -150,6 +187,33 @@ void grain_mpi_ep_cancel(grain_transport_t *t, void *req);
  * is posted and not done (MPI progresses it unrung). */
 int grain_mpi_ep_progress(grain_transport_t *t);
 int grain_mpi_ep_busy(const grain_transport_t *t);
+
+/* The put channel: MPI puts of each buffer into a ring of its destination's
+ * window (transport_mpi_put.c).  open is collective, on the application
+ * thread before the network thread starts: t->put set, or, where some
+ * rank's window does not allow puts, NULL and the reason in `why` (an error
+ * only where `required`).  send: any thread.  The network thread's: poll
+ * (up to `max` arrivals: their slots' indices, sources and lengths), slot
+ * (an index's memory), release (a slot the runtime let go of), progress
+ * (credit returns and waiting sends; whether any), stalled (the destination
+ * of the oldest send waiting for a credit and since when; -1: none).  idle:
+ * no send waits.  close: collective, once the network thread stopped. */
+typedef struct mpi_put_arrival {
+    unsigned index;
+    int src;
+    size_t len;
+} mpi_put_arrival_t;
+
+grain_status_t grain_mpi_put_open(grain_transport_t *t, size_t slot_bytes, unsigned recv_buffers, int required,
+                                  char *why, size_t why_size);
+grain_status_t grain_mpi_put_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len, void *token);
+unsigned grain_mpi_put_poll(grain_transport_t *t, mpi_put_arrival_t *out, unsigned max);
+uint8_t *grain_mpi_put_slot(const grain_transport_t *t, unsigned index);
+void grain_mpi_put_release(grain_transport_t *t, unsigned index);
+int grain_mpi_put_progress(grain_transport_t *t);
+int grain_mpi_put_stalled(grain_transport_t *t, uint64_t *since_ns_p);
+int grain_mpi_put_idle(const grain_transport_t *t);
+void grain_mpi_put_close(grain_transport_t *t, int failed);
 
 static inline int grain_mpi_failed(grain_transport_t *t)
 {

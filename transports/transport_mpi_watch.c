@@ -209,6 +209,15 @@ static void judge(grain_transport_t *t, uint64_t now)
             return;
         }
     }
+    uint64_t since = 0;
+    int dest = grain_mpi_put_stalled(t, &since);
+    if (dest >= 0 && now > since && now - since > t->timeout_ns) { /* one may have waited since `now` */
+        grain_mpi_fail(t, dest,
+                       "rank %d has freed no slot of its ring for rank %d's buffers for %.0f s (GRAIN_PEER_TIMEOUT_S: "
+                       "%.0f s): it no longer receives",
+                       dest, t->my_pe, (double)(now - since) * 1e-9, secs);
+        return;
+    }
     for (const held_buffer_t *b = t->held; b != NULL; b = b->next) {
         if (now - b->since_ns > t->timeout_ns) {
             grain_mpi_fail(t, b->src,

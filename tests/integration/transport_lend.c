@@ -89,6 +89,13 @@ static void rejected(void *arg, uint32_t src, const void *data, size_t len, cons
     atomic_fetch_add(&((state_t *)arg)->errors, 1);
 }
 
+/* No rank fails here: one that does ends the test with the transport's reason. */
+static void failed(void *arg, int rank, const char *why)
+{
+    fprintf(stderr, "rank %d: the transport failed rank %d: %s\n", ((state_t *)arg)->me, rank, why);
+    exit(1);
+}
+
 static int received(void *arg, uint32_t src, const void *data, size_t len)
 {
     state_t *s = arg;
@@ -175,7 +182,7 @@ int main(int argc, char **argv)
         return 2;
     }
     grain_transport_handlers_t handlers = {
-        .received = received, .rejected = rejected, .settle = settle, .sent = sent, .arg = &s};
+        .received = received, .rejected = rejected, .failed = failed, .settle = settle, .sent = sent, .arg = &s};
     OK(ops->start(t, &handlers, RECV_SIZE, recv_buffers));
 
     /* Interleaved over the peers, so that each rank's few buffers take
