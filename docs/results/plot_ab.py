@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Draws an A/B of two trees of grain run side by side in device calls: for
-each CSV (rows tree,app,ranks[,env],rep,seconds,gups,...; trees `base` and
-`new`), pagerank's seconds and gups' GUP/s on two ranks, every run a dot and
-the median a bar, one group a call (and setting other than the default)
-where both trees ran.
+"""Draws an A/B of two trees of grain (or two settings of one) run side by
+side in device calls: for each CSV (rows tree,app,ranks[,env][,machine],rep,
+seconds,gups,...; trees `base` and `new`, or any two names, in the order
+they first appear), pagerank's seconds and gups' GUP/s on more than one
+rank, every run a dot and the median a bar, one group a call (machine,
+ranks other than two, setting other than the default) where both ran.
 
 usage: plot_ab.py OUT.png TITLE LABEL=FILE.csv [LABEL=FILE.csv ...]
 e.g. from docs/results/transport-2xh100-runs:
@@ -27,27 +28,35 @@ calls = [arg.split("=", 1) for arg in sys.argv[3:]]
 
 # (app, group label) -> tree -> values
 runs = {}
+trees = []
 for label, path in calls:
     with open(path) as f:
         for row in csv.DictReader(f):
-            if row.get("ranks") != "2":
+            if row.get("ranks") in (None, "", "1"):
                 continue
             env = row.get("env", "-")
             group = label if env in ("-", "", None) else f"{label}\n{env.replace('GRAIN_', '')}"
+            if row.get("machine"):
+                group = f"{group}\n{row['machine']}"
+            if row["ranks"] != "2":
+                group = f"{group}\n{row['ranks']} ranks"
             key = "gups" if row["app"] == "gups" else "seconds"
             try:
                 value = float(row[key])
             except (KeyError, ValueError):
                 continue
             runs.setdefault((row["app"], group), {}).setdefault(row["tree"], []).append(value)
+            if row["tree"] not in trees:
+                trees.append(row["tree"])
 
 apps = [("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)")]
 fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
-colors = {"base": "tab:gray", "new": "tab:blue"}
+pair = ("base", "new") if {"base", "new"} <= set(trees) else tuple(trees[:2])
+colors = dict(zip(pair, ("tab:gray", "tab:blue")))
 for ax, (app, ylabel) in zip(axes, apps):
     groups = [g for (a, g) in runs if a == app and len(runs[(a, g)]) == 2]
     for i, group in enumerate(groups):
-        for j, tree in enumerate(("base", "new")):
+        for j, tree in enumerate(pair):
             values = runs[(app, group)].get(tree, [])
             if not values:
                 continue
