@@ -27,6 +27,11 @@
  * Sends and early buffers reuse the records and copies of earlier ones, so
  * that nothing is allocated a buffer once the spares cover what is in
  * flight.
+ *
+ * Under GRAIN_MPI_BUFFERS=put (auto on one node) the buffers skip the
+ * receives: the sender writes them into the destination's window
+ * (transport_mpi_put.c), and the network thread takes them from there into
+ * the same path, sequence numbers, set-aside buffers and lending alike.
  */
 #include "transports/transport_mpi.h"
 
@@ -314,15 +319,17 @@ static void order_arrivals(grain_transport_t *t, int n)
     }
 }
 
-/* MPI_Testsome, timed: MPI's progress (the copies through shared memory,
- * among them) runs in these calls, and their time says whether the network
- * thread is the limit (grain_transport_ops_t.progress_ns). */
+/* Counts the time since `since_ns` as the network thread's in MPI
+ * (grain_transport_ops_t.progress_ns). */
 static void add_progress_ns(grain_transport_t *t, uint64_t since_ns)
 {
     uint64_t spent = atomic_load_explicit(&t->progress_ns, memory_order_relaxed) + grain_now_ns() - since_ns;
     atomic_store_explicit(&t->progress_ns, spent, memory_order_relaxed);
 }
 
+/* MPI_Testsome, timed: MPI's progress (the copies through shared memory,
+ * among them) runs in these calls, and their time says whether the network
+ * thread is the limit. */
 static int timed_testsome(grain_transport_t *t, int n, MPI_Request *reqs, int *done, int *indices,
                           MPI_Status *statuses)
 {
