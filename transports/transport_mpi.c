@@ -628,8 +628,11 @@ static int one_node(const grain_transport_t *t)
  * node: there a send is copied twice by the network threads (into shared
  * memory and out), a put once by the sender, and two ranks on two H200s ran
  * pagerank in 0.29 s rather than 0.44-0.52 s, GUPS in 0.19-0.20 s rather
- * than 0.20-0.25 s (docs/results/transport-2xh200-s46).  Between nodes a
- * NIC moves a send's 64 KiB by RDMA without those copies, so sends stay. */
+ * than 0.20-0.25 s (docs/results/transport-2xh200-s46).  With CMA a send is
+ * one copy too, by the receiving network thread: pagerank, bound by that
+ * thread, still took 37% less time with puts, and GUPS, bound by its
+ * aggregators, which make the put's copy, 10% more.  Between nodes a NIC
+ * moves a send's 64 KiB by RDMA without those copies, so sends stay. */
 static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_handlers_t *handlers,
                                 size_t recv_size, unsigned recv_buffers)
 {
