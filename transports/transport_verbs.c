@@ -650,10 +650,13 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
     if (t == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "verbs transport: no memory");
     pthread_mutex_init(&t->error_lock, NULL);
-    /* The device first: without one, MPI is left untouched for a fallback. */
+    /* The device first: without one, MPI is left untouched for a fallback.
+     * Buffers take the verbs path, so MPI keeps no window of rings for them. */
     grain_status_t st = open_device(t, config);
+    grain_config_t mpi_config = *config;
+    snprintf(mpi_config.mpi_buffers, sizeof mpi_config.mpi_buffers, "send");
     if (st == GRAIN_OK)
-        st = grain_transport_mpi.open(&t->mpi, config, mpi_comm, &t->my_pe, &t->n_pes);
+        st = grain_transport_mpi.open(&t->mpi, &mpi_config, mpi_comm, &t->my_pe, &t->n_pes);
     if (st != GRAIN_OK) {
         if (t->ctx != NULL)
             ibv_close_device(t->ctx);
