@@ -195,9 +195,9 @@ int grain_mpi_ep_busy(const grain_transport_t *t);
  * only where `required`).  send: any thread.  The network thread's: poll
  * (up to `max` arrivals: their slots' indices, sources and lengths), slot
  * (an index's memory), release (a slot the runtime let go of), progress
- * (credit returns and waiting sends; whether any), stalled (the destination
- * of the oldest send waiting for a credit and since when; -1: none).  idle:
- * no send waits.  close: collective, once the network thread stopped. */
+ * (credit returns and waiting sends; whether any), waiting (the sends to
+ * `dest` waiting for a credit, and since when the oldest has).  idle: no
+ * send waits.  close: collective, once the network thread stopped. */
 typedef struct mpi_put_arrival {
     unsigned index;
     int src;
@@ -211,7 +211,7 @@ unsigned grain_mpi_put_poll(grain_transport_t *t, mpi_put_arrival_t *out, unsign
 uint8_t *grain_mpi_put_slot(const grain_transport_t *t, unsigned index);
 void grain_mpi_put_release(grain_transport_t *t, unsigned index);
 int grain_mpi_put_progress(grain_transport_t *t);
-int grain_mpi_put_stalled(grain_transport_t *t, uint64_t *since_ns_p);
+unsigned grain_mpi_put_waiting(grain_transport_t *t, int dest, uint64_t *oldest_ns_p);
 int grain_mpi_put_idle(const grain_transport_t *t);
 void grain_mpi_put_close(grain_transport_t *t, int failed);
 

@@ -222,20 +222,20 @@ int grain_mpi_put_progress(grain_transport_t *t)
     return worked;
 }
 
-int grain_mpi_put_stalled(grain_transport_t *t, uint64_t *since_ns_p)
+unsigned grain_mpi_put_waiting(grain_transport_t *t, int dest, uint64_t *oldest_ns_p)
 {
     mpi_put_t *p = t->put;
-    int dest = -1;
-    for (int q = 0; p != NULL && atomic_load_explicit(&p->waiting, memory_order_relaxed) > 0 && q < t->n_pes; q++) {
-        pthread_mutex_lock(&p->peers[q].lock);
-        const put_wait_t *w = p->peers[q].wait_head;
-        if (w != NULL && (dest < 0 || w->queued_ns < *since_ns_p)) {
-            dest = q;
-            *since_ns_p = w->queued_ns;
-        }
-        pthread_mutex_unlock(&p->peers[q].lock);
-    }
-    return dest;
+    unsigned n = 0;
+    if (p == NULL || atomic_load_explicit(&p->waiting, memory_order_relaxed) == 0)
+        return 0;
+    pthread_mutex_lock(&p->peers[dest].lock);
+    const put_wait_t *w = p->peers[dest].wait_head;
+    if (w != NULL)
+        *oldest_ns_p = w->queued_ns;
+    for (; w != NULL; w = w->next)
+        n++;
+    pthread_mutex_unlock(&p->peers[dest].lock);
+    return n;
 }
 
 int grain_mpi_put_idle(const grain_transport_t *t)

@@ -85,10 +85,11 @@ void grain_mpi_watch_stop(grain_transport_t *t)
 }
 
 /* ", pending here: ..." for `rank`, what this rank waits for from it. */
-static void describe_pending(const grain_transport_t *t, int rank, uint64_t now, char *out, size_t size)
+static void describe_pending(grain_transport_t *t, int rank, uint64_t now, char *out, size_t size)
 {
     unsigned sends = 0, held = 0;
-    uint64_t oldest = now;
+    uint64_t oldest = now, oldest_put = now;
+    unsigned puts = grain_mpi_put_waiting(t, rank, &oldest_put);
     for (int i = 0; i < t->n_inflight; i++)
         if ((int)t->send_nodes[i]->dest == rank) {
             sends++;
@@ -101,13 +102,16 @@ static void describe_pending(const grain_transport_t *t, int rank, uint64_t now,
     if (sends > 0)
         n += snprintf(out + n, size - (size_t)n, " %u buffers to rank %d in flight, the oldest for %.1f s,", sends,
                       rank, (double)(now - oldest) * 1e-9);
+    if (puts > 0)
+        n += snprintf(out + n, size - (size_t)n, " %u buffers to rank %d waiting for room in its ring, the oldest for "
+                      "%.1f s,", puts, rank, now > oldest_put ? (double)(now - oldest_put) * 1e-9 : 0.0);
     if (held > 0)
         n += snprintf(out + n, size - (size_t)n, " %u buffers from rank %d held for an earlier one that never came,",
                       held, rank);
     int coll = t->coll_in_flight || t->coll_state == COLL_REQUESTED;
     if (coll)
         n += snprintf(out + n, size - (size_t)n, " a collective (grain_quiet, grain_barrier or another) waiting,");
-    if (sends == 0 && held == 0 && !coll)
+    if (sends == 0 && puts == 0 && held == 0 && !coll)
         snprintf(out + n, size - (size_t)n, " nothing");
     else
         out[strlen(out) - 1] = '\0';
@@ -209,14 +213,16 @@ static void judge(grain_transport_t *t, uint64_t now)
             return;
         }
     }
-    uint64_t since = 0;
-    int dest = grain_mpi_put_stalled(t, &since);
-    if (dest >= 0 && now > since && now - since > t->timeout_ns) { /* one may have waited since `now` */
-        grain_mpi_fail(t, dest,
-                       "rank %d has freed no slot of its ring for rank %d's buffers for %.0f s (GRAIN_PEER_TIMEOUT_S: "
-                       "%.0f s): it no longer receives",
-                       dest, t->my_pe, (double)(now - since) * 1e-9, secs);
-        return;
+    for (int p = 0; p < t->n_pes; p++) {
+        uint64_t since = now;
+        /* A send may have begun to wait since `now`. */
+        if (grain_mpi_put_waiting(t, p, &since) > 0 && now > since && now - since > t->timeout_ns) {
+            grain_mpi_fail(t, p,
+                           "rank %d has freed no slot of its ring for rank %d's buffers for %.0f s "
+                           "(GRAIN_PEER_TIMEOUT_S: %.0f s): it no longer receives",
+                           p, t->my_pe, (double)(now - since) * 1e-9, secs);
+            return;
+        }
     }
     for (const held_buffer_t *b = t->held; b != NULL; b = b->next) {
         if (now - b->since_ns > t->timeout_ns) {
