@@ -199,12 +199,19 @@ grain_sched_mode_t grain_config_sched_mode(const grain_config_t *c)
     return (grain_sched_mode_t)choice_index(c->sched, grain_sched_mode_names);
 }
 
+/* Indexed by grain_mpi_buffers_t. */
+const char *const grain_mpi_buffers_names[] = {"auto", "put", "send", NULL};
+
+grain_mpi_buffers_t grain_config_mpi_buffers(const grain_config_t *c)
+{
+    return (grain_mpi_buffers_t)choice_index(c->mpi_buffers, grain_mpi_buffers_names);
+}
+
 grain_status_t grain_config_check(const grain_config_t *c)
 {
     static const char *const reserves[] = {"wg", "sg", "wi", NULL};
     static const char *const transports[] = {"auto", "mpi", "self", "verbs", NULL};
     static const char *const mpi_threads[] = {"auto", "multiple", "serialized", NULL};
-    static const char *const mpi_buffers[] = {"auto", "put", "send", NULL};
     static const char *const applies[] = {"auto", "host", "device", NULL};
     static const char *const ib_opcodes[] = {"write_imm", "send", NULL};
     static const char *const peers[] = {"auto", "off", NULL};
@@ -230,7 +237,7 @@ grain_status_t grain_config_check(const grain_config_t *c)
     if (st == GRAIN_OK)
         st = check_choice("MPI_THREADS", c->mpi_threads, mpi_threads);
     if (st == GRAIN_OK)
-        st = check_choice("MPI_BUFFERS", c->mpi_buffers, mpi_buffers);
+        st = check_choice("MPI_BUFFERS", c->mpi_buffers, grain_mpi_buffers_names);
     if (st == GRAIN_OK)
         st = check_choice("IB_OPCODE", c->ib_opcode, ib_opcodes);
     if (st == GRAIN_OK)

@@ -55,6 +55,15 @@ typedef enum grain_sched_mode {
 } grain_sched_mode_t;
 extern const char *const grain_sched_mode_names[];
 grain_sched_mode_t grain_config_sched_mode(const grain_config_t *config);
+
+/* GRAIN_MPI_BUFFERS: how the MPI transport moves packed buffers. */
+typedef enum grain_mpi_buffers {
+    GRAIN_MPI_BUFFERS_AUTO,
+    GRAIN_MPI_BUFFERS_PUT,
+    GRAIN_MPI_BUFFERS_SEND,
+} grain_mpi_buffers_t;
+extern const char *const grain_mpi_buffers_names[];
+grain_mpi_buffers_t grain_config_mpi_buffers(const grain_config_t *config);
 /* Parses "123", "64K", "1M", "2G" (powers of 1024). */
 grain_status_t grain_parse_size(const char *text, uint64_t *value_p);
 /* Warns of each GRAIN_* environment variable that grain reads nowhere,

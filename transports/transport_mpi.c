@@ -88,7 +88,7 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
                           provided);
     }
     t->multiple = want_multiple && provided == MPI_THREAD_MULTIPLE;
-    t->buffers_as = strcmp(config->mpi_buffers, "put") == 0 ? 1 : strcmp(config->mpi_buffers, "send") == 0 ? 2 : 0;
+    t->buffers_as = grain_config_mpi_buffers(config);
     grain_info("mpi: %s", t->multiple ? "aggregators post their own sends (MPI_THREAD_MULTIPLE)"
                                       : "the network thread posts every send");
     /* A communicator of grain's own: its tags never meet the application's. */
@@ -640,24 +640,25 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     t->recv_size = recv_size;
     /* Every rank takes the same way, into rings of one layout: the fewest
      * receives any rank asks for, in slots of one size. */
-    int64_t agreed[5] = {t->buffers_as, -t->buffers_as, recv_buffers, (int64_t)recv_size, -(int64_t)recv_size};
+    int64_t agreed[5] = {(int64_t)t->buffers_as, -(int64_t)t->buffers_as, recv_buffers, (int64_t)recv_size,
+                         -(int64_t)recv_size};
     if (MPI_Allreduce(MPI_IN_PLACE, agreed, 5, MPI_INT64_T, MPI_MIN, t->comm) != MPI_SUCCESS)
         return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: the ranks could not agree on how buffers travel");
     if (agreed[0] != -agreed[1])
         return grain_fail(GRAIN_ERR_CONFIG, "ranks disagree on GRAIN_MPI_BUFFERS; give every rank the same");
     int same_size = agreed[3] == -agreed[4];
-    if (t->buffers_as == 1 && !same_size)
+    if (t->buffers_as == GRAIN_MPI_BUFFERS_PUT && !same_size)
         return grain_fail(GRAIN_ERR_CONFIG,
                           "GRAIN_MPI_BUFFERS=put: ranks disagree on GRAIN_BUFFER_SIZE (%lld..%lld), the size of "
                           "their rings' slots", (long long)agreed[3], (long long)-agreed[4]);
     char why[256] = "GRAIN_MPI_BUFFERS=send";
-    if (t->buffers_as == 0 && !same_size) {
+    if (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && !same_size) {
         snprintf(why, sizeof why, "ranks disagree on GRAIN_BUFFER_SIZE"); /* reported once they compare settings */
-    } else if (t->buffers_as == 0 && !one_node(t)) {
+    } else if (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && !one_node(t)) {
         snprintf(why, sizeof why, "the ranks span nodes; GRAIN_MPI_BUFFERS=put writes into their windows");
-    } else if (t->buffers_as != 2) {
-        grain_status_t st = grain_mpi_put_open(t, recv_size, (unsigned)agreed[2], t->buffers_as == 1, why,
-                                               sizeof why);
+    } else if (t->buffers_as != GRAIN_MPI_BUFFERS_SEND) {
+        grain_status_t st = grain_mpi_put_open(t, recv_size, (unsigned)agreed[2],
+                                               t->buffers_as == GRAIN_MPI_BUFFERS_PUT, why, sizeof why);
         if (st != GRAIN_OK)
             return st;
     }

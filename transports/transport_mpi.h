@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "services/bell.h"
+#include "services/config.h"
 #include "transports/transport.h"
 
 #define DATA_TAG 0x6752
@@ -88,7 +89,7 @@ struct grain_transport {
     int my_pe, n_pes;
     int initialized_mpi;
     int multiple; /* aggregators post their own sends */
-    int buffers_as; /* GRAIN_MPI_BUFFERS: 0 auto, 1 put, 2 send */
+    grain_mpi_buffers_t buffers_as; /* GRAIN_MPI_BUFFERS */
     mpi_put_t *put; /* buffers travel as MPI puts; NULL: as sends */
     grain_transport_handlers_t handlers;
     pthread_t thread;

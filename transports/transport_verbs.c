@@ -654,7 +654,8 @@ static grain_status_t verbs_open(grain_transport_t **t_p, const grain_config_t *
      * Buffers take the verbs path, so MPI keeps no window of rings for them. */
     grain_status_t st = open_device(t, config);
     grain_config_t mpi_config = *config;
-    snprintf(mpi_config.mpi_buffers, sizeof mpi_config.mpi_buffers, "send");
+    snprintf(mpi_config.mpi_buffers, sizeof mpi_config.mpi_buffers, "%s",
+             grain_mpi_buffers_names[GRAIN_MPI_BUFFERS_SEND]);
     if (st == GRAIN_OK)
         st = grain_transport_mpi.open(&t->mpi, &mpi_config, mpi_comm, &t->my_pe, &t->n_pes);
     if (st != GRAIN_OK) {
