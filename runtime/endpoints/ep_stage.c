@@ -85,7 +85,7 @@ grain_ep_stage_t *grain_ep_stage_take(grain_cmdq_t *q, grain_ep_pool_t *p, size_
         s->cap = bytes;
         return s;
     }
-    grain_info("endpoint %d: no %s memory to stage a message of %zu bytes; it takes malloc'ed memory", q->id,
+    grain_info("endpoint %d: no %s memory to stage %zu bytes; they take malloc'ed memory", q->id,
                p->host ? "pinned" : "device", bytes);
     free(s);
     pthread_mutex_lock(&t->lock);
