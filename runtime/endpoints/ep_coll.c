@@ -73,15 +73,34 @@ static uint64_t key_of(uint64_t kind, uint64_t a, uint64_t b, uint64_t c)
     return k;
 }
 
+/* Host memory the leader q works in: a pinned stage of its pool where
+ * there is one (*stage), kept there for the next collective, else
+ * malloc'ed; NULL without either.  In fresh memory each time, whose pages
+ * each collective faulted in, a 64 MiB broadcast through the host between
+ * two H200s took 128-136 ms, where the host's broadcast and the copies took
+ * 37-40: now 37-44 ms, as the endpoints also copy a pinned result to their
+ * devices without a copy into their own memory first; a gather of 32 MiB
+ * slots 46-55 ms instead of 151-163. */
+static unsigned char *scratch_take(grain_cmdq_t *q, size_t bytes, grain_ep_stage_t **stage)
+{
+    *stage = bytes > 0 ? grain_ep_stage_take(q, &q->host_pool, bytes) : NULL;
+    return *stage != NULL ? (*stage)->device : malloc(bytes > 0 ? bytes : 1);
+}
+
+static void scratch_give(grain_ep_team_t *t, unsigned char *p, grain_ep_stage_t *stage, int locked)
+{
+    if (stage != NULL)
+        grain_ep_stage_give(t, stage, locked);
+    else
+        free(p);
+}
+
 /* A result no endpoint reads any more: its pinned memory back to the
  * leader's pool (with the team's lock held), whose close waits for it, so
  * that one left to grain_ep_team_destroy holds none; or freed. */
 static void drop_result(grain_ep_team_t *t, result_t *r)
 {
-    if (r->stage != NULL)
-        grain_ep_stage_give(t, r->stage, 1);
-    else
-        free(r->data);
+    scratch_give(t, r->data, r->stage, 1);
     free(r);
 }
 
@@ -235,13 +254,7 @@ static grain_status_t settle(grain_cmdq_t *q, unsigned departed, grain_status_t 
 }
 
 /* A result of `size` bytes for the leader q; without the memory, one that
- * says so (the collective must still be agreed on with the other ranks).
- * Its bytes are a pinned stage of q's pool where there is one, kept there
- * for the next collective, and the endpoints copy them to their devices
- * without a copy into their own memory first.  In fresh memory each time, a
- * 64 MiB broadcast through the host between two H200s took 152-166 ms,
- * where the host's broadcast and the copies took 38-51; now 51-54 ms, and
- * 8 MiB 1.5 ms instead of 4.9-9.1. */
+ * says so (the collective must still be agreed on with the other ranks). */
 static result_t *new_result(grain_cmdq_t *q, size_t size)
 {
     static result_t no_memory = {.status = GRAIN_ERR_NO_MEMORY, .kept = 1};
@@ -249,11 +262,7 @@ static result_t *new_result(grain_cmdq_t *q, size_t size)
     if (r == NULL)
         return &no_memory;
     r->size = size;
-    if (size == 0)
-        return r;
-    if ((r->stage = grain_ep_stage_take(q, &q->host_pool, size)) != NULL)
-        r->data = r->stage->device;
-    else if ((r->data = malloc(size)) == NULL) {
+    if (size > 0 && (r->data = scratch_take(q, size, &r->stage)) == NULL) {
         free(r);
         return &no_memory;
     }
@@ -300,12 +309,12 @@ static grain_status_t exchange(grain_cmdq_t *q, const coll_t *c, unsigned char *
      * scatter: the root endpoint's slots, a block for each; gather: one. */
     size_t send_size = c->kind == COLL_ALLTOALL ? P * D * block : c->kind == COLL_GATHER ? block : P * block;
     size_t recv_size = c->kind == COLL_ALLTOALL ? n * block : n * b;
-    unsigned char *send = malloc(send_size > 0 ? send_size : 1), *recv = malloc(recv_size > 0 ? recv_size : 1);
+    grain_ep_stage_t *send_stage, *recv_stage;
+    unsigned char *send = scratch_take(q, send_size, &send_stage), *recv = scratch_take(q, recv_size, &recv_stage);
+    grain_status_t st = GRAIN_OK;
     if (bytes == NULL || send == NULL || recv == NULL) {
-        free(bytes);
-        free(send);
-        free(recv);
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", send_size + recv_size);
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "endpoint collective: no memory for %zu bytes", send_size + recv_size);
+        goto out;
     }
     size_t *send_bytes = bytes, *recv_bytes = bytes + P, max = c->kind == COLL_ALLTOALL ? D * block : block;
     for (size_t r = 0; r < P; r++) {
@@ -324,7 +333,7 @@ static grain_status_t exchange(grain_cmdq_t *q, const coll_t *c, unsigned char *
     }
     if (c->kind == COLL_SCATTER && g->my_pe == root_rank)
         memcpy(send, t->parts[c->root % (int)D], n * b);
-    grain_status_t st = grain_alltoallv(g, send, send_bytes, max, recv, recv_bytes);
+    st = grain_alltoallv(g, send, send_bytes, max, recv, recv_bytes);
     if (st == GRAIN_OK && c->kind == COLL_ALLTOALL) { /* from [source rank][source vdev][dest vdev] */
         for (size_t s = 0; s < P; s++)
             for (size_t v = 0; v < D; v++)
@@ -333,9 +342,10 @@ static grain_status_t exchange(grain_cmdq_t *q, const coll_t *c, unsigned char *
     } else if (st == GRAIN_OK) {
         memcpy(out, recv, c->kind == COLL_SCATTER ? block : n * b);
     }
+out:
     free(bytes);
-    free(send);
-    free(recv);
+    scratch_give(t, send, send_stage, 0);
+    scratch_give(t, recv, recv_stage, 0);
     return st;
 }
 
