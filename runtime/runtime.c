@@ -459,43 +459,21 @@ grain_status_t grain_init_attr(const grain_config_t *config, const grain_init_at
     return grain_init_transport(config, attr->mpi_comm, NULL, grain_p);
 }
 
-/*
- * The host threads of GRAIN_AGGREGATORS=0 and GRAIN_RECV_THREADS=0.  On a
- * CPU device one of each (the network thread receives), since the device's
- * workers take the other cores.  On a GPU the cores of this rank's share
- * that the application's thread and the network thread leave: half of them
- * aggregate, at most AUTO_AGGREGATORS_MAX, and what the aggregators leave
- * receive, at most AUTO_THREADS_MAX.  Past that, the threads outnumbered
- * the cores or waited for one another: two GUPS ranks through MPI on one
- * H100 machine (16 cores) ran at 0.23 GUP/s with one receive thread,
- * 0.29-0.30 with 4 and 0.227 with 8 and 4 aggregators; on two H100s (32
- * cores), with one aggregator and 1 or 4 receive threads, 0.33 and 0.57
- * GUP/s, with 4 aggregators 0.36 and 0.87, with 4 and 8, about as much.
- * Once buffers filled up (Nagle's rule for timeout flushes) and arrived in
- * order, pagerank (Kronecker 20) ran fastest there with 6 aggregators
- * (0.47-0.49 s; 0.50-0.53 with 7, 0.52-0.54 with 8, 0.62 with 4), gups with
- * 8 (1.93-2.15 GUP/s; 1.69-1.89 with 6, 1.33 with 4).
- */
-#define AUTO_THREADS_MAX 4
-#define AUTO_AGGREGATORS_MAX 6
 /* Past a few hundred, more posted receives cost memory and buy little: not
  * every peer sends at once. */
 #define RECV_BUFFERS_AUTO_MAX 256u
 
-static unsigned auto_threads(long spare, unsigned most)
+/* The host threads of GRAIN_AGGREGATORS=0 and GRAIN_RECV_THREADS=0: on a
+ * CPU device one of each (the network thread receives), since the device's
+ * workers take the other cores; on a GPU, services/cores.c's split. */
+static unsigned auto_aggregators(const grain_t *g, unsigned net, int written)
 {
-    return spare < 1 ? 1 : spare > (long)most ? most : (unsigned)spare;
-}
-
-static unsigned auto_aggregators(const grain_t *g, unsigned net)
-{
-    return g->binfo.cpu_device ? 1
-                               : auto_threads((grain_rank_cores().mine - 1 - (long)net) / 2, AUTO_AGGREGATORS_MAX);
+    return g->binfo.cpu_device ? 1 : grain_cores_aggregators(grain_rank_cores().mine - 1 - (long)net, written);
 }
 
 static unsigned auto_recv_threads(const grain_t *g, unsigned host_threads)
 {
-    return g->binfo.cpu_device ? 1 : auto_threads(grain_rank_cores().mine - 1 - (long)host_threads, AUTO_THREADS_MAX);
+    return g->binfo.cpu_device ? 1 : grain_cores_receivers(grain_rank_cores().mine - 1 - (long)host_threads);
 }
 
 grain_status_t grain_init_transport(const grain_config_t *config, const void *mpi_comm,
@@ -538,10 +516,13 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
         goto err;
     g->bops->query(g->backend, &g->binfo);
     if (aggs == 0) {
-        g->config.aggregators = auto_aggregators(g, net);
+        int written = g->tops->receives_written != NULL && g->tops->receives_written(g->transport);
+        g->config.aggregators = auto_aggregators(g, net, written);
         grain_info("%u aggregator thread%s (GRAIN_AGGREGATORS=0: %s)", (unsigned)g->config.aggregators,
                    g->config.aggregators == 1 ? "" : "s",
-                   g->binfo.cpu_device ? "a CPU device's workers take the spare cores" : "this rank's spare cores");
+                   g->binfo.cpu_device ? "a CPU device's workers take the spare cores"
+                   : written           ? "this rank's spare cores; its peers write buffers into its memory"
+                                       : "this rank's spare cores; buffers are copied in on arrival");
     }
     /* Reader i of n owns rings i, i + n, ... (queue_consumer.h): an
      * aggregator past the last ring would never find a slot, only nap, and

@@ -95,6 +95,13 @@ typedef struct grain_transport_ops {
     /* Whether start's `recv_buffers` counts the receives of each peer (a
      * ring per peer) rather than of all peers together. */
     int receives_per_peer;
+    /* Whether the buffers this rank receives will be written into its
+     * memory by their senders (one-sided puts) rather than copied in by
+     * the transport's thread, as it expects before start (start may still
+     * find the network unable to): then packing, not that thread, limits
+     * the path, and the runtime gives the aggregators more of the rank's
+     * cores.  NULL: copied in, or not measured. */
+    int (*receives_written)(grain_transport_t *t);
     /* Buffers of one source reach `received` in the order of their
      * sequence numbers (grain_wire_hdr_t.seq): work-group quiets rely on it
      * (quiets.h).  A transport that restores that order itself says so

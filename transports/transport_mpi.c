@@ -52,6 +52,19 @@ grain_status_t grain_mpi_error(int err, const char *what)
     return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: %s failed: %s", what, grain_mpi_error_string(err, text));
 }
 
+/* Whether every rank of the transport shares this rank's memory: one node.
+ * Collective: every rank asks at open, whatever its settings. */
+static int one_node(const grain_transport_t *t)
+{
+    MPI_Comm node;
+    int size = 0;
+    if (MPI_Comm_split_type(t->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 0;
+    MPI_Comm_size(node, &size);
+    MPI_Comm_free(&node);
+    return size == t->n_pes;
+}
+
 static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *config, const void *mpi_comm,
                                int *my_pe_p, int *n_pes_p)
 {
@@ -96,6 +109,7 @@ static grain_status_t mpi_open(grain_transport_t **t_p, const grain_config_t *co
     MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(t->comm, &t->my_pe);
     MPI_Comm_size(t->comm, &t->n_pes);
+    t->one_node = one_node(t);
     grain_status_t st = grain_mpi_ep_open(t);
     if (st == GRAIN_OK && (st = grain_mpi_watch_start(t, config->peer_timeout_s)) != GRAIN_OK)
         grain_mpi_ep_close(t);
@@ -611,18 +625,6 @@ static void *network_thread(void *arg)
     return NULL;
 }
 
-/* Whether every rank of the transport shares this rank's memory: one node. */
-static int one_node(const grain_transport_t *t)
-{
-    MPI_Comm node;
-    int size = 0;
-    if (MPI_Comm_split_type(t->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return 0;
-    MPI_Comm_size(node, &size);
-    MPI_Comm_free(&node);
-    return size == t->n_pes;
-}
-
 /* Buffers as puts where GRAIN_MPI_BUFFERS asks and the windows allow, else
  * as sends into `recv_buffers` posted receives.  auto takes puts on one
  * node: there a send is copied twice by the network threads (into shared
@@ -654,7 +656,7 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
     char why[256] = "GRAIN_MPI_BUFFERS=send";
     if (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && !same_size) {
         snprintf(why, sizeof why, "ranks disagree on GRAIN_BUFFER_SIZE"); /* reported once they compare settings */
-    } else if (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && !one_node(t)) {
+    } else if (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && !t->one_node) {
         snprintf(why, sizeof why, "the ranks span nodes; GRAIN_MPI_BUFFERS=put writes into their windows");
     } else if (t->buffers_as != GRAIN_MPI_BUFFERS_SEND) {
         grain_status_t st = grain_mpi_put_open(t, recv_size, (unsigned)agreed[2],
@@ -688,6 +690,13 @@ static grain_status_t mpi_start(grain_transport_t *t, const grain_transport_hand
         return grain_fail(GRAIN_ERR_TRANSPORT, "mpi: cannot start the network thread");
     t->running = 1;
     return GRAIN_OK;
+}
+
+/* What mpi_start will choose, unless the windows refuse puts (Open MPI's
+ * osc/pt2pt) and auto falls back to sends. */
+static int mpi_receives_written(grain_transport_t *t)
+{
+    return t->buffers_as == GRAIN_MPI_BUFFERS_PUT || (t->buffers_as == GRAIN_MPI_BUFFERS_AUTO && t->one_node);
 }
 
 static grain_status_t mpi_send(grain_transport_t *t, uint32_t dest, const void *data, size_t len,
@@ -827,6 +836,7 @@ const grain_transport_ops_t grain_transport_mpi = {
     .close = mpi_close,
     .uses_thread = 1,
     .restores_order = 1,
+    .receives_written = mpi_receives_written,
     .ep_isend = grain_mpi_ep_isend,
     .ep_irecv = grain_mpi_ep_irecv,
     .ep_test = grain_mpi_ep_test,

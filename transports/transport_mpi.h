@@ -90,6 +90,7 @@ struct grain_transport {
     int initialized_mpi;
     int multiple; /* aggregators post their own sends */
     grain_mpi_buffers_t buffers_as; /* GRAIN_MPI_BUFFERS */
+    int one_node;                   /* every rank shares this rank's memory */
     mpi_put_t *put; /* buffers travel as MPI puts; NULL: as sends */
     grain_transport_handlers_t handlers;
     pthread_t thread;
