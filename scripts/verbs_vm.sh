@@ -7,6 +7,8 @@
 # has (OpenCL, Open MPI, libibverbs: no CUDA, HIP or CLBlast).
 #   scripts/verbs_vm.sh                the verbs tests, built here into build-vm/ without the GPU backends
 #   scripts/verbs_vm.sh COMMAND...     any command, from the top of the checkout
+#   scripts/verbs_vm.sh --disk         only the VM's disk, if it is not made yet (scripts/test.sh makes it
+#                                      while its builds run: debootstrap mostly waits for the network)
 # Exits with the command's status; 77 (skipped) when the VM cannot be made or
 # booted here, saying why.  The VM's disk is kept in $GRAIN_VM_DIR (default
 # /var/tmp/grain-verbs-vm) and made once (debootstrap, a few minutes).
@@ -18,11 +20,23 @@ repo=$(pwd)
 dir=${GRAIN_VM_DIR:-/var/tmp/grain-verbs-vm}
 accel=${GRAIN_VM_ACCEL:-tcg}
 timeout_s=${GRAIN_VM_TIMEOUT:-1200}
-if [ $# -eq 0 ]; then
+disk_only=0
+[ "${1:-}" = --disk ] && disk_only=1 && shift
+if [ "$disk_only" = 0 ] && [ $# -eq 0 ]; then
     cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF \
         -DGRAIN_WITH_CLBLAST=OFF >/dev/null
     cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks fetch test_verbs_proto >/dev/null
-    set -- ctest --test-dir "$repo/build-vm" -R verbs --output-on-failure --timeout 600
+    # Emulated, PoCL compiles a program for a minute or more, and the ranks
+    # of a test compile the same one side by side: one rank of each of the
+    # tests' programs first, two programs at a time, compiles each once into
+    # PoCL's cache (below), from which the tests' ranks take it.
+    run1="mpirun --bind-to none -np 1 -x GRAIN_PEER=off"
+    bin=$repo/build-vm/bin
+    warm="$run1 $bin/gups --log2-table 10 & $run1 $bin/fetch & wait;"
+    warm+=" $run1 $bin/jacobi --n 130 --iterations 1 --agent host --chunk-size 1000 &"
+    warm+=" $run1 $bin/chunks bulk 4096 3000 & wait"
+    # One line: the VM's sh reads it as printf %q writes it (no $'...').
+    set -- sh -c "($warm) >/dev/null 2>&1; exec ctest --test-dir $repo/build-vm -R verbs --output-on-failure --timeout 600"
 fi
 
 skip() { echo "verbs VM skipped: $*"; exit 77; }
@@ -85,6 +99,10 @@ EOF
     mkfs.ext4 -q -F -d "$dir/root" "$dir/root.img.new" 3G >/dev/null || { drop_root; skip "mkfs.ext4 -d failed"; }
     mv "$dir/root.img.new" "$dir/root.img"
     drop_root
+fi
+if [ "$disk_only" = 1 ]; then
+    echo "verbs VM: its disk is ready in $dir"
+    exit 0
 fi
 
 mkdir -p "$dir/cache"
