@@ -40,7 +40,8 @@
     X(aggregators, AGGREGATORS, UINT, "0", 0, 64,                                                 \
       "aggregator threads draining the queue (more than one may reorder messages between quiets; " \
       "at most one a ring of the ring queue); 0: on a GPU, half the cores this rank's share "      \
-      "leaves, at most 6; 1 on a CPU device")                                                     \
+      "leaves, at most 6, or where peers put buffers into this rank's memory all but the receive " \
+      "threads' half, at most 10; 1 on a CPU device")                                             \
     X(buffer_size, BUFFER_SIZE, SIZE, "64K", 64, 1u << 30,                                        \
       "bytes of one per-destination buffer, the largest network message")                        \
     X(buffers_per_dest, BUFFERS_PER_DEST, UINT, "3", 1, 1024,                                     \
