@@ -25,18 +25,19 @@ disk_only=0
 if [ "$disk_only" = 0 ] && [ $# -eq 0 ]; then
     cmake -S . -B build-vm -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAIN_WITH_CUDA=OFF -DGRAIN_WITH_HIP=OFF \
         -DGRAIN_WITH_CLBLAST=OFF >/dev/null
-    cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks fetch test_verbs_proto >/dev/null
+    cmake --build build-vm -j "$(nproc)" --target gups jacobi chunks fetch ep_run test_verbs_proto >/dev/null
     # Emulated, PoCL compiles a program for a minute or more, and the ranks
     # of a test compile the same one side by side: one rank of each of the
     # tests' programs first, two programs at a time, compiles each once into
     # PoCL's cache (below), from which the tests' ranks take it.
     run1="mpirun --bind-to none -np 1 -x GRAIN_PEER=off"
     bin=$repo/build-vm/bin
-    warm="$run1 $bin/gups --log2-table 10 & $run1 $bin/fetch & wait;"
+    warm="$run1 $bin/fetch & ($run1 $bin/gups --log2-table 10; $run1 -x GRAIN_EP_COLL_MESSAGES=1 $bin/ep_run 2) & wait;"
     warm+=" $run1 $bin/jacobi --n 130 --iterations 1 --agent host --chunk-size 1000 &"
     warm+=" $run1 $bin/chunks bulk 4096 3000 & wait"
+    tests="ctest --test-dir $repo/build-vm -R verbs --output-on-failure --timeout 600"
     # One line: the VM's sh reads it as printf %q writes it (no $'...').
-    set -- sh -c "($warm) >/dev/null 2>&1; exec ctest --test-dir $repo/build-vm -R verbs --output-on-failure --timeout 600"
+    set -- sh -c "($warm) >/dev/null 2>&1; exec $tests"
 fi
 
 skip() { echo "verbs VM skipped: $*"; exit 77; }

@@ -766,6 +766,40 @@ static grain_status_t verbs_collective(grain_transport_t *t, const grain_coll_t 
     return st != GRAIN_OK ? st : grain_transport_mpi.collective(t->mpi, c);
 }
 
+/* ---- device endpoints' messages ----------------------------------------------- */
+
+/* Two-sided messages of any length, matched by (rank, tag) in the order
+ * sent and posted, are what MPI's tagged point-to-point does, over the same
+ * RDMA network where the job spans nodes: they take the endpoint channel of
+ * the MPI transport this one starts over (its own communicator, its thread
+ * modes), not grain's rings, which carry packed buffers of one size. */
+static grain_status_t verbs_ep_isend(grain_transport_t *t, uint32_t dest, uint64_t tag, const void *data,
+                                     size_t len, void **req_p)
+{
+    return grain_transport_mpi.ep_isend(t->mpi, dest, tag, data, len, req_p);
+}
+
+static grain_status_t verbs_ep_irecv(grain_transport_t *t, uint32_t src, uint64_t tag, void *data, size_t cap,
+                                     void **req_p)
+{
+    return grain_transport_mpi.ep_irecv(t->mpi, src, tag, data, cap, req_p);
+}
+
+static int verbs_ep_test(grain_transport_t *t, void *req, size_t *len, grain_status_t *st)
+{
+    return grain_transport_mpi.ep_test(t->mpi, req, len, st);
+}
+
+static void verbs_ep_cancel(grain_transport_t *t, void *req)
+{
+    grain_transport_mpi.ep_cancel(t->mpi, req);
+}
+
+static uint64_t verbs_ep_tags(grain_transport_t *t)
+{
+    return grain_transport_mpi.ep_tags(t->mpi);
+}
+
 /* ---- puts: chunks straight into the peers' heaps ------------------------------- */
 
 static grain_status_t verbs_register_heap(grain_transport_t *t, void *base, size_t size, int *ready_p)
@@ -941,4 +975,9 @@ const grain_transport_ops_t grain_transport_verbs = {
     .register_heap = verbs_register_heap,
     .put = verbs_put,
     .put_wait = verbs_put_wait,
+    .ep_isend = verbs_ep_isend,
+    .ep_irecv = verbs_ep_irecv,
+    .ep_test = verbs_ep_test,
+    .ep_cancel = verbs_ep_cancel,
+    .ep_tags = verbs_ep_tags,
 };

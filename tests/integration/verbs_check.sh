@@ -9,9 +9,12 @@
 #                                       (bytes_written), and with GRAIN_IB_PUT=0 sent as pieces instead
 #   verbs_check.sh fetch COMMAND...     gets and fetching atomics over verbs: requests and replies (tiny
 #                                       rings), every old value checked by the fetch test
+#   verbs_check.sh endpoints COMMAND... device endpoints' messages and collectives between the ranks over the
+#                                       verbs transport's endpoint channel (no windows; every collective as
+#                                       messages, then through the host): ep_run's checks
 #   verbs_check.sh no-device COMMAND... without a device: the error that names what is missing, and
 #                                       GRAIN_TRANSPORT=verbs,mpi running over MPI with a warning
-# COMMAND is an mpirun line; $GUPS, $JACOBI, $CHUNKS and $FETCH are the programs.  The ranks share this host, so
+# COMMAND is an mpirun line; $GUPS, $JACOBI, $CHUNKS, $FETCH and $EP_RUN are the programs.  The ranks share this host, so
 # GRAIN_PEER=off keeps what they send each other on the transport (not the direct path, not peer memory).
 mode=$1
 shift
@@ -86,6 +89,16 @@ chunks)
     transfers "jacobi, rank 1 without puts" 0 "$(field "$out" verified)" "$(field "$out" bytes_written)" \
         "$(field "$out" bytes_sent)"
     ;;
+endpoints)
+    need_device
+    for coll in 1 0; do
+        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_EP_WINDOW=0 -x GRAIN_EP_COLL_MESSAGES=$coll \
+              -x GRAIN_LOG_LEVEL=info "$EP_RUN" 1 2>&1) || { echo "FAILED: $out"; exit 1; }
+        echo "$out" | grep -q "transport verbs" || { echo "FAILED: not over verbs: $out"; exit 1; }
+        echo "$out" | grep -q "^ep_run: ok" || { echo "FAILED: $out"; exit 1; }
+        echo "endpoints over verbs, GRAIN_EP_COLL_MESSAGES=$coll: ep_run: ok"
+    done
+    ;;
 no-device)
     if have_device; then
         echo "skipped: this machine has an RDMA device ($(ls /sys/class/infiniband | tr '\n' ' '))"
@@ -100,7 +113,7 @@ no-device)
     echo "no device: the error names it, and verbs,mpi ran over MPI with a warning"
     ;;
 *)
-    echo "usage: verbs_check.sh gups|chunks|no-device MPIRUN..." >&2
+    echo "usage: verbs_check.sh gups|chunks|fetch|endpoints|no-device MPIRUN..." >&2
     exit 2
     ;;
 esac
