@@ -14,8 +14,8 @@
 #                                       messages, then through the host): ep_run's checks
 #   verbs_check.sh no-device COMMAND... without a device: the error that names what is missing, and
 #                                       GRAIN_TRANSPORT=verbs,mpi running over MPI with a warning
-# COMMAND is an mpirun line; $GUPS, $JACOBI, $CHUNKS, $FETCH and $EP_RUN are the programs.  The ranks share this host, so
-# GRAIN_PEER=off keeps what they send each other on the transport (not the direct path, not peer memory).
+# COMMAND is an mpirun line; $GUPS, $JACOBI, $CHUNKS, $FETCH and $EP_RUN are the programs.  The ranks share this
+# host, so GRAIN_PEER=off keeps what they send each other on the transport (not the direct path, not peer memory).
 mode=$1
 shift
 set -- "$@" -x GRAIN_PEER=off
