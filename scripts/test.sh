@@ -58,6 +58,8 @@ if [ "${GRAIN_VERBS_VM:-1}" != 0 ] && [ -z "$(ls /sys/class/infiniband 2>/dev/nu
     vm_disk_log=$(mktemp)
     scripts/verbs_vm.sh --disk </dev/null >"$vm_disk_log" 2>&1 &
     vm_disk=$!
+    # A step that fails before the VM's still leaves no debootstrap behind.
+    trap 'wait "$vm_disk" 2>/dev/null' EXIT
 fi
 plain_tests="-R ^(bench|fuzz)\."
 [ "$quick" = 1 ] && plain_tests=""
