@@ -377,7 +377,8 @@ GRAIN_INLINE void grain_send_wide_(const grain_wg_t *wg, grain_u32 cmd, grain_u3
             grain_u32 width = d->geom.width;
             p[0] = GRAIN_HDR(cmd, wide ? s.col2 : handler, (grain_u32)pe);
             p[width] = w1;
-            p[2 * width] = w2;
+            if (!grain_cmd_valueless(cmd))
+                p[2 * width] = w2;
             if (wide) {
                 GRAIN_GLOBAL grain_u64 *q = grain_slot_word_(d, s, s.col2);
                 q[0] = GRAIN_HDR(GRAIN_CMD_MORE, sig_op, (grain_u32)pe);

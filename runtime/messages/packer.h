@@ -145,7 +145,7 @@ static inline int grain_run_wide_value(uint64_t v)
 /* How a run of `cmd` that starts with value `v` keeps its values. */
 static inline uint32_t grain_run_values(uint32_t cmd, uint64_t v)
 {
-    if (cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64)
+    if (grain_cmd_valueless(cmd))
         return GRAIN_VALUES_NONE;
     if (grain_cmd_width(cmd) == 4)
         return GRAIN_VALUES_HALF;
@@ -165,9 +165,10 @@ void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b);
 void grain_packer_run_ends_(grain_packer_t *p, grain_outbuf_t *b);
 
 /* Appends `n` PUTs, adds or increments of `cmd` for `dest`, at offsets[i]
- * with values[i]: the aggregators' short path, for a stretch of a slot
- * whose messages share a destination and a command.  This is the
- * aggregators' work per message, so it does only what every message needs:
+ * with values[i] (none read for increments): the aggregators' short path,
+ * for a stretch of a slot whose messages share a destination and a
+ * command.  This is the aggregators' work per message, so it does only what
+ * every message needs:
  * its run's key, its two stores and the run's length, which stay in
  * registers while messages join the run (kept in the buffer, they made a
  * chain of stores and loads from one message to the next); the rest waits
@@ -183,6 +184,8 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
      * fits the wire as the run's first did. */
     _Static_assert((GRAIN_WIRE_MAX_OFFSET & UINT32_MAX) == UINT32_MAX, "an offset's key bounds it");
     const uint64_t hi_bits = ~(uint64_t)UINT32_MAX;
+    /* An increment's value was never written (grain_cmd_valueless). */
+    const int valueless = grain_cmd_valueless(cmd);
     size_t i = 0;
     while (i < n) {
         grain_outbuf_t *b = p->filling[dest];
@@ -190,7 +193,7 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
             *lost += n - i;
             return n;
         }
-        uint64_t w1 = offsets[i], v = values[i];
+        uint64_t w1 = offsets[i], v = valueless ? 0 : values[i];
         if (__builtin_expect(((w1 & hi_bits) | cmd) != b->run_key, 0)) {
             if (w1 > GRAIN_WIRE_MAX_OFFSET)
                 return i;
@@ -213,7 +216,7 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
             if (k == cap || i == n)
                 break;
             w1 = offsets[i];
-            v = values[i];
+            v = valueless ? 0 : values[i];
             if (((w1 & hi_bits) | cmd) != key || grain_run_above(v, limit))
                 break;
         }

@@ -218,7 +218,7 @@ static void test_marks_apply_like_the_host(void **state)
             continue;
         }
         grain_apply_msg(staged, cmd, words[i] >> 8,
-                        cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : words[i + 1]);
+                        grain_cmd_valueless(cmd) ? 0 : words[i + 1]);
     }
     assert_int_equal(marked, n);
     assert_int_equal(device_ams, 1);

@@ -117,7 +117,7 @@ GRAIN_INLINE grain_u32 grain_run_half_values(grain_u32 cmd, grain_u32 narrow)
 GRAIN_INLINE grain_u32 grain_run_words(grain_u32 cmd, grain_u32 count, grain_u32 narrow)
 {
     grain_u32 pairs = (count + 1u) / 2u;
-    grain_u32 values = cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0u
+    grain_u32 values = grain_cmd_valueless(cmd) ? 0u
                        : grain_run_half_values(cmd, narrow)             ? pairs
                                                                         : count;
     return 1u + pairs + values;
@@ -128,7 +128,7 @@ GRAIN_INLINE void grain_apply_run(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const gra
 {
     grain_u64 w0 = w[0];
     grain_u32 cmd = GRAIN_RUN_CMD(w0), n = GRAIN_RUN_COUNT(w0);
-    grain_u32 inc = cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64;
+    grain_u32 inc = grain_cmd_valueless(cmd);
     grain_u32 paired = grain_run_half_values(cmd, GRAIN_RUN_NARROW(w0));
     grain_u64 hi = w0 >> 32 << 32;
     GRAIN_LOCAL const grain_u64 *values = w + 1u + (n + 1u) / 2u;

@@ -156,6 +156,14 @@ GRAIN_INLINE int grain_handler_on_device(GRAIN_GLOBAL grain_dev_t *ctx, grain_u3
     return grain_handler_bit_(ctx->device_handlers, id);
 }
 
+/* An increment carries no value: its queue message leaves the value row
+ * unwritten (a third of the bytes a slot moves over the host link), so
+ * that no reader may look at it, and the wire and runs carry none. */
+GRAIN_INLINE grain_u32 grain_cmd_valueless(grain_u32 cmd)
+{
+    return cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64;
+}
+
 /* Bytes a command touches at its destination (0 for active messages). */
 GRAIN_INLINE grain_u32 grain_cmd_width(grain_u32 cmd)
 {

@@ -49,7 +49,7 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
         grain_u64 w0 = tile[j];
         grain_u32 cmd = (grain_u32)(w0 & 0xffu);
         if (cmd < GRAIN_CMD_AM) /* an increment, the buffer's last word, has no value word */
-            grain_apply_msg(heap, cmd, w0 >> 8, cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64 ? 0 : tile[j + 1]);
+            grain_apply_msg(heap, cmd, w0 >> 8, grain_cmd_valueless(cmd) ? 0 : tile[j + 1]);
         else if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
         else if (cmd == GRAIN_CMD_RUN)
