@@ -6,7 +6,7 @@
  * handed over (bench_transport.h), and one process stands for D+1 ranks.
  *
  *   aggregator_bench [--aggregators A] [--producers P] [--dests D]
- *                    [--messages N] [--csv FILE] [--gpu]
+ *                    [--messages N] [--csv FILE] [--gpu [--inc]]
  *
  * Messages are grain's 24-byte queue messages (header, offset, value: an
  * add of a small value) to D other ranks in turn, packed into runs on the
@@ -24,7 +24,8 @@
  * aggregators into per-destination buffers.  It prints the rate in queue
  * bytes and wire bytes; the baseline is the same bytes stored by a kernel
  * into the same kind of memory with no queue and no reader (the link's
- * ceiling).
+ * ceiling).  --inc: increments (grain_inc64) instead, what GUPS sends: two
+ * rows a message over the link, 4.5 wire bytes in runs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ static void *produce(void *arg)
 typedef struct run {
     unsigned aggregators, producers, dests;
     uint64_t messages;
+    int inc; /* --gpu: increments, two rows a message, instead of adds */
 } run_t;
 
 static void fail(const char *what)
@@ -198,6 +200,13 @@ static double timed_launch(grain_t *g, grain_kernel_t *k, size_t global)
     return bench_now() - t0;
 }
 
+/* The rows a message of the kernel fills: an increment leaves its value
+ * row unwritten (grain_cmd_valueless). */
+static uint32_t gpu_rows(const run_t *r)
+{
+    return r->inc ? GRAIN_MSG_ROWS - 1 : GRAIN_MSG_ROWS;
+}
+
 static gpu_point_t gpu_measure(const run_t *r)
 {
     grain_config_t *c;
@@ -215,8 +224,8 @@ static gpu_point_t gpu_measure(const run_t *r)
     grain_kernel_t *send, *store;
     check(grain_malloc(g, 64 * sizeof *table, (void **)&table), "grain_malloc");
     check(grain_program_create(g, queue_bench_source, NULL, &prog), "build");
-    check(grain_kernel_create(prog, "bench_pipeline", &send), "kernel");
-    uint32_t per_wi = GPU_PER_WI, dests = r->dests, rows = GRAIN_MSG_ROWS;
+    check(grain_kernel_create(prog, r->inc ? "bench_pipeline_inc" : "bench_pipeline", &send), "kernel");
+    uint32_t per_wi = GPU_PER_WI, dests = r->dests, rows = gpu_rows(r);
     size_t global = (size_t)(r->messages / per_wi / WIDTH * WIDTH);
     global = global < WIDTH ? WIDTH : global;
     uint64_t messages = (uint64_t)global * per_wi;
@@ -261,19 +270,19 @@ static gpu_point_t gpu_measure(const run_t *r)
 
 static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
 {
-    fprintf(csv, "aggregators,dests,msgs_per_s,msgs_per_s_per_thread,busy_fraction,msgs_per_busy_thread_s,"
+    fprintf(csv, "command,aggregators,dests,msgs_per_s,msgs_per_s_per_thread,busy_fraction,msgs_per_busy_thread_s,"
                  "queue_gb_per_s,wire_gb_per_s,store_gb_per_s,ratio\n");
     printf("%11s %6s %14s %14s %6s %14s %10s %10s %12s %7s\n", "aggregators", "dests", "msgs/s",
            "msgs/s/thread", "busy", "msgs/busy-s", "queue GB/s", "wire GB/s", "stores GB/s", "ratio");
     for (unsigned a = 1; a <= max_aggs; a = a * 2 > max_aggs && a < max_aggs ? max_aggs : a * 2) {
         r.aggregators = a;
         gpu_point_t p = gpu_measure(&r);
-        double queue = p.msgs_per_s * GRAIN_MSG_ROWS * 8, per_thread = p.msgs_per_s / a;
+        double queue = p.msgs_per_s * gpu_rows(&r) * 8, per_thread = p.msgs_per_s / a;
         double per_busy = p.busy > 0 ? per_thread / p.busy : 0;
         printf("%11u %6u %14.0f %14.0f %5.0f%% %14.0f %10.2f %10.2f %12.2f %7.2f\n", a, r.dests, p.msgs_per_s,
                per_thread, 100 * p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9,
                p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
-        fprintf(csv, "%u,%u,%.0f,%.0f,%.4f,%.0f,%.3f,%.3f,%.3f,%.4f\n", a, r.dests, p.msgs_per_s, per_thread,
+        fprintf(csv, "%s,%u,%u,%.0f,%.0f,%.4f,%.0f,%.3f,%.3f,%.3f,%.4f\n", r.inc ? "inc64" : "add64", a, r.dests, p.msgs_per_s, per_thread,
                 p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9,
                 queue / p.store_bytes_per_s);
         fflush(stdout);
@@ -287,7 +296,7 @@ typedef struct options {
     int gpu;
 } options_t;
 
-enum { OPT_AGGREGATORS, OPT_PRODUCERS, OPT_DESTS, OPT_MESSAGES, OPT_CSV, OPT_GPU };
+enum { OPT_AGGREGATORS, OPT_PRODUCERS, OPT_DESTS, OPT_MESSAGES, OPT_CSV, OPT_GPU, OPT_INC };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -298,6 +307,7 @@ static void take(void *state, int key, const char *option, const char *value)
     case OPT_DESTS: o->run.dests = (unsigned)cli_u64_in(option, value, 1, 4096); break;
     case OPT_MESSAGES: o->run.messages = cli_u64_in(option, value, WIDTH, ~0ull); break;
     case OPT_CSV: o->csv_path = value; break;
+    case OPT_INC: o->run.inc = 1; break;
     default: o->gpu = 1;
     }
 }
@@ -305,7 +315,7 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: aggregator_bench [--aggregators A] [--producers P] [--dests D] [--messages N] "
-                 "[--csv FILE] [--gpu]\n"
+                 "[--csv FILE] [--gpu [--inc]]\n"
                  "  the aggregator threads against a sink transport, fed by host threads (or by a kernel with\n"
                  "  --gpu), beside a bare reader of the same queue as the baseline\n");
 }
@@ -314,9 +324,10 @@ int main(int argc, char **argv)
 {
     static const cli_option_t options[] = {{"aggregators", 1, OPT_AGGREGATORS}, {"producers", 1, OPT_PRODUCERS},
                                            {"dests", 1, OPT_DESTS},             {"messages", 1, OPT_MESSAGES},
-                                           {"csv", 1, OPT_CSV},                 {"gpu", 0, OPT_GPU}};
+                                           {"csv", 1, OPT_CSV},                 {"gpu", 0, OPT_GPU},
+                                           {"inc", 0, OPT_INC}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    options_t o = {{1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0}, cpus > 2 ? (unsigned)(cpus / 2) : 1,
+    options_t o = {{1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0, 0}, cpus > 2 ? (unsigned)(cpus / 2) : 1,
                    "aggregator_bench.csv", 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("aggregator_bench", argc, argv, groups, 1, 0, usage);
@@ -324,6 +335,10 @@ int main(int argc, char **argv)
     unsigned max_aggs = o.max_aggs;
     const char *csv_path = o.csv_path;
     int gpu = o.gpu;
+    if (r.inc && !gpu) {
+        fprintf(stderr, "aggregator_bench: --inc sets what the kernel of --gpu sends; host producers send adds\n");
+        return 2;
+    }
     if (r.messages == 0)
         r.messages = gpu ? 1u << 26 : 1u << 24; /* a GPU needs more to reach its rate */
     FILE *csv = fopen(csv_path, "w");

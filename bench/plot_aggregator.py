@@ -18,7 +18,9 @@ if not rows or "queue_gb_per_s" not in rows[0]:
     sys.exit(f"{src}: not the CSV of aggregator_bench --gpu")
 aggs = [int(r["aggregators"]) for r in rows]
 fig, ax = plt.subplots(figsize=(7, 5.2))
-ax.plot(aggs, [float(r["queue_gb_per_s"]) for r in rows], "o-", label="queue bytes (24 B a message)")
+cmd = rows[0].get("command", "add64")  # increments leave their value row unwritten
+ax.plot(aggs, [float(r["queue_gb_per_s"]) for r in rows], "o-",
+        label=f"queue bytes ({16 if cmd == 'inc64' else 24} B a message)")
 ax.plot(aggs, [float(r["wire_gb_per_s"]) for r in rows], "s-", label="wire bytes in per-destination buffers")
 ax.plot(aggs, [float(r["store_gb_per_s"]) for r in rows], "k--", label="kernel stores alone (the link's ceiling)")
 ax.set_xlabel("aggregator threads")
@@ -32,7 +34,7 @@ rate.set_ylim(bottom=0)
 lines = ax.get_legend_handles_labels()[0] + rate.get_legend_handles_labels()[0]
 ax.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="upper center",
           bbox_to_anchor=(0.5, -0.15), ncol=2)
-ax.set_title(f"grain send path end to end, {rows[0]['dests']} destinations")
+ax.set_title(f"grain send path end to end, {cmd}, {rows[0]['dests']} destinations")
 fig.tight_layout()
 fig.savefig(stem + ".png", dpi=120)
 print("wrote", stem + ".png")

@@ -23,6 +23,17 @@ GRAIN_KERNEL void bench_pipeline(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table
         grain_add64(&wg, &table[(gid + i) % 64], (grain_i64)i, 1 + (grain_i32)((gid + i) % dests), 1);
 }
 
+/* The same with increments, whose value row is never written: what GUPS
+ * sends (aggregator_bench --gpu --inc). */
+GRAIN_KERNEL void bench_pipeline_inc(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *table, grain_u32 per_wi,
+                                     grain_u32 dests)
+{
+    GRAIN_WG_BEGIN(wg);
+    grain_u64 gid = grain_global_linear_id();
+    for (grain_u32 i = 0; i < per_wi; i++)
+        grain_inc64(&wg, &table[(gid + i) % 64], 1 + (grain_i32)((gid + i) % dests), 1);
+}
+
 /* The queue alone (Gravel, figure 8): every work-item writes `per_wi`
  * messages of `rows` words through grain's reservation into a queue the
  * benchmark drains itself.  Message m carries the words m, m+1, ... */
