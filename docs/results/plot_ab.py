@@ -4,7 +4,7 @@
 side in device calls: for each CSV (rows tree,app,ranks[,env][,machine],rep,
 seconds,gups,...; trees `base` and `new`, or any two names, in the order
 they first appear), pagerank's seconds and gups' GUP/s on more than one
-rank, every run a dot and the median a bar, one group a call (machine,
+rank (a panel for each of them that ran), every run a dot and the median a bar, one group a call (machine,
 ranks other than two, setting other than the default) where both ran.
 
 usage: plot_ab.py OUT.png TITLE LABEL=FILE.csv [LABEL=FILE.csv ...]
@@ -49,8 +49,10 @@ for label, path in calls:
             if row["tree"] not in trees:
                 trees.append(row["tree"])
 
-apps = [("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)")]
-fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+apps = [(app, ylabel) for app, ylabel in (("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)"))
+        if any(a == app for a, _ in runs)]
+fig, axes = plt.subplots(1, len(apps), figsize=(6.5 * len(apps), 4.8), squeeze=False)
+axes = axes[0]
 pair = ("base", "new") if {"base", "new"} <= set(trees) else tuple(trees[:2])
 colors = dict(zip(pair, ("tab:gray", "tab:blue")))
 for ax, (app, ylabel) in zip(axes, apps):
