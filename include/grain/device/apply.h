@@ -123,8 +123,11 @@ GRAIN_INLINE grain_u32 grain_run_words(grain_u32 cmd, grain_u32 count, grain_u32
     return 1u + pairs + values;
 }
 
-/* Applies the run whose words start at `w` (checked by the receiver). */
-GRAIN_INLINE void grain_apply_run(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const grain_u64 *w)
+/* Applies entries 2q and 2q + 1 (those below its count) of the run whose
+ * words start at `w` (checked by the receiver): the pair whose offsets
+ * share word 1 + q.  A work-item a pair is how the apply kernels spread a
+ * run over their work-items (grain/device/runtime_kernels.h). */
+GRAIN_INLINE void grain_apply_run_pair(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const grain_u64 *w, grain_u32 q)
 {
     grain_u64 w0 = w[0];
     grain_u32 cmd = GRAIN_RUN_CMD(w0), n = GRAIN_RUN_COUNT(w0);
@@ -132,14 +135,21 @@ GRAIN_INLINE void grain_apply_run(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const gra
     grain_u32 paired = grain_run_half_values(cmd, GRAIN_RUN_NARROW(w0));
     grain_u64 hi = w0 >> 32 << 32;
     GRAIN_LOCAL const grain_u64 *values = w + 1u + (n + 1u) / 2u;
-    for (grain_u32 i = 0; i < n; i++) {
+    for (grain_u32 i = 2u * q; i < 2u * q + 2u && i < n; i++) {
         grain_u32 shift = (i & 1u) * 32u;
-        grain_u64 offset = hi | ((w[1u + i / 2u] >> shift) & 0xffffffffu);
+        grain_u64 offset = hi | ((w[1u + q] >> shift) & 0xffffffffu);
         grain_u64 value = inc      ? 0u
-                          : paired ? (grain_u64)(grain_i64)(grain_i32)(grain_u32)(values[i / 2u] >> shift)
+                          : paired ? (grain_u64)(grain_i64)(grain_i32)(grain_u32)(values[q] >> shift)
                                    : values[i];
         grain_apply_msg(heap, cmd, offset, value);
     }
+}
+
+/* Applies the run whose words start at `w` (checked by the receiver). */
+GRAIN_INLINE void grain_apply_run(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const grain_u64 *w)
+{
+    for (grain_u32 q = 0; q < (GRAIN_RUN_COUNT(w[0]) + 1u) / 2u; q++)
+        grain_apply_run_pair(heap, w, q);
 }
 
 /* A PUT and its signal (GRAIN_CMD_PUT64_SIGNAL), in that order for any

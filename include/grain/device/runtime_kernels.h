@@ -22,13 +22,20 @@
  * (grain_wire_validate): the tile and its bits are read once, in wide
  * coalesced loads over the host link, into local memory, with the
  * GRAIN_APPLY_LOOKAHEAD words after it, where a message that starts in the
- * tile may end (a run is the longest); then
- * each work-item applies the messages that start at its words.  The caller
- * makes sure base is below the stage's words, and that nobody still reads
- * `tile` and `bits` from an earlier call.
+ * tile may end (a run is the longest); then each work-item applies the
+ * messages that start at its words, except runs: the work-item of a run's
+ * first word hands each of its offset words to the work-item that holds
+ * it (`owner`), which applies the pair of entries whose offsets it holds.
+ * A run of 16 increments takes 9 words, so that one work-item a run left 8
+ * of every 9 idle while it made 16 atomic adds in turn.  The caller makes
+ * sure base is below the stage's words, and that nobody still reads `tile`,
+ * `bits` and `owner` from an earlier call.
  */
+#define GRAIN_APPLY_NO_RUN 0xffffffffu
+
 GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_u64 *stage, grain_u64 data_words,
-                                    grain_u64 base, GRAIN_LOCAL grain_u64 *tile, GRAIN_LOCAL grain_u32 *bits)
+                                    grain_u64 base, GRAIN_LOCAL grain_u64 *tile, GRAIN_LOCAL grain_u32 *bits,
+                                    GRAIN_LOCAL grain_u32 *owner)
 {
     grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(wg);
@@ -38,8 +45,10 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
     GRAIN_GLOBAL const grain_u32 *marks = (GRAIN_GLOBAL const grain_u32 *)(stage + GRAIN_APPLY_MARKS_AT(data_words));
     grain_u32 have = n_words - base < span + GRAIN_APPLY_LOOKAHEAD ? (grain_u32)(n_words - base)
                                                                    : span + GRAIN_APPLY_LOOKAHEAD;
-    for (grain_u32 j = lid; j < have; j += wg)
+    for (grain_u32 j = lid; j < have; j += wg) {
         tile[j] = words[base + j];
+        owner[j] = GRAIN_APPLY_NO_RUN;
+    }
     for (grain_u32 j = lid; 32u * j < have && j < span / 32; j += wg)
         bits[j] = marks[base / 32 + j];
     grain_wg_barrier();
@@ -52,9 +61,10 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
             grain_apply_msg(heap, cmd, w0 >> 8, grain_cmd_valueless(cmd) ? 0 : tile[j + 1]);
         else if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
-        else if (cmd == GRAIN_CMD_RUN)
-            grain_apply_run(heap, tile + j);
-        else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
+        else if (cmd == GRAIN_CMD_RUN) {
+            for (grain_u32 q = 0; q < (GRAIN_RUN_COUNT(w0) + 1u) / 2u; q++)
+                owner[j + 1u + q] = j;
+        } else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
             grain_apply_put_signal(heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
         else /* a fetch: its old value replaces its operand, where the host reads it for the reply */
             words[base + j + 1] = cmd == GRAIN_CMD_FETCH64
@@ -63,6 +73,10 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
                                       : grain_apply_amo32(heap + (w0 >> 8), GRAIN_TICKET_OP(tile[j + 3]),
                                                           (grain_u32)tile[j + 1], (grain_u32)tile[j + 2]);
     }
+    grain_wg_barrier();
+    for (grain_u32 j = lid; j < have; j += wg)
+        if (owner[j] != GRAIN_APPLY_NO_RUN)
+            grain_apply_run_pair(heap, tile + owner[j], j - owner[j] - 1u);
 }
 
 /* Applies the stages that the list in stage `list_in` names, `tiles`
@@ -72,6 +86,7 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *blo
 {
     GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
+    GRAIN_LOCAL_DECL grain_u32 owner[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     grain_u64 group = grain_group_linear_id();
     GRAIN_GLOBAL const grain_u32 *list =
         (GRAIN_GLOBAL const grain_u32 *)(block + list_in * stride + GRAIN_APPLY_LIST_AT(data_words));
@@ -79,7 +94,7 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *blo
     grain_u64 base = (group % tiles) * GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
     if (base >= (stage[0] & 0xffffffffu))
         return; /* the whole work-group: a short buffer */
-    grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits);
+    grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits, owner);
 }
 
 /*
@@ -132,6 +147,7 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
 {
     GRAIN_LOCAL_DECL grain_u64 tile[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
+    GRAIN_LOCAL_DECL grain_u32 owner[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u64 posted[1];
     GRAIN_GLOBAL grain_u32 *done = (GRAIN_GLOBAL grain_u32 *)(ring + GRAIN_APPLY_RING_DONE(slots));
     grain_u32 lid = (grain_u32)grain_local_linear_id();
@@ -165,7 +181,7 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
         GRAIN_GLOBAL grain_u64 *stage = block + (p & 0xffffffffu) * stride;
         grain_u64 n_words = stage[0] & 0xffffffffu;
         for (grain_u64 base = 0; base < n_words; base += span) {
-            grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits);
+            grain_apply_tile_(grain_ctx_->heap, stage, data_words, base, tile, bits, owner);
             grain_wg_barrier(); /* before the next tile overwrites what others read */
         }
         if (lid == 0)
