@@ -282,9 +282,9 @@ static void gpu_sweep(run_t r, unsigned max_aggs, FILE *csv)
         printf("%11u %6u %14.0f %14.0f %5.0f%% %14.0f %10.2f %10.2f %12.2f %7.2f\n", a, r.dests, p.msgs_per_s,
                per_thread, 100 * p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9,
                p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
-        fprintf(csv, "%s,%u,%u,%.0f,%.0f,%.4f,%.0f,%.3f,%.3f,%.3f,%.4f\n", r.inc ? "inc64" : "add64", a, r.dests, p.msgs_per_s, per_thread,
-                p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9, p.store_bytes_per_s / 1e9,
-                queue / p.store_bytes_per_s);
+        fprintf(csv, "%s,%u,%u,%.0f,%.0f,%.4f,%.0f,%.3f,%.3f,%.3f,%.4f\n", r.inc ? "inc64" : "add64", a, r.dests,
+                p.msgs_per_s, per_thread, p.busy, per_busy, queue / 1e9, p.wire_bytes_per_s / 1e9,
+                p.store_bytes_per_s / 1e9, queue / p.store_bytes_per_s);
         fflush(stdout);
     }
 }

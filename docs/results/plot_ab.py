@@ -49,7 +49,8 @@ for label, path in calls:
             if row["tree"] not in trees:
                 trees.append(row["tree"])
 
-apps = [(app, ylabel) for app, ylabel in (("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)"))
+apps = [(app, ylabel)
+        for app, ylabel in (("pagerank", "seconds (lower is better)"), ("gups", "GUP/s (higher is better)"))
         if any(a == app for a, _ in runs)]
 fig, axes = plt.subplots(1, len(apps), figsize=(6.5 * len(apps), 4.8), squeeze=False)
 axes = axes[0]

@@ -117,9 +117,9 @@ GRAIN_INLINE grain_u32 grain_run_half_values(grain_u32 cmd, grain_u32 narrow)
 GRAIN_INLINE grain_u32 grain_run_words(grain_u32 cmd, grain_u32 count, grain_u32 narrow)
 {
     grain_u32 pairs = (count + 1u) / 2u;
-    grain_u32 values = grain_cmd_valueless(cmd) ? 0u
-                       : grain_run_half_values(cmd, narrow)             ? pairs
-                                                                        : count;
+    grain_u32 values = grain_cmd_valueless(cmd)             ? 0u
+                       : grain_run_half_values(cmd, narrow) ? pairs
+                                                            : count;
     return 1u + pairs + values;
 }
 
