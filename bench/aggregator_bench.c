@@ -200,11 +200,10 @@ static double timed_launch(grain_t *g, grain_kernel_t *k, size_t global)
     return bench_now() - t0;
 }
 
-/* The rows a message of the kernel fills: an increment leaves its value
- * row unwritten (grain_cmd_valueless). */
+/* The rows a message of the kernel fills. */
 static uint32_t gpu_rows(const run_t *r)
 {
-    return r->inc ? GRAIN_MSG_ROWS - 1 : GRAIN_MSG_ROWS;
+    return grain_cmd_rows(r->inc ? GRAIN_CMD_INC64 : GRAIN_CMD_ADD64);
 }
 
 static gpu_point_t gpu_measure(const run_t *r)

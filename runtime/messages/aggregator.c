@@ -128,15 +128,6 @@ static inline void prefetch_ahead(const grain_u64 *p, grain_u32 width, size_t c,
 #define ADDRESS_ROWS 2u
 _Static_assert(ADDRESS_ROWS + 1u == GRAIN_MSG_ROWS, "the value row is the last");
 
-/* The rows a slot's messages are read from, judged by its first: an
- * increment's value row was never written (grain_cmd_valueless), and
- * fetching its lines would only take memory bandwidth from the rows read.
- * A slot that mixes kinds waits for the lines not asked for. */
-static inline grain_u32 slot_rows(grain_u64 first_hdr)
-{
-    return grain_cmd_valueless(GRAIN_HDR_CMD(first_hdr)) ? ADDRESS_ROWS : GRAIN_MSG_ROWS;
-}
-
 /* Column `c` of a slot of `count` messages, a message that takes two
  * columns, the second column of one (read with its first), or a quiet
  * request (held until the slot is done). */
@@ -257,9 +248,11 @@ static void __attribute__((noinline)) pack_stretches(grain_aggregator_t *a, cons
  * the hardware prefetcher learns each of the three rows only after misses of
  * its own: the first lines of the header and offset rows are asked for
  * before the look, which reads no other line, and the value row's once the
- * first header says it was written (slot_rows).  (Counting the repeats of
- * the whole header row first made the aggregators wait for lines no
- * prefetch had reached: from a GPU kernel to eight destinations, four
+ * first header says it was written (grain_cmd_rows: fetching an unwritten
+ * row's lines would only take memory bandwidth from the rows read; a slot
+ * that mixes kinds waits for the lines not asked for).  (Counting the
+ * repeats of the whole header row first made the aggregators wait for lines
+ * no prefetch had reached: from a GPU kernel to eight destinations, four
  * packed 0.8x as fast, aggregator_bench --gpu on two H100s.) */
 static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width, grain_u32 count, uint64_t now)
 {
@@ -270,7 +263,7 @@ static void pack_slot(grain_aggregator_t *a, const grain_u64 *p, grain_u32 width
     }
     for (grain_u32 c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
         prefetch_rows(p, width, c, 0, ADDRESS_ROWS);
-    grain_u32 rows = slot_rows(p[0]);
+    grain_u32 rows = grain_cmd_rows(GRAIN_HDR_CMD(p[0]));
     for (grain_u32 c = 0; c < PREFETCH_WORDS && c < count; c += WORDS_PER_LINE)
         prefetch_rows(p, width, c, ADDRESS_ROWS, rows);
     if (count >= 4 && p[0] == p[1] && p[1] == p[2] && p[2] == p[3])

@@ -164,6 +164,13 @@ GRAIN_INLINE grain_u32 grain_cmd_valueless(grain_u32 cmd)
     return cmd == GRAIN_CMD_INC32 || cmd == GRAIN_CMD_INC64;
 }
 
+/* The rows of its slot a message of `cmd` fills: all but an increment's
+ * value row. */
+GRAIN_INLINE grain_u32 grain_cmd_rows(grain_u32 cmd)
+{
+    return grain_cmd_valueless(cmd) ? GRAIN_MSG_ROWS - 1u : GRAIN_MSG_ROWS;
+}
+
 /* Bytes a command touches at its destination (0 for active messages). */
 GRAIN_INLINE grain_u32 grain_cmd_width(grain_u32 cmd)
 {
