@@ -209,8 +209,9 @@ GRAIN_INLINE void grain_chunk_move_(GRAIN_GLOBAL const grain_region_dev_t *r, gr
 GRAIN_INLINE void grain_chunk_launched_(GRAIN_GLOBAL grain_region_dev_t *r, grain_u32 c, grain_u32 generation)
 {
 #if defined(GRAIN_DIALECT_OPENCL)
-    while (grain_atomic_load_acquire_dev_u32(&r->ready[c]) != generation)
+    while (grain_atomic_load_relaxed_dev_u32(&r->ready[c]) != generation)
         ;
+    grain_fence_acquire_dev();
 #endif
     grain_chunk_move_(r, c, grain_global_linear_id(), grain_global_linear_size());
     if (grain_global_linear_id() == 0)

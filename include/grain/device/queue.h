@@ -161,8 +161,9 @@ GRAIN_INLINE grain_u64 grain_queue_reserve_paper(GRAIN_GLOBAL grain_queue_desc_t
         grain_u32 want = grain_queue_lap_seq(&d->geom, ticket);
         if (grain_atomic_load_acquire_u32(&ctrl->seq) != want) {
             grain_atomic_fetch_add_dev_u64(&d->prod->full_waits, 1);
-            while (grain_atomic_load_acquire_u32(&ctrl->seq) != want)
-                grain_spin_pause();
+            while (grain_atomic_load_relaxed_u32(&ctrl->seq) != want)
+                grain_poll_nap();
+            grain_fence_acquire();
         }
     }
     return first;
@@ -181,8 +182,9 @@ GRAIN_INLINE grain_u64 grain_queue_reserve_ring(GRAIN_GLOBAL grain_queue_desc_t 
     grain_u64 consumed = grain_atomic_load_acquire_u64(&rc->consumed);
     if (last >= consumed + nslots) {
         grain_atomic_fetch_add_dev_u64(&p->full_waits, 1);
-        while (last >= (consumed = grain_atomic_load_acquire_u64(&rc->consumed)) + nslots)
-            grain_spin_pause();
+        while (last >= (consumed = grain_atomic_load_relaxed_u64(&rc->consumed)) + nslots)
+            grain_poll_nap();
+        grain_fence_acquire();
     }
     grain_atomic_max_release_dev_u64(&p->credit, consumed);
     return first;

@@ -111,20 +111,27 @@ GRAIN_INLINE void grain_apply_relay_(GRAIN_GLOBAL grain_u64 *ring, GRAIN_GLOBAL 
                                      grain_u32 first, grain_u32 ctl, grain_u32 gen)
 {
     for (grain_u32 t = first;;) {
-        grain_u64 post = grain_atomic_load_acquire_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
+        grain_u64 post = grain_atomic_load_relaxed_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
         if ((grain_u32)(post >> 32) == t + 1u) {
+            grain_fence_acquire(); /* the stage's words, then the mirror's release passes them on */
             grain_atomic_store_release_dev_u64(&mirror[t % slots], post);
             t++;
             continue;
         }
-        grain_u64 c = grain_atomic_load_acquire_u64(&ring[ctl]);
+        grain_u64 c = grain_atomic_load_relaxed_u64(&ring[ctl]);
         if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u) {
+            grain_fence_acquire();
             grain_atomic_store_release_dev_u64(&mirror[slots], (grain_u64)gen << 32 | (grain_u32)c);
             return;
         }
         grain_poll_nap();
     }
 }
+
+/* Polls of a ticket's mirror entry between two of the stop word, which
+ * every applying work-group would otherwise poll together (a stop is
+ * seen at most this many naps late). */
+#define GRAIN_APPLY_STOP_POLLS 64u
 
 /*
  * The resident apply agent (runtime/messages/apply.c): launched before a producer,
@@ -161,17 +168,20 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
     for (grain_u32 t = first + w;; t += groups) {
         if (lid == 0) {
             grain_u64 p = GRAIN_APPLY_RING_NONE;
-            for (;;) {
-                grain_u64 post = grain_atomic_load_acquire_dev_u64(&mirror[t % slots]);
+            for (grain_u32 polls = 1;; polls++) {
+                grain_u64 post = grain_atomic_load_relaxed_dev_u64(&mirror[t % slots]);
                 if ((grain_u32)(post >> 32) == t + 1u) {
                     p = post;
                     break;
                 }
-                grain_u64 stop = grain_atomic_load_acquire_dev_u64(&mirror[slots]);
-                if ((grain_u32)(stop >> 32) == gen && t - (grain_u32)stop < 0x80000000u)
-                    break; /* t is at or past the stop */
+                if (polls % GRAIN_APPLY_STOP_POLLS == 0) {
+                    grain_u64 stop = grain_atomic_load_relaxed_dev_u64(&mirror[slots]);
+                    if ((grain_u32)(stop >> 32) == gen && t - (grain_u32)stop < 0x80000000u)
+                        break; /* t is at or past the stop */
+                }
                 grain_poll_nap();
             }
+            grain_fence_acquire_dev();
             posted[0] = p;
         }
         grain_wg_barrier();
@@ -236,8 +246,10 @@ GRAIN_KERNEL void grain_chunk_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_region_
                 cursor += stride;
             grain_u32 found = cursor < r->n_chunks ? GRAIN_AGENT_NONE_ : GRAIN_AGENT_DONE_;
             for (grain_u32 c = cursor; found == GRAIN_AGENT_NONE_ && c < r->n_chunks; c += stride)
-                if (moved[c] != generation && grain_atomic_load_acquire_dev_u32(&r->ready[c]) == generation)
+                if (moved[c] != generation && grain_atomic_load_relaxed_dev_u32(&r->ready[c]) == generation)
                     found = c;
+            if (found != GRAIN_AGENT_NONE_)
+                grain_fence_acquire_dev(); /* the chunk's writers, whose last released the ready word */
             if (found == GRAIN_AGENT_NONE_ && grain_atomic_load_relaxed_u32(r->abort) == generation)
                 found = GRAIN_AGENT_DONE_; /* the producer ended without completing every chunk */
             if (found == GRAIN_AGENT_NONE_)
