@@ -7,6 +7,9 @@
  * sizes that are not powers of two, and tickets are consumed in the order
  * producers took them (per ring).  In the ring protocol each ring has one
  * reader, so a producer's messages also come out in the order it sent them.
+ * Producers that reserve several tickets at once, many to a small ring,
+ * check that a ring's waiters always leave one of them polling the host's
+ * word (grain_queue_reserve_ring).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -50,10 +53,10 @@ static void free_queue(test_queue_t *t)
     free(t->q);
 }
 
-static grain_u64 reserve(grain_queue_desc_t d, grain_u32 ring)
+static grain_u64 reserve(grain_queue_desc_t d, grain_u32 ring, grain_u32 n)
 {
-    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(&d, 1)
-                                                : grain_queue_reserve_ring(&d, ring, 1);
+    return d.geom.protocol == GRAIN_QUEUE_PAPER ? grain_queue_reserve_paper(&d, n)
+                                                : grain_queue_reserve_ring(&d, ring, n);
 }
 
 static void publish(grain_queue_desc_t d, grain_u32 ring, grain_u64 ticket, grain_u32 count)
@@ -64,6 +67,7 @@ static void publish(grain_queue_desc_t d, grain_u32 ring, grain_u64 ticket, grai
 typedef struct {
     grain_queue_desc_t d;
     unsigned id, n_slots_to_write, width;
+    unsigned tickets; /* the most one reservation takes, at most the ring's slots */
     _Atomic unsigned *produced_done;
 } producer_t;
 
@@ -79,23 +83,29 @@ typedef struct {
     uint64_t processed;
 } consumer_t;
 
-/* Producer `id` writes slots of 1..width messages into ring id % nrings;
- * message k of producer p carries (p, k) so that consumers can account for it. */
+/* Producer `id` writes slots of 1..width messages into ring id % nrings,
+ * reserving 1..tickets slots at a time; message k of producer p carries
+ * (p, k) so that consumers can account for it. */
 static void *produce(void *arg)
 {
     producer_t *p = arg;
     grain_u32 ring = grain_queue_ring_of(&p->d.geom, p->id);
     unsigned seq = 0, r = p->id * 7919u + 1;
-    for (unsigned s = 0; s < p->n_slots_to_write; s++) {
+    for (unsigned s = 0; s < p->n_slots_to_write;) {
         r = r * 1103515245u + 12345u;
-        unsigned count = 1 + (r >> 16) % p->width;
-        grain_u64 ticket = reserve(p->d, ring);
-        grain_u64 *payload = grain_queue_payload(p->d.shared, &p->d.geom, ring, ticket);
-        for (unsigned c = 0; c < count; c++) {
-            payload[c] = p->id;
-            payload[p->width + c] = seq++;
+        unsigned n = 1 + (r >> 8) % p->tickets;
+        n = n < p->n_slots_to_write - s ? n : p->n_slots_to_write - s;
+        grain_u64 first = reserve(p->d, ring, n);
+        for (grain_u64 ticket = first; ticket < first + n; ticket++, s++) {
+            r = r * 1103515245u + 12345u;
+            unsigned count = 1 + (r >> 16) % p->width;
+            grain_u64 *payload = grain_queue_payload(p->d.shared, &p->d.geom, ring, ticket);
+            for (unsigned c = 0; c < count; c++) {
+                payload[c] = p->id;
+                payload[p->width + c] = seq++;
+            }
+            publish(p->d, ring, ticket, count);
         }
-        publish(p->d, ring, ticket, count);
     }
     p->n_slots_to_write = seq; /* messages written, for the checker */
     atomic_fetch_add(p->produced_done, 1);
@@ -137,7 +147,7 @@ static void *consume(void *arg)
 }
 
 static void run(unsigned protocol, unsigned nrings, unsigned nslots, unsigned width, unsigned n_prod,
-                unsigned n_cons, unsigned slots_each)
+                unsigned n_cons, unsigned slots_each, unsigned tickets)
 {
     test_queue_t tq = make_queue(protocol, nrings, nslots, width);
     _Atomic unsigned done = 0;
@@ -147,7 +157,7 @@ static void run(unsigned protocol, unsigned nrings, unsigned nslots, unsigned wi
     _Atomic unsigned char *seen[16];
     for (unsigned i = 0; i < n_prod; i++) {
         seen[i] = calloc((size_t)slots_each * width, 1);
-        prod[i] = (producer_t){tq.d, i, slots_each, width, &done};
+        prod[i] = (producer_t){tq.d, i, slots_each, width, tickets, &done};
     }
     for (unsigned i = 0; i < n_cons; i++) {
         cons[i] = (consumer_t){.producers = n_prod, .producers_done = &done, .seen = seen,
@@ -195,23 +205,32 @@ static void run(unsigned protocol, unsigned nrings, unsigned nslots, unsigned wi
 
 static void test_one_slot_wraps(void **state)
 {
-    run(GRAIN_QUEUE_PAPER, 1, 1, 4, 2, 1, 5000);
-    run(GRAIN_QUEUE_RING, 1, 1, 4, 2, 1, 5000);
+    run(GRAIN_QUEUE_PAPER, 1, 1, 4, 2, 1, 5000, 1);
+    run(GRAIN_QUEUE_RING, 1, 1, 4, 2, 1, 5000, 1);
 }
 
 static void test_odd_sizes_many_threads(void **state)
 {
-    run(GRAIN_QUEUE_PAPER, 1, 3, 5, 4, 3, 3000);
-    run(GRAIN_QUEUE_PAPER, 1, 7, 1, 3, 2, 3000);
+    run(GRAIN_QUEUE_PAPER, 1, 3, 5, 4, 3, 3000, 1);
+    run(GRAIN_QUEUE_PAPER, 1, 7, 1, 3, 2, 3000, 1);
     /* rings shared by producers, readers owning several rings, one idle reader */
-    run(GRAIN_QUEUE_RING, 3, 3, 5, 7, 2, 3000);
-    run(GRAIN_QUEUE_RING, 2, 7, 1, 3, 3, 3000);
+    run(GRAIN_QUEUE_RING, 3, 3, 5, 7, 2, 3000, 1);
+    run(GRAIN_QUEUE_RING, 2, 7, 1, 3, 3, 3000, 1);
 }
 
 static void test_large_queue(void **state)
 {
-    run(GRAIN_QUEUE_PAPER, 1, 1000, 64, 3, 2, 1000);
-    run(GRAIN_QUEUE_RING, 5, 200, 64, 10, 2, 1000);
+    run(GRAIN_QUEUE_PAPER, 1, 1000, 64, 3, 2, 1000, 1);
+    run(GRAIN_QUEUE_RING, 5, 200, 64, 10, 2, 1000, 1);
+}
+
+/* Reservations of up to a whole ring, as a work-group's sends take them,
+ * by more producers than a small ring has slots. */
+static void test_several_tickets_a_reservation(void **state)
+{
+    run(GRAIN_QUEUE_PAPER, 1, 4, 3, 4, 2, 2000, 4);
+    run(GRAIN_QUEUE_RING, 2, 4, 3, 8, 2, 3000, 4);
+    run(GRAIN_QUEUE_RING, 1, 3, 2, 6, 1, 3000, 3);
 }
 
 /* Two slots are published and none taken; a third reservation must wait
@@ -220,10 +239,10 @@ static void full_queue_makes_producer_wait(unsigned protocol)
 {
     test_queue_t tq = make_queue(protocol, 1, 2, 4);
     for (int i = 0; i < 2; i++)
-        publish(tq.d, 0, reserve(tq.d, 0), 1);
+        publish(tq.d, 0, reserve(tq.d, 0, 1), 1);
     assert_int_equal(tq.d.prod->full_waits, 0);
     _Atomic unsigned done = 0;
-    producer_t p = {tq.d, 0, 1, 1, &done};
+    producer_t p = {tq.d, 0, 1, 1, 1, &done};
     pthread_t t;
     pthread_create(&t, NULL, produce, &p); /* its slot is full: it must wait */
     struct timespec nap = {0, 20000000};
@@ -255,7 +274,7 @@ static void test_empty_queue_takes_nothing(void **state)
     assert_true(grain_queue_reader_init(&r, tq.q, 0, 1));
     grain_queue_slot_t s = {0, 0};
     assert_false(grain_queue_take(&r, &s));
-    grain_u64 t = reserve(tq.d, 0);
+    grain_u64 t = reserve(tq.d, 0, 1);
     /* the paper's reader claims a reserved ticket before it is published */
     assert_true(grain_queue_take(&r, &s));
     assert_int_equal(s.ticket, t);
@@ -271,7 +290,7 @@ static void test_empty_queue_takes_nothing(void **state)
     grain_queue_reader_t mine, other;
     assert_true(grain_queue_reader_init(&mine, tq.q, 1, 2)); /* ring 1 */
     assert_true(grain_queue_reader_init(&other, tq.q, 0, 2)); /* rings 0 and 2 */
-    t = reserve(tq.d, 1);
+    t = reserve(tq.d, 1, 1);
     assert_false(grain_queue_take(&mine, &s));
     publish(tq.d, 1, t, 2);
     assert_false(grain_queue_take(&other, &s));
@@ -293,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_one_slot_wraps),
         cmocka_unit_test(test_odd_sizes_many_threads),
         cmocka_unit_test(test_large_queue),
+        cmocka_unit_test(test_several_tickets_a_reservation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
