@@ -76,8 +76,8 @@ typedef struct grain_ring_ctrl {
  * A ring's producer state, in device memory.  full_waits counts reservations
  * that waited: for their slot to be freed, or in the ring protocol for the
  * ring's oldest waiter to raise the credit (both protocols; the paper's
- * queue has one ring).  It is a device-scope counter so that producers that wait do
- * not also contend for one host-memory word across the link.  in_place
+ * queue has one ring).  It is a device-scope counter so that producers that
+ * wait do not also contend for one host-memory word across the link.  in_place
  * and direct count the messages its work-groups applied without the queue,
  * to their own rank and to the node's other ranks (the direct path), which
  * the host counters never see.
