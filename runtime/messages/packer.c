@@ -184,7 +184,7 @@ void grain_outbuf_end_run(grain_outbuf_t *b)
         b->used += grain_wire_encode(run, GRAIN_HDR(cmd, 0, 0), hi << 32 | lo, v, 0, 0);
     } else {
         uint64_t w0 = GRAIN_RUN_HDR(cmd, n, values != GRAIN_VALUES_WIDE, hi);
-        uint32_t pairs = (n + 1) / 2, zero = 0;
+        uint32_t pairs = grain_run_pairs(n), zero = 0;
         memcpy(run, &w0, 8);
         if (n % 2 != 0)
             memcpy(run + 8 + 4 * n, &zero, 4);

@@ -113,10 +113,14 @@ GRAIN_INLINE grain_u32 grain_run_half_values(grain_u32 cmd, grain_u32 narrow)
     return narrow || grain_cmd_width(cmd) == 4u;
 }
 
+/* Offset words of a run of `count` entries, two offsets a word: the pairs
+ * of entries that grain_apply_run_pair applies. */
+GRAIN_INLINE grain_u32 grain_run_pairs(grain_u32 count) { return (count + 1u) / 2u; }
+
 /* Words of a run of `count` entries, header included. */
 GRAIN_INLINE grain_u32 grain_run_words(grain_u32 cmd, grain_u32 count, grain_u32 narrow)
 {
-    grain_u32 pairs = (count + 1u) / 2u;
+    grain_u32 pairs = grain_run_pairs(count);
     grain_u32 values = grain_cmd_valueless(cmd)             ? 0u
                        : grain_run_half_values(cmd, narrow) ? pairs
                                                             : count;
@@ -134,7 +138,7 @@ GRAIN_INLINE void grain_apply_run_pair(GRAIN_GLOBAL char *heap, GRAIN_LOCAL cons
     grain_u32 inc = grain_cmd_valueless(cmd);
     grain_u32 paired = grain_run_half_values(cmd, GRAIN_RUN_NARROW(w0));
     grain_u64 hi = w0 >> 32 << 32;
-    GRAIN_LOCAL const grain_u64 *values = w + 1u + (n + 1u) / 2u;
+    GRAIN_LOCAL const grain_u64 *values = w + 1u + grain_run_pairs(n);
     for (grain_u32 i = 2u * q; i < 2u * q + 2u && i < n; i++) {
         grain_u32 shift = (i & 1u) * 32u;
         grain_u64 offset = hi | ((w[1u + q] >> shift) & 0xffffffffu);
@@ -148,7 +152,7 @@ GRAIN_INLINE void grain_apply_run_pair(GRAIN_GLOBAL char *heap, GRAIN_LOCAL cons
 /* Applies the run whose words start at `w` (checked by the receiver). */
 GRAIN_INLINE void grain_apply_run(GRAIN_GLOBAL char *heap, GRAIN_LOCAL const grain_u64 *w)
 {
-    for (grain_u32 q = 0; q < (GRAIN_RUN_COUNT(w[0]) + 1u) / 2u; q++)
+    for (grain_u32 q = 0; q < grain_run_pairs(GRAIN_RUN_COUNT(w[0])); q++)
         grain_apply_run_pair(heap, w, q);
 }
 

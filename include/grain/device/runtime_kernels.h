@@ -62,7 +62,7 @@ GRAIN_INLINE void grain_apply_tile_(GRAIN_GLOBAL char *heap, GRAIN_GLOBAL grain_
         else if (cmd == GRAIN_CMD_AM)
             grain_am_dispatch_((grain_u32)(w0 >> 8), heap, src_pe, tile[j + 1], tile[j + 2]);
         else if (cmd == GRAIN_CMD_RUN) {
-            for (grain_u32 q = 0; q < (GRAIN_RUN_COUNT(w0) + 1u) / 2u; q++)
+            for (grain_u32 q = 0; q < grain_run_pairs(GRAIN_RUN_COUNT(w0)); q++)
                 owner[j + 1u + q] = j;
         } else if (cmd == GRAIN_CMD_PUT64_SIGNAL)
             grain_apply_put_signal(heap, w0 >> 8, tile[j + 1], tile[j + 2], tile[j + 3]);
