@@ -243,6 +243,11 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
                   : 0u;
 }
 
+/* *p = min(*p, v) for the work-group's lanes. */
+#define grain_local_min_u32(p, v) \
+    ((void)atomic_fetch_min_explicit((volatile __local atomic_uint *)(p), (uint)(v), memory_order_relaxed, \
+                                     memory_scope_work_group))
+
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 /*
  * Ends a work-group call whose last statements only some lanes run (the
@@ -529,6 +534,7 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
     base = grain_sg_shfl(base, leader);
     return base + (grain_u32)__popcll(mine & ((1ull << lane) - 1ull));
 }
+#define grain_local_min_u32(p, v) ((void)atomicMin((unsigned int *)(p), (unsigned int)(v)))
 #define grain_wg_barrier() __syncthreads()
 #define grain_wg_rejoin() ((void)0)
 /* Between polls of a work-item that waits for the producer beside it (the

@@ -98,33 +98,57 @@ GRAIN_KERNEL void grain_apply_wire(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *blo
 }
 
 /*
- * The agent's relay, lane 0 of its last work-group: copies the ring's post
- * words, in ticket order, into the mirror in device memory, and once the
- * launch's control word stops it at a ticket it has reached (every earlier
- * one posted and copied), the stop, marked with the launch's number `gen`.
+ * The agent's relay, its last work-group: copies the ring's post words, in
+ * ticket order, into the mirror in device memory, and once the launch's
+ * control word stops it at a ticket it has reached (every earlier one
+ * posted and copied), the stop, marked with the launch's number `gen`.
  * Only the relay polls host memory: 32 work-groups that each polled a word
  * of pinned host memory, even every 2 us, made the atomics of a kernel
  * beside them 17x slower on an H100 (70 -> 4 G/s); polling device memory
- * cost nothing (docs/receive-path.md).
+ * cost nothing (docs/receive-path.md).  Each round reads `span` entries at
+ * once, a work-item each, and copies those up to the first not yet posted:
+ * one read of host memory a ticket held the agent to a ticket a round trip
+ * over a link busy with the producers' queue.  The span doubles while
+ * every entry read was posted, and falls back to one while none is, so
+ * that an idle relay reads one word a poll.  `round` holds two words.
  */
 GRAIN_INLINE void grain_apply_relay_(GRAIN_GLOBAL grain_u64 *ring, GRAIN_GLOBAL grain_u64 *mirror, grain_u32 slots,
-                                     grain_u32 first, grain_u32 ctl, grain_u32 gen)
+                                     grain_u32 first, grain_u32 ctl, grain_u32 gen, GRAIN_LOCAL grain_u32 *round)
 {
-    for (grain_u32 t = first;;) {
-        grain_u64 post = grain_atomic_load_relaxed_u64(&ring[GRAIN_APPLY_RING_POST + t % slots]);
-        if ((grain_u32)(post >> 32) == t + 1u) {
+    grain_u32 lid = (grain_u32)grain_local_linear_id(), wg = (grain_u32)grain_local_linear_size();
+    for (grain_u32 t = first, span = 1;;) {
+        if (lid == 0) {
+            round[0] = span; /* the first entry not posted */
+            round[1] = 0;    /* stopped */
+        }
+        grain_wg_barrier();
+        grain_u64 post = 0;
+        if (lid < span) {
+            post = grain_atomic_load_relaxed_u64(&ring[GRAIN_APPLY_RING_POST + (t + lid) % slots]);
+            if ((grain_u32)(post >> 32) != t + lid + 1u)
+                grain_local_min_u32(&round[0], lid);
+        }
+        grain_wg_barrier();
+        grain_u32 n = round[0];
+        if (lid < n) {
             grain_fence_acquire(); /* the stage's words, then the mirror's release passes them on */
-            grain_atomic_store_release_dev_u64(&mirror[t % slots], post);
-            t++;
-            continue;
+            grain_atomic_store_release_dev_u64(&mirror[(t + lid) % slots], post);
         }
-        grain_u64 c = grain_atomic_load_relaxed_u64(&ring[ctl]);
-        if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u) {
-            grain_fence_acquire();
-            grain_atomic_store_release_dev_u64(&mirror[slots], (grain_u64)gen << 32 | (grain_u32)c);
+        t += n;
+        span = n == 0 ? 1u : 2u * n < wg ? 2u * n : wg;
+        if (n == 0 && lid == 0) {
+            grain_u64 c = grain_atomic_load_relaxed_u64(&ring[ctl]);
+            if ((c >> 32) != 0 && t - (grain_u32)c < 0x80000000u) {
+                grain_fence_acquire();
+                grain_atomic_store_release_dev_u64(&mirror[slots], (grain_u64)gen << 32 | (grain_u32)c);
+                round[1] = 1;
+            } else {
+                grain_poll_nap();
+            }
+        }
+        grain_wg_barrier();
+        if (round[1])
             return;
-        }
-        grain_poll_nap();
     }
 }
 
@@ -156,13 +180,13 @@ GRAIN_KERNEL void grain_apply_agent(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_u64 *bl
     GRAIN_LOCAL_DECL grain_u32 bits[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) / 32];
     GRAIN_LOCAL_DECL grain_u32 owner[GRAIN_APPLY_TILE_WORDS(GRAIN_APPLY_WG) + GRAIN_APPLY_LOOKAHEAD];
     GRAIN_LOCAL_DECL grain_u64 posted[1];
+    GRAIN_LOCAL_DECL grain_u32 relay[2];
     GRAIN_GLOBAL grain_u32 *done = (GRAIN_GLOBAL grain_u32 *)(ring + GRAIN_APPLY_RING_DONE(slots));
     grain_u32 lid = (grain_u32)grain_local_linear_id();
     grain_u32 span = GRAIN_APPLY_TILE_WORDS(grain_local_linear_size());
     grain_u32 groups = (grain_u32)grain_group_linear_count() - 1u, w = (grain_u32)grain_group_linear_id();
     if (w == groups) { /* the whole work-group: no barrier below is reached */
-        if (lid == 0)
-            grain_apply_relay_(ring, mirror, slots, first, ctl, gen);
+        grain_apply_relay_(ring, mirror, slots, first, ctl, gen, relay);
         return;
     }
     for (grain_u32 t = first + w;; t += groups) {
