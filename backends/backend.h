@@ -148,6 +148,14 @@ typedef struct grain_backend_ops {
     grain_status_t (*copy_wait)(grain_backend_t *backend, unsigned lane);
     grain_status_t (*copy_mark)(grain_backend_t *backend, unsigned lane, uint64_t *n_p);
     int (*copy_done)(grain_backend_t *backend, unsigned lane, uint64_t n);
+    /* Optional, beside the lanes: memory that host threads and every device
+     * of the process reach while kernels run, migrated by the driver
+     * (GRAIN_SCHED_MEMORY=managed), zeroed, freed with free_device; and a
+     * migration of some of it to this backend's device (or, `to_host`, to
+     * the host) on a lane, in order with the lane's copies and counted by
+     * its marks.  Both or neither. */
+    grain_status_t (*alloc_managed)(grain_backend_t *backend, size_t size, void **ptr_p);
+    grain_status_t (*prefetch)(grain_backend_t *backend, unsigned lane, const void *ptr, size_t size, int to_host);
     /* Optional, beside the lanes, for backends of one process on devices of
      * one node (the task scheduler's): GRAIN_OK once copy_async on this
      * backend's lanes may take `peer`'s device memory as source or

@@ -199,6 +199,14 @@ grain_sched_mode_t grain_config_sched_mode(const grain_config_t *c)
     return (grain_sched_mode_t)choice_index(c->sched, grain_sched_mode_names);
 }
 
+/* Indexed by grain_sched_memory_t. */
+const char *const grain_sched_memory_names[] = {"replicas", "managed", NULL};
+
+grain_sched_memory_t grain_config_sched_memory(const grain_config_t *c)
+{
+    return (grain_sched_memory_t)choice_index(c->sched_memory, grain_sched_memory_names);
+}
+
 /* Indexed by grain_mpi_buffers_t. */
 const char *const grain_mpi_buffers_names[] = {"auto", "put", "send", NULL};
 
@@ -246,6 +254,8 @@ grain_status_t grain_config_check(const grain_config_t *c)
         st = check_choice("TRANSFER_AGENT", c->transfer_agent, grain_agent_names);
     if (st == GRAIN_OK)
         st = check_choice("SCHED", c->sched, grain_sched_mode_names);
+    if (st == GRAIN_OK)
+        st = check_choice("SCHED_MEMORY", c->sched_memory, grain_sched_memory_names);
     static const char *const blas_kernels[] = {"auto", "grain", "vendor", NULL};
     if (st == GRAIN_OK)
         st = check_choice("BLAS_KERNELS", c->blas_kernels, blas_kernels);

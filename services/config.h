@@ -56,6 +56,14 @@ typedef enum grain_sched_mode {
 extern const char *const grain_sched_mode_names[];
 grain_sched_mode_t grain_config_sched_mode(const grain_config_t *config);
 
+/* GRAIN_SCHED_MEMORY: where the task scheduler keeps its arrays. */
+typedef enum grain_sched_memory {
+    GRAIN_SCHED_REPLICAS,
+    GRAIN_SCHED_MANAGED,
+} grain_sched_memory_t;
+extern const char *const grain_sched_memory_names[];
+grain_sched_memory_t grain_config_sched_memory(const grain_config_t *config);
+
 /* GRAIN_MPI_BUFFERS: how the MPI transport moves packed buffers. */
 typedef enum grain_mpi_buffers {
     GRAIN_MPI_BUFFERS_AUTO,

@@ -153,6 +153,10 @@
       "how the task scheduler runs its elements: async (at once where their dependencies "        \
       "allow), sync (each waited for when it starts), serial (in order on the first device and "  \
       "one stream: the oracle)")                                                                  \
+    X(sched_memory, SCHED_MEMORY, STR, "replicas", 0, 0,                                          \
+      "where the task scheduler keeps its arrays: replicas (a host copy and one on each device "   \
+      "that uses the array, copied as elements need them), managed (one allocation of CUDA or HIP " \
+      "managed memory, migrated by the driver, prefetched where elements run)")                   \
     X(sched_profile, SCHED_PROFILE, STR, "", 0, 0,                                                 \
       "where the task scheduler keeps the bandwidth matrices it measured, one per set of devices; "\
       "empty: $XDG_CACHE_HOME/grain/sched-bandwidth.tsv (~/.cache/grain/...); none: measure in "   \

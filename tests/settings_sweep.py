@@ -51,6 +51,7 @@ WORDS = {
     "gpu_device": ["", "0", "7"],
     "reserve": ["wg", "sg", "wi"],
     "sched": ["async", "sync", "serial", "eager"],
+    "sched_memory": ["replicas", "managed", "unified"],
     "sched_profile": ["", "none"],
     "blas_profile": ["", "none"],
     "blas_kernels": ["auto", "grain", "vendor", "fast"],

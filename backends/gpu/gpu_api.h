@@ -60,6 +60,19 @@ static inline gpu_err_t gpuMallocManaged(void **p, size_t n)
     return cudaMallocManaged(p, n, cudaMemAttachGlobal);
 }
 
+/* Migrates managed memory to `device` (-1: the host), in order on `s`.
+ * CUDA 13 names the place by a cudaMemLocation. */
+static inline gpu_err_t gpuPrefetch(const void *p, size_t n, int device, gpu_stream_t s)
+{
+#if CUDART_VERSION >= 13000
+    struct cudaMemLocation at = {.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice,
+                                 .id = device < 0 ? 0 : device};
+    return cudaMemPrefetchAsync(p, n, at, 0, s);
+#else
+    return cudaMemPrefetchAsync(p, n, device < 0 ? cudaCpuDeviceId : device, s);
+#endif
+}
+
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 {
     /* mapped: kernels reach it at the same address (unified addressing) */
@@ -245,6 +258,12 @@ static inline gpu_err_t gpuEventCreate(gpu_event_t *e)
 static inline gpu_err_t gpuMallocManaged(void **p, size_t n)
 {
     return hipMallocManaged(p, n, hipMemAttachGlobal);
+}
+
+/* Migrates managed memory to `device` (-1: the host), in order on `s`. */
+static inline gpu_err_t gpuPrefetch(const void *p, size_t n, int device, gpu_stream_t s)
+{
+    return hipMemPrefetchAsync(p, n, device < 0 ? hipCpuDeviceId : device, s);
 }
 
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)

@@ -331,6 +331,18 @@ static grain_status_t gpu_alloc_heap(grain_backend_t *b, size_t size, void **ptr
     return alloc_zeroed(b, size, ptr_p, 1);
 }
 
+/* The task scheduler's arrays under GRAIN_SCHED_MEMORY=managed: every
+ * device of the process and host threads reach them while kernels run. */
+static grain_status_t gpu_alloc_managed(grain_backend_t *b, size_t size, void **ptr_p)
+{
+    if (!b->props.concurrentManagedAccess)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          GPU_NAME ": device %d cannot share managed memory with host threads while kernels run "
+                                   "(concurrentManagedAccess is 0); set GRAIN_SCHED_MEMORY=replicas",
+                          b->device);
+    return alloc_zeroed(b, size, ptr_p, 1);
+}
+
 static void gpu_free_device(grain_backend_t *b, void *ptr)
 {
     on_device(b);
@@ -688,6 +700,15 @@ static grain_status_t gpu_copy_wait(grain_backend_t *b, unsigned lane)
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "waiting for transfers");
 }
 
+static grain_status_t gpu_prefetch(grain_backend_t *b, unsigned lane, const void *ptr, size_t size, int to_host)
+{
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(b, lane, &s);
+    if (err == GPU_SUCCESS)
+        err = gpuPrefetch(ptr, size, to_host ? -1 : b->device, s);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "prefetching managed memory");
+}
+
 /* Unified addresses let a lane's copy name either device's memory; peer
  * access puts it on the link between them (else the driver stages it). */
 static grain_status_t gpu_reach_peer(grain_backend_t *b, grain_backend_t *peer)
@@ -770,6 +791,8 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_mark = gpu_copy_mark,
     .launch_lane = gpu_launch_lane,
     .copy_done = gpu_copy_done,
+    .alloc_managed = gpu_alloc_managed,
+    .prefetch = gpu_prefetch,
     .reach_peer = gpu_reach_peer,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,

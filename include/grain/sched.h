@@ -10,7 +10,11 @@
  * independent kernels at once on the devices a policy picks, on streams of
  * their own, and copies each array to where it is read: the results equal
  * those of running every launch in order on one device (GRAIN_SCHED=serial,
- * the oracle).  docs/scheduler.md says how.
+ * the oracle).  GRAIN_SCHED_MEMORY says where arrays live: replicas (a
+ * host copy and one on each device that uses the array) or, on CUDA and
+ * HIP, managed (one allocation of managed memory, which the same pointer
+ * reaches everywhere and the scheduler prefetches where it is read).
+ * docs/scheduler.md says how.
  *
  * A scheduler belongs to the thread that created it: calls from others are
  * not supported.  Dependencies between streams are resolved by the host
@@ -86,7 +90,8 @@ size_t grain_array_bytes(const grain_array_t *array);
  * devices to see it. */
 grain_status_t grain_array_host(grain_array_t *array, grain_access_t access, void **ptr_p);
 /* Copies the array to `device` (0 .. grain_sched_devices() - 1; -1: the
- * host) ahead of the kernels that will read it there, without waiting. */
+ * host) ahead of the kernels that will read it there, without waiting;
+ * under managed memory, migrates it there. */
 grain_status_t grain_array_prefetch(grain_array_t *array, int device);
 
 /* A program built for every device of the scheduler from source written

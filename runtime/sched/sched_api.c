@@ -65,6 +65,25 @@ static grain_status_t open_devices(grain_sched_t *s)
     return GRAIN_OK;
 }
 
+/* GRAIN_SCHED_MEMORY=managed needs the backend's managed memory and its
+ * devices' lanes, where prefetches go in order with the elements. */
+static grain_status_t check_managed(grain_sched_t *s)
+{
+    if (s->bops->alloc_managed == NULL || s->bops->prefetch == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                          "GRAIN_SCHED_MEMORY=managed needs memory that the driver migrates between the host and "
+                          "the devices (CUDA or HIP managed memory); the %s backend has none: set "
+                          "GRAIN_SCHED_MEMORY=replicas",
+                          s->bops->name);
+    for (unsigned d = 0; d < s->n_dev; d++)
+        if (!s->dev[d].lanes)
+            return grain_fail(GRAIN_ERR_UNSUPPORTED,
+                              "GRAIN_SCHED_MEMORY=managed prefetches on the devices' streams, and device %u (%s) "
+                              "has none here: set GRAIN_SCHED_MEMORY=replicas",
+                              d, s->dev[d].info.device_name);
+    return GRAIN_OK;
+}
+
 grain_status_t grain_sched_create(grain_t *g, grain_policy_t policy, grain_sched_t **sched_p)
 {
     if (g == NULL || sched_p == NULL)
@@ -79,16 +98,20 @@ grain_status_t grain_sched_create(grain_t *g, grain_policy_t policy, grain_sched
     s->policy = policy;
     s->mode = grain_config_sched_mode(&g->config);
     s->threshold = (double)g->config.sched_threshold / 100.0;
+    s->managed = grain_config_sched_memory(&g->config) == GRAIN_SCHED_MANAGED;
     grain_status_t st = sched_dag_create(&s->dag);
     if (st == GRAIN_OK)
         st = open_devices(s);
+    if (st == GRAIN_OK && s->managed)
+        st = check_managed(s);
     if (st != GRAIN_OK) {
         grain_sched_destroy(s);
         return st;
     }
-    grain_info("sched: %u device%s, policy %s, GRAIN_SCHED=%s, %u stream%s a device", s->n_dev,
-               s->n_dev == 1 ? "" : "s", grain_policy_name(policy), grain_sched_mode_names[s->mode],
-               s->dev[0].streams, s->dev[0].streams == 1 ? "" : "s");
+    grain_info("sched: %u device%s, policy %s, GRAIN_SCHED=%s, GRAIN_SCHED_MEMORY=%s, %u stream%s a device",
+               s->n_dev, s->n_dev == 1 ? "" : "s", grain_policy_name(policy), grain_sched_mode_names[s->mode],
+               grain_sched_memory_names[s->managed ? GRAIN_SCHED_MANAGED : GRAIN_SCHED_REPLICAS], s->dev[0].streams,
+               s->dev[0].streams == 1 ? "" : "s");
     *sched_p = s;
     return GRAIN_OK;
 }

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The scheduler's arrays (GRAIN_SCHED_MEMORY=replicas, GrCUDA III-B1): a
+ * The scheduler's arrays (GrCUDA III-B1).  GRAIN_SCHED_MEMORY=replicas: a
  * host copy and, on each device that uses it, a copy of its own, kept
  * coherent per whole array (sched_place.h).  Copies between devices go
- * through the host copy, which they leave valid; the backends have no
- * copy between two devices of their own.
+ * through the host copy, which they leave valid, unless the devices reach
+ * each other.  GRAIN_SCHED_MEMORY=managed: one allocation of managed
+ * memory that every location addresses, kept coherent by the driver page
+ * by page; the same coherence states then say where the array was last
+ * made whole, and a copy becomes a prefetch there, ahead of the element
+ * that needs it (III-B2), so that its kernel does not fault page by page.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,25 +38,40 @@ void sched_host_free(grain_sched_t *s, void *p, int pinned)
         free(p);
 }
 
+/* The array's host copy, or its managed allocation. */
+static void host_free(grain_sched_t *s, grain_array_t *a)
+{
+    if (s->managed)
+        s->bops->free_device(s->dev[0].backend, a->host);
+    else
+        sched_host_free(s, a->host, a->host_pinned);
+}
+
 grain_status_t grain_array_create(grain_sched_t *s, size_t bytes, grain_array_t **array_p)
 {
     if (s == NULL || bytes == 0 || array_p == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_array_create needs a scheduler, at least 1 byte and an output");
     grain_array_t *a = calloc(1, sizeof *a);
-    if (a != NULL) {
-        a->host = sched_host_alloc(s, bytes, &a->host_pinned);
+    grain_status_t st = GRAIN_OK;
+    void *managed = NULL;
+    if (a != NULL && s->managed)
+        st = s->bops->alloc_managed(s->dev[0].backend, bytes, &managed); /* says why it failed */
+    if (a != NULL && st == GRAIN_OK) {
+        a->host = s->managed ? managed : sched_host_alloc(s, bytes, &a->host_pinned);
         a->replica = calloc(s->n_dev + 1, sizeof *a->replica);
         a->producer = malloc((s->n_dev + 1) * sizeof *a->producer);
     }
-    if (a == NULL || a->host == NULL || a->replica == NULL || a->producer == NULL) {
+    if (a == NULL || st != GRAIN_OK || a->host == NULL || a->replica == NULL || a->producer == NULL) {
         if (a != NULL) {
             if (a->host != NULL)
-                sched_host_free(s, a->host, a->host_pinned);
+                host_free(s, a);
             free(a->replica);
             free(a->producer);
         }
         free(a);
-        return grain_fail(GRAIN_ERR_NO_MEMORY, "grain_array_create: no host memory for %zu bytes", bytes);
+        return st != GRAIN_OK ? st
+                              : grain_fail(GRAIN_ERR_NO_MEMORY, "grain_array_create: no host memory for %zu bytes",
+                                           bytes);
     }
     for (unsigned l = 0; l <= s->n_dev; l++)
         a->producer[l] = SCHED_NONE;
@@ -78,7 +97,7 @@ static void array_free(grain_array_t *a)
     *a->prev = a->next;
     if (a->next != NULL)
         a->next->prev = a->prev;
-    sched_host_free(s, a->host, a->host_pinned);
+    host_free(s, a);
     free(a->replica);
     free(a->producer);
     free(a);
@@ -109,6 +128,10 @@ size_t grain_array_bytes(const grain_array_t *a)
 
 grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned location, void **ptr_p)
 {
+    if (s->managed) {
+        *ptr_p = a->host;
+        return GRAIN_OK;
+    }
     if (a->replica[location] == NULL) {
         grain_status_t st = s->bops->alloc_device(s->dev[location - 1].backend, a->bytes, &a->replica[location]);
         if (st != GRAIN_OK)
@@ -124,8 +147,22 @@ static void copied(grain_sched_t *s, const grain_array_t *a)
     sched_count(s, GRAIN_SCHED_COUNT_BYTES_COPIED, a->bytes, 0);
 }
 
+/* Under managed memory: the array migrated to `to` on `stream` (to the
+ * host: on the source device's SCHED_HOST_LANE, as a copy down goes). */
+static grain_status_t prefetch(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)
+{
+    grain_status_t st = to == SCHED_HOST
+                            ? s->bops->prefetch(s->dev[from - 1].backend, SCHED_HOST_LANE, a->host, a->bytes, 1)
+                            : s->bops->prefetch(s->dev[to - 1].backend, stream, a->host, a->bytes, 0);
+    if (st == GRAIN_OK)
+        copied(s, a);
+    return st;
+}
+
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream)
 {
+    if (s->managed)
+        return prefetch(s, a, from, to, stream);
     grain_status_t st = GRAIN_OK;
     void *src = a->host, *dst = NULL;
     if (from != SCHED_HOST && (st = sched_replica(s, a, from, &src)) != GRAIN_OK)

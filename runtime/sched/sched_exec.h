@@ -121,9 +121,9 @@ struct grain_array {
     grain_sched_t *sched;
     uint32_t id; /* the graph's index */
     size_t bytes;
-    unsigned char *host;
+    unsigned char *host;  /* its host copy, or under managed memory the one allocation */
     int host_pinned;
-    void **replica;       /* per location, [0] unused: the device's copy, allocated at first use */
+    void **replica;       /* per location, [0] unused: the device's copy, allocated at first use (none if managed) */
     sched_where_t where;  /* where the copy is valid, as of the elements placed so far */
     uint32_t *producer;   /* per location: the element whose submission makes it valid there */
     uint32_t users;       /* elements placed and not done that use it */
@@ -138,6 +138,9 @@ struct grain_sched {
     grain_t *grain;
     grain_policy_t policy;
     grain_sched_mode_t mode;
+    /* GRAIN_SCHED_MEMORY=managed: an array is one allocation of managed
+     * memory, `host` its address everywhere, and a copy migrates it. */
+    int managed;
     double threshold;
     const grain_backend_ops_t *bops;
     unsigned n_dev;
@@ -203,7 +206,9 @@ void sched_elem_release(grain_sched_t *s, sched_elem_t *el);
 
 /* sched_array.c: copies between locations, synchronous (the caller knows
  * the source is final) except into a device with lanes, which goes on
- * `stream` of that device; the replica at `location`, allocated if need be. */
+ * `stream` of that device; the replica at `location`, allocated if need be.
+ * Under managed memory a copy is a prefetch on the same lane, and every
+ * location's replica is the one allocation. */
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream);
 grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned location, void **ptr_p);
 /* Zeroed host memory for an array's host copy, pinned where the devices
