@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
+#include "backends/gpu/cuda_blas.h"
 #include "backends/gpu/cuda_devrt.h"
 
 #define GPU_NAME "cuda"
@@ -177,6 +178,12 @@ static inline void gpuArchOption(const gpu_props_t *p, char *out, size_t n)
 static inline void gpuDeviceLaunchCheck(char *why, size_t n) { grain_cuda_devrt_check(why, n); }
 
 #define GPU_DEVICE_LAUNCH_OPTIONS "-rdc=true -DGRAIN_DEVICE_LAUNCH=1"
+
+/* The vendor's BLAS for gemm tiles: cuBLAS, loaded at open (cuda_blas.h). */
+typedef grain_cublas_t gpu_blas_t;
+#define gpuBlasOpen grain_cublas_open
+#define gpuBlasClose grain_cublas_close
+#define gpuBlasGemm grain_cublas_gemm
 
 static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const void *code, size_t size,
                                                   void **linked_p)
@@ -340,6 +347,25 @@ static inline void gpuDeviceLaunchCheck(char *why, size_t n)
 }
 
 #define GPU_DEVICE_LAUNCH_OPTIONS ""
+
+/* No vendor BLAS (Debian 12 has no rocBLAS): gemm tiles by grain's kernels. */
+typedef struct gpu_blas gpu_blas_t;
+static inline gpu_blas_t *gpuBlasOpen(gpu_stream_t s, char *name, size_t n)
+{
+    (void)s;
+    (void)n;
+    name[0] = '\0';
+    return NULL;
+}
+static inline void gpuBlasClose(gpu_blas_t *h) { (void)h; }
+static inline grain_status_t gpuBlasGemm(gpu_blas_t *h, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
+                                         const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
+                                         const void *beta, void *c, size_t ldc)
+{
+    (void)h, (void)es, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b;
+    (void)ldb, (void)beta, (void)c, (void)ldc;
+    return grain_fail(GRAIN_ERR_UNSUPPORTED, "hip: no vendor BLAS for gemm tiles");
+}
 
 static inline grain_status_t gpuLinkDeviceRuntime(const gpu_props_t *p, const void *code, size_t size,
                                                   void **linked_p)

@@ -55,6 +55,7 @@ struct grain_backend {
     pthread_mutex_t lanes_lock;
     mark_ring_t side_marks; /* the apply kernels' completions */
     unsigned launch_pending; /* GRAIN_LAUNCH_PENDING: fixed room for launches from kernels, or 0 */
+    gpu_blas_t *blas;        /* the vendor's BLAS on `stream`, or NULL (info.blas empty) */
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
 };
@@ -178,6 +179,7 @@ static int ring_done(const mark_ring_t *m, uint64_t n)
 static void gpu_close(grain_backend_t *b)
 {
     on_device(b);
+    gpuBlasClose(b->blas);
     ring_destroy(&b->side_marks);
     for (unsigned i = 0; i <= GRAIN_RECV_LANE; i++) {
         ring_destroy(&b->lane_marks[i]);
@@ -245,6 +247,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     snprintf(b->info.shared_memory, sizeof b->info.shared_memory,
              "pinned host memory, system-scope 64-bit atomics; device code compiled with %.160s", b->arch);
     b->launch_pending = config->launch_pending;
+    b->blas = gpuBlasOpen(b->stream, b->info.blas, sizeof b->info.blas);
     if (config->device_launch)
         gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);
     else
@@ -709,6 +712,19 @@ static grain_status_t gpu_prefetch(grain_backend_t *b, unsigned lane, const void
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "prefetching managed memory");
 }
 
+/* In order with the application's kernels, on their stream. */
+static grain_status_t gpu_gemm_tile(grain_backend_t *b, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
+                                    const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
+                                    const void *beta, void *c, size_t ldc)
+{
+    gpu_err_t err = on_device(b);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "selecting the device");
+    if (b->blas == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": no vendor BLAS was loaded for gemm tiles");
+    return gpuBlasGemm(b->blas, es, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
+}
+
 /* Unified addresses let a lane's copy name either device's memory; peer
  * access puts it on the link between them (else the driver stages it). */
 static grain_status_t gpu_reach_peer(grain_backend_t *b, grain_backend_t *peer)
@@ -797,4 +813,5 @@ const grain_backend_ops_t grain_hip_ops = {
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,
     .reserve_launches = gpu_reserve_launches,
+    .gemm_tile = gpu_gemm_tile,
 };

@@ -156,10 +156,11 @@ static grain_status_t launch_tile(grain_t *g, grain_bkernel_t *bk, size_t global
 static grain_status_t vendor_of(grain_t *g, int *vendor_p)
 {
     const char *want = g->config.blas_kernels;
-    *vendor_p = g->bops->gemm_tile != NULL && strcmp(want, "grain") != 0;
+    *vendor_p = g->bops->gemm_tile != NULL && g->binfo.blas[0] != '\0' && strcmp(want, "grain") != 0;
     if (!*vendor_p && strcmp(want, "vendor") == 0)
         return grain_fail(GRAIN_ERR_UNSUPPORTED, "GRAIN_BLAS_KERNELS=vendor: the %s backend has no vendor BLAS here "
-                          "(CLBlast serves OpenCL where libclblast-dev is installed)", g->bops->name);
+                          "(CLBlast serves OpenCL where libclblast-dev is installed, cuBLAS CUDA where the "
+                          "toolkit's libcublas loads)", g->bops->name);
     struct grain_blas_state *b = state(g);
     if (b != NULL && !b->told) {
         b->told = 1;
