@@ -138,9 +138,19 @@ typedef struct grain_backend_ops {
      * without waiting whether those of mark `n` are done: 1 done, 0 not
      * yet, -1 failed (copy_wait then says why).  Lanes [0,
      * GRAIN_COPY_LANES) are the agents', GRAIN_RECV_LANE the receiving
-     * thread's.  All four or none: without them the runtime copies
-     * synchronously. */
+     * thread's, GRAIN_BLAS_LANE and the two after it the tiled BLAS's.
+     * All four or none: without them the runtime copies synchronously. */
     grain_status_t (*copy_async)(grain_backend_t *backend, unsigned lane, void *dst, const void *src, size_t size);
+    /* Optional, beside the lanes, for the tiled BLAS: `rows` rows of
+     * `width` bytes, `spitch` apart at src and `dpitch` apart at dst (a
+     * tile of a column-major matrix is a row per column), host memory on
+     * one side at most; and later work of `lane` waiting, on the device,
+     * for mark `n` of lane `on` (a mark not newer than the 64th before
+     * the newest; the wait may then last until a newer one).  Both or
+     * neither. */
+    grain_status_t (*copy_rect_async)(grain_backend_t *backend, unsigned lane, void *dst, size_t dpitch,
+                                      const void *src, size_t spitch, size_t width, size_t rows);
+    grain_status_t (*lane_wait)(grain_backend_t *backend, unsigned lane, unsigned on, uint64_t n);
     /* Optional, beside the lanes: a kernel on a lane, in order with its
      * copies and counted by its marks (device endpoints' streams). */
     grain_status_t (*launch_lane)(grain_bkernel_t *kernel, unsigned lane, unsigned dims, const size_t *global,
@@ -172,19 +182,22 @@ typedef struct grain_backend_ops {
      * (GRAIN_LAUNCH_PENDING).  Only where info.no_device_launch is empty. */
     grain_status_t (*reserve_launches)(grain_backend_t *backend, size_t pending);
     /* Optional (info.blas names it): one gemm tile by the vendor's BLAS, on
-     * memory kernels reach, in order with launch's kernels and counted by
-     * busy and synchronize as theirs: C (m x n, ldc) = alpha op(A) op(B) +
+     * memory kernels reach, on a lane, in order with its copies and counted
+     * by its marks: C (m x n, ldc) = alpha op(A) op(B) +
      * beta C, op transposing where ta or tb, k > 0, es 8 (double) or 4
      * (float); alpha and beta point to values of es bytes.  Unlike the
      * reference BLAS it may read C where beta is 0. */
-    grain_status_t (*gemm_tile)(grain_backend_t *backend, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
-                                const void *beta, void *c, size_t ldc);
+    grain_status_t (*gemm_tile)(grain_backend_t *backend, unsigned lane, size_t es, int ta, int tb, size_t m,
+                                size_t n, size_t k, const void *alpha, const void *a, size_t lda, const void *b,
+                                size_t ldb, const void *beta, void *c, size_t ldc);
 } grain_backend_ops_t;
 
 #define GRAIN_PEER_HANDLE_BYTES 128u
 #define GRAIN_COPY_LANES 16u
 #define GRAIN_RECV_LANE GRAIN_COPY_LANES
+/* The tiled BLAS's: host to device, the tile kernels, device to host. */
+#define GRAIN_BLAS_LANE (GRAIN_RECV_LANE + 1u)
+#define GRAIN_LANES (GRAIN_BLAS_LANE + 3u)
 
 /* The backend named `name` ("auto": the first built-in one that opens). */
 /* The backends built in, in the order "auto" tries them, NULL-terminated. */

@@ -57,10 +57,16 @@ def add_app_options(ap, apps, repeat, out):
     ap.add_argument("--scale", type=int, default=20)
     ap.add_argument("--apps", default=apps)
     ap.add_argument("--repeat", type=int, default=repeat)
-    ap.add_argument("--out", default=out)
     ap.add_argument("--data", default=None)
+    add_run_options(ap, out)
+
+
+def add_run_options(ap, out, timeout=900):
+    """Where a driver writes, how it starts ranks, how long one run may take, and --replot (draw the figures
+    again from what it wrote)."""
+    ap.add_argument("--out", default=out)
     ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
-    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--timeout", type=int, default=timeout)
     ap.add_argument("--replot", action="store_true")
 
 

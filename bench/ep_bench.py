@@ -28,7 +28,7 @@ import os
 import shlex
 import sys
 
-from driver import Progress, pyplot, require_built, run_app
+from driver import add_run_options, Progress, pyplot, require_built, run_app
 
 # (mode, ranks, ep_bench's arguments, mpirun's)
 PLACEMENTS = (("same rank", 1, ["--endpoints", "2"], []), ("two ranks", 2, [], []),
@@ -92,10 +92,7 @@ def main():
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--max-bytes", default="64M")
     ap.add_argument("--iters", type=int, default=1000)
-    ap.add_argument("--out", default="bench-results/ep")
-    ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
-    ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--replot", action="store_true")
+    add_run_options(ap, "bench-results/ep")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "ep.json")

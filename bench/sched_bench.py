@@ -34,7 +34,7 @@ import os
 import shlex
 import sys
 
-from driver import Progress, pyplot, require_built, run_app
+from driver import add_run_options, Progress, pyplot, require_built, run_app
 
 POLICIES = ("round-robin", "stream-aware", "min-transfer-size", "min-max-transfer-time")
 # Sizes (vector length; CG and MUL: the matrix's rows) for a GPU of tens of GiB, and for CI.
@@ -205,10 +205,7 @@ def main():
     ap.add_argument("--partitions", default="1,2,4,8,16,32")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tiny", action="store_true", help="CI's sizes")
-    ap.add_argument("--out", default="bench-results/sched")
-    ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
-    ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--replot", action="store_true")
+    add_run_options(ap, "bench-results/sched")
     args = ap.parse_args()
     args.benches = [b for b in args.benches.split(",") if b]
     args.devices = [int(d) for d in args.devices.split(",")]

@@ -259,6 +259,9 @@ grain_status_t grain_config_check(const grain_config_t *c)
     static const char *const blas_kernels[] = {"auto", "grain", "vendor", NULL};
     if (st == GRAIN_OK)
         st = check_choice("BLAS_KERNELS", c->blas_kernels, blas_kernels);
+    static const char *const blas_stage[] = {"auto", "on", "off", NULL};
+    if (st == GRAIN_OK)
+        st = check_choice("BLAS_STAGE", c->blas_stage, blas_stage);
     return st;
 }
 

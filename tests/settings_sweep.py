@@ -55,6 +55,7 @@ WORDS = {
     "sched_profile": ["", "none"],
     "blas_profile": ["", "none"],
     "blas_kernels": ["auto", "grain", "vendor", "fast"],
+    "blas_stage": ["auto", "on", "off", "pinned"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }

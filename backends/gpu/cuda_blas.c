@@ -30,7 +30,9 @@ typedef cublasStatus_t (*sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOper
 struct grain_cublas {
     void *lib;
     cublasHandle_t handle;
+    cudaStream_t stream; /* the handle's */
     destroy_fn destroy;
+    stream_fn set_stream;
     dgemm_fn dgemm;
     sgemm_fn sgemm;
 };
@@ -45,7 +47,7 @@ static void *load(void)
     return lib;
 }
 
-grain_cublas_t *grain_cublas_open(cudaStream_t stream, char *name, size_t size)
+grain_cublas_t *grain_cublas_open(char *name, size_t size)
 {
     grain_cublas_t *h = calloc(1, sizeof *h);
     if (h == NULL || (h->lib = load()) == NULL) {
@@ -56,15 +58,14 @@ grain_cublas_t *grain_cublas_open(cudaStream_t stream, char *name, size_t size)
     }
     create_fn create = (create_fn)dlsym(h->lib, "cublasCreate_v2");
     version_fn version = (version_fn)dlsym(h->lib, "cublasGetVersion_v2");
-    stream_fn set_stream = (stream_fn)dlsym(h->lib, "cublasSetStream_v2");
+    h->set_stream = (stream_fn)dlsym(h->lib, "cublasSetStream_v2");
     h->destroy = (destroy_fn)dlsym(h->lib, "cublasDestroy_v2");
     h->dgemm = (dgemm_fn)dlsym(h->lib, "cublasDgemm_v2");
     h->sgemm = (sgemm_fn)dlsym(h->lib, "cublasSgemm_v2");
     int v = 0;
     cublasStatus_t st = CUBLAS_STATUS_NOT_INITIALIZED;
-    if (create != NULL && version != NULL && set_stream != NULL && h->destroy != NULL && h->dgemm != NULL &&
-        h->sgemm != NULL && (st = create(&h->handle)) == CUBLAS_STATUS_SUCCESS &&
-        (st = set_stream(h->handle, stream)) == CUBLAS_STATUS_SUCCESS)
+    if (create != NULL && version != NULL && h->set_stream != NULL && h->destroy != NULL && h->dgemm != NULL &&
+        h->sgemm != NULL && (st = create(&h->handle)) == CUBLAS_STATUS_SUCCESS)
         st = version(h->handle, &v);
     if (st != CUBLAS_STATUS_SUCCESS) {
         grain_info("cuda: %s could not start (status %d): gemm tiles by grain's kernels", CUBLAS_SONAME, (int)st);
@@ -86,9 +87,9 @@ void grain_cublas_close(grain_cublas_t *h)
     free(h);
 }
 
-grain_status_t grain_cublas_gemm(grain_cublas_t *h, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                 const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
-                                 const void *beta, void *c, size_t ldc)
+grain_status_t grain_cublas_gemm(grain_cublas_t *h, cudaStream_t stream, size_t es, int ta, int tb, size_t m,
+                                 size_t n, size_t k, const void *alpha, const void *a, size_t lda, const void *b,
+                                 size_t ldb, const void *beta, void *c, size_t ldc)
 {
     /* cuBLAS counts in int: the tiled BLAS's tiles are far below. */
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
@@ -96,8 +97,12 @@ grain_status_t grain_cublas_gemm(grain_cublas_t *h, size_t es, int ta, int tb, s
                           "is past cuBLAS's int dimensions", m, n, k, lda, ldb, ldc);
     cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     int im = (int)m, in = (int)n, ik = (int)k, ia = (int)lda, ib = (int)ldb, ic = (int)ldc;
-    cublasStatus_t st = es == 8 ? h->dgemm(h->handle, oa, ob, im, in, ik, alpha, a, ia, b, ib, beta, c, ic)
-                                : h->sgemm(h->handle, oa, ob, im, in, ik, alpha, a, ia, b, ib, beta, c, ic);
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    if (stream != h->stream && (st = h->set_stream(h->handle, stream)) == CUBLAS_STATUS_SUCCESS)
+        h->stream = stream;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = es == 8 ? h->dgemm(h->handle, oa, ob, im, in, ik, alpha, a, ia, b, ib, beta, c, ic)
+                     : h->sgemm(h->handle, oa, ob, im, in, ik, alpha, a, ia, b, ib, beta, c, ic);
     if (st != CUBLAS_STATUS_SUCCESS)
         return grain_fail(GRAIN_ERR_BACKEND, "cuda: cuBLAS %cgemm of %zu x %zu x %zu failed (status %d)",
                           es == 8 ? 'd' : 's', m, n, k, (int)st);

@@ -17,16 +17,17 @@
 
 typedef struct grain_cublas grain_cublas_t;
 
-/* A handle of cuBLAS that runs on `stream` of the current device, and the
- * library's name and version in `name` ("cuBLAS 13.0.2"); NULL, with `name`
- * saying why, where the library cannot be loaded or started. */
-grain_cublas_t *grain_cublas_open(cudaStream_t stream, char *name, size_t size);
+/* A handle of cuBLAS on the current device, and the library's name and
+ * version in `name` ("cuBLAS 13.0.2"); NULL, with `name` empty, where the
+ * library cannot be loaded or started (the info log says why). */
+grain_cublas_t *grain_cublas_open(char *name, size_t size);
 void grain_cublas_close(grain_cublas_t *h);
 
-/* C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major, op transposing
- * where ta or tb; es 8 (double) or 4 (float), alpha and beta on the host. */
-grain_status_t grain_cublas_gemm(grain_cublas_t *h, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                 const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
-                                 const void *beta, void *c, size_t ldc);
+/* On `stream`: C (m x n, ldc) = alpha op(A) op(B) + beta C, column-major,
+ * op transposing where ta or tb; es 8 (double) or 4 (float), alpha and
+ * beta on the host. */
+grain_status_t grain_cublas_gemm(grain_cublas_t *h, cudaStream_t stream, size_t es, int ta, int tb, size_t m,
+                                 size_t n, size_t k, const void *alpha, const void *a, size_t lda, const void *b,
+                                 size_t ldb, const void *beta, void *c, size_t ldc);
 
 #endif

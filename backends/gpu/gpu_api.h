@@ -98,6 +98,17 @@ static inline gpu_err_t gpuMemcpyAnyAsync(void *dst, const void *src, size_t n, 
     return cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s);
 }
 
+static inline gpu_err_t gpuMemcpyRectAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                           size_t rows, gpu_stream_t s)
+{
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDefault, s);
+}
+
+static inline gpu_err_t gpuStreamWaitEvent(gpu_stream_t s, gpu_event_t e)
+{
+    return cudaStreamWaitEvent(s, e, 0);
+}
+
 typedef cudaIpcMemHandle_t gpu_ipc_handle_t;
 #define gpuIpcGetMemHandle cudaIpcGetMemHandle
 #define gpuIpcCloseMemHandle cudaIpcCloseMemHandle
@@ -296,6 +307,17 @@ static inline gpu_err_t gpuMemcpyAnyAsync(void *dst, const void *src, size_t n, 
     return hipMemcpyAsync(dst, src, n, hipMemcpyDefault, s);
 }
 
+static inline gpu_err_t gpuMemcpyRectAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                           size_t rows, gpu_stream_t s)
+{
+    return hipMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, hipMemcpyDefault, s);
+}
+
+static inline gpu_err_t gpuStreamWaitEvent(gpu_stream_t s, gpu_event_t e)
+{
+    return hipStreamWaitEvent(s, e, 0);
+}
+
 typedef hipIpcMemHandle_t gpu_ipc_handle_t;
 #define gpuIpcGetMemHandle hipIpcGetMemHandle
 #define gpuIpcCloseMemHandle hipIpcCloseMemHandle
@@ -350,19 +372,18 @@ static inline void gpuDeviceLaunchCheck(char *why, size_t n)
 
 /* No vendor BLAS (Debian 12 has no rocBLAS): gemm tiles by grain's kernels. */
 typedef struct gpu_blas gpu_blas_t;
-static inline gpu_blas_t *gpuBlasOpen(gpu_stream_t s, char *name, size_t n)
+static inline gpu_blas_t *gpuBlasOpen(char *name, size_t n)
 {
-    (void)s;
     (void)n;
     name[0] = '\0';
     return NULL;
 }
 static inline void gpuBlasClose(gpu_blas_t *h) { (void)h; }
-static inline grain_status_t gpuBlasGemm(gpu_blas_t *h, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                         const void *alpha, const void *a, size_t lda, const void *b, size_t ldb,
-                                         const void *beta, void *c, size_t ldc)
+static inline grain_status_t gpuBlasGemm(gpu_blas_t *h, gpu_stream_t s, size_t es, int ta, int tb, size_t m,
+                                         size_t n, size_t k, const void *alpha, const void *a, size_t lda,
+                                         const void *b, size_t ldb, const void *beta, void *c, size_t ldc)
 {
-    (void)h, (void)es, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b;
+    (void)h, (void)s, (void)es, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b;
     (void)ldb, (void)beta, (void)c, (void)ldc;
     return grain_fail(GRAIN_ERR_UNSUPPORTED, "hip: no vendor BLAS for gemm tiles");
 }

@@ -50,12 +50,12 @@ struct grain_backend {
     /* Transfer agents' copies and the receiving thread's (the last),
      * made on first use (under the lock: the threads of several regions
      * share lane numbers). */
-    gpu_stream_t lanes[GRAIN_RECV_LANE + 1];
-    mark_ring_t lane_marks[GRAIN_RECV_LANE + 1];
+    gpu_stream_t lanes[GRAIN_LANES];
+    mark_ring_t lane_marks[GRAIN_LANES];
     pthread_mutex_t lanes_lock;
     mark_ring_t side_marks; /* the apply kernels' completions */
     unsigned launch_pending; /* GRAIN_LAUNCH_PENDING: fixed room for launches from kernels, or 0 */
-    gpu_blas_t *blas;        /* the vendor's BLAS on `stream`, or NULL (info.blas empty) */
+    gpu_blas_t *blas;        /* the vendor's BLAS, or NULL (info.blas empty) */
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
 };
@@ -181,7 +181,7 @@ static void gpu_close(grain_backend_t *b)
     on_device(b);
     gpuBlasClose(b->blas);
     ring_destroy(&b->side_marks);
-    for (unsigned i = 0; i <= GRAIN_RECV_LANE; i++) {
+    for (unsigned i = 0; i < GRAIN_LANES; i++) {
         ring_destroy(&b->lane_marks[i]);
         if (b->lanes[i] != NULL)
             gpuStreamDestroy(b->lanes[i]);
@@ -247,7 +247,7 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     snprintf(b->info.shared_memory, sizeof b->info.shared_memory,
              "pinned host memory, system-scope 64-bit atomics; device code compiled with %.160s", b->arch);
     b->launch_pending = config->launch_pending;
-    b->blas = gpuBlasOpen(b->stream, b->info.blas, sizeof b->info.blas);
+    b->blas = gpuBlasOpen(b->info.blas, sizeof b->info.blas);
     if (config->device_launch)
         gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);
     else
@@ -712,17 +712,39 @@ static grain_status_t gpu_prefetch(grain_backend_t *b, unsigned lane, const void
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "prefetching managed memory");
 }
 
-/* In order with the application's kernels, on their stream. */
-static grain_status_t gpu_gemm_tile(grain_backend_t *b, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                    const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
+static grain_status_t gpu_copy_rect_async(grain_backend_t *b, unsigned lane, void *dst, size_t dpitch,
+                                          const void *src, size_t spitch, size_t width, size_t rows)
+{
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(b, lane, &s);
+    if (err == GPU_SUCCESS)
+        err = gpuMemcpyRectAsync(dst, dpitch, src, spitch, width, rows, s);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "an asynchronous copy of a rectangle");
+}
+
+/* The event is read under the lock: a mark may record into its slot. */
+static grain_status_t gpu_lane_wait(grain_backend_t *b, unsigned lane, unsigned on, uint64_t n)
+{
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(b, lane, &s);
+    pthread_mutex_lock(&b->lanes_lock);
+    if (err == GPU_SUCCESS && n > 0 && b->lanes[on] != NULL)
+        err = gpuStreamWaitEvent(s, b->lane_marks[on].events[n % MARK_EVENTS]);
+    pthread_mutex_unlock(&b->lanes_lock);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "a lane waiting for another");
+}
+
+static grain_status_t gpu_gemm_tile(grain_backend_t *b, unsigned lane, size_t es, int ta, int tb, size_t m, size_t n,
+                                    size_t k, const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
                                     const void *beta, void *c, size_t ldc)
 {
-    gpu_err_t err = on_device(b);
-    if (err != GPU_SUCCESS)
-        return gpu_fail(err, "selecting the device");
     if (b->blas == NULL)
         return grain_fail(GRAIN_ERR_UNSUPPORTED, GPU_NAME ": no vendor BLAS was loaded for gemm tiles");
-    return gpuBlasGemm(b->blas, es, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
+    gpu_stream_t s = NULL;
+    gpu_err_t err = lane_stream(b, lane, &s);
+    if (err != GPU_SUCCESS)
+        return gpu_fail(err, "creating a stream");
+    return gpuBlasGemm(b->blas, s, es, ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
 }
 
 /* Unified addresses let a lane's copy name either device's memory; peer
@@ -813,5 +835,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,
     .reserve_launches = gpu_reserve_launches,
+    .copy_rect_async = gpu_copy_rect_async,
+    .lane_wait = gpu_lane_wait,
     .gemm_tile = gpu_gemm_tile,
 };

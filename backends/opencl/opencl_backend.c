@@ -74,7 +74,7 @@ struct grain_backend {
     ocl_marks_t side_marks;
     /* Under lanes_lock: the threads of several regions share lane numbers,
      * and a mark replaces the event in its slot. */
-    ocl_lane_t lanes[GRAIN_RECV_LANE + 1];
+    ocl_lane_t lanes[GRAIN_LANES];
     pthread_mutex_t lanes_lock;
     grain_backend_info_t info;
     char cl_std[16]; /* -cl-std= value */
@@ -498,7 +498,7 @@ static void ocl_close(grain_backend_t *b)
     }
     free(b->maps);
     marks_release(&b->side_marks);
-    for (unsigned l = 0; l <= GRAIN_RECV_LANE; l++) {
+    for (unsigned l = 0; l < GRAIN_LANES; l++) {
         if (b->lanes[l].queue != NULL) {
             clFinish(b->lanes[l].queue);
             clReleaseCommandQueue(b->lanes[l].queue);
@@ -896,6 +896,49 @@ static grain_status_t ocl_copy_async(grain_backend_t *b, unsigned lane, void *ds
     return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clEnqueueSVMMemcpy on a transfer lane");
 }
 
+/* OpenCL copies rectangles only between buffers and host memory, and SVM
+ * memory is neither, so a rectangle is a copy per row: the tiled BLAS's
+ * tiles are a row per column. */
+static grain_status_t ocl_copy_rect_async(grain_backend_t *b, unsigned lane, void *dst, size_t dpitch,
+                                          const void *src, size_t spitch, size_t width, size_t rows)
+{
+    cl_command_queue queue;
+    grain_status_t st = lane_queue(b, lane, &queue);
+    if (st != GRAIN_OK || width == 0)
+        return st;
+    if (dpitch == width && spitch == width) {
+        width *= rows;
+        rows = 1;
+    }
+    cl_int err = CL_SUCCESS;
+    for (size_t r = 0; r < rows && err == CL_SUCCESS; r++)
+        err = clEnqueueSVMMemcpy(queue, CL_FALSE, (char *)dst + r * dpitch, (const char *)src + r * spitch, width, 0,
+                                 NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clFlush(queue);
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clEnqueueSVMMemcpy of a rectangle on a transfer lane");
+}
+
+/* A barrier on the lane's queue, after the event of mark n on lane `on`
+ * (retained under the lock: a mark may replace it in its slot). */
+static grain_status_t ocl_lane_wait(grain_backend_t *b, unsigned lane, unsigned on, uint64_t n)
+{
+    cl_command_queue queue;
+    grain_status_t st = lane_queue(b, lane, &queue);
+    if (st != GRAIN_OK || n == 0)
+        return st;
+    pthread_mutex_lock(&b->lanes_lock);
+    cl_event event = b->lanes[on].marks.events[n % MARK_EVENTS];
+    if (event != NULL)
+        clRetainEvent(event);
+    pthread_mutex_unlock(&b->lanes_lock);
+    if (event == NULL)
+        return GRAIN_OK;
+    cl_int err = clEnqueueBarrierWithWaitList(queue, 1, &event, NULL);
+    clReleaseEvent(event);
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, "clEnqueueBarrierWithWaitList of a lane waiting for another");
+}
+
 static grain_status_t ocl_launch_lane(grain_bkernel_t *k, unsigned lane, unsigned dims, const size_t *global,
                                       const size_t *local)
 {
@@ -993,10 +1036,14 @@ static cl_mem svm_buffer(grain_backend_t *b, const void *p, size_t bytes, cl_int
     return clCreateBuffer(b->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, (void *)p, err);
 }
 
-static grain_status_t ocl_gemm_tile(grain_backend_t *b, size_t es, int ta, int tb, size_t m, size_t n, size_t k,
-                                    const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
+static grain_status_t ocl_gemm_tile(grain_backend_t *b, unsigned lane, size_t es, int ta, int tb, size_t m, size_t n,
+                                    size_t k, const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
                                     const void *beta, void *c, size_t ldc)
 {
+    cl_command_queue queue;
+    grain_status_t st = lane_queue(b, lane, &queue);
+    if (st != GRAIN_OK)
+        return st;
     size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
     cl_int err[3] = {CL_SUCCESS, CL_SUCCESS, CL_SUCCESS};
     cl_mem ba = svm_buffer(b, a, ((a_cols - 1) * lda + a_rows) * es, &err[0]);
@@ -1008,9 +1055,9 @@ static grain_status_t ocl_gemm_tile(grain_backend_t *b, size_t es, int ta, int t
     cl_event event = NULL;
     if (err[0] == CL_SUCCESS && err[1] == CL_SUCCESS && err[2] == CL_SUCCESS)
         code = es == 8 ? CLBlastDgemm(CLBlastLayoutColMajor, oa, ob, m, n, k, *(const double *)alpha, ba, 0, lda, bb, 0,
-                                      ldb, *(const double *)beta, bc, 0, ldc, &b->queue, &event)
+                                      ldb, *(const double *)beta, bc, 0, ldc, &queue, &event)
                        : CLBlastSgemm(CLBlastLayoutColMajor, oa, ob, m, n, k, *(const float *)alpha, ba, 0, lda, bb, 0,
-                                      ldb, *(const float *)beta, bc, 0, ldc, &b->queue, &event);
+                                      ldb, *(const float *)beta, bc, 0, ldc, &queue, &event);
     for (int i = 0; i < 3; i++) {
         cl_mem buf = i == 0 ? ba : i == 1 ? bb : bc;
         if (buf != NULL)
@@ -1022,12 +1069,9 @@ static grain_status_t ocl_gemm_tile(grain_backend_t *b, size_t es, int ta, int t
     if (code != CLBlastSuccess)
         return grain_fail(GRAIN_ERR_BACKEND, "opencl: CLBlast %cgemm of %zu x %zu x %zu failed (status %d)",
                           es == 8 ? 'd' : 's', m, n, k, (int)code);
-    pthread_mutex_lock(&b->lock);
-    if (b->last_launch != NULL)
-        clReleaseEvent(b->last_launch);
-    b->last_launch = event;
-    pthread_mutex_unlock(&b->lock);
-    return GRAIN_OK;
+    if (event != NULL)
+        clReleaseEvent(event); /* the lane's marks count it */
+    return clFlush(queue) == CL_SUCCESS ? GRAIN_OK : grain_fail(GRAIN_ERR_BACKEND, "opencl: clFlush after CLBlast");
 }
 #endif
 
@@ -1065,6 +1109,8 @@ const grain_backend_ops_t grain_opencl_ops = {
     .copy_wait = ocl_copy_wait,
     .copy_mark = ocl_copy_mark,
     .copy_done = ocl_copy_done,
+    .copy_rect_async = ocl_copy_rect_async,
+    .lane_wait = ocl_lane_wait,
     .reach_peer = ocl_reach_peer,
     .alloc_peer = ocl_alloc_peer,
     .free_peer = ocl_free_peer,

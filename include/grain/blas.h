@@ -71,6 +71,17 @@ grain_status_t grain_blas_predict(grain_t *grain, const grain_blas_problem_t *pr
 grain_status_t grain_blas_select(grain_t *grain, const grain_blas_problem_t *problem, grain_blas_model_t model,
                                  size_t *tile_p);
 
+/* The rank's last completed call: its routine, its tile, its time from
+ * call to return, and the time the model its tile is selected by (dr for
+ * gemm, bts for axpy) predicted for that tile, or 0 where the device has
+ * no profile.  GRAIN_ERR_STATE before any call. */
+typedef struct grain_blas_last {
+    grain_blas_routine_t routine;
+    size_t tile;
+    double seconds, predicted_s;
+} grain_blas_last_t;
+grain_status_t grain_blas_last(grain_t *grain, grain_blas_last_t *last_p);
+
 /* y = alpha x + y over n elements. */
 grain_status_t grain_daxpy(grain_t *grain, size_t n, double alpha, const double *x, size_t incx, double *y,
                            size_t incy, size_t tile);

@@ -8,7 +8,8 @@
  * slope through the origin of square copies of doubles, D = 256 to 16384
  * in steps of 256 (on a CPU device, 64 to 1024 in steps of 64); sl the
  * same slope with a second thread copying the other way over the slope
- * alone.  The kernels: grain's own tile kernels (blas_kernels.cl) at each
+ * alone.  Copies go as the routines' host operands do: from pageable
+ * memory through the staging where they are staged.  The kernels: grain's own tile kernels (blas_kernels.cl) at each
  * tile size, gemm T = 256 to 16384 in steps of 256 and axpy N = 2^18 to
  * 2^26 in steps of 2^18 (a CPU device, where grain's kernels are slow
  * and the CI runs: 16 to 128 by 16, 2^14 to 2^18 by 2^14), until one
@@ -25,6 +26,7 @@
 #include "runtime/blas/blas_fit.h"
 #include "runtime/blas/blas_profile.h"
 #include "runtime/blas/blas_run.h"
+#include "runtime/blas/blas_stage.h"
 #include "runtime/grain_impl.h"
 #include "services/backoff.h"
 #include "services/cache_path.h"
@@ -72,8 +74,13 @@ static grain_status_t sample(grain_status_t (*fn)(void *), void *arg, double *me
     return GRAIN_OK;
 }
 
+/* A copy as the routines make it: through a staging on a lane where they
+ * stage (blas_stage.h), else the backend's own. */
 typedef struct copy_job {
     grain_t *g;
+    blas_stage_t *stage;
+    unsigned lane;
+    int h2d;
     void *dst;
     const void *src;
     size_t bytes;
@@ -84,7 +91,13 @@ typedef struct copy_job {
 static grain_status_t copy_once(void *arg)
 {
     copy_job_t *j = arg;
-    return j->g->bops->copy(j->g->backend, j->dst, j->src, j->bytes);
+    if (j->stage == NULL)
+        return j->g->bops->copy(j->g->backend, j->dst, j->src, j->bytes);
+    void *host = j->h2d ? (void *)j->src : j->dst, *dev = j->h2d ? j->dst : (void *)j->src;
+    grain_status_t st = blas_stage_move(j->stage, j->lane, !j->h2d, host, j->bytes, dev, j->bytes, 1, 1);
+    grain_status_t waited = j->g->bops->copy_wait(j->g->backend, j->lane);
+    grain_status_t drained = blas_stage_drain(j->stage);
+    return st != GRAIN_OK ? st : waited != GRAIN_OK ? waited : drained;
 }
 
 /* The other direction, copying until told to stop. */
@@ -96,12 +109,15 @@ static void *copy_loop(void *arg)
     return NULL;
 }
 
-/* One direction's link: into the device when `h2d`. */
+/* One direction's link: into the device when `h2d`; the other way, for
+ * its slowdown, through `other`'s staging. */
 static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsigned char *host, unsigned char *dev,
-                                  blas_link_t *l)
+                                  blas_stage_t *mine, blas_stage_t *other, blas_link_t *l)
 {
     size_t half = r->copy_max * r->copy_max * 8;
-    copy_job_t one = {.g = g, .dst = h2d ? (void *)dev : host, .src = h2d ? (void *)host : dev, .bytes = 1};
+    unsigned in = GRAIN_BLAS_LANE, out = GRAIN_BLAS_LANE + 2;
+    copy_job_t one = {.g = g, .stage = mine, .lane = h2d ? in : out, .h2d = h2d, .dst = h2d ? (void *)dev : host,
+                      .src = h2d ? (void *)host : dev, .bytes = 1};
     double ones[SAMPLE_REPS_MAX * 2];
     grain_status_t st = GRAIN_OK;
     for (unsigned i = 0; i < SAMPLE_REPS_MAX * 2 && st == GRAIN_OK; i++) {
@@ -117,9 +133,11 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
     for (size_t i = 0; i < n && st == GRAIN_OK; i++) {
         size_t d = r->copy_step * (i + 1);
         bytes[i] = (double)d * (double)d * 8.0;
-        copy_job_t job = {.g = g, .dst = one.dst, .src = one.src, .bytes = (size_t)bytes[i]};
+        copy_job_t job = one;
+        job.bytes = (size_t)bytes[i];
         /* The other way: the second halves of both buffers. */
-        copy_job_t back = {.g = g, .dst = h2d ? (void *)(host + half) : dev + half,
+        copy_job_t back = {.g = g, .stage = other, .lane = h2d ? out : in, .h2d = !h2d,
+                           .dst = h2d ? (void *)(host + half) : dev + half,
                            .src = h2d ? (void *)(dev + half) : host + half, .bytes = job.bytes};
         st = sample(copy_once, &job, &alone[i]);
         pthread_t t;
@@ -156,8 +174,7 @@ typedef struct kernel_job {
 static grain_status_t kernel_once(void *arg)
 {
     kernel_job_t *j = arg;
-    grain_status_t st = blas_run_tile(j->g, j->routine, j->t, j->a, j->b, j->c);
-    return st != GRAIN_OK ? st : j->g->bops->synchronize(j->g->backend);
+    return blas_run_tile(j->g, j->routine, j->t, j->a, j->b, j->c);
 }
 
 static grain_status_t deploy_kernels(grain_t *g, const ranges_t *r, unsigned routine, void *a, void *b, void *c,
@@ -202,20 +219,33 @@ grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
     big = big > 2 * axpy ? big : 2 * axpy;
     unsigned char *host = NULL, *dev = NULL;
     blas_profile_t p = {0};
-    grain_status_t st = g->bops->alloc_shared(g->backend, 2 * copy, (void **)&host);
+    /* The links as the routines use them: where they stage host operands,
+     * from pageable memory through a staging each way. */
+    blas_stage_t *mine = NULL, *other = NULL;
+    grain_status_t st = blas_stage_of(g, &mine);
+    if (st == GRAIN_OK && mine != NULL && (st = blas_stage_open(g, &other)) == GRAIN_OK &&
+        (host = malloc(2 * copy)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", 2 * copy);
+    else if (st == GRAIN_OK && mine != NULL)
+        memset(host, 0, 2 * copy); /* paged in before it is timed */
+    else if (st == GRAIN_OK)
+        st = g->bops->alloc_shared(g->backend, 2 * copy, (void **)&host);
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, big, (void **)&dev);
     if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 1, host, dev, &p.machine.h2d);
+        st = deploy_link(g, &r, 1, host, dev, mine, other, &p.machine.h2d);
     if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 0, host, dev, &p.machine.d2h);
+        st = deploy_link(g, &r, 0, host, dev, mine, other, &p.machine.d2h);
+    blas_stage_close(other);
     p.have_links = st == GRAIN_OK;
     for (unsigned routine = 0; routine < BLAS_ROUTINES && st == GRAIN_OK; routine++) {
         int gemm_r = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
         size_t part = gemm_r ? gemm : axpy;
         st = deploy_kernels(g, &r, routine, dev, dev + part, dev + 2 * part, &p);
     }
-    if (host != NULL)
+    if (mine != NULL)
+        free(host);
+    else if (host != NULL)
         g->bops->free_shared(g->backend, host);
     if (dev != NULL)
         g->bops->free_device(g->backend, dev);

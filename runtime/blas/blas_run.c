@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tiled BLAS's execution (grain/blas.h, docs/blas.md) on the rank's
- * backend: gemm tiles by the backend's vendor BLAS where it has one
+ * backend, over three lanes (CoCoPeLia IV-C; gemm_tiles says how they
+ * join): gemm tiles by the backend's vendor BLAS where it has one
  * (gemm_tile), else, and axpy's always, by grain's own tile kernels
- * (blas_kernels.cl).  A host
- * operand is packed tile by tile into pinned staging memory and copied to
- * a device buffer that holds all its tiles, each copied once (full reuse,
- * CoCoPeLia eq. 5), op() applied while packing so that a packed tile is
- * plain; an operand in the heap is used where it is, with its leading
- * dimension and transpose.  C's tile stays on the device through its K
- * steps (beta the first, 1 after) and goes back once.  The copies are the
- * backend's synchronous ones, so that copy, kernel and copy do not overlap
- * yet; the lanes come with the tile scheduler.
+ * (blas_kernels.cl).  A host operand's tiles are copied as the rectangles
+ * of the matrix they are, straight from the caller's memory, into device
+ * memory that holds all of them, each copied once (full reuse, eq. 5),
+ * and read transposed there where op() transposes; an operand in the heap
+ * is used where it is, with its leading dimension and transpose.  C's tile
+ * stays on the device through its K steps (beta the first, 1 after) and
+ * goes back once.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,7 +18,9 @@
 
 #include "grain/blas.h"
 #include "runtime/blas/blas_run.h"
+#include "runtime/blas/blas_stage.h"
 #include "runtime/grain_impl.h"
+#include "services/backoff.h" /* grain_now_ns */
 #include "services/log.h"
 
 #define K_COUNT BLAS_ROUTINES
@@ -31,6 +32,11 @@ const unsigned blas_axpy_counts_at[3] = {1, 3, 4};
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
 
+enum { BLAS_H2D = GRAIN_BLAS_LANE, BLAS_RUN, BLAS_D2H };
+/* Tiles of C (of x and y for axpy) in flight: one filled, one computed,
+ * one going back. */
+#define C_SLOTS 3u
+
 struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
@@ -38,6 +44,11 @@ struct grain_blas_state {
     int told;              /* the info log said which kernels compute gemm tiles */
     blas_profile_t profile; /* this device's, or none (no routine has kernels) */
     blas_cache_t cache;
+    blas_stage_t *stage;  /* host operands' way through pinned memory (GRAIN_BLAS_STAGE), or NULL */
+    int stage_chosen;
+    unsigned char *room; /* the device memory of the last calls' tiles */
+    size_t room_bytes;
+    grain_blas_last_t last;
 };
 
 void grain_blas_release(grain_t *g)
@@ -49,6 +60,9 @@ void grain_blas_release(grain_t *g)
             g->bops->kernel_release(g->blas->kernel[i]);
     if (g->blas->program != NULL)
         g->bops->program_release(g->blas->program);
+    blas_stage_close(g->blas->stage);
+    if (g->blas->room != NULL)
+        g->bops->free_device(g->backend, g->blas->room);
     blas_profile_free(&g->blas->profile);
     free(g->blas);
     g->blas = NULL;
@@ -121,34 +135,63 @@ static size_t local_size(const grain_t *g, size_t global)
     return grain_divisor_at_most(global, g->binfo.max_wg_size < 256 ? g->binfo.max_wg_size : 256);
 }
 
-/* A tile in and out of host memory: rows x cols of a column-major matrix
- * at `src` (ld apart), transposed when `trans`, into packed column-major
- * `dst` (rows apart), and back. */
-static void pack(unsigned char *dst, const unsigned char *src, size_t ld, int trans, size_t rows, size_t cols,
-                 size_t es)
-{
-    for (size_t c = 0; c < cols; c++)
-        if (!trans)
-            memcpy(dst + c * rows * es, src + c * ld * es, rows * es);
-        else
-            for (size_t r = 0; r < rows; r++)
-                memcpy(dst + (c * rows + r) * es, src + (r * ld + c) * es, es);
-}
-
-static void unpack(unsigned char *dst, size_t ld, const unsigned char *src, size_t rows, size_t cols, size_t es)
-{
-    for (size_t c = 0; c < cols; c++)
-        memcpy(dst + c * ld * es, src + c * rows * es, rows * es);
-}
-
-/* A tile kernel on the application's stream, counted as the application's
- * kernels are (the apply kernels' overlap statistics); it sends nothing,
- * so the resident apply agent is not started for it. */
+/* A tile kernel on the BLAS_RUN lane. */
 static grain_status_t launch_tile(grain_t *g, grain_bkernel_t *bk, size_t global)
 {
     size_t local = local_size(g, global);
-    atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed);
-    return g->bops->launch(bk, 1, &global, &local);
+    return g->bops->launch_lane(bk, BLAS_RUN, 1, &global, &local);
+}
+
+/* The backend's lanes, which the tiled BLAS runs on, and its state. */
+static grain_status_t ready(grain_t *g, const char *name)
+{
+    const grain_backend_ops_t *o = g->bops;
+    if (o->copy_async == NULL || o->launch_lane == NULL || o->copy_rect_async == NULL || o->lane_wait == NULL)
+        return grain_fail(GRAIN_ERR_UNSUPPORTED, "%s: the %s backend has no transfer lanes to run tiles on", name,
+                          o->name);
+    struct grain_blas_state *b = state(g);
+    if (b == NULL)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", name);
+    const char *stage = g->config.blas_stage;
+    if (!b->stage_chosen && (strcmp(stage, "on") == 0 || (strcmp(stage, "auto") == 0 && !g->binfo.host_copies))) {
+        grain_status_t st = blas_stage_open(g, &b->stage);
+        if (st != GRAIN_OK)
+            return st;
+    }
+    b->stage_chosen = 1;
+    return GRAIN_OK;
+}
+
+grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p)
+{
+    grain_status_t st = ready(g, "blas");
+    *s_p = st == GRAIN_OK ? g->blas->stage : NULL;
+    return st;
+}
+
+/* The call's tile and time, and the time `model` predicted for it. */
+static void record(grain_t *g, const grain_blas_problem_t *q, size_t tile, grain_blas_model_t model, uint64_t t0)
+{
+    grain_blas_last_t *last = &g->blas->last;
+    *last = (grain_blas_last_t){.routine = q->routine, .tile = tile, .seconds = (double)(grain_now_ns() - t0) * 1e-9};
+    char path[4096];
+    blas_profile_path(g, NULL, path, sizeof path);
+    if (blas_profile_of(g, path) == NULL)
+        return;
+    grain_log_quiet(1); /* a routine the profile lacks: no prediction */
+    if (grain_blas_predict(g, q, tile, model, &last->predicted_s) != GRAIN_OK)
+        last->predicted_s = 0.0;
+    grain_log_quiet(0);
+}
+
+grain_status_t grain_blas_last(grain_t *g, grain_blas_last_t *last_p)
+{
+    if (g == NULL || last_p == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_blas_last needs a handle and a result");
+    if (g->blas == NULL || g->blas->last.tile == 0)
+        return grain_fail(GRAIN_ERR_STATE, "grain_blas_last: no BLAS call has completed on this rank yet");
+    *last_p = g->blas->last;
+    return GRAIN_OK;
 }
 
 /* Whether gemm tiles go to the backend's vendor BLAS (GRAIN_BLAS_KERNELS);
@@ -176,10 +219,9 @@ static grain_status_t launch_gemm(grain_t *g, grain_bkernel_t *bk, size_t es, in
                                   const void *a, uint64_t lda, uint64_t ta, const void *b, uint64_t ldb, uint64_t tb,
                                   uint64_t m, uint64_t n, uint64_t k, const void *alpha, const void *beta)
 {
-    if (vendor && k > 0) {
-        atomic_fetch_add_explicit(&g->app_launches, 1, memory_order_relaxed); /* as launch_tile counts */
-        return g->bops->gemm_tile(g->backend, es, (int)ta, (int)tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    }
+    if (vendor && k > 0)
+        return g->bops->gemm_tile(g->backend, BLAS_RUN, es, (int)ta, (int)tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                  ldc);
     const void *values[] = {&ldc, &lda, &ta, &ldb, &tb, &m, &n, &k};
     grain_status_t st = g->bops->kernel_set_arg_ptr(bk, BLAS_GEMM_C, c);
     if (st == GRAIN_OK)
@@ -217,15 +259,17 @@ grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, vo
     size_t es = routine == BLAS_DGEMM || routine == BLAS_DAXPY ? 8 : 4;
     const void *one = es == 8 ? (const void *)&one_d : (const void *)&one_f;
     grain_bkernel_t *bk = NULL;
-    grain_status_t st = kernel(g, routine, &bk);
-    if (st != GRAIN_OK)
-        return st;
     int vendor = 0;
-    if (routine == BLAS_DGEMM || routine == BLAS_SGEMM)
-        return (st = vendor_of(g, &vendor)) != GRAIN_OK
-                   ? st
-                   : launch_gemm(g, bk, es, vendor, c, t, a, t, 0, b, t, 0, t, t, t, one, one);
-    return launch_axpy(g, bk, es, b, 1, a, 1, t, one);
+    grain_status_t st = ready(g, "blas");
+    if (st == GRAIN_OK)
+        st = kernel(g, routine, &bk);
+    int gemm = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
+    if (st == GRAIN_OK && gemm)
+        st = vendor_of(g, &vendor);
+    if (st == GRAIN_OK)
+        st = gemm ? launch_gemm(g, bk, es, vendor, c, t, a, t, 0, b, t, 0, t, t, t, one, one)
+                  : launch_axpy(g, bk, es, b, 1, a, 1, t, one);
+    return st == GRAIN_OK ? g->bops->copy_wait(g->backend, BLAS_RUN) : st;
 }
 
 typedef struct gemm_call {
@@ -240,108 +284,208 @@ typedef struct gemm_call {
     int alpha_zero, beta_zero;
 } gemm_call_t;
 
-/* One operand's device side: where its tiles go, and which are there. */
+/* `cols` columns of `rows` elements between a host matrix (ld apart) and a
+ * packed device tile, on `lane`: in, or back when `out`; through the
+ * staging where there is one, else one copy where the columns are
+ * contiguous. */
+static grain_status_t host_rect(grain_t *g, unsigned lane, int out, unsigned char *host, size_t ld,
+                                unsigned char *dev, size_t rows, size_t cols, size_t es)
+{
+    blas_stage_t *s = g->blas->stage;
+    if (s != NULL)
+        return blas_stage_move(s, lane, out, host, ld, dev, rows, cols, es);
+    if (ld == rows)
+        return g->bops->copy_async(g->backend, lane, out ? host : dev, out ? dev : host, rows * cols * es);
+    return out ? g->bops->copy_rect_async(g->backend, lane, host, ld * es, dev, rows * es, rows * es, cols)
+               : g->bops->copy_rect_async(g->backend, lane, dev, rows * es, host, ld * es, rows * es, cols);
+}
+
+/* Later work of `lane` after the work of lane `on` so far. */
+static grain_status_t after(grain_t *g, unsigned lane, unsigned on)
+{
+    uint64_t mark = 0;
+    grain_status_t st = g->bops->copy_mark(g->backend, on, &mark);
+    return st == GRAIN_OK ? g->bops->lane_wait(g->backend, lane, on, mark) : st;
+}
+
+/* A tile going back to the host, issued one tile late: a copy to pageable
+ * host memory returns only once done, so issued at once it would hold the
+ * host from queueing the next tile's kernels while this one's run. */
+typedef struct back {
+    int pending;
+    unsigned char *dst, *src;
+    size_t ld, rows, cols;
+    uint64_t *done_p; /* the slot's D2H mark, for its next tile to wait for */
+} back_t;
+
+static grain_status_t back_issue(grain_t *g, back_t *b, size_t es)
+{
+    if (!b->pending)
+        return GRAIN_OK;
+    b->pending = 0;
+    grain_status_t st = host_rect(g, BLAS_D2H, 1, b->dst, b->ld, b->src, b->rows, b->cols, es);
+    return st == GRAIN_OK ? g->bops->copy_mark(g->backend, BLAS_D2H, b->done_p) : st;
+}
+
+/* An operand's device side: in place (resident, in the heap), or its
+ * tiles at `dev` and which of them are there. */
 typedef struct tiles {
     int resident;
     unsigned char *dev;
     unsigned char *copied;
 } tiles_t;
 
-static grain_status_t tiles_init(grain_t *g, tiles_t *t, int resident, size_t count, size_t tile_bytes)
+/* The device memory of a call: every tile of A and B (each copied once,
+ * CoCoPeLia eq. 5's full reuse), C_SLOTS tiles of C and a zero tile, or
+ * axpy's slots; kept between calls, grown when a call needs more. */
+static grain_status_t device_room(grain_t *g, size_t bytes, unsigned char **p)
+{
+    struct grain_blas_state *b = g->blas;
+    if (bytes > b->room_bytes) {
+        if (b->room != NULL)
+            g->bops->free_device(g->backend, b->room);
+        b->room = NULL;
+        b->room_bytes = 0;
+        grain_status_t st = g->bops->alloc_device(g->backend, bytes, (void **)&b->room);
+        if (st != GRAIN_OK)
+            return grain_fail(st, "blas: %zu bytes of tiles do not fit the device (%s): the operands must, whatever "
+                              "the tile", bytes, grain_error_message(g));
+        b->room_bytes = bytes;
+    }
+    *p = b->room;
+    return GRAIN_OK;
+}
+
+static grain_status_t tiles_init(tiles_t *t, int resident, size_t count)
 {
     *t = (tiles_t){.resident = resident};
     if (resident || count == 0)
         return GRAIN_OK;
     if ((t->copied = calloc(count, 1)) == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory");
-    grain_status_t st = g->bops->alloc_device(g->backend, count * tile_bytes, (void **)&t->dev);
-    if (st != GRAIN_OK)
-        grain_fail(st, "blas: %zu tiles of %zu bytes do not fit the device (%s): the operands must, whatever the tile",
-                   count, tile_bytes, grain_error_message(g));
-    return st;
-}
-
-static void tiles_free(grain_t *g, tiles_t *t)
-{
-    if (t->dev != NULL)
-        g->bops->free_device(g->backend, t->dev);
-    free(t->copied);
+    return GRAIN_OK;
 }
 
 /* A tile of op(X) at (row r0, column c0), rows x cols, for the kernel:
- * where it is and how to read it.  A host operand's is packed (once). */
-static grain_status_t tile_of(grain_t *g, tiles_t *t, size_t index, unsigned char *staging, size_t tile_bytes,
-                              const unsigned char *x, size_t ld, int trans, size_t r0, size_t c0, size_t rows,
-                              size_t cols, size_t es, const unsigned char **ptr_p, uint64_t *ld_p, uint64_t *trans_p)
+ * where it is and how to read it.  A host operand's is copied (once, on
+ * the H2D lane) as the rectangle of X it is, and read transposed there. */
+static grain_status_t tile_of(grain_t *g, tiles_t *t, size_t index, size_t tile_bytes, const unsigned char *x,
+                              size_t ld, int trans, size_t r0, size_t c0, size_t rows, size_t cols, size_t es,
+                              int *copied_p, const unsigned char **ptr_p, uint64_t *ld_p)
 {
     /* op(X)(r0, c0) is X(r0, c0), or X(c0, r0) transposed. */
     const unsigned char *origin = x + (trans ? r0 * ld + c0 : c0 * ld + r0) * es;
     if (t->resident) {
         *ptr_p = origin;
         *ld_p = ld;
-        *trans_p = (uint64_t)trans;
         return GRAIN_OK;
     }
+    size_t xr = trans ? cols : rows, xc = trans ? rows : cols;
     unsigned char *slot = t->dev + index * tile_bytes;
     if (!t->copied[index]) {
-        pack(staging, origin, ld, trans, rows, cols, es);
-        grain_status_t st = g->bops->copy(g->backend, slot, staging, rows * cols * es);
+        grain_status_t st = host_rect(g, BLAS_H2D, 0, (unsigned char *)origin, ld, slot, xr, xc, es);
         if (st != GRAIN_OK)
             return st;
         t->copied[index] = 1;
+        *copied_p = 1;
     }
     *ptr_p = slot;
-    *ld_p = rows;
-    *trans_p = 0;
+    *ld_p = xr;
     return GRAIN_OK;
 }
 
-static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel_t *bk, int vendor, tiles_t *ta,
-                                 tiles_t *tb, tiles_t *tc, unsigned char *staging)
+/* C's tile (i, j) of ti x tj on the device, ready for its first K step:
+ * in place in the heap, else in its slot once the slot's previous tile
+ * went back, with C copied in where beta reads it, or zeroed where a
+ * vendor BLAS might read it anyway. */
+static grain_status_t c_tile_in(grain_t *g, const gemm_call_t *p, int vendor, const tiles_t *tc, unsigned char *slot,
+                                uint64_t back_mark, unsigned char *c_at, size_t ti, size_t tj, const void *zeros,
+                                unsigned char **tile_p, uint64_t *ld_p)
 {
-    size_t T = p->tile, es = p->es, tile_bytes = T * T * es;
+    size_t es = p->es, bytes = ti * tj * es;
+    *tile_p = c_at;
+    *ld_p = p->ldc;
+    if (tc->resident)
+        return GRAIN_OK;
+    *tile_p = slot;
+    *ld_p = ti;
+    if (!p->beta_zero) {
+        grain_status_t st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_D2H, back_mark);
+        return st == GRAIN_OK ? host_rect(g, BLAS_H2D, 0, c_at, p->ldc, *tile_p, ti, tj, es) : st;
+    }
+    grain_status_t st = g->bops->lane_wait(g->backend, BLAS_RUN, BLAS_D2H, back_mark);
+    if (st == GRAIN_OK && vendor)
+        st = g->bops->copy_async(g->backend, BLAS_RUN, *tile_p, zeros, bytes);
+    return st;
+}
+
+/*
+ * The tile scheduler (CoCoPeLia IV-C): three lanes, joined by marks on the
+ * device, so that copies in, kernels and copies out of neighbouring tiles
+ * overlap and the host only queues.  The kernels of a step wait for the
+ * copies in before them; a C tile goes back after its last K step; a C slot
+ * is filled again once its tile went back.  Every wait is for work queued
+ * earlier, so the lanes cannot wait for each other in a circle.
+ */
+static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel_t *bk, int vendor, tiles_t *ta,
+                                 tiles_t *tb, tiles_t *tc, const size_t bytes[3], const void *zeros)
+{
+    size_t T = p->tile, es = p->es;
     size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T;
     /* alpha == 0 reads neither A nor B (reference BLAS): one pass of k = 0. */
     size_t kt = p->alpha_zero ? 0 : (p->k + T - 1) / T;
+    uint64_t slot_back[C_SLOTS] = {0};
+    back_t back = {0};
     grain_status_t st = GRAIN_OK;
-    for (size_t j = 0; j < nt && st == GRAIN_OK; j++)
-        for (size_t i = 0; i < mt && st == GRAIN_OK; i++) {
+    for (size_t j = 0, count = 0; j < nt && st == GRAIN_OK; j++)
+        for (size_t i = 0; i < mt && st == GRAIN_OK; i++, count++) {
             size_t ti = p->m - i * T < T ? p->m - i * T : T, tj = p->n - j * T < T ? p->n - j * T : T;
-            unsigned char *c_at = p->c + (j * T * p->ldc + i * T) * es, *c_tile = c_at;
-            uint64_t ldc = p->ldc;
-            if (!tc->resident) {
-                c_tile = tc->dev;
-                ldc = ti;
-                if (!p->beta_zero) {
-                    pack(staging, c_at, p->ldc, 0, ti, tj, es);
-                    st = g->bops->copy(g->backend, c_tile, staging, ti * tj * es);
-                } else if (vendor) { /* a vendor BLAS may read C where beta is 0: none of it may be NaN */
-                    st = g->bops->zero(g->backend, c_tile, ti * tj * es);
-                }
-            }
+            size_t slot = count % C_SLOTS;
+            unsigned char *c_at = p->c + (j * T * p->ldc + i * T) * es, *c_tile = NULL;
+            uint64_t ldc = 0;
+            st = c_tile_in(g, p, vendor, tc, tc->dev + slot * bytes[2], slot_back[slot], c_at, ti, tj, zeros, &c_tile,
+                           &ldc);
+            int copied = !tc->resident && !p->beta_zero;
             for (size_t l = 0; l < (kt > 0 ? kt : 1) && st == GRAIN_OK; l++) {
                 size_t tl = kt == 0 ? 0 : p->k - l * T < T ? p->k - l * T : T;
                 const unsigned char *a = NULL, *b = NULL;
-                uint64_t lda = 1, ldb = 1, tra = 0, trb = 0, m = ti, n = tj, k = tl;
+                uint64_t lda = 1, ldb = 1;
                 if (tl > 0)
-                    st = tile_of(g, ta, l * mt + i, staging, tile_bytes, p->a, p->lda, p->ta, i * T, l * T, ti, tl,
-                                 es, &a, &lda, &tra);
+                    st = tile_of(g, ta, l * mt + i, bytes[0], p->a, p->lda, p->ta, i * T, l * T, ti, tl, es,
+                                 &copied, &a, &lda);
                 if (st == GRAIN_OK && tl > 0)
-                    st = tile_of(g, tb, j * kt + l, staging, tile_bytes, p->b, p->ldb, p->tb, l * T, j * T, tl, tj,
-                                 es, &b, &ldb, &trb);
+                    st = tile_of(g, tb, j * kt + l, bytes[1], p->b, p->ldb, p->tb, l * T, j * T, tl, tj, es,
+                                 &copied, &b, &ldb);
                 if (a == NULL) /* k == 0: the kernel reads neither */
                     a = b = c_tile;
+                if (st == GRAIN_OK && copied)
+                    st = after(g, BLAS_RUN, BLAS_H2D);
+                copied = 0;
                 /* C in the heap: grain's kernel computes its first step where beta is 0, never reading it. */
                 int by_vendor = vendor && !(l == 0 && p->beta_zero && tc->resident);
                 if (st == GRAIN_OK)
-                    st = launch_gemm(g, bk, es, by_vendor, c_tile, ldc, a, lda, tra, b, ldb, trb, m, n, k, p->alpha,
-                                     l == 0 ? p->beta : p->one);
+                    st = launch_gemm(g, bk, es, by_vendor, c_tile, ldc, a, lda, (uint64_t)(tl > 0 && p->ta), b, ldb,
+                                     (uint64_t)(tl > 0 && p->tb), ti, tj, tl, p->alpha, l == 0 ? p->beta : p->one);
             }
-            if (st == GRAIN_OK && !tc->resident && (st = g->bops->synchronize(g->backend)) == GRAIN_OK &&
-                (st = g->bops->copy(g->backend, staging, c_tile, ti * tj * es)) == GRAIN_OK)
-                unpack(c_at, p->ldc, staging, ti, tj, es);
+            if (st == GRAIN_OK)
+                st = back_issue(g, &back, es);
+            if (st == GRAIN_OK && !tc->resident && (st = after(g, BLAS_D2H, BLAS_RUN)) == GRAIN_OK)
+                back = (back_t){.pending = 1, .dst = c_at, .src = c_tile, .ld = p->ldc, .rows = ti, .cols = tj,
+                                .done_p = &slot_back[slot]};
         }
-    return st;
+    return st == GRAIN_OK ? back_issue(g, &back, es) : st;
+}
+
+/* Waits for the tiled BLAS's lanes, whatever came before, and unpacks
+ * what came back through the staging; the first error. */
+static grain_status_t lanes_wait(grain_t *g, grain_status_t st)
+{
+    for (unsigned lane = BLAS_H2D; lane <= BLAS_D2H; lane++) {
+        grain_status_t done = g->bops->copy_wait(g->backend, lane);
+        st = st != GRAIN_OK ? st : done;
+    }
+    grain_status_t drained = g->blas->stage != NULL ? blas_stage_drain(g->blas->stage) : GRAIN_OK;
+    return st != GRAIN_OK ? st : drained;
 }
 
 /* The tile of a call that gave 0: GRAIN_BLAS_TILE, else the deployed
@@ -391,41 +535,57 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     if (p->m == 0 || p->n == 0)
         return GRAIN_OK;
     size_t es = p->es;
-    if (p->tile == 0) {
-        grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DGEMM : GRAIN_BLAS_SGEMM, .m = p->m, .n = p->n,
-                                  .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b,
-                                  .c = p->c, .beta_zero = p->beta_zero};
+    grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DGEMM : GRAIN_BLAS_SGEMM, .m = p->m, .n = p->n,
+                              .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b, .c = p->c,
+                              .beta_zero = p->beta_zero};
+    if (p->tile == 0)
         p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
-    }
-    size_t T = p->tile, tile_bytes = T * T * es;
-    size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
+    uint64_t t0 = grain_now_ns();
+    size_t T = p->tile, mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
+    /* A tile is never larger than the matrix it is of. */
+    size_t tm = p->m < T ? p->m : T, tn = p->n < T ? p->n : T, tk = p->k < T ? p->k : T;
+    size_t a_bytes = tm * tk * es, b_bytes = tk * tn * es, c_bytes = tm * tn * es;
     grain_bkernel_t *bk = NULL;
     int vendor = 0;
-    grain_status_t st = vendor_of(g, &vendor);
+    grain_status_t st = ready(g, p->name);
+    if (st == GRAIN_OK)
+        st = vendor_of(g, &vendor);
     if (st == GRAIN_OK)
         st = kernel(g, es == 8 ? BLAS_DGEMM : BLAS_SGEMM, &bk);
-    tiles_t ta_ = {0}, tb_ = {0}, tc_ = {0};
-    unsigned char *staging = NULL;
+    tiles_t ta = {0}, tb = {0}, tc = {0};
     int reads = p->k > 0 && !p->alpha_zero;
     if (st == GRAIN_OK)
-        st = tiles_init(g, &ta_, !reads || blas_in_heap_ld(g, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es),
-                        reads ? mt * kt : 0, tile_bytes);
+        st = tiles_init(&ta, !reads || blas_in_heap_ld(g, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es),
+                        reads ? mt * kt : 0);
     if (st == GRAIN_OK)
-        st = tiles_init(g, &tb_, !reads || blas_in_heap_ld(g, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es),
-                        reads ? kt * nt : 0, tile_bytes);
+        st = tiles_init(&tb, !reads || blas_in_heap_ld(g, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es),
+                        reads ? kt * nt : 0);
     if (st == GRAIN_OK)
-        st = tiles_init(g, &tc_, blas_in_heap_ld(g, p->c, p->m, p->n, p->ldc, es), 1, tile_bytes);
+        st = tiles_init(&tc, blas_in_heap_ld(g, p->c, p->m, p->n, p->ldc, es), 0);
+    size_t na = ta.resident ? 0 : mt * kt, nb = tb.resident ? 0 : kt * nt, nc = tc.resident ? 0 : C_SLOTS;
+    int zero = vendor && p->beta_zero && !tc.resident; /* a vendor BLAS might read C where beta is 0 */
+    unsigned char *room = NULL;
     if (st == GRAIN_OK)
-        st = g->bops->alloc_shared(g->backend, tile_bytes, (void **)&staging);
+        st = device_room(g, na * a_bytes + nb * b_bytes + (nc + (size_t)zero) * c_bytes, &room);
+    if (st == GRAIN_OK) {
+        ta.dev = room;
+        tb.dev = ta.dev + na * a_bytes;
+        tc.dev = tb.dev + nb * b_bytes;
+    }
+    const unsigned char *zeros = tc.dev + nc * c_bytes;
+    if (st == GRAIN_OK && zero)
+        st = g->bops->zero(g->backend, (void *)zeros, c_bytes);
+    /* The lanes run beside the application's kernels: those before the call
+     * finish first where they may write what it reads. */
+    if (st == GRAIN_OK && (ta.resident || tb.resident || tc.resident))
+        st = g->bops->synchronize(g->backend);
     if (st == GRAIN_OK)
-        st = gemm_tiles(g, p, bk, vendor, &ta_, &tb_, &tc_, staging);
-    grain_status_t done = g->bops->synchronize(g->backend);
-    st = st != GRAIN_OK ? st : done;
-    if (staging != NULL)
-        g->bops->free_shared(g->backend, staging);
-    tiles_free(g, &ta_);
-    tiles_free(g, &tb_);
-    tiles_free(g, &tc_);
+        st = gemm_tiles(g, p, bk, vendor, &ta, &tb, &tc, (size_t[3]){a_bytes, b_bytes, c_bytes}, zeros);
+    st = lanes_wait(g, st);
+    free(ta.copied);
+    free(tb.copied);
+    if (st == GRAIN_OK)
+        record(g, &q, T, GRAIN_BLAS_MODEL_DR, t0);
     return st;
 }
 
@@ -466,54 +626,60 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
     if (n == 0 || alpha_zero) /* reference BLAS: y unchanged */
         return GRAIN_OK;
     grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DAXPY : GRAIN_BLAS_SAXPY, .n = n, .a = x, .b = y};
-    size_t T = tile ? tile : auto_tile(g, &q, GRAIN_BLAS_MODEL_BTS, DEFAULT_AXPY_TILE);
+    uint64_t t0 = grain_now_ns();
+    size_t T = tile ? tile : auto_tile(g, &q, GRAIN_BLAS_MODEL_BTS, DEFAULT_AXPY_TILE), tt = n < T ? n : T;
     grain_bkernel_t *bk = NULL;
-    grain_status_t st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
-    int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
-    unsigned char *dx = NULL, *dy = NULL, *staging = NULL;
-    if (st == GRAIN_OK && !rx)
-        st = g->bops->alloc_device(g->backend, T * es, (void **)&dx);
-    if (st == GRAIN_OK && !ry)
-        st = g->bops->alloc_device(g->backend, T * es, (void **)&dy);
+    grain_status_t st = ready(g, name);
     if (st == GRAIN_OK)
-        st = g->bops->alloc_shared(g->backend, T * es, (void **)&staging);
-    for (size_t at = 0; at < n && st == GRAIN_OK; at += T) {
-        size_t count = n - at < T ? n - at : T;
-        /* The tile buffers are rewritten: the kernel that reads them first
-         * ends (a copy need not wait for kernels, as OpenCL's does not). */
-        if (at > 0 && (!rx || !ry) && (st = g->bops->synchronize(g->backend)) != GRAIN_OK)
-            break;
+        st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
+    int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
+    unsigned char *dx = NULL, *dy = NULL;
+    if (st == GRAIN_OK)
+        st = device_room(g, ((size_t)!rx + (size_t)!ry) * C_SLOTS * tt * es, &dx);
+    dy = rx ? dx : dx + C_SLOTS * tt * es;
+    if (st == GRAIN_OK && (rx || ry))
+        st = g->bops->synchronize(g->backend); /* as gemm's */
+    /* gemm's lanes, with a slot of x and y per tile in flight: a slot is
+     * filled again once its kernel ran (x) and its y went back. */
+    uint64_t ran[C_SLOTS] = {0}, y_back[C_SLOTS] = {0};
+    back_t back = {0};
+    for (size_t at = 0, t = 0; at < n && st == GRAIN_OK; at += T, t++) {
+        size_t count = n - at < T ? n - at : T, slot = t % C_SLOTS;
         uint64_t ix = incx, iy = incy, cnt = count;
-        const unsigned char *xs = x + at * incx * es;
-        unsigned char *ys = y + at * incy * es;
-        const unsigned char *xp = xs;
-        unsigned char *yp = ys;
+        const unsigned char *xp = x + at * incx * es;
+        unsigned char *ys = y + at * incy * es, *yp = ys;
         if (!rx) { /* a strided vector is a 1 x count matrix of leading dimension inc */
-            pack(staging, xs, incx, 0, 1, count, es);
-            st = g->bops->copy(g->backend, dx, staging, count * es);
-            xp = dx;
+            const unsigned char *xs = xp;
+            xp = dx + slot * tt * es;
             ix = 1;
+            st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_RUN, ran[slot]);
+            if (st == GRAIN_OK)
+                st = host_rect(g, BLAS_H2D, 0, (unsigned char *)xs, incx, (unsigned char *)xp, 1, count, es);
         }
         if (st == GRAIN_OK && !ry) {
-            pack(staging, ys, incy, 0, 1, count, es);
-            st = g->bops->copy(g->backend, dy, staging, count * es);
-            yp = dy;
+            yp = dy + slot * tt * es;
             iy = 1;
+            st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_D2H, y_back[slot]);
+            if (st == GRAIN_OK)
+                st = host_rect(g, BLAS_H2D, 0, ys, incy, yp, 1, count, es);
         }
+        if (st == GRAIN_OK && (!rx || !ry))
+            st = after(g, BLAS_RUN, BLAS_H2D);
         if (st == GRAIN_OK)
             st = launch_axpy(g, bk, es, yp, iy, xp, ix, cnt, alpha);
-        if (st == GRAIN_OK && !ry && (st = g->bops->synchronize(g->backend)) == GRAIN_OK &&
-            (st = g->bops->copy(g->backend, staging, dy, count * es)) == GRAIN_OK)
-            unpack(ys, incy, staging, 1, count, es);
+        if (st == GRAIN_OK)
+            st = back_issue(g, &back, es);
+        if (st == GRAIN_OK)
+            st = g->bops->copy_mark(g->backend, BLAS_RUN, &ran[slot]);
+        if (st == GRAIN_OK && !ry && (st = g->bops->lane_wait(g->backend, BLAS_D2H, BLAS_RUN, ran[slot])) == GRAIN_OK)
+            back = (back_t){.pending = 1, .dst = ys, .src = yp, .ld = incy, .rows = 1, .cols = count,
+                            .done_p = &y_back[slot]};
     }
-    grain_status_t done = g->bops->synchronize(g->backend);
-    st = st != GRAIN_OK ? st : done;
-    if (staging != NULL)
-        g->bops->free_shared(g->backend, staging);
-    if (dx != NULL)
-        g->bops->free_device(g->backend, dx);
-    if (dy != NULL)
-        g->bops->free_device(g->backend, dy);
+    if (st == GRAIN_OK)
+        st = back_issue(g, &back, es);
+    st = lanes_wait(g, st);
+    if (st == GRAIN_OK)
+        record(g, &q, T, GRAIN_BLAS_MODEL_BTS, t0);
     return st;
 }
 

@@ -12,6 +12,7 @@
 #include "grain/grain.h"
 #include "runtime/blas/blas_profile.h"
 #include "runtime/blas/blas_select.h"
+#include "runtime/blas/blas_stage.h"
 
 /* Whether rows x cols elements of `es` bytes from p (`ld` apart) lie in the
  * symmetric heap, where kernels reach them. */
@@ -42,8 +43,13 @@ extern const unsigned blas_gemm_counts_at[8];
 extern const unsigned blas_axpy_counts_at[3];
 
 /* One kernel of `routine` on a tile of t (t x t for gemm: C += A B) on
- * device buffers of that size, without waiting: what deployment times. */
+ * device buffers of that size, on the lane of the tiled BLAS's kernels,
+ * waited for: what deployment times. */
 grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c);
+
+/* The rank's staging of host operands (GRAIN_BLAS_STAGE), opened at the
+ * first need; NULL where they go straight. */
+grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p);
 
 /* The device's profile, read from `path` at the first need (NULL: none
  * there); the one a deployment measured, whose arrays it takes. */

@@ -36,6 +36,22 @@ static double draw(int integer)
     return (double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0;
 }
 
+static grain_t *g;
+
+/* grain_blas_last after a call of `routine` with `tile` (0: any). */
+static void last_is(grain_blas_routine_t routine, size_t tile)
+{
+    grain_blas_last_t last;
+    OK(grain_blas_last(g, &last));
+    if (last.routine != routine || (tile != 0 && last.tile != tile) || last.tile == 0 || !(last.seconds > 0.0) ||
+        last.predicted_s < 0.0) {
+        fprintf(stderr, "blas_cases: grain_blas_last says routine %d, tile %zu, %g s (%g predicted) after routine %d "
+                        "with tile %zu\n", (int)last.routine, last.tile, last.seconds, last.predicted_s, (int)routine,
+                tile);
+        exit(1);
+    }
+}
+
 typedef struct gcase {
     char ta, tb;
     size_t m, n, k, pad, tile;
@@ -50,8 +66,6 @@ typedef struct acase {
     const char *where; /* x, y */
     int single;
 } acase_t;
-
-static grain_t *g;
 
 /* A call refused with GRAIN_ERR_INVALID and a sentence naming `words`. */
 static void refused(grain_status_t st, const char *words)
@@ -136,6 +150,7 @@ static void run_gemm(const char *dir, FILE *manifest, unsigned index, const gcas
                        c->tile));
     else
         OK(grain_dgemm(g, c->ta, c->tb, c->m, c->n, c->k, c->alpha, a, lda, b, ldb, c->beta, cc, ldc, c->tile));
+    last_is(c->single ? GRAIN_BLAS_SGEMM : GRAIN_BLAS_DGEMM, c->tile);
     FILE *f = case_file(dir, index);
     dump(f, a, na, es);
     dump(f, b, nb, es);
@@ -167,6 +182,7 @@ static void run_axpy(const char *dir, FILE *manifest, unsigned index, const acas
         OK(grain_saxpy(g, c->n, (float)c->alpha, x, c->incx, y, c->incy, c->tile));
     else
         OK(grain_daxpy(g, c->n, c->alpha, x, c->incx, y, c->incy, c->tile));
+    last_is(c->single ? GRAIN_BLAS_SAXPY : GRAIN_BLAS_DAXPY, c->tile);
     FILE *f = case_file(dir, index);
     dump(f, x, nx, es);
     dump(f, before, ny, es);
@@ -217,8 +233,15 @@ int main(int argc, char **argv)
     static const acase_t axpys[] = {
         {100000, 1, 1, 4096, 2.5, "hh", 0}, {30001, 2, 3, 1000, -1.0, "gh", 0}, {30001, 3, 1, 1000, 0.5, "hg", 0},
         {5000, 1, 2, 0, 1.5, "gg", 0},      {70000, 1, 1, 8192, 3.0, "hh", 1},
+        /* tiles past a staging chunk (8 MiB): contiguous, in pieces of a column; strided, in runs of columns */
+        {1500000, 1, 1, 0, 0.5, "hh", 0},   {1200000, 2, 1, 0, -2.0, "hh", 0},
     };
     OK(grain_init(NULL, &g));
+    grain_blas_last_t none;
+    if (grain_blas_last(g, &none) != GRAIN_ERR_STATE) {
+        fprintf(stderr, "blas_cases: grain_blas_last answered before any call\n");
+        return 1;
+    }
     /* What the routines refuse, each with its sentence. */
     double m4[16] = {0};
     refused(grain_dgemm(g, 'X', 'N', 4, 4, 4, 1.0, m4, 4, m4, 4, 0.0, m4, 4, 0), "transa 'X'");

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * blas_bench: grain's tiled gemm (grain/blas.h) on operands that start in
+ * the host's pageable memory, CoCoPeLia's setting ("CoCoPeLia:
+ * Communication-Computation Overlap Prediction for Efficient Linear Algebra
+ * on GPUs", figs. 4-7): C = A B + C, so that A and B go to the device and C
+ * both ways.  For each shape and each tile (0: the one grain selects from
+ * the device's profile) it times --reps calls and prints a JSON line: the
+ * median and best time, GFLOP/s, the tile used and the time the model
+ * predicted for it (grain_blas_last).  The first call of each is checked:
+ * 64 entries of C against the host's sums.  bench/blas_bench.py sets it
+ * beside cuBLASXt on the same shapes.
+ *
+ *   mpirun -np 1 blas_bench [--routine dgemm|sgemm] [--shapes MxNxK[,...]] [--tiles T[,...]] [--reps R]
+ *                           [--deploy]
+ *   (--deploy: measure the device's profile first, GRAIN_BLAS_PROFILE's)
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grain/blas.h"
+#include "tools/cli/cli.h"
+
+#define MAX_LIST 32
+#define CHECKED 64
+
+typedef struct options {
+    int single, deploy;
+    size_t shapes[MAX_LIST][3], tiles[MAX_LIST];
+    unsigned n_shapes, n_tiles;
+    unsigned long long reps;
+} options_t;
+
+enum { OPT_ROUTINE, OPT_SHAPES, OPT_TILES, OPT_REPS, OPT_DEPLOY };
+
+/* "AxBxC,..." (`dims` numbers an item) into out; the items. */
+static unsigned list(const char *option, const char *value, unsigned dims, int zero_ok, size_t *out)
+{
+    unsigned n = 0;
+    for (const char *at = value; *at != '\0'; n++) {
+        char *end;
+        unsigned long long v = strtoull(at, &end, 10);
+        int last = (n + 1) % dims == 0;
+        if (n == MAX_LIST * dims || end == at || (v == 0 && !zero_ok) ||
+            (last ? *end != ',' && *end != '\0' : *end != 'x')) {
+            fprintf(stderr, "blas_bench: %s %s: expected %s, at most %d\n", option, value,
+                    dims == 3 ? "MxNxK[,MxNxK...], each above 0" : "T[,T...] (0: selected)", MAX_LIST);
+            exit(CLI_EXIT_USAGE);
+        }
+        out[n] = (size_t)v;
+        at = *end != '\0' ? end + 1 : end;
+    }
+    if (n == 0 || n % dims != 0) {
+        fprintf(stderr, "blas_bench: %s %s: incomplete\n", option, value);
+        exit(CLI_EXIT_USAGE);
+    }
+    return n / dims;
+}
+
+static void take(void *state, int key, const char *option, const char *value)
+{
+    options_t *o = state;
+    if (key == OPT_ROUTINE) {
+        if (strcmp(value, "dgemm") != 0 && strcmp(value, "sgemm") != 0) {
+            fprintf(stderr, "blas_bench: %s %s: dgemm or sgemm\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+        o->single = value[0] == 's';
+    } else if (key == OPT_SHAPES) {
+        o->n_shapes = list(option, value, 3, 0, &o->shapes[0][0]);
+    } else if (key == OPT_TILES) {
+        o->n_tiles = list(option, value, 1, 1, o->tiles);
+    } else if (key == OPT_REPS) {
+        o->reps = cli_u64_in(option, value, 1, 1000);
+    } else {
+        o->deploy = 1;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: mpirun -np 1 blas_bench [--routine dgemm|sgemm] [--shapes MxNxK[,...]] [--tiles T[,...]]\n"
+                 "                  [--reps R] [--deploy]\n"
+                 "  times C = A B + C on host operands per shape and tile (0: grain's selection), a JSON line each\n");
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+
+static double draw(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0;
+}
+
+static double get(const void *x, size_t i, int single)
+{
+    return single ? (double)((const float *)x)[i] : ((const double *)x)[i];
+}
+
+static grain_status_t gemm(grain_t *g, int single, size_t m, size_t n, size_t k, const void *a, const void *b,
+                           void *c, size_t tile)
+{
+    return single ? grain_sgemm(g, 'N', 'N', m, n, k, 1.0f, a, m, b, k, 1.0f, c, m, tile)
+                  : grain_dgemm(g, 'N', 'N', m, n, k, 1.0, a, m, b, k, 1.0, c, m, tile);
+}
+
+/* The largest relative error of CHECKED entries of C against the host's
+ * sums of A B + C0, in double. */
+static double check(int single, size_t m, size_t n, size_t k, const void *a, const void *b, const void *c,
+                    const size_t *rows, const size_t *cols, const double *c0)
+{
+    double worst = 0.0;
+    for (unsigned e = 0; e < CHECKED; e++) {
+        double want = c0[e], scale = fabs(c0[e]);
+        for (size_t l = 0; l < k; l++) {
+            double p = get(a, l * m + rows[e], single) * get(b, cols[e] * k + l, single);
+            want += p;
+            scale += fabs(p);
+        }
+        double err = fabs(get(c, cols[e] * m + rows[e], single) - want) / (scale > 0.0 ? scale : 1.0);
+        worst = err > worst ? err : worst;
+    }
+    return worst;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
+{
+    size_t m = shape[0], n = shape[1], k = shape[2], es = o->single ? 4 : 8;
+    void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
+    double *times = malloc(o->reps * sizeof *times);
+    if (a == NULL || b == NULL || c == NULL || times == NULL) {
+        fprintf(stderr, "blas_bench: no host memory for %zux%zux%zu\n", m, n, k);
+        return 1;
+    }
+    int single = o->single;
+    for (size_t i = 0; i < m * k; i++)
+        single ? (void)(((float *)a)[i] = (float)draw()) : (void)(((double *)a)[i] = draw());
+    for (size_t i = 0; i < k * n; i++)
+        single ? (void)(((float *)b)[i] = (float)draw()) : (void)(((double *)b)[i] = draw());
+    int failed = 0;
+    for (unsigned t = 0; t < o->n_tiles && !failed; t++) {
+        size_t rows[CHECKED], cols[CHECKED];
+        double c0[CHECKED];
+        for (size_t i = 0; i < m * n; i++)
+            single ? (void)(((float *)c)[i] = (float)draw()) : (void)(((double *)c)[i] = draw());
+        for (unsigned e = 0; e < CHECKED; e++) {
+            rows[e] = (size_t)((draw() + 1.0) * 0.5 * (double)m) % m;
+            cols[e] = (size_t)((draw() + 1.0) * 0.5 * (double)n) % n;
+            c0[e] = get(c, cols[e] * m + rows[e], single);
+        }
+        grain_blas_last_t last = {0};
+        double err = 0.0;
+        for (unsigned r = 0; r < o->reps && !failed; r++) {
+            double t0 = cli_now_s();
+            grain_status_t st = gemm(g, single, m, n, k, a, b, c, o->tiles[t]);
+            times[r] = cli_now_s() - t0;
+            if (st != GRAIN_OK) {
+                fprintf(stderr, "blas_bench: %zux%zux%zu, tile %zu: %s\n", m, n, k, o->tiles[t],
+                        grain_error_message(g));
+                failed = 1;
+            } else if (r == 0) {
+                err = check(single, m, n, k, a, b, c, rows, cols, c0);
+                grain_blas_last(g, &last);
+            }
+        }
+        if (failed)
+            break;
+        qsort(times, o->reps, sizeof *times, by_value);
+        double median = times[o->reps / 2], flops = 2.0 * (double)m * (double)n * (double)k;
+        /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */
+        int ok = err < (single ? 1e-4 : 1e-11);
+        printf("{\"routine\":\"%cgemm\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
+               "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"max_rel_err\":%.3g,"
+               "\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
+               single ? 's' : 'd', m, n, k, o->tiles[t], last.tile, o->reps, median, times[0], flops / median * 1e-9,
+               last.predicted_s, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
+        fflush(stdout);
+        failed = !ok;
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(times);
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o = {.shapes = {{4096, 4096, 4096}}, .n_shapes = 1, .n_tiles = 1, .reps = 5};
+    static const cli_option_t options[] = {{"routine", 1, OPT_ROUTINE}, {"shapes", 1, OPT_SHAPES},
+                                           {"tiles", 1, OPT_TILES},     {"reps", 1, OPT_REPS},
+                                           {"deploy", 0, OPT_DEPLOY}};
+    const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
+    cli_parse("blas_bench", argc, argv, groups, 1, 0, usage);
+    grain_t *g = NULL;
+    if (grain_init(NULL, &g) != GRAIN_OK) {
+        fprintf(stderr, "blas_bench: grain_init failed\n");
+        return 1;
+    }
+    int failed = 0;
+    if (o.deploy) {
+        double t0 = cli_now_s();
+        if (grain_blas_deploy(g, NULL) != GRAIN_OK) {
+            fprintf(stderr, "blas_bench: deploying: %s\n", grain_error_message(g));
+            failed = 1;
+        } else {
+            fprintf(stderr, "blas_bench: deployed in %.1f s\n", cli_now_s() - t0);
+        }
+    }
+    for (unsigned s = 0; s < o.n_shapes && !failed; s++)
+        failed = run_shape(g, &o, o.shapes[s]);
+    grain_finalize(g);
+    return failed;
+}

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""grain's tiled gemm on operands in the host's pageable memory (blas_bench),
+against the baseline measured in the same run on the same shapes and
+memory: cuBLASXt on the GPU grain runs on where libcublas loads (its best
+of its default block, each of --xt-blocks, and the largest of those with
+its own pinning of the operands' pages), else the host's own BLAS (numpy's).  "CoCoPeLia: Communication-Computation Overlap Prediction for
+Efficient Linear Algebra on GPUs" (figs. 4-7) compares its tile against
+cuBLASXt's on the same setting: C = A B + C, all three on the host.
+
+For each shape: grain with the tile it selects from the device's profile
+(tile 0; --deploy measures the profile first, kept under --out), and with
+each fixed tile of --tiles; the baseline's time; the ratio baseline / grain
+(above 1: grain is faster) of grain's selected tile and of its best; and
+the model's predicted time of the selected tile against the measured one.
+Every grain call checks 64 entries of C against the host's sums.
+Writes <out>/blas.csv, blas.json and blas.png.
+
+  bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm] [--shapes MxNxK,...] [--tiles 1024,2048,4096]
+                      [--reps 5] [--deploy] [--xt-blocks 1024,2048,4096] [--tiny] [--out bench-results/blas]
+                      [--mpirun "mpirun ..."] [--timeout 900]
+  bench/blas_bench.py --replot [--out DIR]"""
+import argparse
+import csv
+import ctypes
+import glob
+import json
+import os
+import shlex
+import statistics
+import sys
+import time
+
+from driver import add_run_options, Progress, pyplot, require_built, run_app
+
+# Square, fat-by-thin (k small) and thin-by-fat (k large), as the paper's figs. 5-6; and for CI.
+SHAPES = "4096x4096x4096,8192x8192x8192,12288x12288x12288,16384x16384x4096,4096x4096x16384"
+TINY = "256x256x256,300x200x500"
+
+
+def shapes_of(text):
+    return [tuple(int(d) for d in s.split("x")) for s in text.split(",")]
+
+
+def cublas():
+    """libcublas (its cuBLASXt entry points), or None."""
+    names = ["libcublas.so"] + [f"libcublas.so.{v}" for v in range(20, 10, -1)]
+    dirs = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
+    for path in names + [p for d in dirs if d for p in sorted(glob.glob(os.path.join(d, "lib64", "libcublas.so.*")))]:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+class Xt:
+    """cuBLASXt on device 0 of those this process sees, on numpy's host arrays."""
+
+    def __init__(self, lib):
+        self.lib, self.h = lib, ctypes.c_void_p()
+        if lib.cublasXtCreate(ctypes.byref(self.h)) != 0:
+            raise OSError("cublasXtCreate failed")
+        devices = (ctypes.c_int * 1)(0)
+        if lib.cublasXtDeviceSelect(self.h, 1, devices) != 0:
+            raise OSError("cublasXtDeviceSelect failed")
+        version = ctypes.c_int()
+        self.name = "cuBLASXt"
+        if lib.cublasGetProperty(0, ctypes.byref(version)) == 0:  # MAJOR_VERSION
+            minor = ctypes.c_int()
+            lib.cublasGetProperty(1, ctypes.byref(minor))
+            self.name = f"cuBLASXt {version.value}.{minor.value}"
+
+    def gemm(self, single, a, b, c, block, pin):
+        """C = A B + C, waited for (cuBLASXt's calls return with C on the host); `pin`: cuBLASXt pins the
+        operands' pages itself for the call (CUBLASXT_PINNING_ENABLED)."""
+        if block and self.lib.cublasXtSetBlockDim(self.h, block) != 0:
+            raise OSError(f"cublasXtSetBlockDim({block}) failed")
+        if self.lib.cublasXtSetPinningMemMode(self.h, 1 if pin else 0) != 0:
+            raise OSError("cublasXtSetPinningMemMode failed")
+        m, k = a.shape
+        n = b.shape[1]
+        ctype = ctypes.c_float if single else ctypes.c_double
+        one = ctype(1.0)
+        fn = self.lib.cublasXtSgemm if single else self.lib.cublasXtDgemm
+        size = ctypes.c_size_t
+        ptr = ctypes.c_void_p
+        st = fn(self.h, 0, 0, size(m), size(n), size(k), ctypes.byref(one), ptr(a.ctypes.data), size(m),
+                ptr(b.ctypes.data), size(k), ctypes.byref(one), ptr(c.ctypes.data), size(m))
+        if st != 0:
+            raise OSError(f"cublasXt gemm returned {st}")
+
+    def block(self):
+        b = ctypes.c_int()
+        self.lib.cublasXtGetBlockDim(self.h, ctypes.byref(b))
+        return b.value
+
+
+def baseline(args, shape, backend, progress):
+    """The baseline's rows for one shape: cuBLASXt at each block size (and its default) where grain ran on CUDA and
+    libcublas loads, else numpy's BLAS."""
+    import numpy as np
+    m, n, k = shape
+    dtype = np.float32 if args.routine == "sgemm" else np.float64
+    rng = np.random.default_rng(7)
+    a = np.asfortranarray(rng.uniform(-1, 1, (m, k)).astype(dtype))
+    b = np.asfortranarray(rng.uniform(-1, 1, (k, n)).astype(dtype))
+    c = np.asfortranarray(rng.uniform(-1, 1, (m, n)).astype(dtype))
+    lib = cublas() if backend == "cuda" and not args.no_xt else None
+    xt = None
+    if lib is not None:
+        try:
+            xt = Xt(lib)
+        except (OSError, AttributeError) as e:
+            print(f"blas_bench: cuBLASXt did not start ({e}): the host's BLAS is the baseline")
+    # cuBLASXt's default block, each of --xt-blocks, and the largest with its own pinning of the operands.
+    runs = [(xt.name, bl, False) for bl in [0] + args.xt_blocks] if xt else [("host BLAS (numpy)", None, False)]
+    if xt and args.xt_blocks:
+        runs.append((xt.name, max(args.xt_blocks), True))
+    progress.start(f"{'x'.join(map(str, shape))} {runs[0][0]}")
+    rows = []
+    for who, block, pin in runs:
+        times = []
+        for _ in range(args.reps):
+            t0 = time.perf_counter()
+            if xt:
+                xt.gemm(args.routine == "sgemm", a, b, c, block, pin)
+            else:
+                c += a @ b
+            times.append(time.perf_counter() - t0)
+        row = {"who": who, "m": m, "n": n, "k": k, "tile_asked": block or 0, "tile": xt.block() if xt else 0,
+               "pinning": pin, "seconds": statistics.median(times), "best_s": min(times)}
+        row["gflops"] = 2.0 * m * n * k / row["seconds"] * 1e-9
+        rows.append(row)
+    progress.finish(", ".join(f"{'block ' + str(r['tile']) + (' pinning ' if r['pinning'] else ' ') if xt else ''}"
+                              f"{r['seconds']:.4f} s" for r in rows))
+    return rows
+
+
+def grain_rows(args, shape, progress, deploy):
+    cmd = shlex.split(args.mpirun) + ["-np", "1", "-x", f"GRAIN_BLAS_PROFILE={args.profile}",
+                                      os.path.join(args.bin, "blas_bench"), "--routine", args.routine,
+                                      "--shapes", "x".join(map(str, shape)),
+                                      "--tiles", ",".join(str(t) for t in [0] + args.tiles), "--reps", str(args.reps)]
+    if deploy:
+        cmd.append("--deploy")
+    progress.start(f"{'x'.join(map(str, shape))} grain, tiles 0 (selected),{','.join(map(str, args.tiles))}"
+                   f"{', deploying first' if deploy else ''}")
+    reports, why = run_app(cmd, "blas_bench", args.timeout, every=True)
+    if reports is None:
+        progress.finish(f"failed: {why}")
+        return []
+    for r in reports:
+        r["who"] = "grain"
+    bad = [r for r in reports if not r["verified"]]
+    progress.finish(", ".join(f"T={r['tile']}{'*' if r['tile_asked'] == 0 else ''} {r['seconds']:.4f} s" for r in
+                              reports) + (f"; {len(bad)} NOT VERIFIED" if bad else ""))
+    return reports
+
+
+def summarize(rows):
+    out = []
+    for shape in sorted({(r["m"], r["n"], r["k"]) for r in rows}, key=lambda s: s[0] * s[1] * s[2]):
+        here = [r for r in rows if (r["m"], r["n"], r["k"]) == shape]
+        ours = [r for r in here if r["who"] == "grain"]
+        base = [r for r in here if r["who"] != "grain"]
+        if not ours or not base:
+            continue
+        sel = next((r for r in ours if r["tile_asked"] == 0), None)
+        best = min(ours, key=lambda r: r["seconds"])
+        bbest = min(base, key=lambda r: r["seconds"])
+        bdef = next((r for r in base if r["tile_asked"] == 0), bbest)
+        s = {"shape": "x".join(map(str, shape)), "flops": 2.0 * shape[0] * shape[1] * shape[2], "baseline": bbest["who"], "baseline_best_s": bbest["seconds"],
+             "baseline_best_tile": bbest["tile"], "baseline_best_pinning": bbest.get("pinning", False),
+             "baseline_default_s": bdef["seconds"],
+             "grain_best_s": best["seconds"], "grain_best_tile": best["tile"],
+             "best_over_best": bbest["seconds"] / best["seconds"], "verified": all(r["verified"] for r in ours)}
+        if sel:
+            s.update({"grain_selected_s": sel["seconds"], "grain_selected_tile": sel["tile"],
+                      "selected_over_best": bbest["seconds"] / sel["seconds"],
+                      "predicted_s": sel["predicted_s"],
+                      "prediction_error": (sel["predicted_s"] - sel["seconds"]) / sel["seconds"]
+                      if sel["predicted_s"] > 0 else None})
+        out.append(s)
+    return out
+
+
+def plot(rows, summary, path):
+    plt = pyplot("blas_bench")
+    if plt is None or not summary:
+        return
+    fig, (speed, ratio) = plt.subplots(1, 2, figsize=(14, 4.5))
+    shapes = [s["shape"] for s in summary]
+    series = [("grain, selected tile", [s.get("grain_selected_s") for s in summary]),
+              ("grain, best tile", [s["grain_best_s"] for s in summary]),
+              (f"{summary[0]['baseline']}, best block", [s["baseline_best_s"] for s in summary]),
+              (f"{summary[0]['baseline']}, default", [s["baseline_default_s"] for s in summary])]
+    width = 0.8 / len(series)
+    for i, (name, secs) in enumerate(series):
+        speed.bar([j + i * width for j in range(len(shapes))],
+                  [s["flops"] / t * 1e-9 if t else 0 for s, t in zip(summary, secs)], width, label=name)
+    speed.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))])
+    speed.set_xticklabels(shapes, fontsize=7)
+    speed.set_ylabel("GFLOP/s (operands on the host)")
+    speed.legend(fontsize=7)
+    rows_sel = [(s["shape"], s.get("selected_over_best", 0), s["best_over_best"]) for s in summary]
+    ratio.bar([j - 0.2 for j in range(len(rows_sel))], [r[1] for r in rows_sel], 0.4, label="grain's selected tile")
+    ratio.bar([j + 0.2 for j in range(len(rows_sel))], [r[2] for r in rows_sel], 0.4, label="grain's best tile")
+    ratio.axhline(1.0, color="k", linewidth=0.8)
+    ratio.set_xticks(range(len(rows_sel)))
+    ratio.set_xticklabels([r[0] for r in rows_sel], fontsize=7)
+    ratio.set_ylabel(f"{summary[0]['baseline']} (best block) time / grain's")
+    ratio.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write(args, rows, summary):
+    fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops", "predicted_s",
+              "max_rel_err", "verified"]
+    with open(os.path.join(args.out, "blas.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(args.out, "blas.json"), "w") as f:
+        json.dump({"routine": args.routine, "rows": rows, "summary": summary}, f, indent=1)
+    plot(rows, summary, os.path.join(args.out, "blas.png"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--routine", default="dgemm", choices=("dgemm", "sgemm"))
+    ap.add_argument("--shapes", default=None)
+    ap.add_argument("--tiles", default="1024,2048,4096")
+    ap.add_argument("--xt-blocks", default="1024,2048,4096")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--deploy", action="store_true")
+    ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
+    ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")
+    add_run_options(ap, "bench-results/blas")
+    args = ap.parse_args()
+    if args.replot:
+        with open(os.path.join(args.out, "blas.json")) as f:
+            data = json.load(f)
+        plot(data["rows"], data["summary"], os.path.join(args.out, "blas.png"))
+        return 0
+    if args.tiny and args.tiles == "1024,2048,4096":
+        args.tiles = "64,128"
+    args.tiles = [int(t) for t in args.tiles.split(",") if t]
+    args.xt_blocks = [int(t) for t in args.xt_blocks.split(",") if t]
+    shapes = shapes_of(args.shapes or (TINY if args.tiny else SHAPES))
+    require_built("blas_bench", args.bin, ["blas_bench"])
+    os.makedirs(args.out, exist_ok=True)
+    args.profile = os.path.abspath(os.path.join(args.out, "blas-profile.tsv"))
+    progress = Progress(2 * len(shapes))
+    rows = []
+    for i, shape in enumerate(shapes):
+        ours = grain_rows(args, shape, progress, args.deploy and i == 0)
+        rows += ours
+        rows += baseline(args, shape, ours[0]["backend"] if ours else "", progress)
+    for r in rows:
+        r.setdefault("routine", args.routine)
+    summary = summarize(rows)
+    write(args, rows, summary)
+    print(f"\n{'shape':>20} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
+          f"{'grain best':>10} {'T':>5} {'ratio':>6} {'predicted':>10}")
+    for s in summary:
+        pred = f"{s['prediction_error']:+.0%}" if s.get("prediction_error") is not None else "no profile"
+        print(f"{s['shape']:>20} {s['baseline'][:18]:>18} {s['baseline_best_s']:9.4f} "
+              f"{s.get('grain_selected_s', 0):10.4f} {s.get('grain_selected_tile', 0):5d} "
+              f"{s.get('selected_over_best', 0):6.2f} {s['grain_best_s']:10.4f} {s['grain_best_tile']:5d} "
+              f"{s['best_over_best']:6.2f} {pred:>10}")
+    print(f"ratio: the baseline's best time over grain's (above 1: grain is faster). Wrote {args.out}/blas.csv, "
+          f"blas.json, blas.png")
+    ok = rows and all(r.get("verified", True) for r in rows) and len(summary) == len(shapes)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
