@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blas_bench: grain's tiled gemm (grain/blas.h) on operands that start in
- * the host's pageable memory, CoCoPeLia's setting ("CoCoPeLia:
- * Communication-Computation Overlap Prediction for Efficient Linear Algebra
- * on GPUs", figs. 4-7): C = A B + C, so that A and B go to the device and C
- * both ways.  For each shape and each tile (0: the one grain selects from
- * the device's profile) it times --reps calls and prints a JSON line: the
- * median and best time, GFLOP/s, the tile used and the time the model
- * predicted for it (grain_blas_last).  The first call of each is checked:
- * 64 entries of C against the host's sums.  bench/blas_bench.py sets it
- * beside cuBLASXt on the same shapes.
+ * the host's pageable memory, as "CoCoPeLia: Communication-Computation
+ * Overlap Prediction for Efficient Linear Algebra on GPUs" (figs. 4-7)
+ * measures tiles on data that starts on the host: C = A B + C, so that A
+ * and B go to the device and C both ways.  For each shape and each tile (0:
+ * the one grain selects from the device's profile) it times --reps calls
+ * and prints a JSON line: the median and best time, GFLOP/s, the tile
+ * used, the time the selecting model predicted for it (grain_blas_last)
+ * and every model's.  The first call of each is checked: 64 entries of C
+ * against the host's sums.  bench/blas_bench.py sets it beside cuBLASXt
+ * on the same shapes.
  *
  *   mpirun -np 1 blas_bench [--routine dgemm|sgemm] [--shapes MxNxK[,...]] [--tiles T[,...]] [--reps R]
  *                           [--deploy]
@@ -176,15 +177,27 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         }
         if (failed)
             break;
+        /* Every model's time for the tile used, where the device has a
+         * profile (CoCoPeLia figs. 4-6 set them against the measured one). */
+        static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr"};
+        char predicted[256] = "";
+        grain_blas_problem_t q = {.routine = single ? GRAIN_BLAS_SGEMM : GRAIN_BLAS_DGEMM, .m = m, .n = n, .k = k,
+                                  .transa = 'N', .transb = 'N', .a = a, .b = b, .c = c};
+        for (unsigned x = 0; x < 5 && last.predicted_s > 0.0; x++) {
+            double t = 0.0;
+            grain_blas_predict(g, &q, last.tile, (grain_blas_model_t)x, &t);
+            size_t at = strlen(predicted);
+            snprintf(predicted + at, sizeof predicted - at, "%s\"%s\":%.6f", x ? "," : "", models[x], t);
+        }
         qsort(times, o->reps, sizeof *times, by_value);
         double median = times[o->reps / 2], flops = 2.0 * (double)m * (double)n * (double)k;
         /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */
         int ok = err < (single ? 1e-4 : 1e-11);
         printf("{\"routine\":\"%cgemm\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
-               "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"max_rel_err\":%.3g,"
-               "\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
+               "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"models\":{%s},"
+               "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
                single ? 's' : 'd', m, n, k, o->tiles[t], last.tile, o->reps, median, times[0], flops / median * 1e-9,
-               last.predicted_s, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
+               last.predicted_s, predicted, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
         fflush(stdout);
         failed = !ok;
     }

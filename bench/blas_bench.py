@@ -12,7 +12,8 @@ For each shape: grain with the tile it selects from the device's profile
 (tile 0; --deploy measures the profile first, kept under --out), and with
 each fixed tile of --tiles; the baseline's time; the ratio baseline / grain
 (above 1: grain is faster) of grain's selected tile and of its best; and
-the model's predicted time of the selected tile against the measured one.
+the model's predicted time of the selected tile against the measured one,
+and every model's error over every run of grain (figs. 4-6).
 Every grain call checks 64 entries of C against the host's sums.
 Writes <out>/blas.csv, blas.json and blas.png.
 
@@ -185,11 +186,23 @@ def summarize(rows):
     return out
 
 
+def model_errors(rows):
+    """Each model's mean and largest relative error, (predicted - measured) / measured, over grain's runs that have
+    predictions (CoCoPeLia figs. 4-6)."""
+    out = {}
+    for r in rows:
+        for model, t in (r.get("models") or {}).items():
+            if t > 0:
+                out.setdefault(model, []).append((t - r["seconds"]) / r["seconds"])
+    return {m: {"runs": len(e), "mean_abs": sum(abs(x) for x in e) / len(e), "mean": sum(e) / len(e),
+                "worst": max(e, key=abs)} for m, e in out.items()}
+
+
 def plot(rows, summary, path):
     plt = pyplot("blas_bench")
     if plt is None or not summary:
         return
-    fig, (speed, ratio) = plt.subplots(1, 2, figsize=(14, 4.5))
+    fig, (speed, ratio, models) = plt.subplots(1, 3, figsize=(20, 4.5))
     shapes = [s["shape"] for s in summary]
     series = [("grain, selected tile", [s.get("grain_selected_s") for s in summary]),
               ("grain, best tile", [s["grain_best_s"] for s in summary]),
@@ -211,6 +224,17 @@ def plot(rows, summary, path):
     ratio.set_xticklabels([r[0] for r in rows_sel], fontsize=7)
     ratio.set_ylabel(f"{summary[0]['baseline']} (best block) time / grain's")
     ratio.legend(fontsize=7)
+    ours = [r for r in rows if r.get("models")]
+    for model, marker in zip(sorted({m for r in ours for m in r["models"]}), "o^sDx"):
+        models.scatter([r["seconds"] for r in ours], [r["models"][model] for r in ours], s=16, marker=marker,
+                       label=model, alpha=0.7)
+    if ours:
+        top = max(max(r["seconds"], *r["models"].values()) for r in ours)
+        models.plot([0, top], [0, top], "k-", linewidth=0.8)
+        models.legend(fontsize=7)
+    models.set_xlabel("measured s (every tile)")
+    models.set_ylabel("predicted s")
+    models.set_title("the models against the measured time", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -223,7 +247,8 @@ def write(args, rows, summary):
         w.writeheader()
         w.writerows(rows)
     with open(os.path.join(args.out, "blas.json"), "w") as f:
-        json.dump({"routine": args.routine, "rows": rows, "summary": summary}, f, indent=1)
+        json.dump({"routine": args.routine, "rows": rows, "summary": summary, "model_errors": model_errors(rows)}, f,
+                  indent=1)
     plot(rows, summary, os.path.join(args.out, "blas.png"))
 
 
@@ -271,6 +296,9 @@ def main():
               f"{s.get('grain_selected_s', 0):10.4f} {s.get('grain_selected_tile', 0):5d} "
               f"{s.get('selected_over_best', 0):6.2f} {s['grain_best_s']:10.4f} {s['grain_best_tile']:5d} "
               f"{s['best_over_best']:6.2f} {pred:>10}")
+    for model, e in sorted(model_errors(rows).items(), key=lambda kv: kv[1]["mean_abs"]):
+        print(f"model {model:>8}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, worst {e['worst']:+.0%} "
+              f"over {e['runs']} runs")
     print(f"ratio: the baseline's best time over grain's (above 1: grain is faster). Wrote {args.out}/blas.csv, "
           f"blas.json, blas.png")
     ok = rows and all(r.get("verified", True) for r in rows) and len(summary) == len(shapes)
