@@ -4,9 +4,11 @@
 against the baseline measured in the same run on the same shapes and
 memory: cuBLASXt on the GPU grain runs on where libcublas loads (its best
 of its default block, each of --xt-blocks, and the largest of those with
-its own pinning of the operands' pages), else the host's own BLAS (numpy's).  "CoCoPeLia: Communication-Computation Overlap Prediction for
-Efficient Linear Algebra on GPUs" (figs. 4-7) compares its tile against
-cuBLASXt's on the same setting: C = A B + C, all three on the host.
+its own pinning of the operands' pages), else the host's own BLAS
+(numpy's).  "CoCoPeLia: Communication-Computation Overlap Prediction for
+Efficient Linear Algebra on GPUs" (figs. 4-7) sets its tiles against
+cuBLASXt's on data that starts on the host; here C = A B + C, all three
+on the host.
 
 For each shape: grain with the tile it selects from the device's profile
 (tile 0; --deploy measures the profile first, kept under --out), and with
@@ -171,7 +173,8 @@ def summarize(rows):
         best = min(ours, key=lambda r: r["seconds"])
         bbest = min(base, key=lambda r: r["seconds"])
         bdef = next((r for r in base if r["tile_asked"] == 0), bbest)
-        s = {"shape": "x".join(map(str, shape)), "flops": 2.0 * shape[0] * shape[1] * shape[2], "baseline": bbest["who"], "baseline_best_s": bbest["seconds"],
+        s = {"shape": "x".join(map(str, shape)), "flops": 2.0 * shape[0] * shape[1] * shape[2],
+             "baseline": bbest["who"], "baseline_best_s": bbest["seconds"],
              "baseline_best_tile": bbest["tile"], "baseline_best_pinning": bbest.get("pinning", False),
              "baseline_default_s": bdef["seconds"],
              "grain_best_s": best["seconds"], "grain_best_tile": best["tile"],
@@ -240,7 +243,8 @@ def plot(rows, summary, path):
 
 
 def write(args, rows, summary):
-    fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops", "predicted_s",
+    fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops",
+              "predicted_s",
               "max_rel_err", "verified"]
     with open(os.path.join(args.out, "blas.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")

@@ -9,13 +9,14 @@
  * in steps of 256 (on a CPU device, 64 to 1024 in steps of 64); sl the
  * same slope with a second thread copying the other way over the slope
  * alone.  Copies go as the routines' host operands do: from pageable
- * memory through the staging where they are staged.  The kernels: grain's own tile kernels (blas_kernels.cl) at each
+ * memory through the staging where they are staged.  The kernels: the
+ * tile kernels the routines use (the vendor's where it loads) at each
  * tile size, gemm T = 256 to 16384 in steps of 256 and axpy N = 2^18 to
  * 2^26 in steps of 2^18 (a CPU device, where grain's kernels are slow
  * and the CI runs: 16 to 128 by 16, 2^14 to 2^18 by 2^14), until one
- * kernel takes longer than a second.  Every sample is
- * repeated until the 95% confidence interval of its mean is within 5% of
- * it, at most 20 times.
+ * kernel takes longer than a second.  Every sample is repeated until the
+ * 95% confidence interval of its mean is within 5% of it, at most 20
+ * times.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -115,9 +116,8 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
                                   blas_stage_t *mine, blas_stage_t *other, blas_link_t *l)
 {
     size_t half = r->copy_max * r->copy_max * 8;
-    unsigned in = GRAIN_BLAS_LANE, out = GRAIN_BLAS_LANE + 2;
-    copy_job_t one = {.g = g, .stage = mine, .lane = h2d ? in : out, .h2d = h2d, .dst = h2d ? (void *)dev : host,
-                      .src = h2d ? (void *)host : dev, .bytes = 1};
+    copy_job_t one = {.g = g, .stage = mine, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d,
+                      .dst = h2d ? (void *)dev : host, .src = h2d ? (void *)host : dev, .bytes = 1};
     double ones[SAMPLE_REPS_MAX * 2];
     grain_status_t st = GRAIN_OK;
     for (unsigned i = 0; i < SAMPLE_REPS_MAX * 2 && st == GRAIN_OK; i++) {
@@ -136,7 +136,7 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
         copy_job_t job = one;
         job.bytes = (size_t)bytes[i];
         /* The other way: the second halves of both buffers. */
-        copy_job_t back = {.g = g, .stage = other, .lane = h2d ? out : in, .h2d = !h2d,
+        copy_job_t back = {.g = g, .stage = other, .lane = h2d ? BLAS_D2H : BLAS_H2D, .h2d = !h2d,
                            .dst = h2d ? (void *)(host + half) : dev + half,
                            .src = h2d ? (void *)(dev + half) : host + half, .bytes = job.bytes};
         st = sample(copy_once, &job, &alone[i]);

@@ -32,7 +32,6 @@ const unsigned blas_axpy_counts_at[3] = {1, 3, 4};
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
 
-enum { BLAS_H2D = GRAIN_BLAS_LANE, BLAS_RUN, BLAS_D2H };
 /* Tiles of C (of x and y for axpy) in flight: one filled, one computed,
  * one going back. */
 #define C_SLOTS 3u

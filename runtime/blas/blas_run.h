@@ -9,10 +9,14 @@
 
 #include <stddef.h>
 
+#include "backends/backend.h" /* GRAIN_BLAS_LANE */
 #include "grain/grain.h"
 #include "runtime/blas/blas_profile.h"
 #include "runtime/blas/blas_select.h"
 #include "runtime/blas/blas_stage.h"
+
+/* The lanes a call runs on: copies in, tile kernels, copies back. */
+enum { BLAS_H2D = GRAIN_BLAS_LANE, BLAS_RUN, BLAS_D2H };
 
 /* Whether rows x cols elements of `es` bytes from p (`ld` apart) lie in the
  * symmetric heap, where kernels reach them. */

@@ -5,9 +5,10 @@
  * and, where that copy came back, unpacks it first, so results are
  * unpacked while later tiles go in (a ring each way, whose copies in never
  * wait for a tile's kernels, measured 5-22% slower on an H200).  Every
- * copy waited for was queued with its own waits before, so the wait ends.  The copy threads split a rectangle
- * by columns, or each column by bytes where it has fewer columns than
- * threads; the calling thread copies its share too.
+ * copy waited for was queued with its own waits before, so the wait ends.
+ * The copy threads split a rectangle by columns, or each column by bytes
+ * where it has fewer columns than threads; the calling thread copies its
+ * share too.
  */
 #include "runtime/blas/blas_stage.h"
 
