@@ -442,8 +442,8 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
             size_t slot = count % C_SLOTS;
             unsigned char *c_at = p->c + (j * T * p->ldc + i * T) * es, *c_tile = NULL;
             uint64_t ldc = 0;
-            st = c_tile_in(g, p, vendor, tc, tc->dev + slot * bytes[2], slot_back[slot], c_at, ti, tj, zeros, &c_tile,
-                           &ldc);
+            unsigned char *c_slot = tc->resident ? NULL : tc->dev + slot * bytes[2];
+            st = c_tile_in(g, p, vendor, tc, c_slot, slot_back[slot], c_at, ti, tj, zeros, &c_tile, &ldc);
             int copied = !tc->resident && !p->beta_zero;
             for (size_t l = 0; l < (kt > 0 ? kt : 1) && st == GRAIN_OK; l++) {
                 size_t tl = kt == 0 ? 0 : p->k - l * T < T ? p->k - l * T : T;
@@ -483,7 +483,7 @@ static grain_status_t lanes_wait(grain_t *g, grain_status_t st)
         grain_status_t done = g->bops->copy_wait(g->backend, lane);
         st = st != GRAIN_OK ? st : done;
     }
-    grain_status_t drained = g->blas->stage != NULL ? blas_stage_drain(g->blas->stage) : GRAIN_OK;
+    grain_status_t drained = g->blas != NULL && g->blas->stage != NULL ? blas_stage_drain(g->blas->stage) : GRAIN_OK;
     return st != GRAIN_OK ? st : drained;
 }
 
@@ -566,12 +566,13 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     unsigned char *room = NULL;
     if (st == GRAIN_OK)
         st = device_room(g, na * a_bytes + nb * b_bytes + (nc + (size_t)zero) * c_bytes, &room);
-    if (st == GRAIN_OK) {
+    const unsigned char *zeros = NULL;
+    if (st == GRAIN_OK && room != NULL) { /* NULL: every operand in the heap, and no room yet */
         ta.dev = room;
         tb.dev = ta.dev + na * a_bytes;
         tc.dev = tb.dev + nb * b_bytes;
+        zeros = tc.dev + nc * c_bytes;
     }
-    const unsigned char *zeros = tc.dev + nc * c_bytes;
     if (st == GRAIN_OK && zero)
         st = g->bops->zero(g->backend, (void *)zeros, c_bytes);
     /* The lanes run beside the application's kernels: those before the call
@@ -633,9 +634,8 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
         st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
     int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
     unsigned char *dx = NULL, *dy = NULL;
-    if (st == GRAIN_OK)
-        st = device_room(g, ((size_t)!rx + (size_t)!ry) * C_SLOTS * tt * es, &dx);
-    dy = rx ? dx : dx + C_SLOTS * tt * es;
+    if (st == GRAIN_OK && (st = device_room(g, ((size_t)!rx + (size_t)!ry) * C_SLOTS * tt * es, &dx)) == GRAIN_OK)
+        dy = rx ? dx : dx + C_SLOTS * tt * es;
     if (st == GRAIN_OK && (rx || ry))
         st = g->bops->synchronize(g->backend); /* as gemm's */
     /* gemm's lanes, with a slot of x and y per tile in flight: a slot is
