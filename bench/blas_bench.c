@@ -9,12 +9,14 @@
  * and prints a JSON line: the median and best time, GFLOP/s, the tile
  * used, the time the selecting model predicted for it (grain_blas_last)
  * and every model's.  The first call of each is checked: 64 entries of C
- * against the host's sums.  bench/blas_bench.py sets it beside cuBLASXt
- * on the same shapes.
+ * against the host's sums.  With --routine daxpy or saxpy, y = x + y on
+ * vectors of each N of --shapes.  bench/blas_bench.py sets it beside
+ * cuBLASXt on the same shapes.
  *
- *   mpirun -np 1 blas_bench [--routine dgemm|sgemm] [--shapes MxNxK[,...]] [--tiles T[,...]] [--reps R]
- *                           [--deploy]
- *   (--deploy: measure the device's profile first, GRAIN_BLAS_PROFILE's)
+ *   mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]
+ *                           [--tiles T[,...]] [--reps R] [--deploy]
+ *   (--deploy: measure the device's profile first, GRAIN_BLAS_PROFILE's,
+ *   and print a JSON line of its time)
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,7 +31,9 @@
 #define CHECKED 64
 
 typedef struct options {
-    int single, deploy;
+    grain_blas_routine_t routine;
+    int single, axpy, deploy;
+    const char *shapes_text; /* parsed once the routine is known */
     size_t shapes[MAX_LIST][3], tiles[MAX_LIST];
     unsigned n_shapes, n_tiles;
     unsigned long long reps;
@@ -48,7 +52,10 @@ static unsigned list(const char *option, const char *value, unsigned dims, int z
         if (n == MAX_LIST * dims || end == at || (v == 0 && !zero_ok) ||
             (last ? *end != ',' && *end != '\0' : *end != 'x')) {
             fprintf(stderr, "blas_bench: %s %s: expected %s, at most %d\n", option, value,
-                    dims == 3 ? "MxNxK[,MxNxK...], each above 0" : "T[,T...] (0: selected)", MAX_LIST);
+                    dims == 3   ? "MxNxK[,MxNxK...], each above 0"
+                    : zero_ok ? "T[,T...] (0: selected)"
+                                : "N[,N...], each above 0",
+                    MAX_LIST);
             exit(CLI_EXIT_USAGE);
         }
         out[n] = (size_t)v;
@@ -63,15 +70,21 @@ static unsigned list(const char *option, const char *value, unsigned dims, int z
 
 static void take(void *state, int key, const char *option, const char *value)
 {
+    static const char *const routines[] = {"dgemm", "sgemm", "daxpy", "saxpy"};
     options_t *o = state;
     if (key == OPT_ROUTINE) {
-        if (strcmp(value, "dgemm") != 0 && strcmp(value, "sgemm") != 0) {
-            fprintf(stderr, "blas_bench: %s %s: dgemm or sgemm\n", option, value);
+        unsigned r = 0;
+        while (r < 4 && strcmp(value, routines[r]) != 0)
+            r++;
+        if (r == 4) {
+            fprintf(stderr, "blas_bench: %s %s: dgemm, sgemm, daxpy or saxpy\n", option, value);
             exit(CLI_EXIT_USAGE);
         }
+        o->routine = (grain_blas_routine_t)r; /* grain/blas.h's order */
         o->single = value[0] == 's';
+        o->axpy = r >= 2;
     } else if (key == OPT_SHAPES) {
-        o->n_shapes = list(option, value, 3, 0, &o->shapes[0][0]);
+        o->shapes_text = value;
     } else if (key == OPT_TILES) {
         o->n_tiles = list(option, value, 1, 1, o->tiles);
     } else if (key == OPT_REPS) {
@@ -83,9 +96,10 @@ static void take(void *state, int key, const char *option, const char *value)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mpirun -np 1 blas_bench [--routine dgemm|sgemm] [--shapes MxNxK[,...]] [--tiles T[,...]]\n"
-                 "                  [--reps R] [--deploy]\n"
-                 "  times C = A B + C on host operands per shape and tile (0: grain's selection), a JSON line each\n");
+    fprintf(out, "usage: mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]\n"
+                 "                  [--tiles T[,...]] [--reps R] [--deploy]\n"
+                 "  times C = A B + C (y = x + y) on host operands per shape and tile (0: grain's selection), a JSON\n"
+                 "  line each\n");
 }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -103,15 +117,24 @@ static double get(const void *x, size_t i, int single)
     return single ? (double)((const float *)x)[i] : ((const double *)x)[i];
 }
 
-static grain_status_t gemm(grain_t *g, int single, size_t m, size_t n, size_t k, const void *a, const void *b,
+/* C = A B + C, or axpy's y = x + y with x in `a` and y in `c` (m x 1). */
+static grain_status_t call(grain_t *g, const options_t *o, size_t m, size_t n, size_t k, const void *a, const void *b,
                            void *c, size_t tile)
 {
-    return single ? grain_sgemm(g, 'N', 'N', m, n, k, 1.0f, a, m, b, k, 1.0f, c, m, tile)
-                  : grain_dgemm(g, 'N', 'N', m, n, k, 1.0, a, m, b, k, 1.0, c, m, tile);
+    switch (o->routine) {
+    case GRAIN_BLAS_SGEMM:
+        return grain_sgemm(g, 'N', 'N', m, n, k, 1.0f, a, m, b, k, 1.0f, c, m, tile);
+    case GRAIN_BLAS_DAXPY:
+        return grain_daxpy(g, m, 1.0, a, 1, c, 1, tile);
+    case GRAIN_BLAS_SAXPY:
+        return grain_saxpy(g, m, 1.0f, a, 1, c, 1, tile);
+    default:
+        return grain_dgemm(g, 'N', 'N', m, n, k, 1.0, a, m, b, k, 1.0, c, m, tile);
+    }
 }
 
 /* The largest relative error of CHECKED entries of C against the host's
- * sums of A B + C0, in double. */
+ * sums of A B + C0 (axpy: x + y0, k = 1 with B a 1 x 1 one), in double. */
 static double check(int single, size_t m, size_t n, size_t k, const void *a, const void *b, const void *c,
                     const size_t *rows, const size_t *cols, const double *c0)
 {
@@ -137,6 +160,7 @@ static int by_value(const void *x, const void *y)
 
 static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
 {
+    /* axpy's N is an m x 1 x 1 shape: x in A, y in C, B a 1 x 1 one for the check. */
     size_t m = shape[0], n = shape[1], k = shape[2], es = o->single ? 4 : 8;
     void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
     double *times = malloc(o->reps * sizeof *times);
@@ -148,7 +172,8 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     for (size_t i = 0; i < m * k; i++)
         single ? (void)(((float *)a)[i] = (float)draw()) : (void)(((double *)a)[i] = draw());
     for (size_t i = 0; i < k * n; i++)
-        single ? (void)(((float *)b)[i] = (float)draw()) : (void)(((double *)b)[i] = draw());
+        single ? (void)(((float *)b)[i] = o->axpy ? 1.0f : (float)draw())
+               : (void)(((double *)b)[i] = o->axpy ? 1.0 : draw());
     int failed = 0;
     for (unsigned t = 0; t < o->n_tiles && !failed; t++) {
         size_t rows[CHECKED], cols[CHECKED];
@@ -164,7 +189,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         double err = 0.0;
         for (unsigned r = 0; r < o->reps && !failed; r++) {
             double t0 = cli_now_s();
-            grain_status_t st = gemm(g, single, m, n, k, a, b, c, o->tiles[t]);
+            grain_status_t st = call(g, o, m, n, k, a, b, c, o->tiles[t]);
             times[r] = cli_now_s() - t0;
             if (st != GRAIN_OK) {
                 fprintf(stderr, "blas_bench: %zux%zux%zu, tile %zu: %s\n", m, n, k, o->tiles[t],
@@ -181,8 +206,10 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
          * profile (CoCoPeLia figs. 4-6 set them against the measured one). */
         static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr"};
         char predicted[256] = "";
-        grain_blas_problem_t q = {.routine = single ? GRAIN_BLAS_SGEMM : GRAIN_BLAS_DGEMM, .m = m, .n = n, .k = k,
-                                  .transa = 'N', .transb = 'N', .a = a, .b = b, .c = c};
+        grain_blas_problem_t q = {.routine = o->routine, .m = m, .n = n, .k = k, .transa = 'N', .transb = 'N',
+                                  .a = a, .b = b, .c = c};
+        if (o->axpy)
+            q = (grain_blas_problem_t){.routine = o->routine, .n = m, .a = a, .b = c};
         for (unsigned x = 0; x < 5 && last.predicted_s > 0.0; x++) {
             double t = 0.0;
             grain_blas_predict(g, &q, last.tile, (grain_blas_model_t)x, &t);
@@ -193,10 +220,11 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         double median = times[o->reps / 2], flops = 2.0 * (double)m * (double)n * (double)k;
         /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */
         int ok = err < (single ? 1e-4 : 1e-11);
-        printf("{\"routine\":\"%cgemm\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
+        static const char *const names[] = {"dgemm", "sgemm", "daxpy", "saxpy"};
+        printf("{\"routine\":\"%s\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
                "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"models\":{%s},"
                "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
-               single ? 's' : 'd', m, n, k, o->tiles[t], last.tile, o->reps, median, times[0], flops / median * 1e-9,
+               names[o->routine], m, n, k, o->tiles[t], last.tile, o->reps, median, times[0], flops / median * 1e-9,
                last.predicted_s, predicted, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
         fflush(stdout);
         failed = !ok;
@@ -210,12 +238,18 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
 
 int main(int argc, char **argv)
 {
-    options_t o = {.shapes = {{4096, 4096, 4096}}, .n_shapes = 1, .n_tiles = 1, .reps = 5};
+    options_t o = {.n_tiles = 1, .reps = 5};
     static const cli_option_t options[] = {{"routine", 1, OPT_ROUTINE}, {"shapes", 1, OPT_SHAPES},
                                            {"tiles", 1, OPT_TILES},     {"reps", 1, OPT_REPS},
                                            {"deploy", 0, OPT_DEPLOY}};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("blas_bench", argc, argv, groups, 1, 0, usage);
+    const char *shapes = o.shapes_text != NULL ? o.shapes_text : o.axpy ? "67108864" : "4096x4096x4096";
+    size_t dims = o.axpy ? 1 : 3, parsed[MAX_LIST * 3];
+    o.n_shapes = list("--shapes", shapes, (unsigned)dims, 0, parsed);
+    for (unsigned i = 0; i < o.n_shapes; i++)
+        for (unsigned d = 0; d < 3; d++)
+            o.shapes[i][d] = d < dims ? parsed[i * dims + d] : 1;
     grain_t *g = NULL;
     if (grain_init(NULL, &g) != GRAIN_OK) {
         fprintf(stderr, "blas_bench: grain_init failed\n");
@@ -228,7 +262,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "blas_bench: deploying: %s\n", grain_error_message(g));
             failed = 1;
         } else {
-            fprintf(stderr, "blas_bench: deployed in %.1f s\n", cli_now_s() - t0);
+            printf("{\"deploy_s\":%.3f,\"device\":\"%s\"}\n", cli_now_s() - t0, grain_device_name(g));
         }
     }
     for (unsigned s = 0; s < o.n_shapes && !failed; s++)

@@ -11,15 +11,19 @@ cuBLASXt's on data that starts on the host; here C = A B + C, all three
 on the host.
 
 For each shape: grain with the tile it selects from the device's profile
-(tile 0; --deploy measures the profile first, kept under --out), and with
-each fixed tile of --tiles; the baseline's time; the ratio baseline / grain
-(above 1: grain is faster) of grain's selected tile and of its best; and
-the model's predicted time of the selected tile against the measured one,
-and every model's error over every run of grain (figs. 4-6).
-Every grain call checks 64 entries of C against the host's sums.
+(tile 0; --deploy measures the profile first, kept under --out, and the
+deployment's time and links are reported, table II), and with each fixed
+tile of --tiles (GFLOP/s by tile: fig. 1); the baseline's time; the ratio
+baseline / grain (above 1: grain is faster) of grain's selected tile and of
+its best; the model's predicted time of the selected tile against the
+measured one, and every model's error over every run of grain (figs. 4-6).
+--routine daxpy or saxpy times y = x + y on vectors of N elements instead,
+beside numpy's y += x (the paper's managed-memory baseline is not run yet).
+Every grain call checks 64 entries of its output against the host's sums.
 Writes <out>/blas.csv, blas.json and blas.png.
 
-  bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm] [--shapes MxNxK,...] [--tiles 1024,2048,4096]
+  bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK,... | N,...]
+                      [--tiles 1024,2048,4096]
                       [--reps 5] [--deploy] [--xt-blocks 1024,2048,4096] [--tiny] [--out bench-results/blas]
                       [--mpirun "mpirun ..."] [--timeout 900]
   bench/blas_bench.py --replot [--out DIR]"""
@@ -39,10 +43,18 @@ from driver import add_run_options, Progress, pyplot, require_built, run_app
 # Square, fat-by-thin (k small) and thin-by-fat (k large), as the paper's figs. 5-6; and for CI.
 SHAPES = "4096x4096x4096,8192x8192x8192,12288x12288x12288,16384x16384x4096,4096x4096x16384"
 TINY = "256x256x256,300x200x500"
+# axpy's N (the paper's 8M-256M elements), and for CI.
+AXPY_SHAPES = "8388608,67108864,134217728,268435456"
+AXPY_TINY = "100000,1000000"
 
 
 def shapes_of(text):
-    return [tuple(int(d) for d in s.split("x")) for s in text.split(",")]
+    """MxNxK (gemm) or N (axpy, as N x 1 x 1) shapes."""
+    return [tuple(int(d) for d in s.split("x")) + (1, 1) * ("x" not in s) for s in text.split(",")]
+
+
+def shape_arg(args, shape):
+    return str(shape[0]) if args.routine.endswith("axpy") else "x".join(map(str, shape))
 
 
 def cublas():
@@ -101,15 +113,16 @@ class Xt:
 
 def baseline(args, shape, backend, progress):
     """The baseline's rows for one shape: cuBLASXt at each block size (and its default) where grain ran on CUDA and
-    libcublas loads, else numpy's BLAS."""
+    libcublas loads, else numpy's BLAS (and for axpy numpy's y += x)."""
     import numpy as np
     m, n, k = shape
-    dtype = np.float32 if args.routine == "sgemm" else np.float64
+    dtype = np.float32 if args.routine[0] == "s" else np.float64
     rng = np.random.default_rng(7)
     a = np.asfortranarray(rng.uniform(-1, 1, (m, k)).astype(dtype))
     b = np.asfortranarray(rng.uniform(-1, 1, (k, n)).astype(dtype))
     c = np.asfortranarray(rng.uniform(-1, 1, (m, n)).astype(dtype))
-    lib = cublas() if backend == "cuda" and not args.no_xt else None
+    axpy = args.routine.endswith("axpy")
+    lib = cublas() if backend == "cuda" and not args.no_xt and not axpy else None
     xt = None
     if lib is not None:
         try:
@@ -117,10 +130,11 @@ def baseline(args, shape, backend, progress):
         except (OSError, AttributeError) as e:
             print(f"blas_bench: cuBLASXt did not start ({e}): the host's BLAS is the baseline")
     # cuBLASXt's default block, each of --xt-blocks, and the largest with its own pinning of the operands.
-    runs = [(xt.name, bl, False) for bl in [0] + args.xt_blocks] if xt else [("host BLAS (numpy)", None, False)]
+    runs = [(xt.name, bl, False) for bl in [0] + args.xt_blocks] if xt else [
+        ("host (numpy y += x)" if axpy else "host BLAS (numpy)", None, False)]
     if xt and args.xt_blocks:
         runs.append((xt.name, max(args.xt_blocks), True))
-    progress.start(f"{'x'.join(map(str, shape))} {runs[0][0]}")
+    progress.start(f"{shape_arg(args, shape)} {runs[0][0]}")
     rows = []
     for who, block, pin in runs:
         times = []
@@ -128,6 +142,8 @@ def baseline(args, shape, backend, progress):
             t0 = time.perf_counter()
             if xt:
                 xt.gemm(args.routine == "sgemm", a, b, c, block, pin)
+            elif axpy:
+                c += a
             else:
                 c += a @ b
             times.append(time.perf_counter() - t0)
@@ -143,22 +159,36 @@ def baseline(args, shape, backend, progress):
 def grain_rows(args, shape, progress, deploy):
     cmd = shlex.split(args.mpirun) + ["-np", "1", "-x", f"GRAIN_BLAS_PROFILE={args.profile}",
                                       os.path.join(args.bin, "blas_bench"), "--routine", args.routine,
-                                      "--shapes", "x".join(map(str, shape)),
+                                      "--shapes", shape_arg(args, shape),
                                       "--tiles", ",".join(str(t) for t in [0] + args.tiles), "--reps", str(args.reps)]
     if deploy:
         cmd.append("--deploy")
-    progress.start(f"{'x'.join(map(str, shape))} grain, tiles 0 (selected),{','.join(map(str, args.tiles))}"
+    progress.start(f"{shape_arg(args, shape)} grain, tiles 0 (selected),{','.join(map(str, args.tiles))}"
                    f"{', deploying first' if deploy else ''}")
     reports, why = run_app(cmd, "blas_bench", args.timeout, every=True)
     if reports is None:
         progress.finish(f"failed: {why}")
         return []
+    for r in [r for r in reports if "deploy_s" in r]:
+        args.deployment = {"seconds": r["deploy_s"], "links": links(args.profile, r["device"])}
+    reports = [r for r in reports if "deploy_s" not in r]
     for r in reports:
         r["who"] = "grain"
     bad = [r for r in reports if not r["verified"]]
     progress.finish(", ".join(f"T={r['tile']}{'*' if r['tile_asked'] == 0 else ''} {r['seconds']:.4f} s" for r in
                               reports) + (f"; {len(bad)} NOT VERIFIED" if bad else ""))
     return reports
+
+
+def links(profile, device):
+    """The device's links from the profile (table II): t_i in us, 1 / t_b in GB/s, sl; the last line of each wins."""
+    out = {}
+    with open(profile) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if len(p) == 6 and p[0] == device and p[1] == "link":
+                out[p[2]] = {"t_i_us": float(p[3]) * 1e6, "gb_s": 1e-9 / float(p[4]), "sl": float(p[5])}
+    return out
 
 
 def summarize(rows):
@@ -173,7 +203,8 @@ def summarize(rows):
         best = min(ours, key=lambda r: r["seconds"])
         bbest = min(base, key=lambda r: r["seconds"])
         bdef = next((r for r in base if r["tile_asked"] == 0), bbest)
-        s = {"shape": "x".join(map(str, shape)), "flops": 2.0 * shape[0] * shape[1] * shape[2],
+        s = {"shape": "x".join(map(str, shape)) if shape[1:] != (1, 1) else str(shape[0]),
+             "flops": 2.0 * shape[0] * shape[1] * shape[2],
              "baseline": bbest["who"], "baseline_best_s": bbest["seconds"],
              "baseline_best_tile": bbest["tile"], "baseline_best_pinning": bbest.get("pinning", False),
              "baseline_default_s": bdef["seconds"],
@@ -205,7 +236,16 @@ def plot(rows, summary, path):
     plt = pyplot("blas_bench")
     if plt is None or not summary:
         return
-    fig, (speed, ratio, models) = plt.subplots(1, 3, figsize=(20, 4.5))
+    fig, (speed, by_tile, ratio, models) = plt.subplots(1, 4, figsize=(26, 4.5))
+    for s in summary:  # fig. 1: GFLOP/s against the tile, a line a shape
+        fixed = sorted((r["tile"], r["gflops"]) for r in rows if r["who"] == "grain" and r["tile_asked"] > 0 and
+                       ("x".join(map(str, (r["m"], r["n"], r["k"]))) == s["shape"] or str(r["m"]) == s["shape"]))
+        by_tile.plot([t for t, _ in fixed], [f for _, f in fixed], "o-", label=s["shape"])
+    by_tile.set_xscale("log", base=2)
+    by_tile.set_xlabel("tile T (fixed)")
+    by_tile.set_ylabel("GFLOP/s")
+    by_tile.legend(fontsize=7)
+    by_tile.set_title("GFLOP/s by fixed tile (fig. 1)", fontsize=9)
     shapes = [s["shape"] for s in summary]
     series = [("grain, selected tile", [s.get("grain_selected_s") for s in summary]),
               ("grain, best tile", [s["grain_best_s"] for s in summary]),
@@ -251,15 +291,15 @@ def write(args, rows, summary):
         w.writeheader()
         w.writerows(rows)
     with open(os.path.join(args.out, "blas.json"), "w") as f:
-        json.dump({"routine": args.routine, "rows": rows, "summary": summary, "model_errors": model_errors(rows)}, f,
-                  indent=1)
+        json.dump({"routine": args.routine, "deployment": args.deployment, "rows": rows, "summary": summary,
+                   "model_errors": model_errors(rows)}, f, indent=1)
     plot(rows, summary, os.path.join(args.out, "blas.png"))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/bin")
-    ap.add_argument("--routine", default="dgemm", choices=("dgemm", "sgemm"))
+    ap.add_argument("--routine", default="dgemm", choices=("dgemm", "sgemm", "daxpy", "saxpy"))
     ap.add_argument("--shapes", default=None)
     ap.add_argument("--tiles", default="1024,2048,4096")
     ap.add_argument("--xt-blocks", default="1024,2048,4096")
@@ -274,11 +314,15 @@ def main():
             data = json.load(f)
         plot(data["rows"], data["summary"], os.path.join(args.out, "blas.png"))
         return 0
-    if args.tiny and args.tiles == "1024,2048,4096":
-        args.tiles = "64,128"
+    axpy = args.routine.endswith("axpy")
+    if args.tiles == "1024,2048,4096":
+        args.tiles = ("16384,65536" if args.tiny else "1048576,4194304,16777216") if axpy else \
+            "64,128" if args.tiny else args.tiles
     args.tiles = [int(t) for t in args.tiles.split(",") if t]
     args.xt_blocks = [int(t) for t in args.xt_blocks.split(",") if t]
-    shapes = shapes_of(args.shapes or (TINY if args.tiny else SHAPES))
+    shapes = shapes_of(args.shapes or ((AXPY_TINY if args.tiny else AXPY_SHAPES) if axpy else
+                                       (TINY if args.tiny else SHAPES)))
+    args.deployment = None
     require_built("blas_bench", args.bin, ["blas_bench"])
     os.makedirs(args.out, exist_ok=True)
     args.profile = os.path.abspath(os.path.join(args.out, "blas-profile.tsv"))
@@ -300,6 +344,10 @@ def main():
               f"{s.get('grain_selected_s', 0):10.4f} {s.get('grain_selected_tile', 0):5d} "
               f"{s.get('selected_over_best', 0):6.2f} {s['grain_best_s']:10.4f} {s['grain_best_tile']:5d} "
               f"{s['best_over_best']:6.2f} {pred:>10}")
+    if args.deployment:
+        print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
+            f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"
+            for way, l in sorted(args.deployment["links"].items())))
     for model, e in sorted(model_errors(rows).items(), key=lambda kv: kv[1]["mean_abs"]):
         print(f"model {model:>8}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, worst {e['worst']:+.0%} "
               f"over {e['runs']} runs")
