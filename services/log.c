@@ -51,10 +51,14 @@ void grain_log(grain_log_level_t level, const char *fmt, ...)
 
 grain_status_t grain_fail(grain_status_t status, const char *fmt, ...)
 {
+    /* Formatted apart: a sentence that quotes its cause passes
+     * grain_error_message(), this very buffer, as an argument. */
+    char message[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(last_error, message, sizeof last_error);
     if (!quiet)
         log_line(GRAIN_LOG_ERROR, last_error);
     return status;

@@ -347,8 +347,9 @@ static grain_status_t device_room(grain_t *g, size_t bytes, unsigned char **p)
         b->room_bytes = 0;
         grain_status_t st = g->bops->alloc_device(g->backend, bytes, (void **)&b->room);
         if (st != GRAIN_OK)
-            return grain_fail(st, "blas: %zu bytes of tiles do not fit the device (%s): the operands must, whatever "
-                              "the tile", bytes, grain_error_message(g));
+            return grain_fail(st, "blas: %zu bytes of tiles do not fit the device (%s): every tile of the host "
+                              "operands stays there during the call, whatever the tile size", bytes,
+                              grain_error_message(g));
         b->room_bytes = bytes;
     }
     *p = b->room;

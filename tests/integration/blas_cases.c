@@ -249,6 +249,16 @@ int main(int argc, char **argv)
     refused(grain_dgemm(g, 'N', 'T', 4, 4, 2, 1.0, m4, 4, m4, 3, 0.0, m4, 4, 0), "ldb is wrong");
     refused(grain_dgemm(g, 'N', 'N', 4, 4, 4, 1.0, NULL, 4, m4, 4, 0.0, m4, 4, 0), "an operand is missing");
     refused(grain_daxpy(g, 4, 1.0, m4, 0, m4, 1, 0), "increments 0 and 1");
+    /* Host operands whose tiles cannot all be on the device (8 TiB each):
+     * refused with a sentence before any of them is read. */
+    size_t huge = (size_t)1 << 20;
+    grain_status_t too_big = grain_dgemm(g, 'N', 'N', huge, huge, huge, 1.0, m4, huge, m4, huge, 1.0, m4, huge, 2048);
+    if (too_big == GRAIN_OK || strstr(grain_error_message(g), "do not fit the device") == NULL) {
+        fprintf(stderr, "blas_cases: a gemm past the device's memory gave %d (%s)\n", (int)too_big,
+                grain_error_message(g));
+        return 1;
+    }
+    printf("blas_cases: refused: %s\n", grain_error_message(g));
     char path[4096];
     snprintf(path, sizeof path, "%s/cases.jsonl", argv[1]);
     FILE *manifest = fopen(path, "w");
