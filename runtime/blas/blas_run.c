@@ -5,14 +5,14 @@
  * join): gemm tiles by the backend's vendor BLAS where it has one
  * (gemm_tile), else, and axpy's always, by grain's own tile kernels
  * (blas_kernels.cl).  A host operand's tiles are copied as the rectangles
- * of the matrix they are, straight from the caller's memory, into device
- * memory that holds all of them, each copied once (full reuse, eq. 5),
- * and read transposed there where op() transposes; an operand in the heap
- * is used where it is, with its leading dimension and transpose.  C's tile
- * stays on the device through its K steps (beta the first, 1 after) and
- * goes back once.
+ * of the matrix they are (through pinned chunks, blas_stage.h, where the
+ * backend's copies are not the host's own) into device memory that holds
+ * all of them, each copied once (full reuse, eq. 5), and read transposed
+ * there where op() transposes; an operand in the heap is used where it
+ * is, with its leading dimension and transpose.  C's tile stays on the
+ * device through its K steps (beta the first, 1 after) and goes back
+ * once.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
