@@ -287,7 +287,7 @@ def plot(rows, summary, path):
     fig.savefig(path, dpi=120)
 
 
-def write(args, rows, summary):
+def write(args, rows, summary, errors):
     fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops",
               "predicted_s",
               "max_rel_err", "verified"]
@@ -297,7 +297,7 @@ def write(args, rows, summary):
         w.writerows(rows)
     with open(os.path.join(args.out, "blas.json"), "w") as f:
         json.dump({"routine": args.routine, "deployment": args.deployment, "rows": rows, "summary": summary,
-                   "model_errors": model_errors(rows)}, f, indent=1)
+                   "model_errors": errors}, f, indent=1)
     plot(rows, summary, os.path.join(args.out, "blas.png"))
 
 
@@ -340,8 +340,8 @@ def main():
         rows += baseline(args, shape, ours[0]["backend"] if ours else "", progress)
     for r in rows:
         r.setdefault("routine", args.routine)
-    summary = summarize(rows)
-    write(args, rows, summary)
+    summary, errors = summarize(rows), model_errors(rows)
+    write(args, rows, summary, errors)
     print(f"\n{'shape':>20} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
           f"{'grain best':>10} {'T':>5} {'ratio':>6} {'predicted':>10}")
     for s in summary:
@@ -354,7 +354,7 @@ def main():
         print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
             f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"
             for way, l in sorted(args.deployment["links"].items())))
-    for model, e in sorted(model_errors(rows).items(), key=lambda kv: kv[1]["mean_abs"]):
+    for model, e in sorted(errors.items(), key=lambda kv: kv[1]["mean_abs"]):
         print(f"model {model:>8}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, worst {e['worst']:+.0%} "
               f"over {e['runs']} runs")
     print(f"ratio: the baseline's best time over grain's (above 1: grain is faster). Wrote {args.out}/blas.csv, "

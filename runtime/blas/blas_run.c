@@ -168,14 +168,21 @@ grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p)
     return st;
 }
 
+/* Whether the rank's device has a profile (GRAIN_BLAS_PROFILE's), read at
+ * the first need. */
+static int have_profile(grain_t *g)
+{
+    char path[4096];
+    blas_profile_path(g, NULL, path, sizeof path);
+    return blas_profile_of(g, path) != NULL;
+}
+
 /* The call's tile and time, and the time `model` predicted for it. */
 static void record(grain_t *g, const grain_blas_problem_t *q, size_t tile, grain_blas_model_t model, uint64_t t0)
 {
     grain_blas_last_t *last = &g->blas->last;
     *last = (grain_blas_last_t){.routine = q->routine, .tile = tile, .seconds = (double)(grain_now_ns() - t0) * 1e-9};
-    char path[4096];
-    blas_profile_path(g, NULL, path, sizeof path);
-    if (blas_profile_of(g, path) == NULL)
+    if (!have_profile(g))
         return;
     grain_log_quiet(1); /* a routine the profile lacks: no prediction */
     if (grain_blas_predict(g, q, tile, model, &last->predicted_s) != GRAIN_OK)
@@ -494,10 +501,8 @@ static size_t auto_tile(grain_t *g, const grain_blas_problem_t *q, grain_blas_mo
 {
     if (g->config.blas_tile)
         return (size_t)g->config.blas_tile;
-    char path[4096];
-    blas_profile_path(g, NULL, path, sizeof path);
     size_t tile = 0;
-    if (blas_profile_of(g, path) != NULL) {
+    if (have_profile(g)) {
         grain_log_quiet(1); /* a routine the profile lacks: the fallback */
         if (grain_blas_select(g, q, model, &tile) != GRAIN_OK)
             tile = 0;
