@@ -152,9 +152,15 @@ static double check(int single, size_t m, size_t n, size_t k, const void *a, con
     return worst;
 }
 
-static int by_value(const void *x, const void *y)
+/* One call: its time here and grain's account of it. */
+typedef struct timed {
+    double seconds;
+    grain_blas_last_t last;
+} timed_t;
+
+static int by_time(const void *x, const void *y)
 {
-    double a = *(const double *)x, b = *(const double *)y;
+    double a = ((const timed_t *)x)->seconds, b = ((const timed_t *)y)->seconds;
     return (a > b) - (a < b);
 }
 
@@ -163,7 +169,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     /* axpy's N is an m x 1 x 1 shape: x in A, y in C, B a 1 x 1 one for the check. */
     size_t m = shape[0], n = shape[1], k = shape[2], es = o->single ? 4 : 8;
     void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
-    double *times = malloc(o->reps * sizeof *times);
+    timed_t *times = malloc(o->reps * sizeof *times);
     if (a == NULL || b == NULL || c == NULL || times == NULL) {
         fprintf(stderr, "blas_bench: no host memory for %zux%zux%zu\n", m, n, k);
         return 1;
@@ -185,47 +191,49 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
             cols[e] = (size_t)((draw() + 1.0) * 0.5 * (double)n) % n;
             c0[e] = get(c, cols[e] * m + rows[e], single);
         }
-        grain_blas_last_t last = {0};
         double err = 0.0;
         for (unsigned r = 0; r < o->reps && !failed; r++) {
             double t0 = cli_now_s();
             grain_status_t st = call(g, o, m, n, k, a, b, c, o->tiles[t]);
-            times[r] = cli_now_s() - t0;
+            times[r].seconds = cli_now_s() - t0;
             if (st != GRAIN_OK) {
                 fprintf(stderr, "blas_bench: %zux%zux%zu, tile %zu: %s\n", m, n, k, o->tiles[t],
                         grain_error_message(g));
                 failed = 1;
-            } else if (r == 0) {
-                err = check(single, m, n, k, a, b, c, rows, cols, c0);
-                grain_blas_last(g, &last);
+                break;
             }
+            grain_blas_last(g, &times[r].last);
+            if (r == 0)
+                err = check(single, m, n, k, a, b, c, rows, cols, c0);
         }
         if (failed)
             break;
+        qsort(times, o->reps, sizeof *times, by_time);
+        const grain_blas_last_t last = times[o->reps / 2].last; /* the median call's */
         /* Every model's time for the tile used, where the device has a
          * profile (CoCoPeLia figs. 4-6 set them against the measured one). */
-        static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr"};
+        static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
         char predicted[256] = "";
         grain_blas_problem_t q = {.routine = o->routine, .m = m, .n = n, .k = k, .transa = 'N', .transb = 'N',
                                   .a = a, .b = b, .c = c};
         if (o->axpy)
             q = (grain_blas_problem_t){.routine = o->routine, .n = m, .a = a, .b = c};
-        for (unsigned x = 0; x < 5 && last.predicted_s > 0.0; x++) {
+        for (unsigned x = 0; x < 6 && last.predicted_s > 0.0; x++) {
             double t = 0.0;
             grain_blas_predict(g, &q, last.tile, (grain_blas_model_t)x, &t);
             size_t at = strlen(predicted);
             snprintf(predicted + at, sizeof predicted - at, "%s\"%s\":%.6f", x ? "," : "", models[x], t);
         }
-        qsort(times, o->reps, sizeof *times, by_value);
-        double median = times[o->reps / 2], flops = 2.0 * (double)m * (double)n * (double)k;
+        double median = times[o->reps / 2].seconds, flops = 2.0 * (double)m * (double)n * (double)k;
         /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */
         int ok = err < (single ? 1e-4 : 1e-11);
         static const char *const names[] = {"dgemm", "sgemm", "daxpy", "saxpy"};
         printf("{\"routine\":\"%s\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
                "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"models\":{%s},"
+               "\"pack_s\":%.6f,\"unpack_s\":%.6f,\"wait_s\":%.6f,"
                "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
-               names[o->routine], m, n, k, o->tiles[t], last.tile, o->reps, median, times[0], flops / median * 1e-9,
-               last.predicted_s, predicted, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
+               names[o->routine], m, n, k, o->tiles[t], last.tile, o->reps, median, times[0].seconds,
+               flops / median * 1e-9, last.predicted_s, predicted, last.pack_s, last.unpack_s, last.wait_s, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
         fflush(stdout);
         failed = !ok;
     }

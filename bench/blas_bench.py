@@ -219,6 +219,7 @@ def summarize(rows):
             s.update({"grain_selected_s": sel["seconds"], "grain_selected_tile": sel["tile"],
                       "selected_over_best": bbest["seconds"] / sel["seconds"],
                       "predicted_s": sel["predicted_s"],
+                      "account": {x: sel.get(x, 0.0) for x in ("pack_s", "unpack_s", "wait_s")},
                       "prediction_error": (sel["predicted_s"] - sel["seconds"]) / sel["seconds"]
                       if sel["predicted_s"] > 0 else None})
         out.append(s)
@@ -289,8 +290,7 @@ def plot(rows, summary, path):
 
 def write(args, rows, summary, errors):
     fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops",
-              "predicted_s",
-              "max_rel_err", "verified"]
+              "predicted_s", "pack_s", "unpack_s", "wait_s", "max_rel_err", "verified"]
     with open(os.path.join(args.out, "blas.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -350,6 +350,12 @@ def main():
               f"{s.get('grain_selected_s', 0):10.4f} {s.get('grain_selected_tile', 0):5d} "
               f"{s.get('selected_over_best', 0):6.2f} {s['grain_best_s']:10.4f} {s['grain_best_tile']:5d} "
               f"{s['best_over_best']:6.2f} {pred:>10}")
+    for s in summary:
+        a = s.get("account")
+        if a and s.get("grain_selected_s"):
+            t = s["grain_selected_s"]
+            print(f"{s['shape']:>20}: grain's selected call: packing {a['pack_s'] / t:.0%}, unpacking "
+                  f"{a['unpack_s'] / t:.0%}, waiting for the device {a['wait_s'] / t:.0%}, queueing the rest")
     if args.deployment:
         print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
             f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-static const char *const names[BLAS_MODELS] = {"cso", "baseline", "dataloc", "bts", "dr"};
+static const char *const names[BLAS_MODELS] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
 
 const char *blas_model_name(blas_model_t model)
 {
@@ -80,11 +80,12 @@ double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shap
 {
     double k = blas_subproblems(s, tile);
     double th = blas_tile_copy(&m->h2d, s, tile), td = blas_tile_copy(&m->d2h, s, tile);
-    double t_in = 0.0, t_out = 0.0, k_in = 0.0;
+    double t_in = 0.0, t_out = 0.0, k_in = 0.0, k_out = 0.0;
     for (unsigned i = 0; i < s->opd; i++) {
         t_in += s->op[i].get ? th : 0.0;
         t_out += s->op[i].set ? td : 0.0;
         k_in += s->op[i].get ? blas_operand_tiles(s, i, tile) - 1.0 : 0.0;
+        k_out += s->op[i].set ? blas_operand_tiles(s, i, tile) - 1.0 : 0.0;
     }
     double opd = (double)s->opd;
     switch (model) {
@@ -99,6 +100,8 @@ double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shap
     case BLAS_MODEL_DR:
         k_in = fmin(k_in, k);
         return fmax(th, t_gpu) * k_in + t_gpu * (k - k_in) + t_in + t_out;
+    case BLAS_MODEL_DR_LINK:
+        return t_in + fmax(blas_overlap(m, th * k_in, td * k_out), t_gpu * (k - 1.0)) + t_gpu + t_out;
     default:
         return NAN;
     }

@@ -23,6 +23,15 @@
  *   dr        eq. 5 (level 3, data reuse): each tile copied once,
  *             k_in = sum get (tiles - 1) subproblems that copy a tile in:
  *             max(t_h2d, t_GPU) k_in + t_GPU (k - k_in) + t_in + t_out
+ *   dr-link   grain's: eq. 5's reuse on a scheduler whose lanes run
+ *             ahead, and C's tiles going back before the last counted on
+ *             the link too: K_in = sum get (tiles - 1), K_out = sum set
+ *             (tiles - 1), L = t_over(K_in t_h2d, K_out t_d2h) by eq. 3:
+ *             t_in + max(L, t_GPU (k - 1)) + t_GPU + t_out.  Where both
+ *             ways share one staging's host threads, the deployment's sl
+ *             makes L their sum; where they are separate copy engines,
+ *             L is nearly the copies in alone, and with K_out = 0 and the
+ *             link the bottleneck it is eq. 5 less eq. 5's waits.
  *   cso       the CUDA-stream overlap model with two copy engines
  *             ("Performance models for CPU-GPU data transfers", van
  *             Werkhoven et al.), the baseline the paper compares with:
@@ -45,6 +54,7 @@ typedef enum blas_model {
     BLAS_MODEL_DATALOC,
     BLAS_MODEL_BTS,
     BLAS_MODEL_DR,
+    BLAS_MODEL_DR_LINK,
     BLAS_MODELS,
 } blas_model_t;
 

@@ -47,6 +47,7 @@ struct grain_blas_state {
     int stage_chosen;
     unsigned char *room; /* the device memory of the last calls' tiles */
     size_t room_bytes;
+    uint64_t end_wait_ns; /* the call's wait for its lanes at the end */
     grain_blas_last_t last;
 };
 
@@ -158,6 +159,8 @@ static grain_status_t ready(grain_t *g, const char *name)
             return st;
     }
     b->stage_chosen = 1;
+    if (b->stage != NULL)
+        blas_stage_times_take(b->stage); /* a call's account starts here */
     return GRAIN_OK;
 }
 
@@ -180,8 +183,12 @@ static int have_profile(grain_t *g)
 /* The call's tile and time, and the time `model` predicted for it. */
 static void record(grain_t *g, const grain_blas_problem_t *q, size_t tile, grain_blas_model_t model, uint64_t t0)
 {
-    grain_blas_last_t *last = &g->blas->last;
-    *last = (grain_blas_last_t){.routine = q->routine, .tile = tile, .seconds = (double)(grain_now_ns() - t0) * 1e-9};
+    struct grain_blas_state *b = g->blas;
+    blas_stage_times_t times = b->stage != NULL ? blas_stage_times_take(b->stage) : (blas_stage_times_t){0};
+    grain_blas_last_t *last = &b->last;
+    *last = (grain_blas_last_t){.routine = q->routine, .tile = tile, .seconds = (double)(grain_now_ns() - t0) * 1e-9,
+                                .pack_s = (double)times.pack_ns * 1e-9, .unpack_s = (double)times.unpack_ns * 1e-9,
+                                .wait_s = (double)(times.wait_ns + b->end_wait_ns) * 1e-9};
     if (!have_profile(g))
         return;
     grain_log_quiet(1); /* a routine the profile lacks: no prediction */
@@ -487,10 +494,13 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
  * what came back through the staging; the first error. */
 static grain_status_t lanes_wait(grain_t *g, grain_status_t st)
 {
+    uint64_t t0 = grain_now_ns();
     for (unsigned lane = BLAS_H2D; lane <= BLAS_D2H; lane++) {
         grain_status_t done = g->bops->copy_wait(g->backend, lane);
         st = st != GRAIN_OK ? st : done;
     }
+    if (g->blas != NULL)
+        g->blas->end_wait_ns = grain_now_ns() - t0;
     grain_status_t drained = g->blas != NULL && g->blas->stage != NULL ? blas_stage_drain(g->blas->stage) : GRAIN_OK;
     return st != GRAIN_OK ? st : drained;
 }
@@ -544,7 +554,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
                               .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b, .c = p->c,
                               .beta_zero = p->beta_zero};
     if (p->tile == 0)
-        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
+        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR_LINK, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
     uint64_t t0 = grain_now_ns();
     size_t T = p->tile, mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
     /* A tile is never larger than the matrix it is of. */
@@ -591,7 +601,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     free(ta.copied);
     free(tb.copied);
     if (st == GRAIN_OK)
-        record(g, &q, T, GRAIN_BLAS_MODEL_DR, t0);
+        record(g, &q, T, GRAIN_BLAS_MODEL_DR_LINK, t0);
     return st;
 }
 

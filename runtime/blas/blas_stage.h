@@ -12,10 +12,14 @@
 #define GRAIN_RUNTIME_BLAS_BLAS_STAGE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "grain/grain.h"
 
 typedef struct blas_stage blas_stage_t;
+
+/* A pinned chunk: the largest piece one copy moves. */
+#define BLAS_STAGE_CHUNK_BYTES (8u << 20)
 
 /* Its threads and chunks, for the rank's backend; freed by close. */
 grain_status_t blas_stage_open(grain_t *g, blas_stage_t **s_p);
@@ -31,5 +35,12 @@ grain_status_t blas_stage_move(blas_stage_t *s, unsigned lane, int out, void *ho
 /* Waits for every copy the stage queued and unpacks those coming back;
  * the first error of any. */
 grain_status_t blas_stage_drain(blas_stage_t *s);
+
+/* Where the calling thread's time went since the last call: packing
+ * chunks, unpacking them, and waiting for a chunk's copy (nanoseconds). */
+typedef struct blas_stage_times {
+    uint64_t pack_ns, unpack_ns, wait_ns;
+} blas_stage_times_t;
+blas_stage_times_t blas_stage_times_take(blas_stage_t *s);
 
 #endif

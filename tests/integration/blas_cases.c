@@ -43,11 +43,14 @@ static void last_is(grain_blas_routine_t routine, size_t tile)
 {
     grain_blas_last_t last;
     OK(grain_blas_last(g, &last));
+    /* The account's parts are disjoint spans of the calling thread within the call. */
+    double parts = last.pack_s + last.unpack_s + last.wait_s;
     if (last.routine != routine || (tile != 0 && last.tile != tile) || last.tile == 0 || !(last.seconds > 0.0) ||
-        last.predicted_s < 0.0) {
-        fprintf(stderr, "blas_cases: grain_blas_last says routine %d, tile %zu, %g s (%g predicted) after routine %d "
-                        "with tile %zu\n", (int)last.routine, last.tile, last.seconds, last.predicted_s, (int)routine,
-                tile);
+        last.predicted_s < 0.0 || last.pack_s < 0.0 || last.unpack_s < 0.0 || last.wait_s < 0.0 ||
+        parts > last.seconds) {
+        fprintf(stderr, "blas_cases: grain_blas_last says routine %d, tile %zu, %g s (%g predicted; packing %g s, "
+                        "unpacking %g s, waiting %g s) after routine %d with tile %zu\n", (int)last.routine, last.tile,
+                last.seconds, last.predicted_s, last.pack_s, last.unpack_s, last.wait_s, (int)routine, tile);
         exit(1);
     }
 }

@@ -19,7 +19,7 @@
 #include "check_ok.h"
 #include "grain/blas.h"
 
-static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr"};
+static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
 
 /* The tiles the profile (GRAIN_BLAS_PROFILE) holds for `routine` of this
  * device, from its kernel line (docs/blas.md gives the format). */
@@ -54,7 +54,7 @@ static int check_select(grain_t *g, const grain_blas_problem_t *q, const char *w
         fprintf(stderr, "blas_select: %s: no tiles in the profile\n", what);
         return 1;
     }
-    for (int m = GRAIN_BLAS_MODEL_CSO; m <= GRAIN_BLAS_MODEL_DR; m++) {
+    for (int m = GRAIN_BLAS_MODEL_CSO; m <= GRAIN_BLAS_MODEL_DR_LINK; m++) {
         size_t tile = 0;
         double best, t;
         OK(grain_blas_select(g, q, (grain_blas_model_t)m, &tile));

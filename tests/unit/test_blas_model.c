@@ -38,6 +38,12 @@ static void test_gemm_by_hand(void **state)
     NEAR(blas_predict(BLAS_MODEL_BTS, &machine, &s, 256, 1e-4), 1.457099584e-2);
     /* eq. 5: 16 tiles an operand, k_in = 45: 100 x 45 + 100 x 19 + t_in + t_out */
     NEAR(blas_predict(BLAS_MODEL_DR, &machine, &s, 256, 1e-4), 6.712144e-3);
+    /* dr-link, K_in = 45, K_out = 15: the link's 45 x 62.4 us in against 15 x 124.9 us back overlap by eq. 3 to
+     * 2809.296 + 702.324 / 1.25 = 3371.1552 us, below the kernels' 63 x 100 us; with 10 us kernels the link wins:
+     * t_in + 3371.1552 + 10 + t_out (us). */
+    NEAR(blas_overlap(&machine, 45 * 6.24288e-5, 15 * 1.248576e-4), 3.3711552e-3);
+    NEAR(blas_predict(BLAS_MODEL_DR_LINK, &machine, &s, 256, 1e-4), 6.712144e-3);
+    NEAR(blas_predict(BLAS_MODEL_DR_LINK, &machine, &s, 256, 1e-5), 3.6932992e-3);
     /* CSO: the kernel stage dominates: h2d's share + 64 x 100 us + d2h's share */
     NEAR(blas_predict(BLAS_MODEL_CSO, &machine, &s, 256, 1e-4), 6.495536e-3);
 }
