@@ -7,10 +7,9 @@
  * The links: t_i is the mean of one-byte copies; t_b the least-squares
  * slope through the origin of square copies of doubles, D = 256 to 16384
  * in steps of 256 (on a CPU device, 64 to 1024 in steps of 64); sl the
- * same slope with as many bytes copied the other way at once, over the
- * slope alone.  Copies go as the routines' host operands do: from pageable
- * memory through the staging where they are staged, both ways through the
- * one staging (so sl says how much the two ways share its threads).  The kernels: the
+ * same slope with a second thread copying the other way over the slope
+ * alone.  Copies go as the routines' host operands do: from pageable
+ * memory through the staging where they are staged.  The kernels: the
  * tile kernels the routines use (the vendor's where it loads) at each
  * tile size, gemm T = 256 to 16384 in steps of 256 and axpy N = 2^18 to
  * 2^26 in steps of 2^18 (a CPU device, where grain's kernels are slow
@@ -111,40 +110,13 @@ static void *copy_loop(void *arg)
     return NULL;
 }
 
-/* Staged, both ways at once as the routines copy them: one thread takes
- * chunks of the one staging for each way in turn, so the two share its
- * threads and ring. */
-typedef struct both_job {
-    copy_job_t *in, *out;
-} both_job_t;
-
-static grain_status_t copy_both(void *arg)
-{
-    both_job_t *b = arg;
-    grain_t *g = b->in->g;
-    size_t bytes = b->in->bytes, piece = BLAS_STAGE_CHUNK_BYTES;
-    grain_status_t st = GRAIN_OK;
-    for (size_t at = 0; at < bytes && st == GRAIN_OK; at += piece) {
-        size_t n = bytes - at < piece ? bytes - at : piece;
-        st = blas_stage_move(b->in->stage, BLAS_H2D, 0, (unsigned char *)b->in->src + at, n,
-                             (unsigned char *)b->in->dst + at, n, 1, 1);
-        if (st == GRAIN_OK)
-            st = blas_stage_move(b->out->stage, BLAS_D2H, 1, (unsigned char *)b->out->dst + at, n,
-                                 (unsigned char *)b->out->src + at, n, 1, 1);
-    }
-    grain_status_t in = g->bops->copy_wait(g->backend, BLAS_H2D), out = g->bops->copy_wait(g->backend, BLAS_D2H);
-    grain_status_t drained = blas_stage_drain(b->in->stage);
-    return st != GRAIN_OK ? st : in != GRAIN_OK ? in : out != GRAIN_OK ? out : drained;
-}
-
-/* One direction's link: into the device when `h2d`.  Its slowdown sl is
- * measured with a copy of as many bytes the other way: where the routines
- * stage, through the same staging (both), else by a second thread. */
+/* One direction's link: into the device when `h2d`; the other way, for
+ * its slowdown, through `other`'s staging. */
 static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsigned char *host, unsigned char *dev,
-                                  blas_stage_t *stage, blas_link_t *l)
+                                  blas_stage_t *mine, blas_stage_t *other, blas_link_t *l)
 {
     size_t half = r->copy_max * r->copy_max * 8;
-    copy_job_t one = {.g = g, .stage = stage, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d,
+    copy_job_t one = {.g = g, .stage = mine, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d,
                       .dst = h2d ? (void *)dev : host, .src = h2d ? (void *)host : dev, .bytes = 1};
     double ones[SAMPLE_REPS_MAX * 2];
     grain_status_t st = GRAIN_OK;
@@ -164,19 +136,14 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
         copy_job_t job = one;
         job.bytes = (size_t)bytes[i];
         /* The other way: the second halves of both buffers. */
-        copy_job_t back = {.g = g, .stage = stage, .lane = h2d ? BLAS_D2H : BLAS_H2D, .h2d = !h2d,
+        copy_job_t back = {.g = g, .stage = other, .lane = h2d ? BLAS_D2H : BLAS_H2D, .h2d = !h2d,
                            .dst = h2d ? (void *)(host + half) : dev + half,
                            .src = h2d ? (void *)(dev + half) : host + half, .bytes = job.bytes};
         st = sample(copy_once, &job, &alone[i]);
         pthread_t t;
-        if (st != GRAIN_OK)
-            break;
-        if (stage != NULL) {
-            both_job_t pair = {h2d ? &job : &back, h2d ? &back : &job};
-            st = sample(copy_both, &pair, &both[i]);
-        } else if (pthread_create(&t, NULL, copy_loop, &back) != 0) {
+        if (st == GRAIN_OK && pthread_create(&t, NULL, copy_loop, &back) != 0)
             st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no thread to copy the other way");
-        } else {
+        else if (st == GRAIN_OK) {
             st = sample(copy_once, &job, &both[i]);
             atomic_store(&back.stop, 1);
             pthread_join(t, NULL);
@@ -253,10 +220,11 @@ grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
     unsigned char *host = NULL, *dev = NULL;
     blas_profile_t p = {0};
     /* The links as the routines use them: where they stage host operands,
-     * from pageable memory through their staging. */
-    blas_stage_t *mine = NULL;
+     * from pageable memory through a staging each way. */
+    blas_stage_t *mine = NULL, *other = NULL;
     grain_status_t st = blas_stage_of(g, &mine);
-    if (st == GRAIN_OK && mine != NULL && (host = malloc(2 * copy)) == NULL)
+    if (st == GRAIN_OK && mine != NULL && (st = blas_stage_open(g, &other)) == GRAIN_OK &&
+        (host = malloc(2 * copy)) == NULL)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", 2 * copy);
     else if (st == GRAIN_OK && mine != NULL)
         memset(host, 0, 2 * copy); /* paged in before it is timed */
@@ -265,9 +233,10 @@ grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, big, (void **)&dev);
     if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 1, host, dev, mine, &p.machine.h2d);
+        st = deploy_link(g, &r, 1, host, dev, mine, other, &p.machine.h2d);
     if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 0, host, dev, mine, &p.machine.d2h);
+        st = deploy_link(g, &r, 0, host, dev, mine, other, &p.machine.d2h);
+    blas_stage_close(other);
     p.have_links = st == GRAIN_OK;
     for (unsigned routine = 0; routine < BLAS_ROUTINES && st == GRAIN_OK; routine++) {
         int gemm_r = routine == BLAS_DGEMM || routine == BLAS_SGEMM;

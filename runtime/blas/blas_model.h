@@ -27,11 +27,9 @@
  *             ahead, and C's tiles going back before the last counted on
  *             the link too: K_in = sum get (tiles - 1), K_out = sum set
  *             (tiles - 1), L = t_over(K_in t_h2d, K_out t_d2h) by eq. 3:
- *             t_in + max(L, t_GPU (k - 1)) + t_GPU + t_out.  Where both
- *             ways share one staging's host threads, the deployment's sl
- *             makes L their sum; where they are separate copy engines,
- *             L is nearly the copies in alone, and with K_out = 0 and the
- *             link the bottleneck it is eq. 5 less eq. 5's waits.
+ *             t_in + max(L, t_GPU (k - 1)) + t_GPU + t_out.  With
+ *             K_out = 0 and the link the bottleneck it is eq. 5 less the
+ *             waits eq. 5 puts between its steps.
  *   cso       the CUDA-stream overlap model with two copy engines
  *             ("Performance models for CPU-GPU data transfers", van
  *             Werkhoven et al.), the baseline the paper compares with:

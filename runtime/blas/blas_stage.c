@@ -22,7 +22,7 @@
 #include "services/cores.h"
 #include "services/log.h"
 
-#define CHUNK_BYTES BLAS_STAGE_CHUNK_BYTES
+#define CHUNK_BYTES (8u << 20)
 #define CHUNKS 8u
 /* Alone, more threads copy faster (on an H200's 16-core host 8 threads
  * packed 36-54 GB/s, 16 threads 65-93 GB/s), but with the device's

@@ -18,9 +18,6 @@
 
 typedef struct blas_stage blas_stage_t;
 
-/* A pinned chunk: the largest piece one copy moves. */
-#define BLAS_STAGE_CHUNK_BYTES (8u << 20)
-
 /* Its threads and chunks, for the rank's backend; freed by close. */
 grain_status_t blas_stage_open(grain_t *g, blas_stage_t **s_p);
 void blas_stage_close(blas_stage_t *s);
