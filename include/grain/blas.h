@@ -39,8 +39,8 @@ extern "C" {
  * by later runs on the same device.  From it, grain_blas_predict gives
  * the time of a problem with a tile by a model, and grain_blas_select the
  * deployed tile a model predicts fastest; a routine called with tile 0
- * (and no GRAIN_BLAS_TILE) takes that tile, by dr-link for gemm and bts
- * for axpy, where the device has a profile.  Without one both calls fail with
+ * (and no GRAIN_BLAS_TILE) takes that tile, by dr for gemm and bts for
+ * axpy, where the device has a profile.  Without one both calls fail with
  * GRAIN_ERR_STATE, saying so. */
 typedef enum grain_blas_routine {
     GRAIN_BLAS_DGEMM,
@@ -55,7 +55,8 @@ typedef enum grain_blas_model {
     GRAIN_BLAS_MODEL_DATALOC,  /* eq. 2: only what is on the host */
     GRAIN_BLAS_MODEL_BTS,      /* eq. 4: and the copies both ways slowing each other */
     GRAIN_BLAS_MODEL_DR,       /* eq. 5: and each tile copied once (gemm) */
-    GRAIN_BLAS_MODEL_DR_LINK,  /* eq. 5 with C's copies back on the link too (grain's; docs/blas.md) */
+    GRAIN_BLAS_MODEL_DR_LINK,  /* eq. 5 with C's copies back on the link too (grain's; docs/blas.md):
+                                * nearer the time, though dr ranks the tiles better */
 } grain_blas_model_t;
 
 typedef struct grain_blas_problem {
@@ -73,8 +74,8 @@ grain_status_t grain_blas_select(grain_t *grain, const grain_blas_problem_t *pro
                                  size_t *tile_p);
 
 /* The rank's last completed call: its routine, its tile, its time from
- * call to return, and the time the model its tile is selected by
- * (dr-link for gemm, bts for axpy) predicted for that tile, or 0 where the device has
+ * call to return, and the time the model its tile is selected by (dr for
+ * gemm, bts for axpy) predicted for that tile, or 0 where the device has
  * no profile.  Then where the calling thread's time went: packing host
  * operands into pinned memory and unpacking results from it (with its
  * copy threads; 0 where nothing is staged, GRAIN_BLAS_STAGE), and waiting

@@ -554,7 +554,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
                               .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b, .c = p->c,
                               .beta_zero = p->beta_zero};
     if (p->tile == 0)
-        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR_LINK, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
+        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
     uint64_t t0 = grain_now_ns();
     size_t T = p->tile, mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
     /* A tile is never larger than the matrix it is of. */
@@ -601,7 +601,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     free(ta.copied);
     free(tb.copied);
     if (st == GRAIN_OK)
-        record(g, &q, T, GRAIN_BLAS_MODEL_DR_LINK, t0);
+        record(g, &q, T, GRAIN_BLAS_MODEL_DR, t0);
     return st;
 }
 
