@@ -7,14 +7,16 @@
  * and B go to the device and C both ways.  For each shape and each tile (0:
  * the one grain selects from the device's profile) it times --reps calls
  * and prints a JSON line: the median and best time, GFLOP/s, the tile
- * used, the time the selecting model predicted for it (grain_blas_last)
- * and every model's.  The first call of each is checked: 64 entries of C
- * against the host's sums.  With --routine daxpy or saxpy, y = x + y on
- * vectors of each N of --shapes.  bench/blas_bench.py sets it beside
- * cuBLASXt on the same shapes.
+ * used, the time the selecting model predicted for it and where the
+ * calling thread's time went (grain_blas_last), and every model's time.
+ * With --where, operands are copied into grain's heap first (partial
+ * offload: "g" for A, B or C, axpy's x or y).  The first call of each is
+ * checked: 64 entries of C against the host's sums.  With --routine daxpy
+ * or saxpy, y = x + y on vectors of each N of --shapes.
+ * bench/blas_bench.py sets it beside cuBLASXt on the same shapes.
  *
  *   mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]
- *                           [--tiles T[,...]] [--reps R] [--deploy]
+ *                           [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|...|hh|gh|hg]
  *   (--deploy: measure the device's profile first, GRAIN_BLAS_PROFILE's,
  *   and print a JSON line of its time)
  */
@@ -34,12 +36,13 @@ typedef struct options {
     grain_blas_routine_t routine;
     int single, axpy, deploy;
     const char *shapes_text; /* parsed once the routine is known */
+    char where[4];           /* A, B, C (axpy: x, y): 'h' the host's memory, 'g' grain's heap */
     size_t shapes[MAX_LIST][3], tiles[MAX_LIST];
     unsigned n_shapes, n_tiles;
     unsigned long long reps;
 } options_t;
 
-enum { OPT_ROUTINE, OPT_SHAPES, OPT_TILES, OPT_REPS, OPT_DEPLOY };
+enum { OPT_ROUTINE, OPT_SHAPES, OPT_TILES, OPT_REPS, OPT_DEPLOY, OPT_WHERE };
 
 /* "AxBxC,..." (`dims` numbers an item) into out; the items. */
 static unsigned list(const char *option, const char *value, unsigned dims, int zero_ok, size_t *out)
@@ -89,6 +92,14 @@ static void take(void *state, int key, const char *option, const char *value)
         o->n_tiles = list(option, value, 1, 1, o->tiles);
     } else if (key == OPT_REPS) {
         o->reps = cli_u64_in(option, value, 1, 1000);
+    } else if (key == OPT_WHERE) {
+        size_t n = strlen(value);
+        if (n < 2 || n > 3 || strspn(value, "hg") != n) {
+            fprintf(stderr, "blas_bench: %s %s: a letter an operand (A, B, C; axpy x, y), h for the host's memory "
+                            "or g for grain's heap\n", option, value);
+            exit(CLI_EXIT_USAGE);
+        }
+        memcpy(o->where, value, n + 1);
     } else {
         o->deploy = 1;
     }
@@ -97,9 +108,9 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]\n"
-                 "                  [--tiles T[,...]] [--reps R] [--deploy]\n"
-                 "  times C = A B + C (y = x + y) on host operands per shape and tile (0: grain's selection), a JSON\n"
-                 "  line each\n");
+                 "                  [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|...|hh|gh|hg]\n"
+                 "  times C = A B + C (y = x + y) per shape and tile (0: grain's selection), a JSON line each, with\n"
+                 "  each operand in the host's memory (h, the default) or grain's heap (g)\n");
 }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -164,6 +175,50 @@ static int by_time(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Whether operand 0, 1 or 2 (A, B, C; axpy: x in A, y in C, and B the
+ * check's alone) lies in the heap. */
+static int in_heap(const options_t *o, unsigned operand)
+{
+    if (o->axpy)
+        return operand != 1 && o->where[operand / 2] == 'g';
+    return o->where[operand] == 'g';
+}
+
+/* The heap the largest shape's operands in it need. */
+static size_t heap_needed(const options_t *o)
+{
+    size_t most = 0, es = o->single ? 4 : 8;
+    for (unsigned i = 0; i < o->n_shapes; i++) {
+        const size_t *d = o->shapes[i];
+        size_t bytes[3] = {d[0] * d[2] * es, d[2] * d[1] * es, d[0] * d[1] * es}, sum = 0;
+        for (unsigned x = 0; x < 3; x++)
+            sum += in_heap(o, x) ? bytes[x] : 0;
+        most = sum > most ? sum : most;
+    }
+    return most;
+}
+
+/* The operand the call takes: a copy of the host's in the heap, or the
+ * host's itself. */
+static void *placed(grain_t *g, const options_t *o, unsigned operand, void *host, size_t bytes, int *failed)
+{
+    void *p = NULL;
+    if (*failed || !in_heap(o, operand))
+        return host;
+    if (grain_malloc(g, bytes, &p) != GRAIN_OK || grain_memcpy(g, p, host, bytes) != GRAIN_OK) {
+        fprintf(stderr, "blas_bench: %zu bytes into the heap: %s\n", bytes, grain_error_message(g));
+        *failed = 1;
+        return host;
+    }
+    return p;
+}
+
+static void unplaced(grain_t *g, void *p, const void *host)
+{
+    if (p != host)
+        grain_free(g, p);
+}
+
 static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
 {
     /* axpy's N is an m x 1 x 1 shape: x in A, y in C, B a 1 x 1 one for the check. */
@@ -181,6 +236,9 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         single ? (void)(((float *)b)[i] = o->axpy ? 1.0f : (float)draw())
                : (void)(((double *)b)[i] = o->axpy ? 1.0 : draw());
     int failed = 0;
+    /* C's copy in the heap is refilled from the host's for each tile. */
+    void *ga = placed(g, o, 0, a, m * k * es, &failed), *gb = placed(g, o, 1, b, k * n * es, &failed);
+    void *gc = placed(g, o, 2, c, m * n * es, &failed);
     for (unsigned t = 0; t < o->n_tiles && !failed; t++) {
         size_t rows[CHECKED], cols[CHECKED];
         double c0[CHECKED];
@@ -191,10 +249,15 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
             cols[e] = (size_t)((draw() + 1.0) * 0.5 * (double)n) % n;
             c0[e] = get(c, cols[e] * m + rows[e], single);
         }
+        if (gc != c && grain_memcpy(g, gc, c, m * n * es) != GRAIN_OK) {
+            fprintf(stderr, "blas_bench: C into the heap: %s\n", grain_error_message(g));
+            failed = 1;
+            break;
+        }
         double err = 0.0;
         for (unsigned r = 0; r < o->reps && !failed; r++) {
             double t0 = cli_now_s();
-            grain_status_t st = call(g, o, m, n, k, a, b, c, o->tiles[t]);
+            grain_status_t st = call(g, o, m, n, k, ga, gb, gc, o->tiles[t]);
             times[r].seconds = cli_now_s() - t0;
             if (st != GRAIN_OK) {
                 fprintf(stderr, "blas_bench: %zux%zux%zu, tile %zu: %s\n", m, n, k, o->tiles[t],
@@ -203,6 +266,10 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
                 break;
             }
             grain_blas_last(g, &times[r].last);
+            if (r == 0 && gc != c && grain_memcpy(g, c, gc, m * n * es) != GRAIN_OK) {
+                fprintf(stderr, "blas_bench: C from the heap: %s\n", grain_error_message(g));
+                failed = 1;
+            }
             if (r == 0)
                 err = check(single, m, n, k, a, b, c, rows, cols, c0);
         }
@@ -215,9 +282,9 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
         char predicted[256] = "";
         grain_blas_problem_t q = {.routine = o->routine, .m = m, .n = n, .k = k, .transa = 'N', .transb = 'N',
-                                  .a = a, .b = b, .c = c};
+                                  .a = ga, .b = gb, .c = gc};
         if (o->axpy)
-            q = (grain_blas_problem_t){.routine = o->routine, .n = m, .a = a, .b = c};
+            q = (grain_blas_problem_t){.routine = o->routine, .n = m, .a = ga, .b = gc};
         for (unsigned x = 0; x < 6 && last.predicted_s > 0.0; x++) {
             double t = 0.0;
             grain_blas_predict(g, &q, last.tile, (grain_blas_model_t)x, &t);
@@ -228,15 +295,19 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */
         int ok = err < (single ? 1e-4 : 1e-11);
         static const char *const names[] = {"dgemm", "sgemm", "daxpy", "saxpy"};
-        printf("{\"routine\":\"%s\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,\"tile\":%zu,\"reps\":%llu,"
-               "\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,\"models\":{%s},"
-               "\"pack_s\":%.6f,\"unpack_s\":%.6f,\"wait_s\":%.6f,"
+        printf("{\"routine\":\"%s\",\"where\":\"%s\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,"
+               "\"tile\":%zu,\"reps\":%llu,\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,"
+               "\"models\":{%s},\"pack_s\":%.6f,\"unpack_s\":%.6f,\"wait_s\":%.6f,"
                "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
-               names[o->routine], m, n, k, o->tiles[t], last.tile, o->reps, median, times[0].seconds,
-               flops / median * 1e-9, last.predicted_s, predicted, last.pack_s, last.unpack_s, last.wait_s, err, ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
+               names[o->routine], o->where, m, n, k, o->tiles[t], last.tile, o->reps, median, times[0].seconds,
+               flops / median * 1e-9, last.predicted_s, predicted, last.pack_s, last.unpack_s, last.wait_s, err,
+               ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
         fflush(stdout);
         failed = !ok;
     }
+    unplaced(g, ga, a);
+    unplaced(g, gb, b);
+    unplaced(g, gc, c);
     free(a);
     free(b);
     free(c);
@@ -249,7 +320,7 @@ int main(int argc, char **argv)
     options_t o = {.n_tiles = 1, .reps = 5};
     static const cli_option_t options[] = {{"routine", 1, OPT_ROUTINE}, {"shapes", 1, OPT_SHAPES},
                                            {"tiles", 1, OPT_TILES},     {"reps", 1, OPT_REPS},
-                                           {"deploy", 0, OPT_DEPLOY}};
+                                           {"deploy", 0, OPT_DEPLOY},   {"where", 1, OPT_WHERE}};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("blas_bench", argc, argv, groups, 1, 0, usage);
     const char *shapes = o.shapes_text != NULL ? o.shapes_text : o.axpy ? "67108864" : "4096x4096x4096";
@@ -258,9 +329,27 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < o.n_shapes; i++)
         for (unsigned d = 0; d < 3; d++)
             o.shapes[i][d] = d < dims ? parsed[i * dims + d] : 1;
+    if (o.where[0] == '\0')
+        strcpy(o.where, o.axpy ? "hh" : "hhh");
+    if (strlen(o.where) != (o.axpy ? 2u : 3u)) {
+        fprintf(stderr, "blas_bench: --where %s: %s\n", o.where,
+                o.axpy ? "two letters, x and y" : "three letters, A, B and C");
+        return CLI_EXIT_USAGE;
+    }
+    /* The heap holds the operands placed there, whatever GRAIN_HEAP_SIZE says. */
+    size_t heap = heap_needed(&o);
+    char bytes[32];
+    snprintf(bytes, sizeof bytes, "%zu", heap + (64u << 20));
+    grain_config_t *config = NULL;
     grain_t *g = NULL;
-    if (grain_init(NULL, &g) != GRAIN_OK) {
-        fprintf(stderr, "blas_bench: grain_init failed\n");
+    grain_status_t st = grain_config_create(&config);
+    if (st == GRAIN_OK && heap > 0)
+        st = grain_config_set(config, "heap_size", bytes);
+    if (st == GRAIN_OK)
+        st = grain_init(config, &g);
+    grain_config_destroy(config);
+    if (st != GRAIN_OK) {
+        fprintf(stderr, "blas_bench: grain_init failed: %s\n", grain_strerror(st));
         return 1;
     }
     int failed = 0;

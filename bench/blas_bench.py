@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""grain's tiled gemm on operands in the host's pageable memory (blas_bench),
-against the baseline measured in the same run on the same shapes and
+"""grain's tiled gemm on operands in the host's pageable memory, or some in
+grain's heap (blas_bench), against the baseline measured in the same run on the same shapes and
 memory: cuBLASXt on the GPU grain runs on where libcublas loads (its best
 of its default block, each of --xt-blocks, and the fastest of those with
 its own pinning of the operands' pages), else the host's own BLAS
 (numpy's).  "CoCoPeLia: Communication-Computation Overlap Prediction for
 Efficient Linear Algebra on GPUs" (figs. 4-7) sets its tiles against
-cuBLASXt's on data that starts on the host; here C = A B + C, all three
-on the host.
+cuBLASXt's on data that starts on the host; here C = A B + C, by default
+all three on the host.
 
 For each shape: grain with the tile it selects from the device's profile
 (tile 0; --deploy measures the profile first, kept under --out, and the
@@ -18,20 +18,31 @@ baseline / grain (above 1: grain is faster) of grain's selected tile and of
 its best; the model's predicted time of the selected tile against the
 measured one, and every model's error over every run of grain (figs. 4-6).
 --routine daxpy or saxpy times y = x + y on vectors of N elements instead,
-beside numpy's y += x (the paper's managed-memory baseline is not run yet).
+beside cuBLAS's axpy on CUDA managed memory, whose pages are prefetched to
+the GPU and y's back (the paper's axpy baseline), else numpy's y += x.
+
+--where puts operands in grain's heap (g) instead of the host's memory (h):
+a letter an operand, A B C (axpy x y), a set a comma, or "all" for every
+set but all-g.  The baseline then takes them from device memory (cuBLASXt),
+or prefetched there beforehand (managed memory); numpy takes the host's.
+All-h is the paper's full offload, any other set partial (table IV: the
+geometric mean of baseline / grain over each kind).
 Every grain call checks 64 entries of its output against the host's sums.
-Writes <out>/blas.csv, blas.json and blas.png.
+Writes <out>/blas.csv and blas.json after each problem, and blas.png at the end.
 
   bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK,... | N,...]
                       [--tiles 1024,2048,4096]
-                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--tiny] [--out bench-results/blas]
+                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,...|all]
+                      [--tiny] [--out bench-results/blas]
                       [--mpirun "mpirun ..."] [--timeout 900]
   bench/blas_bench.py --replot [--out DIR]"""
 import argparse
 import csv
 import ctypes
 import glob
+import itertools
 import json
+import math
 import os
 import shlex
 import statistics
@@ -57,16 +68,65 @@ def shape_arg(args, shape):
     return str(shape[0]) if args.routine.endswith("axpy") else "x".join(map(str, shape))
 
 
-def cublas():
-    """libcublas (its cuBLASXt entry points), or None."""
-    names = ["libcublas.so"] + [f"libcublas.so.{v}" for v in range(20, 10, -1)]
+def cuda_lib(name):
+    """A CUDA toolkit library (libcublas, libcudart) by ctypes, or None."""
+    names = [f"{name}.so"] + [f"{name}.so.{v}" for v in range(20, 10, -1)]
     dirs = [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
-    for path in names + [p for d in dirs if d for p in sorted(glob.glob(os.path.join(d, "lib64", "libcublas.so.*")))]:
+    for path in names + [p for d in dirs if d for p in sorted(glob.glob(os.path.join(d, "lib64", f"{name}.so.*")))]:
         try:
             return ctypes.CDLL(path)
         except OSError:
             continue
     return None
+
+
+class Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]  # CUDA 13's cudaMemLocation
+
+
+class Cuda:
+    """The CUDA runtime on device 0: device and managed memory for the baselines' operands."""
+
+    def __init__(self, rt):
+        self.rt, v = rt, ctypes.c_int()
+        rt.cudaRuntimeGetVersion(ctypes.byref(v))
+        self.version = v.value
+        rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        if self.version >= 13000:
+            rt.cudaMemPrefetchAsync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, Location, ctypes.c_uint,
+                                                ctypes.c_void_p]
+        else:
+            rt.cudaMemPrefetchAsync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+
+    def check(self, err, what):
+        if err != 0:
+            raise OSError(f"{what} returned CUDA error {err}")
+
+    def alloc(self, nbytes, managed=False):
+        p = ctypes.c_void_p()
+        if managed:
+            self.check(self.rt.cudaMallocManaged(ctypes.byref(p), ctypes.c_size_t(nbytes), 1), "cudaMallocManaged")
+        else:
+            self.check(self.rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(nbytes)), "cudaMalloc")
+        return p.value
+
+    def free(self, p):
+        self.rt.cudaFree(ctypes.c_void_p(p))
+
+    def copy(self, dst, src, nbytes):
+        self.check(self.rt.cudaMemcpy(dst, src, nbytes, 4), "cudaMemcpy")  # cudaMemcpyDefault
+
+    def prefetch(self, p, nbytes, to_device):
+        """Managed pages to device 0 or to the host, on the legacy stream (which cuBLAS's handle uses too)."""
+        if self.version >= 13000:
+            at = Location(1, 0) if to_device else Location(2, 0)  # cudaMemLocationTypeDevice / Host
+            err = self.rt.cudaMemPrefetchAsync(p, nbytes, at, 0, None)
+        else:
+            err = self.rt.cudaMemPrefetchAsync(p, nbytes, 0 if to_device else -1, None)  # -1: cudaCpuDeviceId
+        self.check(err, "cudaMemPrefetchAsync")
+
+    def sync(self):
+        self.check(self.rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
 
 
 class Xt:
@@ -86,24 +146,27 @@ class Xt:
             lib.cublasGetProperty(1, ctypes.byref(minor))
             self.name = f"cuBLASXt {version.value}.{minor.value}"
 
-    def gemm(self, single, a, b, c, block, pin):
-        """C = A B + C, waited for (cuBLASXt's calls return with C on the host); `pin`: cuBLASXt pins the
-        operands' pages itself for the call (CUBLASXT_PINNING_ENABLED)."""
+    def gemm(self, single, shape, a, b, c, block, pin):
+        """C = A B + C on m x k, k x n and m x n operands at the addresses a, b and c, in host or device memory,
+        waited for (cuBLASXt's calls return with C in place); `pin`: cuBLASXt pins host operands' pages itself
+        for the call (CUBLASXT_PINNING_ENABLED)."""
         if block and self.lib.cublasXtSetBlockDim(self.h, block) != 0:
             raise OSError(f"cublasXtSetBlockDim({block}) failed")
         if self.lib.cublasXtSetPinningMemMode(self.h, 1 if pin else 0) != 0:
             raise OSError("cublasXtSetPinningMemMode failed")
-        m, k = a.shape
-        n = b.shape[1]
+        m, n, k = shape
         ctype = ctypes.c_float if single else ctypes.c_double
         one = ctype(1.0)
         fn = self.lib.cublasXtSgemm if single else self.lib.cublasXtDgemm
         size = ctypes.c_size_t
         ptr = ctypes.c_void_p
-        st = fn(self.h, 0, 0, size(m), size(n), size(k), ctypes.byref(one), ptr(a.ctypes.data), size(m),
-                ptr(b.ctypes.data), size(k), ctypes.byref(one), ptr(c.ctypes.data), size(m))
+        st = fn(self.h, 0, 0, size(m), size(n), size(k), ctypes.byref(one), ptr(a), size(m), ptr(b), size(k),
+                ctypes.byref(one), ptr(c), size(m))
         if st != 0:
             raise OSError(f"cublasXt gemm returned {st}")
+
+    def close(self):
+        self.lib.cublasXtDestroy(self.h)
 
     def block(self):
         b = ctypes.c_int()
@@ -111,9 +174,64 @@ class Xt:
         return b.value
 
 
-def baseline(args, shape, backend, progress):
-    """The baseline's rows for one shape: cuBLASXt at each block size (and its default) where grain ran on CUDA and
-    libcublas loads, else numpy's BLAS (and for axpy numpy's y += x)."""
+def in_heap(where, operand, axpy):
+    """Whether operand 0, 1 or 2 (A, B, C; axpy x in A, y in C) is in grain's heap, as blas_bench reads --where."""
+    return operand != 1 and where[operand // 2] == "g" if axpy else where[operand] == "g"
+
+
+def wheres_of(text, axpy):
+    """--where's placements; "all": every one but all in the heap (the paper's 7 for gemm, 3 for axpy)."""
+    letters = 2 if axpy else 3
+    if text == "all":
+        return ["".join(w) for w in itertools.product("hg", repeat=letters) if "h" in w]
+    out = text.split(",")
+    bad = [w for w in out if len(w) != letters or set(w) - set("hg")]
+    if bad:
+        raise SystemExit(f"blas_bench: --where {text}: {letters} letters a set, h (host) or g (grain's heap)")
+    return out
+
+
+class ManagedAxpy:
+    """The paper's axpy baseline: cuBLAS's axpy on CUDA managed memory, the pages of operands on the host prefetched
+    to the GPU first and y's back after."""
+
+    def __init__(self, lib, cuda):
+        self.lib, self.cuda, self.h = lib, cuda, ctypes.c_void_p()
+        if lib.cublasCreate_v2(ctypes.byref(self.h)) != 0:
+            raise OSError("cublasCreate failed")
+        version = ctypes.c_int()
+        lib.cublasGetVersion_v2(self.h, ctypes.byref(version))
+        self.name = f"managed + prefetch, cuBLAS {version.value // 10000}.{version.value // 100 % 100}"
+
+    def close(self):
+        self.lib.cublasDestroy_v2(self.h)
+
+    def axpy(self, single, n, x, y, where):
+        """y = x + y on managed x and y, each first placed as `where` says (untimed); the seconds it took."""
+        es = 4 if single else 8
+        for p, w in ((x, where[0]), (y, where[1])):
+            self.cuda.prefetch(p, n * es, w == "g")
+        self.cuda.sync()
+        ctype = ctypes.c_float if single else ctypes.c_double
+        one = ctype(1.0)
+        t0 = time.perf_counter()
+        for p, w in ((x, where[0]), (y, where[1])):
+            if w == "h":
+                self.cuda.prefetch(p, n * es, True)
+        fn = self.lib.cublasSaxpy_v2 if single else self.lib.cublasDaxpy_v2
+        st = fn(self.h, ctypes.c_int(n), ctypes.byref(one), ctypes.c_void_p(x), 1, ctypes.c_void_p(y), 1)
+        if st != 0:
+            raise OSError(f"cublas axpy returned {st}")
+        if where[1] == "h":
+            self.cuda.prefetch(y, n * es, False)
+        self.cuda.sync()
+        return time.perf_counter() - t0
+
+
+def baseline(args, shape, where, backend, progress):
+    """The baseline's rows for one shape and placement: where grain ran on CUDA and libcublas loads, cuBLASXt at
+    each block size (and its default) on operands in the host's memory or, for `where`'s g, the device's; for axpy
+    cuBLAS on managed memory; else numpy's BLAS (and for axpy numpy's y += x) on the host's."""
     import numpy as np
     m, n, k = shape
     dtype = np.float32 if args.routine[0] == "s" else np.float64
@@ -122,53 +240,81 @@ def baseline(args, shape, backend, progress):
     b = np.asfortranarray(rng.uniform(-1, 1, (k, n)).astype(dtype))
     c = np.asfortranarray(rng.uniform(-1, 1, (m, n)).astype(dtype))
     axpy = args.routine.endswith("axpy")
-    lib = cublas() if backend == "cuda" and not args.no_xt and not axpy else None
-    xt = None
-    if lib is not None:
+    lib = cuda_lib("libcublas") if backend == "cuda" and not args.no_xt else None
+    rt = cuda_lib("libcudart") if lib is not None else None
+    cuda = xt = managed = None
+    if lib is not None and rt is not None:
         try:
-            xt = Xt(lib)
+            cuda = Cuda(rt)
+            if axpy:
+                managed = ManagedAxpy(lib, cuda)
+            else:
+                xt = Xt(lib)
         except (OSError, AttributeError) as e:
-            print(f"blas_bench: cuBLASXt did not start ({e}): the host's BLAS is the baseline")
+            print(f"blas_bench: cuBLAS did not start ({e}): the host's BLAS is the baseline")
+    gpu = xt or managed
     # cuBLASXt's default block and each of --xt-blocks, then the fastest of those with its own pinning of the
     # operands' pages.
     runs = [(xt.name, bl, False) for bl in [0] + args.xt_blocks] if xt else [
-        ("host (numpy y += x)" if axpy else "host BLAS (numpy)", None, False)]
-    progress.start(f"{shape_arg(args, shape)} {runs[0][0]}")
+        (managed.name if managed else "host (numpy y += x)" if axpy else "host BLAS (numpy)", None, False)]
+    progress.start(f"{shape_arg(args, shape)} {where} {runs[0][0]}")
+    # Operands where the baseline takes them: device memory for g under cuBLASXt, managed memory for axpy.
+    arrays, owned = (a, b, c), []
+    places = [x.ctypes.data for x in arrays]
+    if gpu:
+        for i, x in enumerate(arrays):
+            if (i != 1 or not axpy) and (managed or in_heap(where, i, axpy)):
+                places[i] = cuda.alloc(x.nbytes, managed=managed is not None)
+                owned.append(places[i])
+                if managed:
+                    ctypes.memmove(places[i], x.ctypes.data, x.nbytes)
+                else:
+                    cuda.copy(places[i], x.ctypes.data, x.nbytes)
     rows = []
 
     def run(who, block, pin):
         times = []
         for _ in range(args.reps):
             t0 = time.perf_counter()
+            if managed:
+                times.append(managed.axpy(args.routine == "saxpy", m, places[0], places[2], where))
+                continue
             if xt:
-                xt.gemm(args.routine == "sgemm", a, b, c, block, pin)
+                xt.gemm(args.routine == "sgemm", shape, *places, block, pin)
             elif axpy:
                 c[...] += a
             else:
                 c[...] += a @ b
             times.append(time.perf_counter() - t0)
-        row = {"who": who, "m": m, "n": n, "k": k, "tile_asked": block or 0, "tile": xt.block() if xt else 0,
-               "pinning": pin, "seconds": statistics.median(times), "best_s": min(times)}
+        row = {"who": who, "where": where, "m": m, "n": n, "k": k, "tile_asked": block or 0,
+               "tile": xt.block() if xt else 0, "pinning": pin, "seconds": statistics.median(times),
+               "best_s": min(times)}
         row["gflops"] = 2.0 * m * n * k / row["seconds"] * 1e-9
         rows.append(row)
 
-    for who, block, pin in runs:
-        run(who, block, pin)
-    if xt:
-        run(xt.name, min(rows, key=lambda r: r["seconds"])["tile"], True)
+    try:
+        for who, block, pin in runs:
+            run(who, block, pin)
+        if xt and "h" in where:
+            run(xt.name, min(rows, key=lambda r: r["seconds"])["tile"], True)
+    finally:
+        for p in owned:
+            cuda.free(p)
+        if gpu:
+            gpu.close()
     progress.finish(", ".join(f"{'block ' + str(r['tile']) + (' pinning ' if r['pinning'] else ' ') if xt else ''}"
                               f"{r['seconds']:.4f} s" for r in rows))
     return rows
 
 
-def grain_rows(args, shape, progress, deploy):
+def grain_rows(args, shape, where, progress, deploy):
     cmd = shlex.split(args.mpirun) + ["-np", "1", "-x", f"GRAIN_BLAS_PROFILE={args.profile}",
                                       os.path.join(args.bin, "blas_bench"), "--routine", args.routine,
-                                      "--shapes", shape_arg(args, shape),
+                                      "--shapes", shape_arg(args, shape), "--where", where,
                                       "--tiles", ",".join(str(t) for t in [0] + args.tiles), "--reps", str(args.reps)]
     if deploy:
         cmd.append("--deploy")
-    progress.start(f"{shape_arg(args, shape)} grain, tiles 0 (selected),{','.join(map(str, args.tiles))}"
+    progress.start(f"{shape_arg(args, shape)} {where} grain, tiles 0 (selected),{','.join(map(str, args.tiles))}"
                    f"{', deploying first' if deploy else ''}")
     reports, why = run_app(cmd, "blas_bench", args.timeout, every=True)
     if reports is None:
@@ -198,8 +344,10 @@ def links(profile, device):
 
 def summarize(rows):
     out = []
-    for shape in sorted({(r["m"], r["n"], r["k"]) for r in rows}, key=lambda s: s[0] * s[1] * s[2]):
-        here = [r for r in rows if (r["m"], r["n"], r["k"]) == shape]
+    for key in sorted({(r["m"], r["n"], r["k"], r["where"]) for r in rows},
+                      key=lambda s: (s[0] * s[1] * s[2], s[3].count("g"), s[3][::-1])):
+        shape, where = key[:3], key[3]
+        here = [r for r in rows if (r["m"], r["n"], r["k"], r["where"]) == key]
         ours = [r for r in here if r["who"] == "grain"]
         base = [r for r in here if r["who"] != "grain"]
         if not ours or not base:
@@ -208,7 +356,7 @@ def summarize(rows):
         best = min(ours, key=lambda r: r["seconds"])
         bbest = min(base, key=lambda r: r["seconds"])
         bdef = next((r for r in base if r["tile_asked"] == 0), bbest)
-        s = {"shape": "x".join(map(str, shape)) if shape[1:] != (1, 1) else str(shape[0]),
+        s = {"shape": "x".join(map(str, shape)) if shape[1:] != (1, 1) else str(shape[0]), "where": where,
              "flops": 2.0 * shape[0] * shape[1] * shape[2],
              "baseline": bbest["who"], "baseline_best_s": bbest["seconds"],
              "baseline_best_tile": bbest["tile"], "baseline_best_pinning": bbest.get("pinning", False),
@@ -226,6 +374,17 @@ def summarize(rows):
     return out
 
 
+def offload_geomeans(summary):
+    """Table IV: the geometric mean over problems of the baseline's best time over grain's selected one, for full
+    offload (every operand on the host) and partial (some in grain's heap)."""
+    out = {}
+    for kind, full in (("full", True), ("partial", False)):
+        r = [s["selected_over_best"] for s in summary if "selected_over_best" in s and ("g" not in s["where"]) == full]
+        if r:
+            out[kind] = {"problems": len(r), "geomean": math.exp(sum(math.log(x) for x in r) / len(r))}
+    return out
+
+
 def model_errors(rows):
     """Each model's mean and largest relative error, (predicted - measured) / measured, over grain's runs that have
     predictions (CoCoPeLia figs. 4-6)."""
@@ -238,6 +397,11 @@ def model_errors(rows):
                 "worst": max(e, key=abs)} for m, e in out.items()}
 
 
+def label(s):
+    """A problem's name: its shape, and where its operands are unless all on the host."""
+    return s["shape"] + (f" {s['where']}" if "g" in s["where"] else "")
+
+
 def plot(rows, summary, path):
     plt = pyplot("blas_bench")
     if plt is None or not summary:
@@ -245,14 +409,15 @@ def plot(rows, summary, path):
     fig, (speed, by_tile, ratio, models) = plt.subplots(1, 4, figsize=(26, 4.5))
     for s in summary:  # fig. 1: GFLOP/s against the tile, a line a shape
         fixed = sorted((r["tile"], r["gflops"]) for r in rows if r["who"] == "grain" and r["tile_asked"] > 0 and
+                       r["where"] == s["where"] and
                        ("x".join(map(str, (r["m"], r["n"], r["k"]))) == s["shape"] or str(r["m"]) == s["shape"]))
-        by_tile.plot([t for t, _ in fixed], [f for _, f in fixed], "o-", label=s["shape"])
+        by_tile.plot([t for t, _ in fixed], [f for _, f in fixed], "o-", label=label(s))
     by_tile.set_xscale("log", base=2)
     by_tile.set_xlabel("tile T (fixed)")
     by_tile.set_ylabel("GFLOP/s")
     by_tile.legend(fontsize=7)
     by_tile.set_title("GFLOP/s by fixed tile (fig. 1)", fontsize=9)
-    shapes = [s["shape"] for s in summary]
+    shapes = [label(s) for s in summary]
     series = [("grain, selected tile", [s.get("grain_selected_s") for s in summary]),
               ("grain, best tile", [s["grain_best_s"] for s in summary]),
               (f"{summary[0]['baseline']}, best block", [s["baseline_best_s"] for s in summary]),
@@ -265,7 +430,7 @@ def plot(rows, summary, path):
     speed.set_xticklabels(shapes, fontsize=7)
     speed.set_ylabel("GFLOP/s (operands on the host)")
     speed.legend(fontsize=7)
-    rows_sel = [(s["shape"], s.get("selected_over_best", 0), s["best_over_best"]) for s in summary]
+    rows_sel = [(label(s), s.get("selected_over_best", 0), s["best_over_best"]) for s in summary]
     ratio.bar([j - 0.2 for j in range(len(rows_sel))], [r[1] for r in rows_sel], 0.4, label="grain's selected tile")
     ratio.bar([j + 0.2 for j in range(len(rows_sel))], [r[2] for r in rows_sel], 0.4, label="grain's best tile")
     ratio.axhline(1.0, color="k", linewidth=0.8)
@@ -288,8 +453,14 @@ def plot(rows, summary, path):
     fig.savefig(path, dpi=120)
 
 
-def write(args, rows, summary, errors):
-    fields = ["who", "routine", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops",
+def write(args, rows, draw=True):
+    """The CSV and JSON of what ran so far (after each problem, so that a run cut short keeps them), and the figure;
+    the summary, the models' errors and table IV."""
+    for r in rows:
+        r.setdefault("routine", args.routine)
+    summary = summarize(rows)
+    errors, offload = model_errors(rows), offload_geomeans(summary)
+    fields = ["who", "routine", "where", "m", "n", "k", "tile_asked", "tile", "pinning", "seconds", "best_s", "gflops",
               "predicted_s", "pack_s", "unpack_s", "wait_s", "max_rel_err", "verified"]
     with open(os.path.join(args.out, "blas.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -297,8 +468,10 @@ def write(args, rows, summary, errors):
         w.writerows(rows)
     with open(os.path.join(args.out, "blas.json"), "w") as f:
         json.dump({"routine": args.routine, "deployment": args.deployment, "rows": rows, "summary": summary,
-                   "model_errors": errors}, f, indent=1)
-    plot(rows, summary, os.path.join(args.out, "blas.png"))
+                   "model_errors": errors, "offload": offload}, f, indent=1)
+    if draw:
+        plot(rows, summary, os.path.join(args.out, "blas.png"))
+    return summary, errors, offload
 
 
 def main():
@@ -310,6 +483,8 @@ def main():
     # Ten blocks, as the paper takes cuBLASXt's best of ten tiles (fig. 7, table IV).
     ap.add_argument("--xt-blocks", default="1024,1536,2048,2560,3072,3584,4096,5120,6144,8192")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--where", default=None, help="operand placements, h host g heap, a letter an operand: hhh,ghh,"
+                    "... (axpy hh,gh,...) or all; default all on the host")
     ap.add_argument("--deploy", action="store_true")
     ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
     ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")
@@ -328,25 +503,24 @@ def main():
     args.xt_blocks = [int(t) for t in args.xt_blocks.split(",") if t]
     shapes = shapes_of(args.shapes or ((AXPY_TINY if args.tiny else AXPY_SHAPES) if axpy else
                                        (TINY if args.tiny else SHAPES)))
+    wheres = wheres_of(args.where or ("hh" if axpy else "hhh"), axpy)
     args.deployment = None
     require_built("blas_bench", args.bin, ["blas_bench"])
     os.makedirs(args.out, exist_ok=True)
     args.profile = os.path.abspath(os.path.join(args.out, "blas-profile.tsv"))
-    progress = Progress(2 * len(shapes))
+    progress = Progress(2 * len(shapes) * len(wheres))
     rows = []
-    for i, shape in enumerate(shapes):
-        ours = grain_rows(args, shape, progress, args.deploy and i == 0)
+    for i, (shape, where) in enumerate(itertools.product(shapes, wheres)):
+        ours = grain_rows(args, shape, where, progress, args.deploy and i == 0)
         rows += ours
-        rows += baseline(args, shape, ours[0]["backend"] if ours else "", progress)
-    for r in rows:
-        r.setdefault("routine", args.routine)
-    summary, errors = summarize(rows), model_errors(rows)
-    write(args, rows, summary, errors)
-    print(f"\n{'shape':>20} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
+        rows += baseline(args, shape, where, ours[0]["backend"] if ours else "", progress)
+        write(args, rows, draw=False)
+    summary, errors, offload = write(args, rows)
+    print(f"\n{'shape':>24} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
           f"{'grain best':>10} {'T':>5} {'ratio':>6} {'predicted':>10}")
     for s in summary:
         pred = f"{s['prediction_error']:+.0%}" if s.get("prediction_error") is not None else "no profile"
-        print(f"{s['shape']:>20} {s['baseline'][:18]:>18} {s['baseline_best_s']:9.4f} "
+        print(f"{label(s):>24} {s['baseline'][:18]:>18} {s['baseline_best_s']:9.4f} "
               f"{s.get('grain_selected_s', 0):10.4f} {s.get('grain_selected_tile', 0):5d} "
               f"{s.get('selected_over_best', 0):6.2f} {s['grain_best_s']:10.4f} {s['grain_best_tile']:5d} "
               f"{s['best_over_best']:6.2f} {pred:>10}")
@@ -354,7 +528,7 @@ def main():
         a = s.get("account")
         if a and s.get("grain_selected_s"):
             t = s["grain_selected_s"]
-            print(f"{s['shape']:>20}: grain's selected call: packing {a['pack_s'] / t:.0%}, unpacking "
+            print(f"{label(s):>24}: grain's selected call: packing {a['pack_s'] / t:.0%}, unpacking "
                   f"{a['unpack_s'] / t:.0%}, waiting for the device {a['wait_s'] / t:.0%}, queueing the rest")
     if args.deployment:
         print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
@@ -363,9 +537,12 @@ def main():
     for model, e in sorted(errors.items(), key=lambda kv: kv[1]["mean_abs"]):
         print(f"model {model:>8}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, worst {e['worst']:+.0%} "
               f"over {e['runs']} runs")
+    for kind, o in offload.items():
+        print(f"table IV, {kind} offload: grain's selected tile {o['geomean'] - 1:+.1%} against the baseline's best "
+              f"(geometric mean over {o['problems']} problems)")
     print(f"ratio: the baseline's best time over grain's (above 1: grain is faster). Wrote {args.out}/blas.csv, "
           f"blas.json, blas.png")
-    ok = rows and all(r.get("verified", True) for r in rows) and len(summary) == len(shapes)
+    ok = rows and all(r.get("verified", True) for r in rows) and len(summary) == len(shapes) * len(wheres)
     return 0 if ok else 1
 
 

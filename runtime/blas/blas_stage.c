@@ -25,9 +25,9 @@
 #define CHUNK_BYTES (8u << 20)
 #define CHUNKS 8u
 /* Alone, more threads copy faster (on an H200's 16-core host 8 threads
- * packed 36-54 GB/s, 16 threads 65-93 GB/s), but with the device's
- * copies running both ways the host's memory is the limit: a gemm staged
- * by 16 threads was 3-17% slower than by 8. */
+ * packed 36-55 GB/s, 16 threads 65-93 GB/s), but with the device's
+ * copies running both ways the host's memory is the limit: 16 threads
+ * did not speed a gemm up. */
 #define THREADS_MAX 8u
 /* Below this a rectangle is copied by the calling thread alone: waking the
  * others costs more. */
