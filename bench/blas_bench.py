@@ -399,7 +399,8 @@ def model_errors(rows):
 
 def label(s):
     """A problem's name: its shape, and where its operands are unless all on the host."""
-    return s["shape"] + (f" {s['where']}" if "g" in s["where"] else "")
+    where = s.get("where", "h")  # results from before --where: all on the host
+    return s["shape"] + (f" {where}" if "g" in where else "")
 
 
 def plot(rows, summary, path):
@@ -409,7 +410,7 @@ def plot(rows, summary, path):
     fig, (speed, by_tile, ratio, models) = plt.subplots(1, 4, figsize=(26, 4.5))
     for s in summary:  # fig. 1: GFLOP/s against the tile, a line a shape
         fixed = sorted((r["tile"], r["gflops"]) for r in rows if r["who"] == "grain" and r["tile_asked"] > 0 and
-                       r["where"] == s["where"] and
+                       r.get("where") == s.get("where") and
                        ("x".join(map(str, (r["m"], r["n"], r["k"]))) == s["shape"] or str(r["m"]) == s["shape"]))
         by_tile.plot([t for t, _ in fixed], [f for _, f in fixed], "o-", label=label(s))
     by_tile.set_xscale("log", base=2)
