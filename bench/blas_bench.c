@@ -270,7 +270,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
                 fprintf(stderr, "blas_bench: C from the heap: %s\n", grain_error_message(g));
                 failed = 1;
             }
-            if (r == 0)
+            if (r == 0 && !failed)
                 err = check(single, m, n, k, a, b, c, rows, cols, c0);
         }
         if (failed)
