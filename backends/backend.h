@@ -49,7 +49,8 @@ typedef struct grain_backend_info {
     /* How host threads and kernels share memory with atomics (the queue, and
      * the heap with GRAIN_APPLY=host), and the device code's dialect. */
     char shared_memory[256];
-    /* The vendor BLAS behind gemm_tile ("CLBlast 1.5"), or "" without one. */
+    /* The vendor BLAS behind gemm_tile ("CLBlast 1.5"), or "" without one
+     * (or, where the backend has blas_load, before it is loaded). */
     char blas[64];
 } grain_backend_info_t;
 
@@ -190,6 +191,11 @@ typedef struct grain_backend_ops {
     grain_status_t (*gemm_tile)(grain_backend_t *backend, unsigned lane, size_t es, int ta, int tb, size_t m,
                                 size_t n, size_t k, const void *alpha, const void *a, size_t lda, const void *b,
                                 size_t ldb, const void *beta, void *c, size_t ldc);
+    /* Optional: loads the vendor BLAS behind gemm_tile at its first need,
+     * where loading it at open would cost every rank that never calls it
+     * (cuBLAS: a third of a second), and names it in `name` as info.blas
+     * would ("" where none loads).  Later calls only name it. */
+    void (*blas_load)(grain_backend_t *backend, char *name, size_t size);
 } grain_backend_ops_t;
 
 #define GRAIN_PEER_HANDLE_BYTES 128u

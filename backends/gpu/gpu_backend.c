@@ -56,6 +56,7 @@ struct grain_backend {
     mark_ring_t side_marks; /* the apply kernels' completions */
     unsigned launch_pending; /* GRAIN_LAUNCH_PENDING: fixed room for launches from kernels, or 0 */
     gpu_blas_t *blas;        /* the vendor's BLAS, or NULL (info.blas empty) */
+    int blas_tried;          /* blas_load looked for it */
     grain_backend_info_t info;
     char arch[320]; /* the compiler's target option */
 };
@@ -247,7 +248,6 @@ static grain_status_t gpu_open(const grain_config_t *config, unsigned host_threa
     snprintf(b->info.shared_memory, sizeof b->info.shared_memory,
              "pinned host memory, system-scope 64-bit atomics; device code compiled with %.160s", b->arch);
     b->launch_pending = config->launch_pending;
-    b->blas = gpuBlasOpen(b->info.blas, sizeof b->info.blas);
     if (config->device_launch)
         gpuDeviceLaunchCheck(b->info.no_device_launch, sizeof b->info.no_device_launch);
     else
@@ -734,6 +734,15 @@ static grain_status_t gpu_lane_wait(grain_backend_t *b, unsigned lane, unsigned 
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "a lane waiting for another");
 }
 
+static void gpu_blas_load(grain_backend_t *b, char *name, size_t size)
+{
+    if (!b->blas_tried) {
+        b->blas_tried = 1;
+        b->blas = gpuBlasOpen(b->info.blas, sizeof b->info.blas);
+    }
+    snprintf(name, size, "%s", b->info.blas);
+}
+
 static grain_status_t gpu_gemm_tile(grain_backend_t *b, unsigned lane, size_t es, int ta, int tb, size_t m, size_t n,
                                     size_t k, const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
                                     const void *beta, void *c, size_t ldc)
@@ -838,4 +847,5 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_rect_async = gpu_copy_rect_async,
     .lane_wait = gpu_lane_wait,
     .gemm_tile = gpu_gemm_tile,
+    .blas_load = gpu_blas_load,
 };

@@ -40,7 +40,7 @@ struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
     int profile_read;      /* the profile was looked for */
-    int told;              /* the info log said which kernels compute gemm tiles */
+    int told;              /* the info log said which kernels compute gemm tiles (the vendor's loaded) */
     blas_profile_t profile; /* this device's, or none (no routine has kernels) */
     blas_cache_t cache;
     blas_stage_t *stage;  /* host operands' way through pinned memory (GRAIN_BLAS_STAGE), or NULL */
@@ -212,12 +212,14 @@ grain_status_t grain_blas_last(grain_t *g, grain_blas_last_t *last_p)
 static grain_status_t vendor_of(grain_t *g, int *vendor_p)
 {
     const char *want = g->config.blas_kernels;
+    struct grain_blas_state *b = state(g);
+    if (b != NULL && !b->told && g->bops->blas_load != NULL && strcmp(want, "grain") != 0)
+        g->bops->blas_load(g->backend, g->binfo.blas, sizeof g->binfo.blas);
     *vendor_p = g->bops->gemm_tile != NULL && g->binfo.blas[0] != '\0' && strcmp(want, "grain") != 0;
     if (!*vendor_p && strcmp(want, "vendor") == 0)
         return grain_fail(GRAIN_ERR_UNSUPPORTED, "GRAIN_BLAS_KERNELS=vendor: the %s backend has no vendor BLAS here "
                           "(CLBlast serves OpenCL where libclblast-dev is installed, cuBLAS CUDA where the "
                           "toolkit's libcublas loads)", g->bops->name);
-    struct grain_blas_state *b = state(g);
     if (b != NULL && !b->told) {
         b->told = 1;
         grain_info("blas: gemm tiles by %s", *vendor_p ? g->binfo.blas : "grain's kernels");
