@@ -196,6 +196,11 @@ typedef struct grain_backend_ops {
      * (cuBLAS: a third of a second), and names it in `name` as info.blas
      * would ("" where none loads).  Later calls only name it. */
     void (*blas_load)(grain_backend_t *backend, char *name, size_t size);
+    /* Optional: whether the host memory at [ptr, ptr + bytes) is page-locked
+     * for the device's copies, so that a lane copies it at the link's speed
+     * without holding the host (the tiled BLAS then copies it straight,
+     * without its pinned staging). */
+    int (*host_pinned)(grain_backend_t *backend, const void *ptr, size_t bytes);
 } grain_backend_ops_t;
 
 #define GRAIN_PEER_HANDLE_BYTES 128u

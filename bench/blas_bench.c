@@ -10,13 +10,14 @@
  * used, the time the selecting model predicted for it and where the
  * calling thread's time went (grain_blas_last), and every model's time.
  * With --where, operands are copied into grain's heap first (partial
- * offload: "g" for A, B or C, axpy's x or y).  The first call of each is
+ * offload: "g" for A, B or C, axpy's x or y), or into page-locked host
+ * memory ("p", grain_mem_alloc).  The first call of each is
  * checked: 64 entries of C against the host's sums.  With --routine daxpy
  * or saxpy, y = x + y on vectors of each N of --shapes.
  * bench/blas_bench.py sets it beside cuBLASXt on the same shapes.
  *
  *   mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]
- *                           [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|...|hh|gh|hg]
+ *                           [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|pph|...|hh|gh|pp|...]
  *   (--deploy: measure the device's profile first, GRAIN_BLAS_PROFILE's,
  *   and print a JSON line of its time)
  */
@@ -94,9 +95,9 @@ static void take(void *state, int key, const char *option, const char *value)
         o->reps = cli_u64_in(option, value, 1, 1000);
     } else if (key == OPT_WHERE) {
         size_t n = strlen(value);
-        if (n < 2 || n > 3 || strspn(value, "hg") != n) {
-            fprintf(stderr, "blas_bench: %s %s: a letter an operand (A, B, C; axpy x, y), h for the host's memory "
-                            "or g for grain's heap\n", option, value);
+        if (n < 2 || n > 3 || strspn(value, "hgp") != n) {
+            fprintf(stderr, "blas_bench: %s %s: a letter an operand (A, B, C; axpy x, y), h for the host's memory, "
+                            "g for grain's heap or p for its page-locked memory\n", option, value);
             exit(CLI_EXIT_USAGE);
         }
         memcpy(o->where, value, n + 1);
@@ -108,9 +109,10 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1 blas_bench [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK[,...] | N[,...]]\n"
-                 "                  [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|...|hh|gh|hg]\n"
+                 "                  [--tiles T[,...]] [--reps R] [--deploy] [--where hhh|ghh|pph|...|hh|gh|pp|...]\n"
                  "  times C = A B + C (y = x + y) per shape and tile (0: grain's selection), a JSON line each, with\n"
-                 "  each operand in the host's memory (h, the default) or grain's heap (g)\n");
+                 "  each operand in the host's pageable memory (h, the default), grain's heap (g) or page-locked\n"
+                 "  memory (p)\n");
 }
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -175,13 +177,13 @@ static int by_time(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Whether operand 0, 1 or 2 (A, B, C; axpy: x in A, y in C, and B the
- * check's alone) lies in the heap. */
-static int in_heap(const options_t *o, unsigned operand)
+/* Where operand 0, 1 or 2 lies (A, B, C; axpy: x in A, y in C, and B
+ * the check's alone, on the host): --where's letter. */
+static char place_of(const options_t *o, unsigned operand)
 {
     if (o->axpy)
-        return operand != 1 && o->where[operand / 2] == 'g';
-    return o->where[operand] == 'g';
+        return operand == 1 ? 'h' : o->where[operand / 2];
+    return o->where[operand];
 }
 
 /* The heap the largest shape's operands in it need. */
@@ -192,31 +194,36 @@ static size_t heap_needed(const options_t *o)
         const size_t *d = o->shapes[i];
         size_t bytes[3] = {d[0] * d[2] * es, d[2] * d[1] * es, d[0] * d[1] * es}, sum = 0;
         for (unsigned x = 0; x < 3; x++)
-            sum += in_heap(o, x) ? bytes[x] : 0;
+            sum += place_of(o, x) == 'g' ? bytes[x] : 0;
         most = sum > most ? sum : most;
     }
     return most;
 }
 
-/* The operand the call takes: a copy of the host's in the heap, or the
- * host's itself. */
+/* The operand the call takes: a copy of the host's in the heap or in
+ * page-locked memory, or the host's itself. */
 static void *placed(grain_t *g, const options_t *o, unsigned operand, void *host, size_t bytes, int *failed)
 {
     void *p = NULL;
-    if (*failed || !in_heap(o, operand))
+    char where = place_of(o, operand);
+    if (*failed || where == 'h')
         return host;
-    if (grain_malloc(g, bytes, &p) != GRAIN_OK || grain_memcpy(g, p, host, bytes) != GRAIN_OK) {
-        fprintf(stderr, "blas_bench: %zu bytes into the heap: %s\n", bytes, grain_error_message(g));
+    grain_status_t st = where == 'g' ? grain_malloc(g, bytes, &p) : grain_mem_alloc(g, bytes, &p);
+    if (st != GRAIN_OK || grain_memcpy(g, p, host, bytes) != GRAIN_OK) {
+        fprintf(stderr, "blas_bench: %zu bytes into %s: %s\n", bytes, where == 'g' ? "the heap" : "page-locked memory",
+                grain_error_message(g));
         *failed = 1;
         return host;
     }
     return p;
 }
 
-static void unplaced(grain_t *g, void *p, const void *host)
+static void unplaced(grain_t *g, const options_t *o, unsigned operand, void *p, const void *host)
 {
-    if (p != host)
+    if (p != host && place_of(o, operand) == 'g')
         grain_free(g, p);
+    else if (p != host)
+        grain_mem_free(g, p);
 }
 
 static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
@@ -305,9 +312,9 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         fflush(stdout);
         failed = !ok;
     }
-    unplaced(g, ga, a);
-    unplaced(g, gb, b);
-    unplaced(g, gc, c);
+    unplaced(g, o, 0, ga, a);
+    unplaced(g, o, 1, gb, b);
+    unplaced(g, o, 2, gc, c);
     free(a);
     free(b);
     free(c);

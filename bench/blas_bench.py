@@ -21,10 +21,13 @@ measured one, and every model's error over every run of grain (figs. 4-6).
 beside cuBLAS's axpy on CUDA managed memory, whose pages are prefetched to
 the GPU and y's back (the paper's axpy baseline), else numpy's y += x.
 
---where puts operands in grain's heap (g) instead of the host's memory (h):
-a letter an operand, A B C (axpy x y), a set a comma, or "all" for every
-set but all-g.  The baseline then takes them from device memory (cuBLASXt),
-or prefetched there beforehand (managed memory); numpy takes the host's.
+--where puts operands in grain's heap (g) or in page-locked host memory
+(p, grain_mem_alloc) instead of the host's pageable memory (h): a letter
+an operand, A B C (axpy x y), a set a comma, or "all" for every set of h
+and g but all-g.  The baseline then takes g from device memory
+(cuBLASXt), or prefetched there beforehand (managed memory), and p from
+the host's memory registered with CUDA (cuBLASXt; managed memory has no
+such place, so p is h there); numpy takes the host's.
 All-h is the paper's full offload, any other set partial (table IV: the
 geometric mean of baseline / grain over each kind).
 Every grain call checks 64 entries of its output against the host's sums.
@@ -32,7 +35,7 @@ Writes <out>/blas.csv and blas.json after each problem, and blas.png at the end.
 
   bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK,... | N,...]
                       [--tiles 1024,2048,4096]
-                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,...|all]
+                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,pph,...|all]
                       [--tiny] [--out bench-results/blas]
                       [--mpirun "mpirun ..."] [--timeout 900]
   bench/blas_bench.py --replot [--out DIR]"""
@@ -125,6 +128,12 @@ class Cuda:
             err = self.rt.cudaMemPrefetchAsync(p, nbytes, 0 if to_device else -1, None)  # -1: cudaCpuDeviceId
         self.check(err, "cudaMemPrefetchAsync")
 
+    def register(self, p, nbytes):
+        self.check(self.rt.cudaHostRegister(ctypes.c_void_p(p), ctypes.c_size_t(nbytes), 0), "cudaHostRegister")
+
+    def unregister(self, p):
+        self.rt.cudaHostUnregister(ctypes.c_void_p(p))
+
     def sync(self):
         self.check(self.rt.cudaDeviceSynchronize(), "cudaDeviceSynchronize")
 
@@ -174,9 +183,9 @@ class Xt:
         return b.value
 
 
-def in_heap(where, operand, axpy):
-    """Whether operand 0, 1 or 2 (A, B, C; axpy x in A, y in C) is in grain's heap, as blas_bench reads --where."""
-    return operand != 1 and where[operand // 2] == "g" if axpy else where[operand] == "g"
+def place_of(where, operand, axpy):
+    """Where operand 0, 1 or 2 (A, B, C; axpy x in A, y in C) is, as blas_bench reads --where: its letter."""
+    return ("h" if operand == 1 else where[operand // 2]) if axpy else where[operand]
 
 
 def wheres_of(text, axpy):
@@ -185,9 +194,10 @@ def wheres_of(text, axpy):
     if text == "all":
         return ["".join(w) for w in itertools.product("hg", repeat=letters) if "h" in w]
     out = text.split(",")
-    bad = [w for w in out if len(w) != letters or set(w) - set("hg")]
+    bad = [w for w in out if len(w) != letters or set(w) - set("hgp")]
     if bad:
-        raise SystemExit(f"blas_bench: --where {text}: {letters} letters a set, h (host) or g (grain's heap)")
+        raise SystemExit(f"blas_bench: --where {text}: {letters} letters a set, h (host), g (grain's heap) or p "
+                         f"(page-locked)")
     return out
 
 
@@ -209,6 +219,7 @@ class ManagedAxpy:
     def axpy(self, single, n, x, y, where):
         """y = x + y on managed x and y, each first placed as `where` says (untimed); the seconds it took."""
         es = 4 if single else 8
+        where = where.replace("p", "h")  # managed memory is never page-locked
         for p, w in ((x, where[0]), (y, where[1])):
             self.cuda.prefetch(p, n * es, w == "g")
         self.cuda.sync()
@@ -258,12 +269,18 @@ def baseline(args, shape, where, backend, progress):
     runs = [(xt.name, bl, False) for bl in [0] + args.xt_blocks] if xt else [
         (managed.name if managed else "host (numpy y += x)" if axpy else "host BLAS (numpy)", None, False)]
     progress.start(f"{shape_arg(args, shape)} {where} {runs[0][0]}")
-    # Operands where the baseline takes them: device memory for g under cuBLASXt, managed memory for axpy.
-    arrays, owned = (a, b, c), []
+    # Operands where the baseline takes them: under cuBLASXt device memory for g and registered host memory for p,
+    # managed memory for axpy.
+    arrays, owned, registered = (a, b, c), [], []
     places = [x.ctypes.data for x in arrays]
+    if xt:
+        for i, x in enumerate(arrays):
+            if place_of(where, i, axpy) == "p":
+                cuda.register(places[i], x.nbytes)
+                registered.append(places[i])
     if gpu:
         for i, x in enumerate(arrays):
-            if (i != 1 or not axpy) and (managed or in_heap(where, i, axpy)):
+            if (i != 1 or not axpy) and (managed or place_of(where, i, axpy) == "g"):
                 places[i] = cuda.alloc(x.nbytes, managed=managed is not None)
                 owned.append(places[i])
                 if managed:
@@ -295,11 +312,13 @@ def baseline(args, shape, where, backend, progress):
     try:
         for who, block, pin in runs:
             run(who, block, pin)
-        if xt and "h" in where:
+        if xt and "h" in where:  # cuBLASXt's pinning of what is pageable
             run(xt.name, min(rows, key=lambda r: r["seconds"])["tile"], True)
     finally:
         for p in owned:
             cuda.free(p)
+        for p in registered:
+            cuda.unregister(p)
         if gpu:
             gpu.close()
     progress.finish(", ".join(f"{'block ' + str(r['tile']) + (' pinning ' if r['pinning'] else ' ') if xt else ''}"
@@ -398,9 +417,9 @@ def model_errors(rows):
 
 
 def label(s):
-    """A problem's name: its shape, and where its operands are unless all on the host."""
+    """A problem's name: its shape, and where its operands are unless all in the host's pageable memory."""
     where = s.get("where", "h")  # results from before --where: all on the host
-    return s["shape"] + (f" {where}" if "g" in where else "")
+    return s["shape"] + (f" {where}" if set(where) != {"h"} else "")
 
 
 def plot(rows, summary, path):
@@ -484,8 +503,8 @@ def main():
     # Ten blocks, as the paper takes cuBLASXt's best of ten tiles (fig. 7, table IV).
     ap.add_argument("--xt-blocks", default="1024,1536,2048,2560,3072,3584,4096,5120,6144,8192")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--where", default=None, help="operand placements, h host g heap, a letter an operand: hhh,ghh,"
-                    "... (axpy hh,gh,...) or all; default all on the host")
+    ap.add_argument("--where", default=None, help="operand placements, h host, g heap, p page-locked, a letter an "
+                    "operand: hhh,ghh,pph,... (axpy hh,gh,...) or all; default all on the host")
     ap.add_argument("--deploy", action="store_true")
     ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
     ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")

@@ -80,6 +80,18 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
     return cudaHostAlloc(p, n, cudaHostAllocMapped | cudaHostAllocPortable);
 }
 
+/* Whether host memory at p is page-locked for the device's copies
+ * (cudaHostAlloc, cudaMallocHost or cudaHostRegister). */
+static inline int gpuHostPinned(const void *p)
+{
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 /* urgent: the device's greatest priority (see gpu_backend.c) */
 static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s, int urgent)
 {
@@ -288,6 +300,21 @@ static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 {
     /* coherent: host and kernel see each other's stores while the kernel runs */
     return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent | hipHostMallocPortable);
+}
+
+/* As CUDA's; HIP before 6 names the field memoryType. */
+static inline int gpuHostPinned(const void *p)
+{
+    hipPointerAttribute_t a;
+    if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+        (void)hipGetLastError();
+        return 0;
+    }
+#if HIP_VERSION_MAJOR >= 6
+    return a.type == hipMemoryTypeHost;
+#else
+    return a.memoryType == hipMemoryTypeHost;
+#endif
 }
 
 static inline gpu_err_t gpuStreamCreate(gpu_stream_t *s, int urgent)

@@ -743,6 +743,14 @@ static void gpu_blas_load(grain_backend_t *b, char *name, size_t size)
     snprintf(name, size, "%s", b->info.blas);
 }
 
+/* Both ends: a range that starts and ends in page-locked memory is taken
+ * as one allocation or registration. */
+static int gpu_host_pinned(grain_backend_t *b, const void *ptr, size_t bytes)
+{
+    (void)b;
+    return bytes > 0 && gpuHostPinned(ptr) && gpuHostPinned((const unsigned char *)ptr + bytes - 1);
+}
+
 static grain_status_t gpu_gemm_tile(grain_backend_t *b, unsigned lane, size_t es, int ta, int tb, size_t m, size_t n,
                                     size_t k, const void *alpha, const void *a, size_t lda, const void *bm, size_t ldb,
                                     const void *beta, void *c, size_t ldc)
@@ -848,4 +856,5 @@ const grain_backend_ops_t grain_hip_ops = {
     .lane_wait = gpu_lane_wait,
     .gemm_tile = gpu_gemm_tile,
     .blas_load = gpu_blas_load,
+    .host_pinned = gpu_host_pinned,
 };

@@ -301,13 +301,14 @@ typedef struct gemm_call {
 
 /* `cols` columns of `rows` elements between a host matrix (ld apart) and a
  * packed device tile, on `lane`: in, or back when `out`; through the
- * staging where there is one, else one copy where the columns are
- * contiguous. */
+ * staging where there is one and the host's memory is pageable, else one
+ * copy where the columns are contiguous. */
 static grain_status_t host_rect(grain_t *g, unsigned lane, int out, unsigned char *host, size_t ld,
                                 unsigned char *dev, size_t rows, size_t cols, size_t es)
 {
     blas_stage_t *s = g->blas->stage;
-    if (s != NULL)
+    int pinned = g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, host, ((cols - 1) * ld + rows) * es);
+    if (s != NULL && !pinned)
         return blas_stage_move(s, lane, out, host, ld, dev, rows, cols, es);
     if (ld == rows)
         return g->bops->copy_async(g->backend, lane, out ? host : dev, out ? dev : host, rows * cols * es);

@@ -4,7 +4,8 @@
  * tests/oracle/check_blas.py to compare with scipy.linalg.blas: gemm at the
  * issue's 1000 x 777 x 513 with T = 256 and leading dimensions past the
  * rows; every location of A, B and C (host memory, or grain's heap, used
- * where it is); transposes; fat-by-thin and thin-by-fat shapes; beta = 0
+ * where it is), and some in page-locked host memory (grain_mem_alloc,
+ * copied without the staging where the backend pins); transposes; fat-by-thin and thin-by-fat shapes; beta = 0
  * over a C of NaNs; alpha = 0; k = 0; sgemm; axpy with increments and
  * locations.  Integer data (|x| <= 8) must come back exact, real data
  * within the rounding of the sums.
@@ -59,7 +60,7 @@ typedef struct gcase {
     char ta, tb;
     size_t m, n, k, pad, tile;
     double alpha, beta;
-    const char *where; /* A, B, C: 'h' host, 'g' grain's heap */
+    const char *where; /* A, B, C: 'h' host, 'g' grain's heap, 'p' page-locked (grain_mem_alloc) */
     int integer, single, nan_c;
 } gcase_t;
 
@@ -81,13 +82,17 @@ static void refused(grain_status_t st, const char *words)
     printf("blas_cases: refused: %s\n", why);
 }
 
-/* `count` elements, in the heap or the host's memory. */
+/* `count` elements, in the heap (g), grain's page-locked memory (p) or the
+ * host's pageable memory (h), zeroed. */
 static void *space(char where, size_t count, size_t es)
 {
     void *p = NULL;
-    if (where == 'g')
+    if (where == 'g') {
         OK(grain_malloc(g, count * es, &p));
-    else if ((p = calloc(count ? count : 1, es)) == NULL) {
+    } else if (where == 'p') {
+        OK(grain_mem_alloc(g, (count ? count : 1) * es, &p));
+        memset(p, 0, (count ? count : 1) * es);
+    } else if ((p = calloc(count ? count : 1, es)) == NULL) {
         fprintf(stderr, "blas_cases: no memory\n");
         exit(2);
     }
@@ -98,6 +103,8 @@ static void release(char where, void *p)
 {
     if (where == 'g')
         OK(grain_free(g, p));
+    else if (where == 'p')
+        OK(grain_mem_free(g, p));
     else
         free(p);
 }
@@ -217,6 +224,9 @@ int main(int argc, char **argv)
         {'N', 'N', 300, 200, 150, 1, 64, 1.0, 1.0, "ghg", 1, 0, 0},
         {'N', 'N', 300, 200, 150, 1, 64, 1.0, 1.0, "hgg", 1, 0, 0},
         {'N', 'N', 300, 200, 150, 1, 64, 1.0, 1.0, "ggg", 1, 0, 0},
+        /* page-locked operands beside pageable and heap ones, and transposed */
+        {'N', 'N', 300, 200, 150, 1, 64, 1.0, 1.0, "pph", 1, 0, 0},
+        {'T', 'N', 130, 90, 70, 2, 32, 1.0, -1.0, "hgp", 1, 0, 0},
         /* transposes, real data, tiles that divide nothing */
         {'N', 'T', 130, 90, 70, 2, 32, 0.5, 0.25, "hhh", 0, 0, 0},
         {'T', 'N', 130, 90, 70, 0, 32, -1.5, 0.0, "hhh", 0, 0, 0},
@@ -240,6 +250,7 @@ int main(int argc, char **argv)
     static const acase_t axpys[] = {
         {100000, 1, 1, 4096, 2.5, "hh", 0}, {30001, 2, 3, 1000, -1.0, "gh", 0}, {30001, 3, 1, 1000, 0.5, "hg", 0},
         {5000, 1, 2, 0, 1.5, "gg", 0},      {70000, 1, 1, 8192, 3.0, "hh", 1},
+        {40000, 1, 2, 3000, 1.0, "pp", 0},  {40000, 2, 1, 3000, -0.5, "ph", 0},
         /* tiles past a staging chunk (8 MiB): contiguous, in pieces of a column; strided, in runs of columns */
         {1500000, 1, 1, 0, 0.5, "hh", 0},   {1200000, 2, 1, 0, -2.0, "hh", 0},
     };
