@@ -4,17 +4,18 @@
  * (section IV-B): grain_blas_deploy measures the rank's device, and
  * grain_blas_predict and grain_blas_select read what it kept.
  *
- * The links: t_i is the mean of one-byte copies; t_b the least-squares
+ * The links: t_i is the median of one-byte copies; t_b the least-squares
  * slope through the origin of square copies of doubles, D = 256 to 16384
  * in steps of 256 (on a CPU device, 64 to 1024 in steps of 64); sl the
  * same slope with a second thread copying the other way over the slope
  * alone.  Copies go as the routines' host operands do: from pageable
- * memory through the staging where they are staged.  The kernels: the
- * tile kernels the routines use (the vendor's where it loads) at each
- * tile size, gemm T = 256 to 16384 in steps of 256 and axpy N = 2^18 to
- * 2^26 in steps of 2^18 (a CPU device, where grain's kernels are slow
- * and the CI runs: 16 to 128 by 16, 2^14 to 2^18 by 2^14), until one
- * kernel takes longer than a second.  Every sample is repeated until the
+ * memory through the staging where they are staged, else from page-locked
+ * memory on the lanes; where page-locked operands pass the staging, that
+ * path is measured too.  The kernels: the tile kernels the routines use
+ * (the vendor's where it loads) at each tile size, gemm T = 256 to 16384
+ * in steps of 256 and axpy N = 2^18 to 2^26 in steps of 2^18 (a CPU
+ * device, where grain's kernels are slow and the CI runs: 16 to 128 by
+ * 16, 2^14 to 2^18 by 2^14), until one kernel takes longer than a second.  Every sample is repeated until the
  * 95% confidence interval of its mean is within 5% of it, at most 20
  * times.
  */
@@ -92,8 +93,11 @@ typedef struct copy_job {
 static grain_status_t copy_once(void *arg)
 {
     copy_job_t *j = arg;
-    if (j->stage == NULL)
-        return j->g->bops->copy(j->g->backend, j->dst, j->src, j->bytes);
+    if (j->stage == NULL) {
+        grain_status_t st = j->g->bops->copy_async(j->g->backend, j->lane, j->dst, j->src, j->bytes);
+        grain_status_t waited = j->g->bops->copy_wait(j->g->backend, j->lane);
+        return st != GRAIN_OK ? st : waited;
+    }
     void *host = j->h2d ? (void *)j->src : j->dst, *dev = j->h2d ? j->dst : (void *)j->src;
     grain_status_t st = blas_stage_move(j->stage, j->lane, !j->h2d, host, j->bytes, dev, j->bytes, 1, 1);
     grain_status_t waited = j->g->bops->copy_wait(j->g->backend, j->lane);
@@ -125,7 +129,7 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
         st = copy_once(&one);
         ones[i] = (double)(grain_now_ns() - t0) * 1e-9;
     }
-    l->t_i = blas_mean(ones, SAMPLE_REPS_MAX * 2);
+    l->t_i = blas_median(ones, SAMPLE_REPS_MAX * 2);
     size_t n = r->copy_max / r->copy_step;
     double *bytes = calloc(n, sizeof *bytes), *alone = calloc(n, sizeof *alone), *both = calloc(n, sizeof *both);
     if (bytes == NULL || alone == NULL || both == NULL)
@@ -155,12 +159,39 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
         double t_bid = blas_fit_t_b(bytes, both, n, l->t_i);
         l->sl = l->t_b > 0 && t_bid > l->t_b ? t_bid / l->t_b : 1.0;
         if (l->t_b <= 0)
-            st = grain_fail(GRAIN_ERR_BACKEND, "blas: the copies %s the device took no time to fit",
-                            h2d ? "to" : "from");
+            st = grain_fail(GRAIN_ERR_BACKEND, "blas: the copies %s the device took no time to fit (a byte "
+                            "%.3g us, %zu bytes %.3g us)", h2d ? "to" : "from", l->t_i * 1e6, (size_t)bytes[n - 1],
+                            alone[n - 1] * 1e6);
     }
     free(bytes);
     free(alone);
     free(both);
+    return st;
+}
+
+/* One path's links both ways, as the routines copy host memory: from
+ * pageable memory through the staging `mine` where there is one (the other
+ * way through `other`), else from page-locked memory on the lanes. */
+static grain_status_t deploy_path(grain_t *g, const ranges_t *r, unsigned char *dev, blas_stage_t *mine,
+                                  blas_stage_t *other, blas_links_t *l)
+{
+    size_t bytes = 2 * r->copy_max * r->copy_max * 8; /* a copy each way at once */
+    unsigned char *host = NULL;
+    grain_status_t st = GRAIN_OK;
+    if (mine != NULL && (host = malloc(bytes)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", bytes);
+    else if (mine != NULL)
+        memset(host, 0, bytes); /* paged in before it is timed */
+    else
+        st = g->bops->alloc_shared(g->backend, bytes, (void **)&host);
+    if (st == GRAIN_OK)
+        st = deploy_link(g, r, 1, host, dev, mine, other, &l->h2d);
+    if (st == GRAIN_OK)
+        st = deploy_link(g, r, 0, host, dev, mine, other, &l->d2h);
+    if (mine != NULL)
+        free(host);
+    else if (host != NULL)
+        g->bops->free_shared(g->backend, host);
     return st;
 }
 
@@ -212,48 +243,44 @@ grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
     char path[4096];
     blas_profile_path(g, profile, path, sizeof path);
     ranges_t r = ranges_of(g);
-    /* Buffers for the largest copy both ways at once, and the largest
-     * tiles of each routine. */
+    /* The device's buffer: for the largest copy both ways at once, and the
+     * largest tiles of each routine. */
     size_t copy = r.copy_max * r.copy_max * 8, gemm = r.gemm_max * r.gemm_max * 8, axpy = r.axpy_max * 8;
     size_t big = 2 * copy > 3 * gemm ? 2 * copy : 3 * gemm;
     big = big > 2 * axpy ? big : 2 * axpy;
-    unsigned char *host = NULL, *dev = NULL;
+    unsigned char *dev = NULL;
     blas_profile_t p = {0};
-    /* The links as the routines use them: where they stage host operands,
-     * from pageable memory through a staging each way. */
     blas_stage_t *mine = NULL, *other = NULL;
     grain_status_t st = blas_stage_of(g, &mine);
-    if (st == GRAIN_OK && mine != NULL && (st = blas_stage_open(g, &other)) == GRAIN_OK &&
-        (host = malloc(2 * copy)) == NULL)
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", 2 * copy);
-    else if (st == GRAIN_OK && mine != NULL)
-        memset(host, 0, 2 * copy); /* paged in before it is timed */
-    else if (st == GRAIN_OK)
-        st = g->bops->alloc_shared(g->backend, 2 * copy, (void **)&host);
+    if (st == GRAIN_OK && mine != NULL)
+        st = blas_stage_open(g, &other);
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, big, (void **)&dev);
     if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 1, host, dev, mine, other, &p.machine.h2d);
-    if (st == GRAIN_OK)
-        st = deploy_link(g, &r, 0, host, dev, mine, other, &p.machine.d2h);
+        st = deploy_path(g, &r, dev, mine, other, &p.machine.path[BLAS_PATH_HOST]);
     blas_stage_close(other);
     p.have_links = st == GRAIN_OK;
+    /* Where page-locked operands pass the staging, their own links. */
+    if (st == GRAIN_OK && mine != NULL && g->bops->host_pinned != NULL) {
+        st = deploy_path(g, &r, dev, NULL, NULL, &p.machine.path[BLAS_PATH_PINNED]);
+        p.have_pinned = st == GRAIN_OK;
+    } else {
+        p.machine.path[BLAS_PATH_PINNED] = p.machine.path[BLAS_PATH_HOST];
+    }
     for (unsigned routine = 0; routine < BLAS_ROUTINES && st == GRAIN_OK; routine++) {
         int gemm_r = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
         size_t part = gemm_r ? gemm : axpy;
         st = deploy_kernels(g, &r, routine, dev, dev + part, dev + 2 * part, &p);
     }
-    if (mine != NULL)
-        free(host);
-    else if (host != NULL)
-        g->bops->free_shared(g->backend, host);
     if (dev != NULL)
         g->bops->free_device(g->backend, dev);
     if (st == GRAIN_OK && path[0] != '\0')
         st = blas_profile_write(&p, path, grain_device_name(g));
     if (st == GRAIN_OK) {
-        grain_info("blas: deployed %s: h2d %.3g GB/s (sl %.2f), d2h %.3g GB/s (sl %.2f)%s%s", grain_device_name(g),
-                   1e-9 / p.machine.h2d.t_b, p.machine.h2d.sl, 1e-9 / p.machine.d2h.t_b, p.machine.d2h.sl,
+        const blas_links_t *h = &p.machine.path[BLAS_PATH_HOST], *l = &p.machine.path[BLAS_PATH_PINNED];
+        grain_info("blas: deployed %s: h2d %.3g GB/s (sl %.2f), d2h %.3g GB/s (sl %.2f); page-locked: h2d %.3g GB/s "
+                   "(sl %.2f), d2h %.3g GB/s (sl %.2f)%s%s", grain_device_name(g), 1e-9 / h->h2d.t_b, h->h2d.sl,
+                   1e-9 / h->d2h.t_b, h->d2h.sl, 1e-9 / l->h2d.t_b, l->h2d.sl, 1e-9 / l->d2h.t_b, l->d2h.sl,
                    path[0] ? ", kept in " : "", path);
         blas_use_profile(g, &p); /* takes it */
     }
@@ -274,9 +301,9 @@ static grain_status_t shape_of(grain_t *g, const grain_blas_problem_t *q, unsign
         size_t es = q->routine == GRAIN_BLAS_DGEMM ? 8 : 4;
         if (q->m == 0 || q->n == 0 || q->k == 0)
             return grain_fail(GRAIN_ERR_INVALID, "blas: gemm of %zu x %zu x %zu: nothing to tile", q->m, q->n, q->k);
-        blas_shape_gemm(s, q->m, q->n, q->k, es, !blas_in_heap(g, q->a, ta ? q->k : q->m, ta ? q->m : q->k, es),
-                        !blas_in_heap(g, q->b, tb ? q->n : q->k, tb ? q->k : q->n, es),
-                        !blas_in_heap(g, q->c, q->m, q->n, es), q->beta_zero);
+        blas_shape_gemm(s, q->m, q->n, q->k, es, blas_where(g, q->a, ta ? q->k : q->m, ta ? q->m : q->k, es),
+                        blas_where(g, q->b, tb ? q->n : q->k, tb ? q->k : q->n, es),
+                        blas_where(g, q->c, q->m, q->n, es), q->beta_zero);
         *routine_p = q->routine == GRAIN_BLAS_DGEMM ? BLAS_DGEMM : BLAS_SGEMM;
         return GRAIN_OK;
     }
@@ -285,7 +312,7 @@ static grain_status_t shape_of(grain_t *g, const grain_blas_problem_t *q, unsign
         size_t es = q->routine == GRAIN_BLAS_DAXPY ? 8 : 4;
         if (q->n == 0)
             return grain_fail(GRAIN_ERR_INVALID, "blas: axpy of 0 elements: nothing to tile");
-        blas_shape_axpy(s, q->n, es, !blas_in_heap(g, q->a, 1, q->n, es), !blas_in_heap(g, q->b, 1, q->n, es));
+        blas_shape_axpy(s, q->n, es, blas_where(g, q->a, 1, q->n, es), blas_where(g, q->b, 1, q->n, es));
         *routine_p = q->routine == GRAIN_BLAS_DAXPY ? BLAS_DAXPY : BLAS_SAXPY;
         return GRAIN_OK;
     }
@@ -348,6 +375,8 @@ grain_status_t grain_blas_select(grain_t *g, const grain_blas_problem_t *q, grai
     blas_cache_t *cache = blas_cache_of(g);
     uint32_t flags = (uint32_t)(s.op[0].get | s.op[1].get << 1 | s.op[2].get << 2 | s.op[2].set << 3);
     flags |= (uint32_t)(blas_transposed(q->transa) << 4 | blas_transposed(q->transb) << 5);
+    for (unsigned i = 0; i < s.opd; i++)
+        flags |= s.op[i].path << (6 + i);
     blas_cache_key_t key = {.routine = routine, .model = (uint32_t)model, .flags = flags,
                             .d = {s.d[0], s.d[1], s.d[2]}};
     size_t tile = cache != NULL ? blas_cache_get(cache, &key) : 0;

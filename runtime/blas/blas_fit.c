@@ -11,6 +11,17 @@ double blas_mean(const double *x, size_t n)
     return n > 0 ? s / (double)n : 0.0;
 }
 
+double blas_median(double *x, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            double t = x[j];
+            x[j] = x[j - 1];
+            x[j - 1] = t;
+        }
+    return n == 0 ? 0.0 : n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
 double blas_fit_t_b(const double *bytes, const double *seconds, size_t n, double t_i)
 {
     double xy = 0.0, xx = 0.0;

@@ -13,13 +13,21 @@
  * latency-bandwidth links (t_i + t_b bytes, a slowdown sl when the other
  * direction runs too) and t_GPU from the kernel's lookup table.
  *
+ * The paper has one pair of links.  grain's host operands cross two ways:
+ * pageable memory as the routines copy it (through a pinned staging where
+ * the backend stages), and page-locked memory by the device's DMA alone.
+ * Each operand's copies cost its own path's link; a sum of copies over
+ * operands is a flow, its seconds alone and slowed by each part's sl.
+ * With one path the models are the paper's as written.
+ *
  *   baseline  eq. 1: every operand in and out:
  *             max(t_GPU, opd t_h2d, opd t_d2h)(k - 1) + opd t_h2d + t_GPU + opd t_d2h
  *   dataloc   eq. 2: eq. 1 with t_in = sum get t_h2d, t_out = sum set t_d2h
  *   bts       eq. 4: max(t_GPU, t_over)(k - 1) + t_in + t_GPU + t_out, with
  *             t_over from eq. 3: the copies both ways overlapped, each
  *             slowed by sl while the other runs, the rest of the longer
- *             one at full speed
+ *             one at full speed (of a flow over paths: the rest's share
+ *             of its slowed seconds at the flow's mean speed alone)
  *   dr        eq. 5 (level 3, data reuse): each tile copied once,
  *             k_in = sum get (tiles - 1) subproblems that copy a tile in:
  *             max(t_h2d, t_GPU) k_in + t_GPU (k - k_in) + t_in + t_out
@@ -63,14 +71,32 @@ typedef struct blas_link {
     double sl;  /* slowdown while the other direction copies too (>= 1) */
 } blas_link_t;
 
-typedef struct blas_machine {
+/* How a host operand crosses: as the routines copy pageable memory, or
+ * straight from page-locked memory by the device's DMA. */
+enum { BLAS_PATH_HOST, BLAS_PATH_PINNED, BLAS_PATHS };
+
+typedef struct blas_links {
     blas_link_t h2d, d2h;
+} blas_links_t;
+
+typedef struct blas_machine {
+    blas_links_t path[BLAS_PATHS];
 } blas_machine_t;
+
+/* Where blas_shape_*'s operands are: on the device (never copied), or on
+ * the host by path. */
+enum { BLAS_ON_DEVICE, BLAS_ON_HOST, BLAS_ON_PINNED };
 
 typedef struct blas_operand {
     size_t s1, s2;
     int get, set;
+    unsigned path; /* BLAS_PATH_*; the host's for an operand on the device */
 } blas_operand_t;
+
+/* Copies one way: their seconds alone, and while the other way copies. */
+typedef struct blas_flow {
+    double alone, both;
+} blas_flow_t;
 
 typedef struct blas_shape {
     unsigned level; /* 1 or 3 */
@@ -80,20 +106,26 @@ typedef struct blas_shape {
     blas_operand_t op[3];
 } blas_shape_t;
 
-/* y = a x + y of n elements; each vector on the host (copied) or not. */
-void blas_shape_axpy(blas_shape_t *s, size_t n, size_t dtype, int x_on_host, int y_on_host);
-/* C = alpha A B + beta C with C m x n and k inner: A m x k, B k x n.  C is
- * copied in only where beta is not 0 (else the kernel never reads it). */
-void blas_shape_gemm(blas_shape_t *s, size_t m, size_t n, size_t k, size_t dtype, int a_on_host, int b_on_host,
-                     int c_on_host, int beta_zero);
+/* y = a x + y of n elements; each vector BLAS_ON_*. */
+void blas_shape_axpy(blas_shape_t *s, size_t n, size_t dtype, int x_on, int y_on);
+/* C = alpha A B + beta C with C m x n and k inner: A m x k, B k x n, each
+ * BLAS_ON_*.  C is copied in only where beta is not 0 (else the kernel
+ * never reads it). */
+void blas_shape_gemm(blas_shape_t *s, size_t m, size_t n, size_t k, size_t dtype, int a_on, int b_on, int c_on,
+                     int beta_zero);
 
 /* Subproblems of tile T, and tiles of operand i. */
 double blas_subproblems(const blas_shape_t *s, size_t tile);
 double blas_operand_tiles(const blas_shape_t *s, unsigned i, size_t tile);
 /* Seconds to copy one tile one way. */
 double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, size_t tile);
-/* Eq. 3: the copies in and out of one subproblem overlapped both ways. */
-double blas_overlap(const blas_machine_t *m, double t_in, double t_out);
+/* Eq. 3: copies in and out overlapped both ways. */
+double blas_overlap(blas_flow_t in, blas_flow_t out);
+/* A flow of `seconds` on link `l`. */
+static inline blas_flow_t blas_flow(const blas_link_t *l, double seconds)
+{
+    return (blas_flow_t){seconds, seconds * l->sl};
+}
 /* The offload time by `model` with tile T, whose kernel takes t_gpu
  * seconds (the lookup's for T). */
 double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shape_t *s, size_t tile, double t_gpu);

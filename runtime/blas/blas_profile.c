@@ -11,6 +11,9 @@
 
 const char *const blas_routine_names[BLAS_ROUTINES] = {"dgemm", "sgemm", "daxpy", "saxpy"};
 
+/* Each path's links, in the order of machine.path. */
+static const char *const link_names[2 * BLAS_PATHS] = {"h2d", "d2h", "h2d-pinned", "d2h-pinned"};
+
 void blas_profile_free(blas_profile_t *p)
 {
     for (unsigned r = 0; r < BLAS_ROUTINES; r++) {
@@ -87,10 +90,13 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
         unsigned n = grain_cache_fields(line, fld, 8);
         if (n < 4 || strcmp(fld[0], device) != 0)
             continue;
-        if (strcmp(fld[1], "link") == 0 && (strcmp(fld[2], "h2d") == 0 || strcmp(fld[2], "d2h") == 0)) {
-            blas_link_t *l = fld[2][0] == 'h' ? &p->machine.h2d : &p->machine.d2h;
-            bad = !parse_link(fld, n, l);
-            links |= fld[2][0] == 'h' ? 1 : 2;
+        unsigned link = 0;
+        while (link < 2 * BLAS_PATHS && strcmp(fld[2], link_names[link]) != 0)
+            link++;
+        if (strcmp(fld[1], "link") == 0 && link < 2 * BLAS_PATHS) {
+            blas_links_t *l = &p->machine.path[link / 2];
+            bad = !parse_link(fld, n, link % 2 ? &l->d2h : &l->h2d);
+            links |= 1u << link;
         } else if (strcmp(fld[1], "kernel") == 0 && n == 4) {
             unsigned r = 0;
             while (r < BLAS_ROUTINES && strcmp(fld[2], blas_routine_names[r]) != 0)
@@ -109,12 +115,16 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
             bad = 1;
         }
         if (bad)
-            grain_fail(GRAIN_ERR_CONFIG, "blas: %s, line %u: not a line of a BLAS profile (link h2d|d2h t_i t_b sl, "
-                       "or kernel <routine> T:seconds,...): deploy again (grain_blas_deploy)", path, number);
+            grain_fail(GRAIN_ERR_CONFIG, "blas: %s, line %u: not a line of a BLAS profile (link "
+                       "h2d|d2h|h2d-pinned|d2h-pinned t_i t_b sl, or kernel <routine> T:seconds,...): deploy again "
+                       "(grain_blas_deploy)", path, number);
     }
     free(line);
     fclose(f);
-    p->have_links = links == 3;
+    p->have_links = (links & 3) == 3;
+    p->have_pinned = (links & 12) == 12;
+    if (!p->have_pinned) /* none deployed: page-locked operands cost what the others do */
+        p->machine.path[BLAS_PATH_PINNED] = p->machine.path[BLAS_PATH_HOST];
     int kernels = 0;
     for (unsigned r = 0; r < BLAS_ROUTINES; r++)
         kernels |= p->n[r] > 0;
@@ -142,10 +152,11 @@ static void append_device(FILE *out, void *arg)
 {
     const rewrite_t *r = arg;
     const blas_profile_t *p = r->p;
-    const blas_link_t *l[2] = {&p->machine.h2d, &p->machine.d2h};
-    for (int d = 0; d < 2; d++)
-        fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", r->device, d ? "d2h" : "h2d", l[d]->t_i, l[d]->t_b,
-                l[d]->sl);
+    for (unsigned link = 0; link < (p->have_pinned ? 2u * BLAS_PATHS : 2u); link++) {
+        const blas_links_t *ls = &p->machine.path[link / 2];
+        const blas_link_t *l = link % 2 ? &ls->d2h : &ls->h2d;
+        fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", r->device, link_names[link], l->t_i, l->t_b, l->sl);
+    }
     for (unsigned k = 0; k < BLAS_ROUTINES; k++) {
         if (p->n[k] == 0)
             continue;
@@ -160,7 +171,7 @@ grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, con
 {
     rewrite_t r = {p, device};
     if (grain_cache_rewrite(path, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional "
-                                  "slowdown) and kernel seconds by tile",
+                                  "slowdown; -pinned: from page-locked memory) and kernel seconds by tile",
                             keep_line, append_device, &r) != 0)
         return grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path, strerror(errno));
     return GRAIN_OK;

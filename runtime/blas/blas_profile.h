@@ -5,11 +5,14 @@
  * size, measured once by grain_blas_deploy and kept in a text file
  * (GRAIN_BLAS_PROFILE), a line each:
  *
- *   device <TAB> link <TAB> h2d|d2h <TAB> t_i <TAB> t_b <TAB> sl
+ *   device <TAB> link <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> t_i <TAB> t_b <TAB> sl
  *   device <TAB> kernel <TAB> dgemm|sgemm|daxpy|saxpy <TAB> T:seconds,T:seconds,...
  *
- * The last line for a (device, what) wins; lines of other devices are
- * kept when a deployment rewrites the file.
+ * h2d and d2h are the routines' copies of pageable host memory; the
+ * -pinned links, where the backend copies page-locked memory otherwise,
+ * that memory's (absent: the same).  The last line for a (device, what)
+ * wins; lines of other devices are kept when a deployment rewrites the
+ * file.
  */
 #ifndef GRAIN_RUNTIME_BLAS_BLAS_PROFILE_H
 #define GRAIN_RUNTIME_BLAS_BLAS_PROFILE_H
@@ -25,7 +28,8 @@ extern const char *const blas_routine_names[BLAS_ROUTINES];
 
 typedef struct blas_profile {
     blas_machine_t machine;
-    int have_links;
+    int have_links;  /* the host path's, both ways */
+    int have_pinned; /* the page-locked path's, both ways */
     size_t n[BLAS_ROUTINES];
     size_t *tile[BLAS_ROUTINES];
     double *seconds[BLAS_ROUTINES];

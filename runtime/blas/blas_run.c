@@ -130,6 +130,13 @@ int blas_in_heap_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t 
     return inside;
 }
 
+/* Whether host memory at [p, p + bytes) is copied straight past the
+ * staging there is: page-locked, the link's speed without the host. */
+static int passes_stage(grain_t *g, const void *p, size_t bytes)
+{
+    return g->blas->stage != NULL && g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, p, bytes);
+}
+
 static size_t local_size(const grain_t *g, size_t global)
 {
     return grain_divisor_at_most(global, g->binfo.max_wg_size < 256 ? g->binfo.max_wg_size : 256);
@@ -142,8 +149,9 @@ static grain_status_t launch_tile(grain_t *g, grain_bkernel_t *bk, size_t global
     return g->bops->launch_lane(bk, BLAS_RUN, 1, &global, &local);
 }
 
-/* The backend's lanes, which the tiled BLAS runs on, and its state. */
-static grain_status_t ready(grain_t *g, const char *name)
+/* The backend's lanes, which the tiled BLAS runs on, its state, and the
+ * staging of host operands (GRAIN_BLAS_STAGE). */
+static grain_status_t state_ready(grain_t *g, const char *name)
 {
     const grain_backend_ops_t *o = g->bops;
     if (o->copy_async == NULL || o->launch_lane == NULL || o->copy_rect_async == NULL || o->lane_wait == NULL)
@@ -159,9 +167,25 @@ static grain_status_t ready(grain_t *g, const char *name)
             return st;
     }
     b->stage_chosen = 1;
-    if (b->stage != NULL)
-        blas_stage_times_take(b->stage); /* a call's account starts here */
     return GRAIN_OK;
+}
+
+/* state_ready, at the start of a call, whose account starts here. */
+static grain_status_t ready(grain_t *g, const char *name)
+{
+    grain_status_t st = state_ready(g, name);
+    if (st == GRAIN_OK && g->blas->stage != NULL)
+        blas_stage_times_take(g->blas->stage);
+    return st;
+}
+
+int blas_where_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es)
+{
+    if (blas_in_heap_ld(g, p, rows, cols, ld, es))
+        return BLAS_ON_DEVICE;
+    if (rows == 0 || cols == 0 || state_ready(g, "blas") != GRAIN_OK)
+        return BLAS_ON_HOST;
+    return passes_stage(g, p, ((cols - 1) * ld + rows) * es) ? BLAS_ON_PINNED : BLAS_ON_HOST;
 }
 
 grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p)
@@ -307,8 +331,7 @@ static grain_status_t host_rect(grain_t *g, unsigned lane, int out, unsigned cha
                                 unsigned char *dev, size_t rows, size_t cols, size_t es)
 {
     blas_stage_t *s = g->blas->stage;
-    int pinned = g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, host, ((cols - 1) * ld + rows) * es);
-    if (s != NULL && !pinned)
+    if (s != NULL && !passes_stage(g, host, ((cols - 1) * ld + rows) * es))
         return blas_stage_move(s, lane, out, host, ld, dev, rows, cols, es);
     if (ld == rows)
         return g->bops->copy_async(g->backend, lane, out ? host : dev, out ? dev : host, rows * cols * es);

@@ -21,9 +21,14 @@ enum { BLAS_H2D = GRAIN_BLAS_LANE, BLAS_RUN, BLAS_D2H };
 /* Whether rows x cols elements of `es` bytes from p (`ld` apart) lie in the
  * symmetric heap, where kernels reach them. */
 int blas_in_heap_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es);
-static inline int blas_in_heap(grain_t *g, const void *p, size_t rows, size_t cols, size_t es)
+
+/* Where such an operand is for the models: BLAS_ON_DEVICE in the heap,
+ * BLAS_ON_PINNED where its page-locked memory passes the staging, else
+ * BLAS_ON_HOST (blas_model.h). */
+int blas_where_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es);
+static inline int blas_where(grain_t *g, const void *p, size_t rows, size_t cols, size_t es)
 {
-    return blas_in_heap_ld(g, p, rows, cols, rows, es);
+    return blas_where_ld(g, p, rows, cols, rows, es);
 }
 
 /* Whether a BLAS transpose letter ('T', 'C', either case) transposes. */
