@@ -23,19 +23,22 @@ the GPU and y's back (the paper's axpy baseline), else numpy's y += x.
 
 --where puts operands in grain's heap (g) or in page-locked host memory
 (p, grain_mem_alloc) instead of the host's pageable memory (h): a letter
-an operand, A B C (axpy x y), a set a comma, or "all" for every set of h
-and g but all-g.  The baseline then takes g from device memory
-(cuBLASXt), or prefetched there beforehand (managed memory), and p from
-the host's memory registered with CUDA (cuBLASXt; managed memory has no
-such place, so p is h there); numpy takes the host's.
-All-h is the paper's full offload, any other set partial (table IV: the
-geometric mean of baseline / grain over each kind).
+an operand, A B C (axpy x y), a set a comma, "all" for every set of h
+and g but all-g, or "all-pinned" for every set of p and g but all-g (the
+paper's host operands are page-locked).  The baseline then takes g from
+device memory (cuBLASXt), or prefetched there beforehand (managed
+memory), and p from the host's memory registered with CUDA (cuBLASXt;
+managed memory has no such place, so p is h there); numpy takes the
+host's.  Sets without g are full offload, any other set partial (table
+IV: the geometric mean of baseline / grain over each kind).  The models'
+errors are given apart for sets with pageable operands (staged) and
+without.
 Every grain call checks 64 entries of its output against the host's sums.
 Writes <out>/blas.csv and blas.json after each problem, and blas.png at the end.
 
   bench/blas_bench.py [--bin build/bin] [--routine dgemm|sgemm|daxpy|saxpy] [--shapes MxNxK,... | N,...]
                       [--tiles 1024,2048,4096]
-                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,pph,...|all]
+                      [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,pph,...|all|all-pinned]
                       [--tiny] [--out bench-results/blas]
                       [--mpirun "mpirun ..."] [--timeout 900]
   bench/blas_bench.py --replot [--out DIR]"""
@@ -189,15 +192,18 @@ def place_of(where, operand, axpy):
 
 
 def wheres_of(text, axpy):
-    """--where's placements; "all": every one but all in the heap (the paper's 7 for gemm, 3 for axpy)."""
-    letters = 2 if axpy else 3
-    if text == "all":
-        return ["".join(w) for w in itertools.product("hg", repeat=letters) if "h" in w]
-    out = text.split(",")
-    bad = [w for w in out if len(w) != letters or set(w) - set("hgp")]
-    if bad:
-        raise SystemExit(f"blas_bench: --where {text}: {letters} letters a set, h (host), g (grain's heap) or p "
-                         f"(page-locked)")
+    """--where's placements; "all": every one but all in the heap (the paper's 7 for gemm, 3 for axpy), the host's
+    operands pageable; "all-pinned": the same, page-locked (the paper's setup)."""
+    letters, out = 2 if axpy else 3, []
+    for w in text.split(","):
+        host = {"all": "h", "all-pinned": "p"}.get(w)
+        if host:
+            out += ["".join(p) for p in itertools.product(host + "g", repeat=letters) if host in p]
+        elif len(w) != letters or set(w) - set("hgp"):
+            raise SystemExit(f"blas_bench: --where {text}: {letters} letters a set, h (host), g (grain's heap) or p "
+                             f"(page-locked), or all or all-pinned")
+        else:
+            out.append(w)
     return out
 
 
@@ -406,14 +412,16 @@ def offload_geomeans(summary):
 
 def model_errors(rows):
     """Each model's mean and largest relative error, (predicted - measured) / measured, over grain's runs that have
-    predictions (CoCoPeLia figs. 4-6)."""
+    predictions (CoCoPeLia figs. 4-6), apart for runs with an operand in pageable memory, which grain stages, and
+    runs with every host operand page-locked, as the paper's are."""
     out = {}
     for r in rows:
+        memory = "pageable" if "h" in r.get("where", "h") else "page-locked"
         for model, t in (r.get("models") or {}).items():
             if t > 0:
-                out.setdefault(model, []).append((t - r["seconds"]) / r["seconds"])
-    return {m: {"runs": len(e), "mean_abs": sum(abs(x) for x in e) / len(e), "mean": sum(e) / len(e),
-                "worst": max(e, key=abs)} for m, e in out.items()}
+                out.setdefault(memory, {}).setdefault(model, []).append((t - r["seconds"]) / r["seconds"])
+    return {memory: {m: {"runs": len(e), "mean_abs": sum(abs(x) for x in e) / len(e), "mean": sum(e) / len(e),
+                         "worst": max(e, key=abs)} for m, e in models.items()} for memory, models in out.items()}
 
 
 def label(s):
@@ -504,7 +512,7 @@ def main():
     ap.add_argument("--xt-blocks", default="1024,1536,2048,2560,3072,3584,4096,5120,6144,8192")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--where", default=None, help="operand placements, h host, g heap, p page-locked, a letter an "
-                    "operand: hhh,ghh,pph,... (axpy hh,gh,...) or all; default all on the host")
+                    "operand: hhh,ghh,pph,... (axpy hh,gh,...), all or all-pinned; default all on the host")
     ap.add_argument("--deploy", action="store_true")
     ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
     ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")
@@ -554,9 +562,10 @@ def main():
         print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
             f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"
             for way, l in sorted(args.deployment["links"].items())))
-    for model, e in sorted(errors.items(), key=lambda kv: kv[1]["mean_abs"]):
-        print(f"model {model:>8}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, worst {e['worst']:+.0%} "
-              f"over {e['runs']} runs")
+    for memory, models in sorted(errors.items()):
+        for model, e in sorted(models.items(), key=lambda kv: kv[1]["mean_abs"]):
+            print(f"model {model:>8}, {memory:>11}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, "
+                  f"worst {e['worst']:+.0%} over {e['runs']} runs")
     for kind, o in offload.items():
         print(f"table IV, {kind} offload: grain's selected tile {o['geomean'] - 1:+.1%} against the baseline's best "
               f"(geometric mean over {o['problems']} problems)")
