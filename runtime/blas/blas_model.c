@@ -51,10 +51,12 @@ double blas_operand_tiles(const blas_shape_t *s, unsigned i, size_t tile)
     return s->level == 1 ? parts(s->op[i].s1, tile) : parts(s->op[i].s1, tile) * parts(s->op[i].s2, tile);
 }
 
-double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, size_t tile)
+double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, unsigned i, size_t tile)
 {
-    double elements = s->level == 1 ? (double)tile : (double)tile * (double)tile;
-    return l->t_i + l->t_b * elements * (double)s->dtype;
+    /* A tile is never more than its operand: a T past the problem copies it whole. */
+    double rows = (double)(tile < s->op[i].s1 ? tile : s->op[i].s1);
+    double cols = s->level == 1 ? 1.0 : (double)(tile < s->op[i].s2 ? tile : s->op[i].s2);
+    return l->t_i + l->t_b * rows * cols * (double)s->dtype;
 }
 
 double blas_overlap(blas_flow_t in, blas_flow_t out)
@@ -106,7 +108,7 @@ double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shap
     blas_flow_t t_in = {0}, t_out = {0}, rest_in = {0}, rest_out = {0};
     for (unsigned i = 0; i < s->opd; i++) {
         const blas_links_t *l = &m->path[s->op[i].path];
-        double th = blas_tile_copy(&l->h2d, s, tile), td = blas_tile_copy(&l->d2h, s, tile);
+        double th = blas_tile_copy(&l->h2d, s, i, tile), td = blas_tile_copy(&l->d2h, s, i, tile);
         double later = blas_operand_tiles(s, i, tile) - 1.0;
         every_in += th;
         every_out += td;

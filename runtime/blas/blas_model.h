@@ -117,8 +117,8 @@ void blas_shape_gemm(blas_shape_t *s, size_t m, size_t n, size_t k, size_t dtype
 /* Subproblems of tile T, and tiles of operand i. */
 double blas_subproblems(const blas_shape_t *s, size_t tile);
 double blas_operand_tiles(const blas_shape_t *s, unsigned i, size_t tile);
-/* Seconds to copy one tile one way. */
-double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, size_t tile);
+/* Seconds to copy one tile of operand i one way. */
+double blas_tile_copy(const blas_link_t *l, const blas_shape_t *s, unsigned i, size_t tile);
 /* Eq. 3: copies in and out overlapped both ways. */
 double blas_overlap(blas_flow_t in, blas_flow_t out);
 /* A flow of `seconds` on link `l`. */

@@ -30,8 +30,8 @@ static void test_gemm_by_hand(void **state)
     blas_shape_t s;
     blas_shape_gemm(&s, 1024, 1024, 1024, 8, 1, 1, 1, 0);
     assert_true(blas_subproblems(&s, 256) == 64.0);
-    NEAR(blas_tile_copy(&host->h2d, &s, 256), 6.24288e-5);
-    NEAR(blas_tile_copy(&host->d2h, &s, 256), 1.248576e-4);
+    NEAR(blas_tile_copy(&host->h2d, &s, 0, 256), 6.24288e-5);
+    NEAR(blas_tile_copy(&host->d2h, &s, 2, 256), 1.248576e-4);
     /* eq. 1: max(100, 3 x 62.4, 3 x 124.9) x 63 + 3 x 62.4 + 100 + 3 x 124.9 (us) */
     NEAR(blas_predict(BLAS_MODEL_BASELINE, &machine, &s, 256, 1e-4), 2.42599456e-2);
     /* eq. 2: t_in = 3 tiles, t_out = C's alone */
@@ -76,6 +76,12 @@ static void test_locations_and_shapes(void **state)
     NEAR(blas_predict(BLAS_MODEL_DATALOC, &machine, &s, 1u << 18, g), fmax(g, fmax(2 * th, td)) * 3 + 2 * th + g + td);
     double over = blas_overlap(blas_flow(&host->h2d, 2 * th), blas_flow(&host->d2h, td));
     NEAR(blas_predict(BLAS_MODEL_BTS, &machine, &s, 1u << 18, g), fmax(g, over) * 3 + 2 * th + g + td);
+    /* A tile past the vector copies the vector: 2^21 costs what 2^20 does. */
+    NEAR(blas_tile_copy(&host->h2d, &s, 0, 1u << 21), blas_tile_copy(&host->h2d, &s, 0, 1u << 20));
+    /* A 1024 x 64 operand in tiles of 256: 256 x 64 elements a tile. */
+    blas_shape_gemm(&s, 1024, 1024, 64, 8, BLAS_ON_HOST, BLAS_ON_HOST, BLAS_ON_HOST, 0);
+    NEAR(blas_tile_copy(&host->h2d, &s, 0, 256), 1e-5 + 1e-10 * 256 * 64 * 8);
+    NEAR(blas_tile_copy(&host->h2d, &s, 2, 256), 1e-5 + 1e-10 * 256 * 256 * 8);
     /* Only y on the host: x is copied in by nobody. */
     blas_shape_axpy(&s, 1u << 20, 8, 0, 1);
     NEAR(blas_predict(BLAS_MODEL_DATALOC, &machine, &s, 1u << 18, g), fmax(g, fmax(th, td)) * 3 + th + g + td);
