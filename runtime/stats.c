@@ -172,10 +172,11 @@ static void json_rank(FILE *out, const uint64_t *r, size_t n, size_t ranks, size
     json_array(out, "rejected_messages_from", r + S_FIXED + 3 * n, n);
     const uint64_t *sc = r + S_SCHED0;
     fprintf(out, ",\"sched\":{\"elements\":%llu,\"edges\":%llu,\"copies\":%llu,\"bytes_copied\":%llu,"
-                 "\"bytes_peer\":%llu,\"kernels\":%llu}",
+                 "\"bytes_peer\":%llu,\"kernels\":%llu,\"vendor_gemms\":%llu}",
             (unsigned long long)sc[GRAIN_SCHED_COUNT_ELEMENTS], (unsigned long long)sc[GRAIN_SCHED_COUNT_EDGES],
             (unsigned long long)sc[GRAIN_SCHED_COUNT_COPIES], (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_COPIED],
-            (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER], (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS]);
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_BYTES_PEER], (unsigned long long)sc[GRAIN_SCHED_COUNT_KERNELS],
+            (unsigned long long)sc[GRAIN_SCHED_COUNT_VENDOR_GEMMS]);
     const uint64_t *ec = r + S_EP0;
     fprintf(out, ",\"endpoints\":{\"device_messages\":%llu,\"device_bytes\":%llu,\"mailbox_messages\":%llu,"
                  "\"mailbox_bytes\":%llu,\"rank_messages\":%llu,\"rank_bytes\":%llu,\"window_messages\":%llu,"

@@ -168,8 +168,9 @@
       "the tiled BLAS's tile side (axpy: elements) where a call gives 0 (grain/blas.h); 0: the "  \
       "deployed selection where the device has a profile, else 2048 for gemm, 4M elements for axpy") \
     X(blas_kernels, BLAS_KERNELS, STR, "auto", 0, 0,                                               \
-      "the tiled BLAS's gemm tiles: auto (the backend's vendor BLAS where it loads: cuBLAS on "     \
-      "CUDA, CLBlast on OpenCL; grain's kernels otherwise), grain, vendor (refused without one)")  \
+      "the tiled BLAS's gemm tiles and the scheduler's gemm elements: auto (the backend's vendor "  \
+      "BLAS where it loads: cuBLAS on CUDA, CLBlast on OpenCL; grain's kernels otherwise), grain, " \
+      "vendor (refused without one)")                                                              \
     X(blas_stage, BLAS_STAGE, STR, "auto", 0, 0,                                                   \
       "the tiled BLAS's host operands: through pinned chunks packed by host threads (on), copied "  \
       "straight (off), or auto: staged where the backend's copies are not the host's own")        \

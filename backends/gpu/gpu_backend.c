@@ -736,7 +736,7 @@ static grain_status_t gpu_lane_wait(grain_backend_t *b, unsigned lane, unsigned 
 
 static void gpu_blas_load(grain_backend_t *b, char *name, size_t size)
 {
-    if (!b->blas_tried) {
+    if (!b->blas_tried && on_device(b) == GPU_SUCCESS) { /* a handle serves the device current at its creation */
         b->blas_tried = 1;
         b->blas = gpuBlasOpen(b->info.blas, sizeof b->info.blas);
     }

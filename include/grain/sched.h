@@ -157,6 +157,7 @@ typedef struct grain_sched_stats {
     uint64_t copies;
     uint64_t per_device[64];   /* kernels each device ran (GRAIN_SCHED_DEVICES is at most 63) */
     unsigned streams_used;     /* streams that ran anything, over the devices */
+    uint64_t vendor_gemms;     /* gemm elements the devices' vendor BLAS ran (the others ran grain's kernel) */
 } grain_sched_stats_t;
 grain_status_t grain_sched_stats(const grain_sched_t *sched, grain_sched_stats_t *stats);
 

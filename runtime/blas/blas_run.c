@@ -40,7 +40,7 @@ struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
     int profile_read;      /* the profile was looked for */
-    int told;              /* the info log said which kernels compute gemm tiles (the vendor's loaded) */
+    int told;              /* the info log said which kernels compute gemm tiles */
     blas_profile_t profile; /* this device's, or none (no routine has kernels) */
     blas_cache_t cache;
     blas_stage_t *stage;  /* host operands' way through pinned memory (GRAIN_BLAS_STAGE), or NULL */
@@ -231,24 +231,29 @@ grain_status_t grain_blas_last(grain_t *g, grain_blas_last_t *last_p)
     return GRAIN_OK;
 }
 
-/* Whether gemm tiles go to the backend's vendor BLAS (GRAIN_BLAS_KERNELS);
- * GRAIN_ERR_UNSUPPORTED where "vendor" asks for one the backend lacks. */
-static grain_status_t vendor_of(grain_t *g, int *vendor_p)
+grain_status_t blas_vendor(const grain_backend_ops_t *o, grain_backend_t *backend, grain_backend_info_t *info,
+                           const char *want, int *vendor_p)
 {
-    const char *want = g->config.blas_kernels;
-    struct grain_blas_state *b = state(g);
-    if (b != NULL && !b->told && g->bops->blas_load != NULL && strcmp(want, "grain") != 0)
-        g->bops->blas_load(g->backend, g->binfo.blas, sizeof g->binfo.blas);
-    *vendor_p = g->bops->gemm_tile != NULL && g->binfo.blas[0] != '\0' && strcmp(want, "grain") != 0;
+    if (o->blas_load != NULL && strcmp(want, "grain") != 0)
+        o->blas_load(backend, info->blas, sizeof info->blas);
+    *vendor_p = o->gemm_tile != NULL && info->blas[0] != '\0' && strcmp(want, "grain") != 0;
     if (!*vendor_p && strcmp(want, "vendor") == 0)
         return grain_fail(GRAIN_ERR_UNSUPPORTED, "GRAIN_BLAS_KERNELS=vendor: the %s backend has no vendor BLAS here "
                           "(CLBlast serves OpenCL where libclblast-dev is installed, cuBLAS CUDA where the "
-                          "toolkit's libcublas loads)", g->bops->name);
-    if (b != NULL && !b->told) {
+                          "toolkit's libcublas loads)", o->name);
+    return GRAIN_OK;
+}
+
+/* blas_vendor for the rank's device, said once in the info log. */
+static grain_status_t vendor_of(grain_t *g, int *vendor_p)
+{
+    grain_status_t st = blas_vendor(g->bops, g->backend, &g->binfo, g->config.blas_kernels, vendor_p);
+    struct grain_blas_state *b = state(g);
+    if (st == GRAIN_OK && b != NULL && !b->told) {
         b->told = 1;
         grain_info("blas: gemm tiles by %s", *vendor_p ? g->binfo.blas : "grain's kernels");
     }
-    return GRAIN_OK;
+    return st;
 }
 
 /* One gemm tile: c (m x n, ldc) = alpha op(a) op(b) + beta c, by the vendor's

@@ -56,6 +56,14 @@ extern const unsigned blas_axpy_counts_at[3];
  * waited for: what deployment times. */
 grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c);
 
+/* Whether a backend computes gemm tiles by its vendor BLAS under
+ * GRAIN_BLAS_KERNELS=want ("auto", "grain", "vendor"), loading it at the
+ * first ask (its name then in info->blas); GRAIN_ERR_UNSUPPORTED where
+ * "vendor" asks for one the backend lacks.  The tiled BLAS's and the
+ * scheduler's BLAS elements' (sched_blas.c). */
+grain_status_t blas_vendor(const grain_backend_ops_t *o, grain_backend_t *backend, grain_backend_info_t *info,
+                           const char *want, int *vendor_p);
+
 /* The rank's staging of host operands (GRAIN_BLAS_STAGE), opened at the
  * first need; NULL where they go straight. */
 grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p);

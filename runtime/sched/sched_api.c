@@ -212,7 +212,8 @@ void sched_count(grain_sched_t *s, unsigned what, uint64_t n, unsigned device)
     uint64_t *mine[GRAIN_SCHED_COUNTS] = {
         [GRAIN_SCHED_COUNT_ELEMENTS] = &st->elements, [GRAIN_SCHED_COUNT_EDGES] = &st->edges,
         [GRAIN_SCHED_COUNT_COPIES] = &st->copies,     [GRAIN_SCHED_COUNT_BYTES_COPIED] = &st->bytes_copied,
-        [GRAIN_SCHED_COUNT_BYTES_PEER] = &st->bytes_peer, [GRAIN_SCHED_COUNT_KERNELS] = &st->per_device[device]};
+        [GRAIN_SCHED_COUNT_BYTES_PEER] = &st->bytes_peer, [GRAIN_SCHED_COUNT_KERNELS] = &st->per_device[device],
+        [GRAIN_SCHED_COUNT_VENDOR_GEMMS] = &st->vendor_gemms};
     *mine[what] += n;
     s->grain->sched_counts[what] += n;
 }

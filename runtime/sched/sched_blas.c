@@ -6,8 +6,12 @@
  * and B (x) read, C (y) read and written, or only written where the call
  * overwrites all of C's array.  The program is built for every device of
  * the scheduler at the first call and lives as long as the scheduler.
+ * Where the device it lands on has a vendor BLAS (GRAIN_BLAS_KERNELS, as
+ * for the tiled BLAS: cuBLAS, CLBlast), a gemm runs there instead, on the
+ * element's stream, with the same operands.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "runtime/blas/blas_run.h"
 #include "runtime/grain_impl.h"
@@ -24,9 +28,59 @@ static grain_status_t blas_kernel(grain_sched_t *s, grain_blas_routine_t r, grai
     grain_status_t st = GRAIN_OK;
     if (s->blas_program == NULL)
         st = grain_sched_program_create(s, grain_blas_kernels_source, NULL, &s->blas_program);
-    if (st == GRAIN_OK && s->blas_kernel[r] == NULL)
-        st = grain_kernel_create(s->blas_program, blas_kernel_names[r], &s->blas_kernel[r]);
+    if (st == GRAIN_OK && s->blas_kernel[r] == NULL &&
+        (st = grain_kernel_create(s->blas_program, blas_kernel_names[r], &s->blas_kernel[r])) == GRAIN_OK &&
+        (r == GRAIN_BLAS_DGEMM || r == GRAIN_BLAS_SGEMM))
+        grain_kernel_sched(s->blas_kernel[r])->gemm_es = r == GRAIN_BLAS_DGEMM ? sizeof(double) : sizeof(float);
     *k_p = s->blas_kernel[r];
+    return st;
+}
+
+static int nonzero(const unsigned char *value, size_t es)
+{
+    double d;
+    float f;
+    if (es == sizeof d)
+        return memcpy(&d, value, sizeof d), d != 0.0;
+    return memcpy(&f, value, sizeof f), f != 0.0f;
+}
+
+grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
+{
+    *ran_p = 0;
+    size_t es = el->kernel->gemm_es;
+    sched_device_t *dev = sched_device_at(s, el->location);
+    if (es == 0 || !dev->lanes)
+        return GRAIN_OK;
+    int vendor = 0;
+    grain_status_t st = blas_vendor(s->bops, dev->backend, &dev->info, s->grain->config.blas_kernels, &vendor);
+    if (st == GRAIN_OK && !dev->blas_told) {
+        dev->blas_told = 1;
+        grain_info("sched: device %u's gemm elements by %s", el->location - 1, vendor ? dev->info.blas : "grain's kernel");
+    }
+    uint64_t c[8]; /* ldc, lda, ta, ldb, tb, m, n, k: blas_gemm_counts_at's order */
+    for (unsigned i = 0; i < 8; i++)
+        memcpy(&c[i], el->args[blas_gemm_counts_at[i]].value, sizeof c[i]);
+    /* A vendor BLAS may read C where beta is 0 (CLBlast does), and C's array
+     * may hold anything there (a NaN would survive); k == 0 only scales C.
+     * Both stay with grain's kernel, as the tiled BLAS's first K step on a
+     * heap C does. */
+    const unsigned char *beta = el->args[BLAS_GEMM_BETA].value;
+    if (st != GRAIN_OK || !vendor || c[7] == 0 || !nonzero(beta, es))
+        return st;
+    void *pc = NULL, *pa = NULL, *pb = NULL;
+    st = sched_replica(s, el->args[BLAS_GEMM_C].array, el->location, &pc);
+    if (st == GRAIN_OK)
+        st = sched_replica(s, el->args[BLAS_GEMM_A].array, el->location, &pa);
+    if (st == GRAIN_OK)
+        st = sched_replica(s, el->args[BLAS_GEMM_B].array, el->location, &pb);
+    if (st == GRAIN_OK)
+        st = s->bops->gemm_tile(dev->backend, el->stream, es, (int)c[2], (int)c[4], c[5], c[6], c[7],
+                                el->args[BLAS_GEMM_ALPHA].value, pa, c[1], pb, c[3], beta, pc, c[0]);
+    if (st == GRAIN_OK) {
+        *ran_p = 1;
+        sched_count(s, GRAIN_SCHED_COUNT_VENDOR_GEMMS, 1, 0);
+    }
     return st;
 }
 

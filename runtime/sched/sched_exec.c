@@ -19,11 +19,6 @@ static sched_where_t bit(unsigned location)
     return (sched_where_t)1 << location;
 }
 
-static sched_device_t *device_at(grain_sched_t *s, unsigned location)
-{
-    return &s->dev[location - 1];
-}
-
 /* The first failure since the last wait is kept; the others counted. */
 static void note_failure(grain_sched_t *s, sched_elem_t *el, grain_status_t st, const char *why)
 {
@@ -68,7 +63,7 @@ static void finish(grain_sched_t *s, uint32_t e)
     el->done_tick = ++s->tick;
     sched_dag_retire(s->dag, e);
     if (el->location != SCHED_HOST)
-        device_at(s, el->location)->stream[el->stream].placed--;
+        sched_device_at(s, el->location)->stream[el->stream].placed--;
     if (el->kind == ELEM_KERNEL) {
         for (unsigned i = 0; i < el->n_args; i++)
             if (first_use(el, i))
@@ -90,7 +85,7 @@ static unsigned pick_stream(grain_sched_t *s, sched_elem_t *el, const uint32_t *
             return p->stream;
         }
     }
-    sched_device_t *dev = device_at(s, el->location);
+    sched_device_t *dev = sched_device_at(s, el->location);
     unsigned best = 0;
     for (unsigned k = 0; k < dev->streams; k++) {
         if (dev->stream[k].placed == 0)
@@ -254,7 +249,7 @@ grain_status_t sched_add(grain_sched_t *s, sched_elem_t *proto, const sched_arg_
         el->location = s->mode == GRAIN_SCHED_SERIAL ? 1 : pick_device(s, parents, n_parents, needs, n_seen);
     if (el->location != SCHED_HOST) {
         el->stream = s->mode == GRAIN_SCHED_SERIAL ? 0 : pick_stream(s, el, parents, n_parents);
-        device_at(s, el->location)->stream[el->stream].placed++;
+        sched_device_at(s, el->location)->stream[el->stream].placed++;
     }
     for (size_t j = 0; j < n_seen; j++) {
         settle(s, el, e, seen[j], access[j]);
@@ -290,9 +285,12 @@ static int ready(const grain_sched_t *s, const sched_elem_t *el)
 
 static grain_status_t launch(grain_sched_t *s, sched_elem_t *el)
 {
-    sched_device_t *dev = device_at(s, el->location);
+    sched_device_t *dev = sched_device_at(s, el->location);
     grain_bkernel_t *bk = el->kernel->per_device[el->location - 1];
-    grain_status_t st = GRAIN_OK;
+    int vendor = 0;
+    grain_status_t st = sched_blas_vendor(s, el, &vendor);
+    if (st != GRAIN_OK || vendor)
+        return st;
     for (unsigned i = 0; i < el->n_args && st == GRAIN_OK; i++) {
         const sched_argval_t *a = &el->args[i];
         if (a->array != NULL) {
@@ -331,10 +329,10 @@ static void submit(grain_sched_t *s, uint32_t e)
         st = launch(s, el);
     if (st == GRAIN_OK && el->n_copies > 0 && sched_down_on_lane(s, el->copies[0].from, el->location)) {
         el->down_from = el->copies[0].from;
-        st = s->bops->copy_mark(device_at(s, el->down_from)->backend, SCHED_HOST_LANE, &el->mark);
+        st = s->bops->copy_mark(sched_device_at(s, el->down_from)->backend, SCHED_HOST_LANE, &el->mark);
     }
     if (st == GRAIN_OK && el->location != SCHED_HOST) {
-        sched_device_t *dev = device_at(s, el->location);
+        sched_device_t *dev = sched_device_at(s, el->location);
         dev->stream[el->stream].used = 1;
         if (dev->lanes)
             st = s->bops->copy_mark(dev->backend, el->stream, &el->mark);
@@ -419,7 +417,7 @@ static void poll(grain_sched_t *s, uint32_t e)
     sched_elem_t *el = &s->elems[e];
     unsigned location, lane;
     lane_of(el, &location, &lane);
-    sched_device_t *dev = device_at(s, location);
+    sched_device_t *dev = sched_device_at(s, location);
     grain_status_t st = GRAIN_OK;
     if (dev->lanes) {
         int r = s->bops->copy_done(dev->backend, lane, el->mark);

@@ -53,6 +53,7 @@ typedef struct sched_device {
     int lanes;
     unsigned streams;
     sched_stream_t stream[SCHED_STREAMS];
+    int blas_told; /* the info log said who runs its gemm elements */
     /* Without lanes: elements submitted (their marks), those the idle
      * queue finished and its status then. */
     uint64_t submitted, finished;
@@ -84,6 +85,7 @@ typedef struct sched_kernel {
     unsigned refs;  /* the application's and its launches not yet done */
     unsigned n_args;
     sched_argval_t args[SCHED_ARGS];
+    size_t gemm_es; /* a BLAS element's gemm kernel (sched_blas.c): the bytes of its elements; else 0 */
 } sched_kernel_t;
 
 enum { ELEM_KERNEL, ELEM_HOST, ELEM_PREFETCH };
@@ -169,6 +171,11 @@ struct grain_sched {
     grain_sched_stats_t stats;
 };
 
+static inline sched_device_t *sched_device_at(grain_sched_t *s, unsigned location)
+{
+    return &s->dev[location - 1];
+}
+
 /* Whether a copy from location `from` to `to`, both devices, goes straight. */
 static inline int sched_peer(const grain_sched_t *s, unsigned from, unsigned to)
 {
@@ -185,6 +192,9 @@ static inline int sched_down_on_lane(const grain_sched_t *s, unsigned from, unsi
 
 /* Frees the BLAS elements' kernels and program, once none runs. */
 void sched_blas_release(grain_sched_t *s);
+/* A gemm element given to its device's vendor BLAS, where it has one that
+ * may run it (*ran_p then 1); else left to grain's kernel. */
+grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p);
 
 /* Counts `n` of `what` (GRAIN_SCHED_*, grain_impl.h) in the scheduler's own
  * statistics and in its rank's (grain_stats_json's "sched"). */

@@ -9,9 +9,10 @@
  * of its C's array.  Values stay small integers, so every result is exact
  * whatever order or contraction a device sums in: each read must equal the
  * host's bit for bit.  Under round-robin with several devices, every
- * device must have run some.
+ * device must have run some.  --vendor-gemms says whether the devices'
+ * vendor BLAS (CLBlast on PoCL) must have run some gemms or none.
  *
- *   sched_blas [--policy P] [--seed S] [--calls N]
+ *   sched_blas [--policy P] [--seed S] [--calls N] [--vendor-gemms some|none]
  */
 #include <math.h>
 #include <stdint.h>
@@ -152,7 +153,7 @@ static void axpy_call(grain_sched_t *s, matrix_t *set, size_t es)
 
 int main(int argc, char **argv)
 {
-    const char *policy_name = "round-robin";
+    const char *policy_name = "round-robin", *vendor = NULL;
     unsigned calls = 200;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--policy") == 0)
@@ -161,6 +162,8 @@ int main(int argc, char **argv)
             rng += strtoull(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--calls") == 0)
             calls = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--vendor-gemms") == 0)
+            vendor = argv[i + 1];
     }
     grain_policy_t policy;
     OK(grain_policy_parse(policy_name, &policy));
@@ -203,9 +206,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "sched_blas: round-robin ran BLAS elements on %u of %u devices\n", used, devices);
         failures++;
     }
-    printf("sched_blas: %u calls, %s, %u device%s (%u used), %llu elements, %llu bytes copied: %s\n", calls,
-           policy_name, devices, devices == 1 ? "" : "s", used, (unsigned long long)st.elements,
-           (unsigned long long)st.bytes_copied, failures == 0 ? "ok" : "FAILED");
+    if (vendor != NULL && (strcmp(vendor, "some") == 0) != (st.vendor_gemms > 0)) {
+        fprintf(stderr, "sched_blas: %llu gemms by the vendor's BLAS, where %s were expected\n",
+                (unsigned long long)st.vendor_gemms, vendor);
+        failures++;
+    }
+    printf("sched_blas: %u calls, %s, %u device%s (%u used), %llu elements (%llu gemms by the vendor's BLAS), %llu "
+           "bytes copied: %s\n", calls, policy_name, devices, devices == 1 ? "" : "s", used,
+           (unsigned long long)st.elements, (unsigned long long)st.vendor_gemms, (unsigned long long)st.bytes_copied,
+           failures == 0 ? "ok" : "FAILED");
     grain_sched_destroy(s);
     OK(grain_finalize(g));
     return failures == 0 ? 0 : 1;
