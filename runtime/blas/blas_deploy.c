@@ -15,9 +15,9 @@
  * (the vendor's where it loads) at each tile size, gemm T = 256 to 16384
  * in steps of 256 and axpy N = 2^18 to 2^26 in steps of 2^18 (a CPU
  * device, where grain's kernels are slow and the CI runs: 16 to 128 by
- * 16, 2^14 to 2^18 by 2^14), until one kernel takes longer than a second.  Every sample is repeated until the
- * 95% confidence interval of its mean is within 5% of it, at most 20
- * times.
+ * 16, 2^14 to 2^18 by 2^14), until one kernel takes longer than a second.
+ * Every sample is repeated until the 95% confidence interval of its mean
+ * is within 5% of it, at most 20 times.
  */
 #include <pthread.h>
 #include <stdatomic.h>

@@ -56,7 +56,8 @@ grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
     grain_status_t st = blas_vendor(s->bops, dev->backend, &dev->info, s->grain->config.blas_kernels, &vendor);
     if (st == GRAIN_OK && !dev->blas_told) {
         dev->blas_told = 1;
-        grain_info("sched: device %u's gemm elements by %s", el->location - 1, vendor ? dev->info.blas : "grain's kernel");
+        grain_info("sched: device %u's gemm elements by %s", el->location - 1,
+                   vendor ? dev->info.blas : "grain's kernel");
     }
     uint64_t c[8]; /* ldc, lda, ta, ldb, tb, m, n, k: blas_gemm_counts_at's order */
     for (unsigned i = 0; i < 8; i++)
