@@ -286,17 +286,17 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         const grain_blas_last_t last = times[o->reps / 2].last; /* the median call's */
         /* Every model's time for the tile used, where the device has a
          * profile (CoCoPeLia figs. 4-6 set them against the measured one). */
-        static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
-        char predicted[256] = "";
+        char predicted[512] = "";
         grain_blas_problem_t q = {.routine = o->routine, .m = m, .n = n, .k = k, .transa = 'N', .transb = 'N',
                                   .a = ga, .b = gb, .c = gc};
         if (o->axpy)
             q = (grain_blas_problem_t){.routine = o->routine, .n = m, .a = ga, .b = gc};
-        for (unsigned x = 0; x < 6 && last.predicted_s > 0.0; x++) {
+        for (unsigned x = 0; x < GRAIN_BLAS_MODELS && last.predicted_s > 0.0; x++) {
             double t = 0.0;
             grain_blas_predict(g, &q, last.tile, (grain_blas_model_t)x, &t);
             size_t at = strlen(predicted);
-            snprintf(predicted + at, sizeof predicted - at, "%s\"%s\":%.6f", x ? "," : "", models[x], t);
+            snprintf(predicted + at, sizeof predicted - at, "%s\"%s\":%.6f", x ? "," : "",
+                     grain_blas_model_name((grain_blas_model_t)x), t);
         }
         double median = times[o->reps / 2].seconds, flops = 2.0 * (double)m * (double)n * (double)k;
         /* The sums' rounding grows with sqrt(k) ulps at worst, far below this. */

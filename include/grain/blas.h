@@ -57,7 +57,13 @@ typedef enum grain_blas_model {
     GRAIN_BLAS_MODEL_DR,       /* eq. 5: and each tile copied once (gemm) */
     GRAIN_BLAS_MODEL_DR_LINK,  /* eq. 5 with C's copies back on the link too (grain's; docs/blas.md):
                                 * nearer the time, though dr ranks the tiles better */
+    GRAIN_BLAS_MODEL_SCHEDULE, /* grain's tile scheduler simulated lane by lane, in its order (docs/blas.md) */
+    GRAIN_BLAS_MODELS          /* how many there are */
 } grain_blas_model_t;
+
+/* A model's name in profiles and reports ("cso", ..., "schedule"), or
+ * "unknown". */
+const char *grain_blas_model_name(grain_blas_model_t model);
 
 typedef struct grain_blas_problem {
     grain_blas_routine_t routine;

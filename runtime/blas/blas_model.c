@@ -3,9 +3,15 @@
 
 #include <math.h>
 
-static const char *const names[BLAS_MODELS] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
+#include "grain/blas.h"
+#include "runtime/blas/blas_sim.h"
 
-const char *blas_model_name(blas_model_t model)
+_Static_assert((int)BLAS_MODELS == (int)GRAIN_BLAS_MODELS && (int)BLAS_MODEL_SCHEDULE == (int)GRAIN_BLAS_MODEL_SCHEDULE,
+               "the models in the public order");
+
+static const char *const names[BLAS_MODELS] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link", "schedule"};
+
+const char *grain_blas_model_name(grain_blas_model_t model)
 {
     return (unsigned)model < BLAS_MODELS ? names[model] : "unknown";
 }
@@ -139,6 +145,10 @@ double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shap
     }
     case BLAS_MODEL_DR_LINK:
         return t_in.alone + fmax(blas_overlap(rest_in, rest_out), t_gpu * (k - 1.0)) + t_gpu + t_out.alone;
+    case BLAS_MODEL_SCHEDULE: {
+        double t = blas_simulate(m, s, tile, t_gpu);
+        return isnan(t) ? blas_predict(BLAS_MODEL_DR_LINK, m, s, tile, t_gpu) : t;
+    }
     default:
         return NAN;
     }

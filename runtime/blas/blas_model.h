@@ -38,6 +38,8 @@
  *             t_in + max(L, t_GPU (k - 1)) + t_GPU + t_out.  With
  *             K_out = 0 and the link the bottleneck it is eq. 5 less the
  *             waits eq. 5 puts between its steps.
+ *   schedule  grain's: its tile scheduler simulated lane by lane
+ *             (blas_sim.h); dr-link's time where the simulation declines
  *   cso       the CUDA-stream overlap model with two copy engines
  *             ("Performance models for CPU-GPU data transfers", van
  *             Werkhoven et al.), the baseline the paper compares with:
@@ -54,6 +56,11 @@
 
 #include <stddef.h>
 
+/* Tiles of C (of x and y for axpy) in flight in the tile scheduler
+ * (blas_run.c), which blas_sim.c follows: one filled, one computed, one
+ * going back. */
+#define BLAS_C_SLOTS 3u
+
 typedef enum blas_model {
     BLAS_MODEL_CSO,
     BLAS_MODEL_BASELINE,
@@ -61,6 +68,7 @@ typedef enum blas_model {
     BLAS_MODEL_BTS,
     BLAS_MODEL_DR,
     BLAS_MODEL_DR_LINK,
+    BLAS_MODEL_SCHEDULE,
     BLAS_MODELS,
 } blas_model_t;
 
@@ -129,7 +137,5 @@ static inline blas_flow_t blas_flow(const blas_link_t *l, double seconds)
 /* The offload time by `model` with tile T, whose kernel takes t_gpu
  * seconds (the lookup's for T). */
 double blas_predict(blas_model_t model, const blas_machine_t *m, const blas_shape_t *s, size_t tile, double t_gpu);
-
-const char *blas_model_name(blas_model_t model);
 
 #endif

@@ -32,9 +32,6 @@ const unsigned blas_axpy_counts_at[3] = {1, 3, 4};
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
 
-/* Tiles of C (of x and y for axpy) in flight: one filled, one computed,
- * one going back. */
-#define C_SLOTS 3u
 
 struct grain_blas_state {
     grain_bprogram_t *program;
@@ -380,7 +377,7 @@ typedef struct tiles {
 } tiles_t;
 
 /* The device memory of a call: every tile of A and B (each copied once,
- * CoCoPeLia eq. 5's full reuse), C_SLOTS tiles of C and a zero tile, or
+ * CoCoPeLia eq. 5's full reuse), BLAS_C_SLOTS tiles of C and a zero tile, or
  * axpy's slots; kept between calls, grown when a call needs more. */
 static grain_status_t device_room(grain_t *g, size_t bytes, unsigned char **p)
 {
@@ -479,13 +476,13 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
     size_t mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T;
     /* alpha == 0 reads neither A nor B (reference BLAS): one pass of k = 0. */
     size_t kt = p->alpha_zero ? 0 : (p->k + T - 1) / T;
-    uint64_t slot_back[C_SLOTS] = {0};
+    uint64_t slot_back[BLAS_C_SLOTS] = {0};
     back_t back = {0};
     grain_status_t st = GRAIN_OK;
     for (size_t j = 0, count = 0; j < nt && st == GRAIN_OK; j++)
         for (size_t i = 0; i < mt && st == GRAIN_OK; i++, count++) {
             size_t ti = p->m - i * T < T ? p->m - i * T : T, tj = p->n - j * T < T ? p->n - j * T : T;
-            size_t slot = count % C_SLOTS;
+            size_t slot = count % BLAS_C_SLOTS;
             unsigned char *c_at = p->c + (j * T * p->ldc + i * T) * es, *c_tile = NULL;
             uint64_t ldc = 0;
             unsigned char *c_slot = tc->resident ? NULL : tc->dev + slot * bytes[2];
@@ -608,7 +605,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
                         reads ? kt * nt : 0);
     if (st == GRAIN_OK)
         st = tiles_init(&tc, blas_in_heap_ld(g, p->c, p->m, p->n, p->ldc, es), 0);
-    size_t na = ta.resident ? 0 : mt * kt, nb = tb.resident ? 0 : kt * nt, nc = tc.resident ? 0 : C_SLOTS;
+    size_t na = ta.resident ? 0 : mt * kt, nb = tb.resident ? 0 : kt * nt, nc = tc.resident ? 0 : BLAS_C_SLOTS;
     int zero = vendor && p->beta_zero && !tc.resident; /* a vendor BLAS might read C where beta is 0 */
     unsigned char *room = NULL;
     if (st == GRAIN_OK)
@@ -681,16 +678,16 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
         st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
     int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
     unsigned char *dx = NULL, *dy = NULL;
-    if (st == GRAIN_OK && (st = device_room(g, ((size_t)!rx + (size_t)!ry) * C_SLOTS * tt * es, &dx)) == GRAIN_OK)
-        dy = rx ? dx : dx + C_SLOTS * tt * es;
+    if (st == GRAIN_OK && (st = device_room(g, ((size_t)!rx + (size_t)!ry) * BLAS_C_SLOTS * tt * es, &dx)) == GRAIN_OK)
+        dy = rx ? dx : dx + BLAS_C_SLOTS * tt * es;
     if (st == GRAIN_OK && (rx || ry))
         st = g->bops->synchronize(g->backend); /* as gemm's */
     /* gemm's lanes, with a slot of x and y per tile in flight: a slot is
      * filled again once its kernel ran (x) and its y went back. */
-    uint64_t ran[C_SLOTS] = {0}, y_back[C_SLOTS] = {0};
+    uint64_t ran[BLAS_C_SLOTS] = {0}, y_back[BLAS_C_SLOTS] = {0};
     back_t back = {0};
     for (size_t at = 0, t = 0; at < n && st == GRAIN_OK; at += T, t++) {
-        size_t count = n - at < T ? n - at : T, slot = t % C_SLOTS;
+        size_t count = n - at < T ? n - at : T, slot = t % BLAS_C_SLOTS;
         uint64_t ix = incx, iy = incy, cnt = count;
         const unsigned char *xp = x + at * incx * es;
         unsigned char *ys = y + at * incy * es, *yp = ys;

@@ -19,8 +19,6 @@
 #include "check_ok.h"
 #include "grain/blas.h"
 
-static const char *const models[] = {"cso", "baseline", "dataloc", "bts", "dr", "dr-link"};
-
 /* The tiles the profile (GRAIN_BLAS_PROFILE) holds for `routine` of this
  * device, from its kernel line (docs/blas.md gives the format). */
 static size_t deployed(const char *device, const char *routine, size_t *tiles, size_t max)
@@ -54,7 +52,7 @@ static int check_select(grain_t *g, const grain_blas_problem_t *q, const char *w
         fprintf(stderr, "blas_select: %s: no tiles in the profile\n", what);
         return 1;
     }
-    for (int m = GRAIN_BLAS_MODEL_CSO; m <= GRAIN_BLAS_MODEL_DR_LINK; m++) {
+    for (int m = 0; m < GRAIN_BLAS_MODELS; m++) {
         size_t tile = 0;
         double best, t;
         OK(grain_blas_select(g, q, (grain_blas_model_t)m, &tile));
@@ -67,13 +65,13 @@ static int check_select(grain_t *g, const grain_blas_problem_t *q, const char *w
             OK(grain_blas_predict(g, q, other, (grain_blas_model_t)m, &t));
             if (t < best * (1 - 1e-12)) {
                 fprintf(stderr, "blas_select: %s, %s: tile %zu predicted %g s, below the selected %zu's %g s\n", what,
-                        models[m], other, t, tile, best);
+                        grain_blas_model_name((grain_blas_model_t)m), other, t, tile, best);
                 bad = 1;
             }
         }
         if (!(best > 0 && isfinite(best)))
             bad = 1;
-        printf("blas_select: %s, %s: tile %zu, %.3g s predicted\n", what, models[m], tile, best);
+        printf("blas_select: %s, %s: tile %zu, %.3g s predicted\n", what, grain_blas_model_name((grain_blas_model_t)m), tile, best);
     }
     return bad;
 }

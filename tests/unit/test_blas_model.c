@@ -13,6 +13,7 @@
 #include "runtime/blas/blas_fit.h"
 #include "runtime/blas/blas_model.h"
 #include "runtime/blas/blas_select.h"
+#include "runtime/blas/blas_sim.h"
 
 /* The host path: h2d 10 GB/s after 10 us, d2h 5 GB/s after 20 us;
  * slowdowns 1.25, 1.5.  Page-locked: 20 GB/s both ways after 5 us, 1.1. */
@@ -119,6 +120,35 @@ static void test_paths(void **state)
          fmax(1e-4, fmax(every_in, every_out)) * 63 + every_in + 1e-4 + every_out);
 }
 
+/* The schedule simulated: the kernels wait for the tiles they need, in
+ * the order grain issues them, and the copies both ways slow each other. */
+static void test_schedule(void **state)
+{
+    (void)state;
+    blas_shape_t s;
+    /* A alone on the host, 512^3 in tiles of 256: the first column of C needs
+     * A's four tiles (62.4288 us each), one a K step, and the second none. */
+    double th = 6.24288e-5;
+    blas_shape_gemm(&s, 512, 512, 512, 8, BLAS_ON_HOST, BLAS_ON_DEVICE, BLAS_ON_DEVICE, 0);
+    /* Kernels of 100 us outrun by no copy: the first copy, then 8 kernels. */
+    NEAR(blas_simulate(&machine, &s, 256, 1e-4), th + 8e-4);
+    /* Kernels of 10 us wait for each copy: 4 copies, then the fourth's kernel and the second column's 4. */
+    NEAR(blas_simulate(&machine, &s, 256, 1e-5), 4 * th + 5e-5);
+    NEAR(blas_predict(BLAS_MODEL_SCHEDULE, &machine, &s, 256, 1e-5), 4 * th + 5e-5);
+    /* axpy of 3 tiles of 2^18 with y on the host and kernels of no time: y's
+     * second tile in (a = 219.7152 us alone) overlaps the first back (b =
+     * 439.4304 us), slowed 1.25 and 1.5; then the third in; then the first's
+     * rest alone, and the other two back alone. */
+    blas_shape_axpy(&s, 3u << 18, 8, BLAS_ON_DEVICE, BLAS_ON_HOST);
+    double a = 2.197152e-4, b = 4.394304e-4, rest = b - 2 * 1.25 * a / 1.5;
+    NEAR(blas_simulate(&machine, &s, 1u << 18, 0.0), a + 2 * 1.25 * a + rest + 2 * b);
+    /* Past BLAS_SIM_STEPS_MAX subproblems it declines, and the model is dr-link's. */
+    blas_shape_gemm(&s, 1u << 14, 1u << 14, 1u << 14, 8, BLAS_ON_HOST, BLAS_ON_HOST, BLAS_ON_HOST, 0);
+    assert_true(isnan(blas_simulate(&machine, &s, 128, 1e-6)));
+    NEAR(blas_predict(BLAS_MODEL_SCHEDULE, &machine, &s, 128, 1e-6),
+         blas_predict(BLAS_MODEL_DR_LINK, &machine, &s, 128, 1e-6));
+}
+
 static void test_fits(void **state)
 {
     (void)state;
@@ -205,8 +235,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_by_hand), cmocka_unit_test(test_locations_and_shapes),
-        cmocka_unit_test(test_paths),        cmocka_unit_test(test_fits),
-        cmocka_unit_test(test_select),
+        cmocka_unit_test(test_paths),        cmocka_unit_test(test_schedule),
+        cmocka_unit_test(test_fits),         cmocka_unit_test(test_select),
         cmocka_unit_test(test_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

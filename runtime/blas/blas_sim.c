@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "runtime/blas/blas_sim.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define NONE UINT32_MAX
+
+enum { H2D, RUN, D2H, LANES };
+
+typedef struct op {
+    unsigned lane, path;
+    double work;     /* seconds alone */
+    uint32_t dep[2]; /* ops it waits for, or NONE */
+} op_t;
+
+typedef struct plan {
+    op_t *op;
+    uint32_t n, cap;
+    uint32_t last[LANES]; /* each lane's newest op */
+} plan_t;
+
+static uint32_t add(plan_t *p, unsigned lane, unsigned path, double work, uint32_t dep0, uint32_t dep1)
+{
+    if (p->op == NULL || p->n == p->cap)
+        return NONE;
+    p->op[p->n] = (op_t){lane, path, work, {dep0, dep1}};
+    p->last[lane] = p->n;
+    return p->n++;
+}
+
+static double rect_copy(const blas_link_t *l, size_t rows, size_t cols, size_t dtype)
+{
+    return l->t_i + l->t_b * (double)rows * (double)cols * (double)dtype;
+}
+
+static size_t part(size_t extent, size_t at, size_t tile)
+{
+    return extent - at < tile ? extent - at : tile;
+}
+
+/* gemm_tiles' order: C's tiles column by column, each through its K steps;
+ * each tile of A and B copied at its first use; a C slot filled again once
+ * its last tile went back; C back after its last step, the kernels of a step
+ * after the copies queued before them. */
+static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s, size_t T, double t_gpu)
+{
+    size_t M = s->d[0], N = s->d[1], K = s->d[2], mt = (M + T - 1) / T, nt = (N + T - 1) / T, kt = (K + T - 1) / T;
+    const blas_operand_t *a = &s->op[0], *b = &s->op[1], *c = &s->op[2];
+    unsigned char *copied = calloc(mt * kt + kt * nt, 1);
+    if (copied == NULL) {
+        free(p->op);
+        p->op = NULL;
+        return;
+    }
+    uint32_t slot_back[BLAS_C_SLOTS];
+    for (unsigned i = 0; i < BLAS_C_SLOTS; i++)
+        slot_back[i] = NONE;
+    double full = (double)T * (double)T * (double)T;
+    for (size_t j = 0, count = 0; j < nt; j++)
+        for (size_t i = 0; i < mt; i++, count++) {
+            size_t ti = part(M, i * T, T), tj = part(N, j * T, T), slot = count % BLAS_C_SLOTS;
+            int fresh = c->get;
+            if (c->get)
+                add(p, H2D, c->path, rect_copy(&m->path[c->path].h2d, ti, tj, s->dtype), slot_back[slot], NONE);
+            /* Where beta is 0 the slot's first kernel still waits for its last tile to have gone back. */
+            uint32_t first_wait = c->set && !c->get ? slot_back[slot] : NONE;
+            for (size_t l = 0; l < kt; l++) {
+                size_t tl = part(K, l * T, T);
+                if (a->get && !copied[l * mt + i]) {
+                    copied[l * mt + i] = 1;
+                    add(p, H2D, a->path, rect_copy(&m->path[a->path].h2d, ti, tl, s->dtype), NONE, NONE);
+                    fresh = 1;
+                }
+                if (b->get && !copied[mt * kt + j * kt + l]) {
+                    copied[mt * kt + j * kt + l] = 1;
+                    add(p, H2D, b->path, rect_copy(&m->path[b->path].h2d, tl, tj, s->dtype), NONE, NONE);
+                    fresh = 1;
+                }
+                add(p, RUN, 0, t_gpu * (double)ti * (double)tj * (double)tl / full, fresh ? p->last[H2D] : NONE,
+                    l == 0 ? first_wait : NONE);
+                fresh = 0;
+            }
+            if (c->set)
+                slot_back[slot] = add(p, D2H, c->path, rect_copy(&m->path[c->path].d2h, ti, tj, s->dtype),
+                                      p->last[RUN], NONE);
+        }
+    free(copied);
+}
+
+/* axpy's order: a slot of x and y a tile, x's slot filled again once its
+ * kernel ran, y's once its y went back. */
+static void plan_axpy(plan_t *p, const blas_machine_t *m, const blas_shape_t *s, size_t T, double t_gpu)
+{
+    const blas_operand_t *x = &s->op[0], *y = &s->op[1];
+    uint32_t ran[BLAS_C_SLOTS], back[BLAS_C_SLOTS];
+    for (unsigned i = 0; i < BLAS_C_SLOTS; i++)
+        ran[i] = back[i] = NONE;
+    for (size_t at = 0, t = 0; at < s->d[0]; at += T, t++) {
+        size_t count = part(s->d[0], at, T), slot = t % BLAS_C_SLOTS;
+        if (x->get)
+            add(p, H2D, x->path, rect_copy(&m->path[x->path].h2d, 1, count, s->dtype), ran[slot], NONE);
+        if (y->get)
+            add(p, H2D, y->path, rect_copy(&m->path[y->path].h2d, 1, count, s->dtype), back[slot], NONE);
+        ran[slot] = add(p, RUN, 0, t_gpu * (double)count / (double)T, x->get || y->get ? p->last[H2D] : NONE, NONE);
+        if (y->set)
+            back[slot] = add(p, D2H, y->path, rect_copy(&m->path[y->path].d2h, 1, count, s->dtype), ran[slot], NONE);
+    }
+}
+
+static int done(const double *finish, uint32_t dep)
+{
+    return dep == NONE || finish[dep] >= 0.0;
+}
+
+/* The lanes run their ops in order, each once its waits are done.  While
+ * both copy lanes run, each copy is slowed by its link's sl; kernels keep
+ * their time.  Time advances from one op's end to the next. */
+static double run(const plan_t *p, const blas_machine_t *m)
+{
+    double *finish = malloc((size_t)p->n * sizeof *finish), left[LANES] = {0}, t = 0.0;
+    if (finish == NULL)
+        return NAN;
+    for (uint32_t i = 0; i < p->n; i++)
+        finish[i] = -1.0;
+    uint32_t next[LANES] = {0, 0, 0}, busy[LANES] = {NONE, NONE, NONE};
+    for (;;) {
+        for (unsigned lane = 0; lane < LANES; lane++) {
+            while (busy[lane] == NONE && next[lane] < p->n && p->op[next[lane]].lane != lane)
+                next[lane]++;
+            if (busy[lane] == NONE && next[lane] < p->n && done(finish, p->op[next[lane]].dep[0]) &&
+                done(finish, p->op[next[lane]].dep[1])) {
+                busy[lane] = next[lane]++;
+                left[lane] = p->op[busy[lane]].work;
+            }
+        }
+        double rate[LANES] = {1.0, 1.0, 1.0}, step = INFINITY;
+        for (unsigned lane = H2D; lane <= D2H; lane += D2H - H2D) {
+            unsigned other = lane == H2D ? D2H : H2D;
+            if (busy[lane] != NONE && busy[other] != NONE) {
+                const blas_links_t *l = &m->path[p->op[busy[lane]].path];
+                rate[lane] = 1.0 / (lane == H2D ? l->h2d.sl : l->d2h.sl);
+            }
+        }
+        for (unsigned lane = 0; lane < LANES; lane++)
+            if (busy[lane] != NONE)
+                step = fmin(step, left[lane] / rate[lane]);
+        if (step == INFINITY)
+            break; /* nothing runs: every op ran (a plan never waits in a circle) */
+        t += step;
+        for (unsigned lane = 0; lane < LANES; lane++)
+            if (busy[lane] != NONE && (left[lane] -= step * rate[lane]) <= 1e-15 * (1.0 + t)) {
+                finish[busy[lane]] = t;
+                busy[lane] = NONE;
+            }
+    }
+    free(finish);
+    return t;
+}
+
+double blas_simulate(const blas_machine_t *m, const blas_shape_t *s, size_t tile, double t_gpu)
+{
+    double k = blas_subproblems(s, tile);
+    if (tile == 0 || k > BLAS_SIM_STEPS_MAX)
+        return NAN;
+    /* A kernel a subproblem; A's and B's tiles, two copies of each of C's:
+     * each count at most k. */
+    plan_t p = {.cap = (uint32_t)(5.0 * k + 4.0)};
+    p.op = malloc((size_t)p.cap * sizeof *p.op);
+    for (unsigned lane = 0; lane < LANES; lane++)
+        p.last[lane] = NONE;
+    if (s->level == 3)
+        plan_gemm(&p, m, s, tile, t_gpu);
+    else
+        plan_axpy(&p, m, s, tile, t_gpu);
+    double t = p.op != NULL ? run(&p, m) : NAN;
+    free(p.op);
+    return t;
+}
