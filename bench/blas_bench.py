@@ -357,13 +357,18 @@ def grain_rows(args, shape, where, progress, deploy):
 
 
 def links(profile, device):
-    """The device's links from the profile (table II): t_i in us, 1 / t_b in GB/s, sl; the last line of each wins."""
-    out = {}
+    """The device's links from the profile (table II): t_i in us, 1 / t_b in GB/s, sl, and where deployed its tile
+    copies' slowdown beside the tile kernel by tile side; the last line of each wins."""
+    out, tiles = {}, {}
     with open(profile) as f:
         for line in f:
             p = line.rstrip("\n").split("\t")
             if len(p) == 6 and p[0] == device and p[1] == "link":
                 out[p[2]] = {"t_i_us": float(p[3]) * 1e6, "gb_s": 1e-9 / float(p[4]), "sl": float(p[5])}
+            elif len(p) == 4 and p[0] == device and p[1] == "tiles":
+                tiles[p[2]] = {int(t): float(b) / float(a) for t, a, b in (e.split(":") for e in p[3].split(","))}
+    for way, beside in tiles.items():
+        out.setdefault(way, {})["beside_kernels"] = beside
     return out
 
 
@@ -561,7 +566,11 @@ def main():
     if args.deployment:
         print(f"deployed in {args.deployment['seconds']:.1f} s: " + ", ".join(
             f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"
-            for way, l in sorted(args.deployment["links"].items())))
+            for way, l in sorted(args.deployment["links"].items()) if "sl" in l))
+        for way, l in sorted(args.deployment["links"].items()):
+            if "beside_kernels" in l:
+                print(f"  {way}: tile copies beside the tile kernel " + ", ".join(
+                    f"T {t} x{f:.2f}" for t, f in sorted(l["beside_kernels"].items())))
     for memory, models in sorted(errors.items()):
         for model, e in sorted(models.items(), key=lambda kv: kv[1]["mean_abs"]):
             print(f"model {model:>8}, {memory:>11}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, "

@@ -76,42 +76,75 @@ static grain_status_t sample(grain_status_t (*fn)(void *), void *arg, double *me
     return GRAIN_OK;
 }
 
-/* A copy as the routines make it: through a staging on a lane where they
- * stage (blas_stage.h), else the backend's own. */
+/* A copy as the routines make it, of rows x cols elements of es bytes (the
+ * host's ld apart): through a staging on a lane where they stage
+ * (blas_stage.h), else on the lane straight. */
 typedef struct copy_job {
     grain_t *g;
     blas_stage_t *stage;
     unsigned lane;
     int h2d;
-    void *dst;
-    const void *src;
-    size_t bytes;
-    atomic_int stop;
-    grain_status_t status;
+    unsigned char *host, *dev;
+    size_t rows, cols, ld, es;
 } copy_job_t;
 
 static grain_status_t copy_once(void *arg)
 {
     copy_job_t *j = arg;
-    if (j->stage == NULL) {
-        grain_status_t st = j->g->bops->copy_async(j->g->backend, j->lane, j->dst, j->src, j->bytes);
-        grain_status_t waited = j->g->bops->copy_wait(j->g->backend, j->lane);
-        return st != GRAIN_OK ? st : waited;
-    }
-    void *host = j->h2d ? (void *)j->src : j->dst, *dev = j->h2d ? j->dst : (void *)j->src;
-    grain_status_t st = blas_stage_move(j->stage, j->lane, !j->h2d, host, j->bytes, dev, j->bytes, 1, 1);
-    grain_status_t waited = j->g->bops->copy_wait(j->g->backend, j->lane);
-    grain_status_t drained = blas_stage_drain(j->stage);
+    const grain_backend_ops_t *o = j->g->bops;
+    size_t width = j->rows * j->es;
+    grain_status_t st;
+    if (j->stage != NULL)
+        st = blas_stage_move(j->stage, j->lane, !j->h2d, j->host, j->ld, j->dev, j->rows, j->cols, j->es);
+    else if (j->cols == 1)
+        st = o->copy_async(j->g->backend, j->lane, j->h2d ? (void *)j->dev : j->host, j->h2d ? j->host : j->dev,
+                           width);
+    else if (j->h2d)
+        st = o->copy_rect_async(j->g->backend, j->lane, j->dev, width, j->host, j->ld * j->es, width, j->cols);
+    else
+        st = o->copy_rect_async(j->g->backend, j->lane, j->host, j->ld * j->es, j->dev, width, width, j->cols);
+    grain_status_t waited = o->copy_wait(j->g->backend, j->lane);
+    grain_status_t drained = j->stage != NULL ? blas_stage_drain(j->stage) : GRAIN_OK;
     return st != GRAIN_OK ? st : waited != GRAIN_OK ? waited : drained;
 }
 
-/* The other direction, copying until told to stop. */
-static void *copy_loop(void *arg)
+/* A contiguous copy of `bytes` one way. */
+static copy_job_t copy_of(grain_t *g, blas_stage_t *stage, int h2d, unsigned char *host, unsigned char *dev,
+                          size_t bytes)
 {
-    copy_job_t *j = arg;
-    while (!atomic_load(&j->stop) && j->status == GRAIN_OK)
-        j->status = copy_once(j);
+    return (copy_job_t){.g = g, .stage = stage, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d, .host = host,
+                        .dev = dev, .rows = bytes, .cols = 1, .ld = bytes, .es = 1};
+}
+
+/* fn(arg) over and over on a thread of its own, while something else is
+ * timed beside it: the other direction's copies, or kernels. */
+typedef struct beside {
+    grain_status_t (*fn)(void *);
+    void *arg;
+    atomic_int stop;
+    grain_status_t status;
+    pthread_t thread;
+} beside_t;
+
+static void *beside_loop(void *arg)
+{
+    beside_t *b = arg;
+    while (!atomic_load(&b->stop) && b->status == GRAIN_OK)
+        b->status = b->fn(b->arg);
     return NULL;
+}
+
+/* The mean seconds of fn(arg) with b running. */
+static grain_status_t sample_beside(beside_t *b, grain_status_t (*fn)(void *), void *arg, double *mean_p)
+{
+    atomic_store(&b->stop, 0);
+    b->status = GRAIN_OK;
+    if (pthread_create(&b->thread, NULL, beside_loop, b) != 0)
+        return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no thread to deploy with");
+    grain_status_t st = sample(fn, arg, mean_p);
+    atomic_store(&b->stop, 1);
+    pthread_join(b->thread, NULL);
+    return st != GRAIN_OK ? st : b->status;
 }
 
 /* One direction's link: into the device when `h2d`; the other way, for
@@ -120,8 +153,7 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
                                   blas_stage_t *mine, blas_stage_t *other, blas_link_t *l)
 {
     size_t half = r->copy_max * r->copy_max * 8;
-    copy_job_t one = {.g = g, .stage = mine, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d,
-                      .dst = h2d ? (void *)dev : host, .src = h2d ? (void *)host : dev, .bytes = 1};
+    copy_job_t one = copy_of(g, mine, h2d, host, dev, 1);
     double ones[SAMPLE_REPS_MAX * 2];
     grain_status_t st = GRAIN_OK;
     for (unsigned i = 0; i < SAMPLE_REPS_MAX * 2 && st == GRAIN_OK; i++) {
@@ -137,22 +169,13 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
     for (size_t i = 0; i < n && st == GRAIN_OK; i++) {
         size_t d = r->copy_step * (i + 1);
         bytes[i] = (double)d * (double)d * 8.0;
-        copy_job_t job = one;
-        job.bytes = (size_t)bytes[i];
+        copy_job_t job = copy_of(g, mine, h2d, host, dev, (size_t)bytes[i]);
         /* The other way: the second halves of both buffers. */
-        copy_job_t back = {.g = g, .stage = other, .lane = h2d ? BLAS_D2H : BLAS_H2D, .h2d = !h2d,
-                           .dst = h2d ? (void *)(host + half) : dev + half,
-                           .src = h2d ? (void *)(dev + half) : host + half, .bytes = job.bytes};
+        copy_job_t back = copy_of(g, other, !h2d, host + half, dev + half, job.rows);
+        beside_t b = {.fn = copy_once, .arg = &back};
         st = sample(copy_once, &job, &alone[i]);
-        pthread_t t;
-        if (st == GRAIN_OK && pthread_create(&t, NULL, copy_loop, &back) != 0)
-            st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no thread to copy the other way");
-        else if (st == GRAIN_OK) {
-            st = sample(copy_once, &job, &both[i]);
-            atomic_store(&back.stop, 1);
-            pthread_join(t, NULL);
-            st = st != GRAIN_OK ? st : back.status;
-        }
+        if (st == GRAIN_OK)
+            st = sample_beside(&b, copy_once, &job, &both[i]);
     }
     if (st == GRAIN_OK) {
         l->t_b = blas_fit_t_b(bytes, alone, n, l->t_i);
@@ -169,32 +192,6 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
     return st;
 }
 
-/* One path's links both ways, as the routines copy host memory: from
- * pageable memory through the staging `mine` where there is one (the other
- * way through `other`), else from page-locked memory on the lanes. */
-static grain_status_t deploy_path(grain_t *g, const ranges_t *r, unsigned char *dev, blas_stage_t *mine,
-                                  blas_stage_t *other, blas_links_t *l)
-{
-    size_t bytes = 2 * r->copy_max * r->copy_max * 8; /* a copy each way at once */
-    unsigned char *host = NULL;
-    grain_status_t st = GRAIN_OK;
-    if (mine != NULL && (host = malloc(bytes)) == NULL)
-        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", bytes);
-    else if (mine != NULL)
-        memset(host, 0, bytes); /* paged in before it is timed */
-    else
-        st = g->bops->alloc_shared(g->backend, bytes, (void **)&host);
-    if (st == GRAIN_OK)
-        st = deploy_link(g, r, 1, host, dev, mine, other, &l->h2d);
-    if (st == GRAIN_OK)
-        st = deploy_link(g, r, 0, host, dev, mine, other, &l->d2h);
-    if (mine != NULL)
-        free(host);
-    else if (host != NULL)
-        g->bops->free_shared(g->backend, host);
-    return st;
-}
-
 typedef struct kernel_job {
     grain_t *g;
     unsigned routine;
@@ -206,6 +203,78 @@ static grain_status_t kernel_once(void *arg)
 {
     kernel_job_t *j = arg;
     return blas_run_tile(j->g, j->routine, j->t, j->a, j->b, j->c);
+}
+
+/* Link `link`'s tile copies (blas_tile_copies_t): T x T tiles of doubles
+ * out of a host matrix twice as wide, T from gemm's step doubling to half
+ * its largest (so that the kernel's three tiles and the copy's fit the
+ * device buffer), each alone and while dgemm tile kernels of T run. */
+static grain_status_t deploy_tiles(grain_t *g, const ranges_t *r, unsigned link, unsigned char *host,
+                                   unsigned char *dev, blas_stage_t *stage, blas_profile_t *p)
+{
+    size_t n = 0;
+    for (size_t t = r->gemm_step; t <= r->gemm_max / 2; t *= 2)
+        n++;
+    size_t *tile = calloc(n, sizeof *tile);
+    double *alone = calloc(n, sizeof *alone), *beside = calloc(n, sizeof *beside);
+    grain_status_t st = GRAIN_OK;
+    if (tile == NULL || alone == NULL || beside == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory to deploy");
+    size_t t = r->gemm_step;
+    for (size_t i = 0; i < n && st == GRAIN_OK; i++, t *= 2) {
+        size_t bytes = t * t * 8;
+        copy_job_t job = {.g = g, .stage = stage, .lane = link % 2 ? BLAS_D2H : BLAS_H2D, .h2d = link % 2 == 0,
+                          .host = host, .dev = dev + 3 * bytes, .rows = t, .cols = t, .ld = 2 * t, .es = 8};
+        kernel_job_t kj = {g, BLAS_DGEMM, t, dev, dev + bytes, dev + 2 * bytes};
+        beside_t b = {.fn = kernel_once, .arg = &kj};
+        tile[i] = t;
+        st = sample(copy_once, &job, &alone[i]);
+        if (st == GRAIN_OK)
+            st = kernel_once(&kj); /* built and loaded before the copies are timed beside it */
+        if (st == GRAIN_OK)
+            st = sample_beside(&b, copy_once, &job, &beside[i]);
+    }
+    if (st != GRAIN_OK) {
+        free(tile);
+        free(alone);
+        free(beside);
+        return st;
+    }
+    p->copies[link] = n;
+    p->copy_tile[link] = tile;
+    p->copy_alone[link] = alone;
+    p->copy_beside[link] = beside;
+    return GRAIN_OK;
+}
+
+/* One path's links both ways and their tile copies, as the routines copy
+ * host memory: from pageable memory through the staging `mine` where there
+ * is one (the other way through `other`), else from page-locked memory on
+ * the lanes. */
+static grain_status_t deploy_path(grain_t *g, const ranges_t *r, unsigned char *dev, blas_stage_t *mine,
+                                  blas_stage_t *other, blas_profile_t *p, unsigned path)
+{
+    size_t bytes = 2 * r->copy_max * r->copy_max * 8; /* a copy each way at once */
+    unsigned char *host = NULL;
+    grain_status_t st = GRAIN_OK;
+    if (mine != NULL && (host = malloc(bytes)) == NULL)
+        st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no host memory (%zu bytes) to deploy", bytes);
+    else if (mine != NULL)
+        memset(host, 0, bytes); /* paged in before it is timed */
+    else
+        st = g->bops->alloc_shared(g->backend, bytes, (void **)&host);
+    blas_links_t *l = &p->machine.path[path];
+    if (st == GRAIN_OK)
+        st = deploy_link(g, r, 1, host, dev, mine, other, &l->h2d);
+    if (st == GRAIN_OK)
+        st = deploy_link(g, r, 0, host, dev, mine, other, &l->d2h);
+    for (unsigned way = 0; way < 2 && st == GRAIN_OK; way++)
+        st = deploy_tiles(g, r, 2 * path + way, host, dev, mine, p);
+    if (mine != NULL)
+        free(host);
+    else if (host != NULL)
+        g->bops->free_shared(g->backend, host);
+    return st;
 }
 
 static grain_status_t deploy_kernels(grain_t *g, const ranges_t *r, unsigned routine, void *a, void *b, void *c,
@@ -257,16 +326,15 @@ grain_status_t grain_blas_deploy(grain_t *g, const char *profile)
     if (st == GRAIN_OK)
         st = g->bops->alloc_device(g->backend, big, (void **)&dev);
     if (st == GRAIN_OK)
-        st = deploy_path(g, &r, dev, mine, other, &p.machine.path[BLAS_PATH_HOST]);
+        st = deploy_path(g, &r, dev, mine, other, &p, BLAS_PATH_HOST);
     blas_stage_close(other);
     p.have_links = st == GRAIN_OK;
     /* Where page-locked operands pass the staging, their own links. */
     if (st == GRAIN_OK && mine != NULL && g->bops->host_pinned != NULL) {
-        st = deploy_path(g, &r, dev, NULL, NULL, &p.machine.path[BLAS_PATH_PINNED]);
+        st = deploy_path(g, &r, dev, NULL, NULL, &p, BLAS_PATH_PINNED);
         p.have_pinned = st == GRAIN_OK;
-    } else {
-        p.machine.path[BLAS_PATH_PINNED] = p.machine.path[BLAS_PATH_HOST];
     }
+    blas_profile_point(&p);
     for (unsigned routine = 0; routine < BLAS_ROUTINES && st == GRAIN_OK; routine++) {
         int gemm_r = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
         size_t part = gemm_r ? gemm : axpy;

@@ -72,11 +72,23 @@ typedef enum blas_model {
     BLAS_MODELS,
 } blas_model_t;
 
+/* A link's tile copies as the routines make them, by tile side T, where
+ * deployed: seconds for a T x T tile of doubles out of a matrix twice as
+ * wide (2-D; slower than one contiguous copy of its bytes at some T), alone
+ * and while the tile kernel of T runs (a kernel slows the link; the paper's
+ * models have no such term).  T ascending; n == 0: none deployed. */
+typedef struct blas_tile_copies {
+    size_t n;
+    const size_t *tile;
+    const double *alone, *beside;
+} blas_tile_copies_t;
+
 /* One direction of the host-device link. */
 typedef struct blas_link {
     double t_i; /* seconds a copy costs whatever its size */
     double t_b; /* seconds a byte */
     double sl;  /* slowdown while the other direction copies too (>= 1) */
+    blas_tile_copies_t tiles; /* for the model "schedule" (blas_sim.h) */
 } blas_link_t;
 
 /* How a host operand crosses: as the routines copy pageable memory, or

@@ -20,7 +20,23 @@ void blas_profile_free(blas_profile_t *p)
         free(p->tile[r]);
         free(p->seconds[r]);
     }
+    for (unsigned l = 0; l < 2 * BLAS_PATHS; l++) {
+        free(p->copy_tile[l]);
+        free(p->copy_alone[l]);
+        free(p->copy_beside[l]);
+    }
     *p = (blas_profile_t){0};
+}
+
+void blas_profile_point(blas_profile_t *p)
+{
+    for (unsigned link = 0; link < 2 * BLAS_PATHS; link++) {
+        blas_links_t *ls = &p->machine.path[link / 2];
+        (link % 2 ? &ls->d2h : &ls->h2d)->tiles =
+            (blas_tile_copies_t){p->copies[link], p->copy_tile[link], p->copy_alone[link], p->copy_beside[link]};
+    }
+    if (!p->have_pinned) /* none deployed: page-locked operands cost what the others do */
+        p->machine.path[BLAS_PATH_PINNED] = p->machine.path[BLAS_PATH_HOST];
 }
 
 blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine)
@@ -39,38 +55,54 @@ static int parse_link(char **f, unsigned n, blas_link_t *l)
     return *end[0] == '\0' && *end[1] == '\0' && *end[2] == '\0' && l->t_i >= 0 && l->t_b > 0 && l->sl >= 1.0;
 }
 
-/* "T:seconds,..." in ascending T. */
-static int parse_kernels(const char *text, size_t *n_p, size_t **tile_p, double **sec_p)
+/* "T:seconds[:seconds],..." in ascending T, `values` positive seconds a T
+ * (1 or 2) into val_p[0 .. values - 1]. */
+static int parse_table(const char *text, unsigned values, size_t *n_p, size_t **tile_p, double **val_p)
 {
     size_t cap = 1;
     for (const char *c = text; *c; c++)
         cap += *c == ',';
     size_t *tile = malloc(cap * sizeof *tile), n = 0;
-    double *sec = malloc(cap * sizeof *sec);
+    double *val[2] = {malloc(cap * sizeof(double)), values > 1 ? malloc(cap * sizeof(double)) : NULL};
     const char *at = text;
-    int ok = tile != NULL && sec != NULL;
+    int ok = tile != NULL && val[0] != NULL && (values < 2 || val[1] != NULL);
     while (ok && *at != '\0') {
         char *end;
         errno = 0;
         unsigned long long t = strtoull(at, &end, 10);
         ok = errno == 0 && end != at && *end == ':' && t > 0 && (n == 0 || t > tile[n - 1]);
-        if (ok) {
+        for (unsigned v = 0; ok && v < values; v++) {
             at = end + 1;
-            sec[n] = strtod(at, &end);
-            ok = end != at && sec[n] > 0 && (*end == ',' || *end == '\0');
+            val[v][n] = strtod(at, &end);
+            ok = end != at && val[v][n] > 0 && (v + 1 < values ? *end == ':' : *end == ',' || *end == '\0');
+        }
+        if (ok) {
             tile[n++] = (size_t)t;
             at = *end == ',' ? end + 1 : end;
         }
     }
     if (!ok || n == 0) {
         free(tile);
-        free(sec);
+        free(val[0]);
+        free(val[1]);
         return 0;
     }
     *n_p = n;
     *tile_p = tile;
-    *sec_p = sec;
+    for (unsigned v = 0; v < values; v++)
+        val_p[v] = val[v];
     return 1;
+}
+
+/* Each entry of a table: "T:v[:v]" with a comma between. */
+static void print_table(FILE *out, size_t n, const size_t *tile, const double *a, const double *b)
+{
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "%s%zu:%.6g", i ? "," : "", tile[i], a[i]);
+        if (b != NULL)
+            fprintf(out, ":%.6g", b[i]);
+    }
+    fprintf(out, "\n");
 }
 
 int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
@@ -102,29 +134,41 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
             while (r < BLAS_ROUTINES && strcmp(fld[2], blas_routine_names[r]) != 0)
                 r++;
             size_t count, *tile;
-            double *sec;
-            bad = r == BLAS_ROUTINES || !parse_kernels(fld[3], &count, &tile, &sec);
+            double *sec[1];
+            bad = r == BLAS_ROUTINES || !parse_table(fld[3], 1, &count, &tile, sec);
             if (!bad) {
                 free(p->tile[r]);
                 free(p->seconds[r]);
                 p->n[r] = count;
                 p->tile[r] = tile;
-                p->seconds[r] = sec;
+                p->seconds[r] = sec[0];
+            }
+        } else if (strcmp(fld[1], "tiles") == 0 && n == 4 && link < 2 * BLAS_PATHS) {
+            size_t count, *tile;
+            double *sec[2];
+            bad = !parse_table(fld[3], 2, &count, &tile, sec);
+            if (!bad) {
+                free(p->copy_tile[link]);
+                free(p->copy_alone[link]);
+                free(p->copy_beside[link]);
+                p->copies[link] = count;
+                p->copy_tile[link] = tile;
+                p->copy_alone[link] = sec[0];
+                p->copy_beside[link] = sec[1];
             }
         } else {
             bad = 1;
         }
         if (bad)
             grain_fail(GRAIN_ERR_CONFIG, "blas: %s, line %u: not a line of a BLAS profile (link "
-                       "h2d|d2h|h2d-pinned|d2h-pinned t_i t_b sl, or kernel <routine> T:seconds,...): deploy again "
-                       "(grain_blas_deploy)", path, number);
+                       "h2d|d2h|h2d-pinned|d2h-pinned t_i t_b sl, kernel <routine> T:seconds,..., or tiles <link> "
+                       "T:alone:beside,...): deploy again (grain_blas_deploy)", path, number);
     }
     free(line);
     fclose(f);
     p->have_links = (links & 3) == 3;
     p->have_pinned = (links & 12) == 12;
-    if (!p->have_pinned) /* none deployed: page-locked operands cost what the others do */
-        p->machine.path[BLAS_PATH_PINNED] = p->machine.path[BLAS_PATH_HOST];
+    blas_profile_point(p);
     int kernels = 0;
     for (unsigned r = 0; r < BLAS_ROUTINES; r++)
         kernels |= p->n[r] > 0;
@@ -161,9 +205,13 @@ static void append_device(FILE *out, void *arg)
         if (p->n[k] == 0)
             continue;
         fprintf(out, "%s\tkernel\t%s\t", r->device, blas_routine_names[k]);
-        for (size_t i = 0; i < p->n[k]; i++)
-            fprintf(out, "%s%zu:%.6g", i ? "," : "", p->tile[k][i], p->seconds[k][i]);
-        fprintf(out, "\n");
+        print_table(out, p->n[k], p->tile[k], p->seconds[k], NULL);
+    }
+    for (unsigned link = 0; link < 2 * BLAS_PATHS; link++) {
+        if (p->copies[link] == 0)
+            continue;
+        fprintf(out, "%s\ttiles\t%s\t", r->device, link_names[link]);
+        print_table(out, p->copies[link], p->copy_tile[link], p->copy_alone[link], p->copy_beside[link]);
     }
 }
 

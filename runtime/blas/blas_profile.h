@@ -7,7 +7,11 @@
  *
  *   device <TAB> link <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> t_i <TAB> t_b <TAB> sl
  *   device <TAB> kernel <TAB> dgemm|sgemm|daxpy|saxpy <TAB> T:seconds,T:seconds,...
+ *   device <TAB> tiles <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> T:alone:beside,...
  *
+ * A tiles line gives a link's copies of a T x T tile of doubles out of a
+ * matrix twice as wide, alone and beside the dgemm tile kernel of T
+ * (blas_model.h's blas_tile_copies_t), where deployed.
  * h2d and d2h are the routines' copies of pageable host memory; the
  * -pinned links, where the backend copies page-locked memory otherwise,
  * that memory's (absent: the same).  The last line for a (device, what)
@@ -33,9 +37,17 @@ typedef struct blas_profile {
     size_t n[BLAS_ROUTINES];
     size_t *tile[BLAS_ROUTINES];
     double *seconds[BLAS_ROUTINES];
+    /* Each link's tile copies (h2d, d2h, h2d-pinned, d2h-pinned), which
+     * the machine's links point to (blas_profile_point). */
+    size_t copies[2 * BLAS_PATHS];
+    size_t *copy_tile[2 * BLAS_PATHS];
+    double *copy_alone[2 * BLAS_PATHS], *copy_beside[2 * BLAS_PATHS];
 } blas_profile_t;
 
 void blas_profile_free(blas_profile_t *p);
+/* The machine's links pointed at p's tile copies; a page-locked path that
+ * was not deployed is the host path's. */
+void blas_profile_point(blas_profile_t *p);
 blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine);
 /* This device's lines of the file at `path` into p: 1 when its links and
  * at least one routine's kernels are there, 0 when not (or no file), -1

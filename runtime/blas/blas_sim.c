@@ -12,6 +12,7 @@ enum { H2D, RUN, D2H, LANES };
 typedef struct op {
     unsigned lane, path;
     double work;     /* seconds alone */
+    double beside;   /* a copy's slowdown while a kernel runs */
     uint32_t dep[2]; /* ops it waits for, or NONE */
 } op_t;
 
@@ -19,20 +20,53 @@ typedef struct plan {
     op_t *op;
     uint32_t n, cap;
     uint32_t last[LANES]; /* each lane's newest op */
+    size_t tile;
+    int gemm; /* the factors beside kernels were deployed beside gemm's */
 } plan_t;
+
+/* The deployed tile copies' factor at T: `pick`'s over the link's seconds
+ * for the tile (alone, 2-D: over its contiguous bytes; beside: over alone),
+ * between deployed sizes by log T, the nearest past either end; 1 where
+ * none were deployed. */
+static double factor(const blas_link_t *l, size_t T, int beside)
+{
+    const blas_tile_copies_t *c = &l->tiles;
+    if (c->n == 0)
+        return 1.0;
+    size_t i = 0;
+    while (i + 1 < c->n && c->tile[i + 1] <= T)
+        i++;
+    double f[2];
+    for (unsigned e = 0; e < 2; e++) {
+        size_t at = i + e < c->n ? i + e : i;
+        double t = (double)c->tile[at], link = l->t_i + l->t_b * t * t * 8.0;
+        f[e] = beside ? c->beside[at] / c->alone[at] : c->alone[at] / link;
+    }
+    if (T <= c->tile[0] || i + 1 >= c->n)
+        return f[0];
+    double x = (log2((double)T) - log2((double)c->tile[i])) / (log2((double)c->tile[i + 1]) - log2((double)c->tile[i]));
+    return f[0] + x * (f[1] - f[0]);
+}
 
 static uint32_t add(plan_t *p, unsigned lane, unsigned path, double work, uint32_t dep0, uint32_t dep1)
 {
     if (p->op == NULL || p->n == p->cap)
         return NONE;
-    p->op[p->n] = (op_t){lane, path, work, {dep0, dep1}};
+    p->op[p->n] = (op_t){lane, path, work, 1.0, {dep0, dep1}};
     p->last[lane] = p->n;
     return p->n++;
 }
 
-static double rect_copy(const blas_link_t *l, size_t rows, size_t cols, size_t dtype)
+/* A copy of rows x cols elements on link l: the link's time, as a 2-D tile
+ * copy of the call's T costs. */
+static uint32_t add_copy(plan_t *p, unsigned lane, unsigned path, const blas_link_t *l, size_t rows, size_t cols,
+                         size_t dtype, uint32_t dep0, uint32_t dep1)
 {
-    return l->t_i + l->t_b * (double)rows * (double)cols * (double)dtype;
+    double bytes = (double)rows * (double)cols * (double)dtype, two_d = cols > 1 ? factor(l, p->tile, 0) : 1.0;
+    uint32_t at = add(p, lane, path, (l->t_i + l->t_b * bytes) * two_d, dep0, dep1);
+    if (at != NONE && p->gemm)
+        p->op[at].beside = factor(l, p->tile, 1);
+    return at;
 }
 
 static size_t part(size_t extent, size_t at, size_t tile)
@@ -63,19 +97,19 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
             size_t ti = part(M, i * T, T), tj = part(N, j * T, T), slot = count % BLAS_C_SLOTS;
             int fresh = c->get;
             if (c->get)
-                add(p, H2D, c->path, rect_copy(&m->path[c->path].h2d, ti, tj, s->dtype), slot_back[slot], NONE);
+                add_copy(p, H2D, c->path, &m->path[c->path].h2d, ti, tj, s->dtype, slot_back[slot], NONE);
             /* Where beta is 0 the slot's first kernel still waits for its last tile to have gone back. */
             uint32_t first_wait = c->set && !c->get ? slot_back[slot] : NONE;
             for (size_t l = 0; l < kt; l++) {
                 size_t tl = part(K, l * T, T);
                 if (a->get && !copied[l * mt + i]) {
                     copied[l * mt + i] = 1;
-                    add(p, H2D, a->path, rect_copy(&m->path[a->path].h2d, ti, tl, s->dtype), NONE, NONE);
+                    add_copy(p, H2D, a->path, &m->path[a->path].h2d, ti, tl, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 if (b->get && !copied[mt * kt + j * kt + l]) {
                     copied[mt * kt + j * kt + l] = 1;
-                    add(p, H2D, b->path, rect_copy(&m->path[b->path].h2d, tl, tj, s->dtype), NONE, NONE);
+                    add_copy(p, H2D, b->path, &m->path[b->path].h2d, tl, tj, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 add(p, RUN, 0, t_gpu * (double)ti * (double)tj * (double)tl / full, fresh ? p->last[H2D] : NONE,
@@ -83,8 +117,8 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
                 fresh = 0;
             }
             if (c->set)
-                slot_back[slot] = add(p, D2H, c->path, rect_copy(&m->path[c->path].d2h, ti, tj, s->dtype),
-                                      p->last[RUN], NONE);
+                slot_back[slot] = add_copy(p, D2H, c->path, &m->path[c->path].d2h, ti, tj, s->dtype,
+                                           p->last[RUN], NONE);
         }
     free(copied);
 }
@@ -100,12 +134,12 @@ static void plan_axpy(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
     for (size_t at = 0, t = 0; at < s->d[0]; at += T, t++) {
         size_t count = part(s->d[0], at, T), slot = t % BLAS_C_SLOTS;
         if (x->get)
-            add(p, H2D, x->path, rect_copy(&m->path[x->path].h2d, 1, count, s->dtype), ran[slot], NONE);
+            add_copy(p, H2D, x->path, &m->path[x->path].h2d, count, 1, s->dtype, ran[slot], NONE);
         if (y->get)
-            add(p, H2D, y->path, rect_copy(&m->path[y->path].h2d, 1, count, s->dtype), back[slot], NONE);
+            add_copy(p, H2D, y->path, &m->path[y->path].h2d, count, 1, s->dtype, back[slot], NONE);
         ran[slot] = add(p, RUN, 0, t_gpu * (double)count / (double)T, x->get || y->get ? p->last[H2D] : NONE, NONE);
         if (y->set)
-            back[slot] = add(p, D2H, y->path, rect_copy(&m->path[y->path].d2h, 1, count, s->dtype), ran[slot], NONE);
+            back[slot] = add_copy(p, D2H, y->path, &m->path[y->path].d2h, count, 1, s->dtype, ran[slot], NONE);
     }
 }
 
@@ -115,8 +149,9 @@ static int done(const double *finish, uint32_t dep)
 }
 
 /* The lanes run their ops in order, each once its waits are done.  While
- * both copy lanes run, each copy is slowed by its link's sl; kernels keep
- * their time.  Time advances from one op's end to the next. */
+ * both copy lanes run, each copy is slowed by its link's sl, and while a
+ * kernel runs by the deployed factor beside kernels; kernels keep their
+ * time.  Time advances from one op's end to the next. */
 static double run(const plan_t *p, const blas_machine_t *m)
 {
     double *finish = malloc((size_t)p->n * sizeof *finish), left[LANES] = {0}, t = 0.0;
@@ -140,8 +175,10 @@ static double run(const plan_t *p, const blas_machine_t *m)
             unsigned other = lane == H2D ? D2H : H2D;
             if (busy[lane] != NONE && busy[other] != NONE) {
                 const blas_links_t *l = &m->path[p->op[busy[lane]].path];
-                rate[lane] = 1.0 / (lane == H2D ? l->h2d.sl : l->d2h.sl);
+                rate[lane] /= lane == H2D ? l->h2d.sl : l->d2h.sl;
             }
+            if (busy[lane] != NONE && busy[RUN] != NONE)
+                rate[lane] /= p->op[busy[lane]].beside;
         }
         for (unsigned lane = 0; lane < LANES; lane++)
             if (busy[lane] != NONE)
@@ -166,7 +203,7 @@ double blas_simulate(const blas_machine_t *m, const blas_shape_t *s, size_t tile
         return NAN;
     /* A kernel a subproblem; A's and B's tiles, two copies of each of C's:
      * each count at most k. */
-    plan_t p = {.cap = (uint32_t)(5.0 * k + 4.0)};
+    plan_t p = {.cap = (uint32_t)(5.0 * k + 4.0), .tile = tile, .gemm = s->level == 3};
     p.op = malloc((size_t)p.cap * sizeof *p.op);
     for (unsigned lane = 0; lane < LANES; lane++)
         p.last[lane] = NONE;

@@ -5,11 +5,13 @@
  * A and B tile copied at its first use, BLAS_C_SLOTS slots of C, C back
  * after its last K step; axpy's slots of x and y).  Each lane runs its
  * copies or kernels in order once their waits are done, the copies costing
- * their operand's path's link (t_i + t_b bytes, slowed by sl while the other
- * direction copies), the kernels the lookup's time scaled to the tile's
- * elements.  Eq. 5 and dr-link count tiles; this follows the order, which
- * decides how long the kernels wait for the copies: with A on the host, the
- * first column of C needs all of A's tiles (docs/blas.md).
+ * their operand's path's link (t_i + t_b bytes, as a 2-D tile copy costs
+ * where the link's tile copies were deployed; slowed by sl while the other
+ * direction copies, and for gemm by the deployed factor while a kernel
+ * runs), the kernels the lookup's time scaled to the tile's elements.
+ * Eq. 5 and dr-link count tiles; this follows the order, which decides how
+ * long the kernels wait for the copies: with A on the host, the first
+ * column of C needs all of A's tiles (docs/blas.md).
  */
 #ifndef GRAIN_RUNTIME_BLAS_BLAS_SIM_H
 #define GRAIN_RUNTIME_BLAS_BLAS_SIM_H

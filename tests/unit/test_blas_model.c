@@ -17,8 +17,9 @@
 
 /* The host path: h2d 10 GB/s after 10 us, d2h 5 GB/s after 20 us;
  * slowdowns 1.25, 1.5.  Page-locked: 20 GB/s both ways after 5 us, 1.1. */
-static const blas_machine_t machine = {{{{1e-5, 1e-10, 1.25}, {2e-5, 2e-10, 1.5}},
-                                        {{5e-6, 5e-11, 1.1}, {5e-6, 5e-11, 1.1}}}};
+#define LINK(ti, tb, slow) {.t_i = (ti), .t_b = (tb), .sl = (slow)}
+static const blas_machine_t machine = {{{LINK(1e-5, 1e-10, 1.25), LINK(2e-5, 2e-10, 1.5)},
+                                        {LINK(5e-6, 5e-11, 1.1), LINK(5e-6, 5e-11, 1.1)}}};
 static const blas_links_t *const host = &machine.path[BLAS_PATH_HOST];
 
 #define NEAR(x, want) assert_true(fabs((x) - (want)) <= 1e-12 + 1e-9 * fabs(want))
@@ -142,6 +143,19 @@ static void test_schedule(void **state)
     blas_shape_axpy(&s, 3u << 18, 8, BLAS_ON_DEVICE, BLAS_ON_HOST);
     double a = 2.197152e-4, b = 4.394304e-4, rest = b - 2 * 1.25 * a / 1.5;
     NEAR(blas_simulate(&machine, &s, 1u << 18, 0.0), a + 2 * 1.25 * a + rest + 2 * b);
+    /* Deployed tile copies: 2-D tiles twice the link's time, and 1.5x slower
+     * beside a kernel.  256^3 with A on the host: one copy, then the kernel. */
+    static const size_t tiles[] = {256};
+    static const double alone[] = {2 * 6.24288e-5}, beside[] = {3 * 6.24288e-5};
+    blas_machine_t deployed = machine;
+    deployed.path[BLAS_PATH_HOST].h2d.tiles = (blas_tile_copies_t){1, tiles, alone, beside};
+    blas_shape_gemm(&s, 256, 256, 256, 8, BLAS_ON_HOST, BLAS_ON_DEVICE, BLAS_ON_DEVICE, 0);
+    NEAR(blas_simulate(&deployed, &s, 256, 1e-5), 2 * th + 1e-5);
+    /* 256 x 512 x 256, B on the host, kernels of 50 us: B's first tile in
+     * (124.8576 us), then its second beside the first kernel, 1.5x slower for
+     * those 50 us, the rest alone; then the second kernel. */
+    blas_shape_gemm(&s, 256, 512, 256, 8, BLAS_ON_DEVICE, BLAS_ON_HOST, BLAS_ON_DEVICE, 0);
+    NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 5e-5 + (2 * th - 5e-5 / 1.5) + 5e-5);
     /* Past BLAS_SIM_STEPS_MAX subproblems it declines, and the model is dr-link's. */
     blas_shape_gemm(&s, 1u << 14, 1u << 14, 1u << 14, 8, BLAS_ON_HOST, BLAS_ON_HOST, BLAS_ON_HOST, 0);
     assert_true(isnan(blas_simulate(&machine, &s, 128, 1e-6)));
