@@ -21,13 +21,13 @@ typedef struct plan {
     uint32_t n, cap;
     uint32_t last[LANES]; /* each lane's newest op */
     size_t tile;
-    int gemm; /* the factors beside kernels were deployed beside gemm's */
+    int gemm; /* the slowdown beside kernels applies: it was deployed beside gemm's */
 } plan_t;
 
-/* The deployed tile copies' factor at T: `pick`'s over the link's seconds
- * for the tile (alone, 2-D: over its contiguous bytes; beside: over alone),
- * between deployed sizes by log T, the nearest past either end; 1 where
- * none were deployed. */
+/* A deployed tile copy's factor at T: its seconds alone over the link's for
+ * its bytes (a 2-D copy's cost), or `beside` a kernel over alone; between
+ * deployed sizes by log T, the nearest past either end; 1 where none were
+ * deployed. */
 static double factor(const blas_link_t *l, size_t T, int beside)
 {
     const blas_tile_copies_t *c = &l->tiles;
@@ -40,11 +40,12 @@ static double factor(const blas_link_t *l, size_t T, int beside)
     for (unsigned e = 0; e < 2; e++) {
         size_t at = i + e < c->n ? i + e : i;
         double t = (double)c->tile[at], link = l->t_i + l->t_b * t * t * 8.0;
-        f[e] = beside ? c->beside[at] / c->alone[at] : c->alone[at] / link;
+        double over = beside ? c->alone[at] : link, f_at = (beside ? c->beside[at] : c->alone[at]) / over;
+        f[e] = over > 0.0 && f_at > 0.0 ? f_at : 1.0;
     }
     if (T <= c->tile[0] || i + 1 >= c->n)
         return f[0];
-    double x = (log2((double)T) - log2((double)c->tile[i])) / (log2((double)c->tile[i + 1]) - log2((double)c->tile[i]));
+    double lo = log2((double)c->tile[i]), x = (log2((double)T) - lo) / (log2((double)c->tile[i + 1]) - lo);
     return f[0] + x * (f[1] - f[0]);
 }
 

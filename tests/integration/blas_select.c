@@ -53,6 +53,7 @@ static int check_select(grain_t *g, const grain_blas_problem_t *q, const char *w
         return 1;
     }
     for (int m = 0; m < GRAIN_BLAS_MODELS; m++) {
+        const char *name = grain_blas_model_name((grain_blas_model_t)m);
         size_t tile = 0;
         double best, t;
         OK(grain_blas_select(g, q, (grain_blas_model_t)m, &tile));
@@ -65,13 +66,13 @@ static int check_select(grain_t *g, const grain_blas_problem_t *q, const char *w
             OK(grain_blas_predict(g, q, other, (grain_blas_model_t)m, &t));
             if (t < best * (1 - 1e-12)) {
                 fprintf(stderr, "blas_select: %s, %s: tile %zu predicted %g s, below the selected %zu's %g s\n", what,
-                        grain_blas_model_name((grain_blas_model_t)m), other, t, tile, best);
+                        name, other, t, tile, best);
                 bad = 1;
             }
         }
         if (!(best > 0 && isfinite(best)))
             bad = 1;
-        printf("blas_select: %s, %s: tile %zu, %.3g s predicted\n", what, grain_blas_model_name((grain_blas_model_t)m), tile, best);
+        printf("blas_select: %s, %s: tile %zu, %.3g s predicted\n", what, name, tile, best);
     }
     return bad;
 }
