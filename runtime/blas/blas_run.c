@@ -32,7 +32,6 @@ const unsigned blas_axpy_counts_at[3] = {1, 3, 4};
 #define DEFAULT_GEMM_TILE 2048u
 #define DEFAULT_AXPY_TILE (4u << 20)
 
-
 struct grain_blas_state {
     grain_bprogram_t *program;
     grain_bkernel_t *kernel[K_COUNT];
