@@ -36,15 +36,6 @@ static grain_status_t blas_kernel(grain_sched_t *s, grain_blas_routine_t r, grai
     return st;
 }
 
-static int nonzero(const unsigned char *value, size_t es)
-{
-    double d;
-    float f;
-    if (es == sizeof d)
-        return memcpy(&d, value, sizeof d), d != 0.0;
-    return memcpy(&f, value, sizeof f), f != 0.0f;
-}
-
 grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
 {
     *ran_p = 0;
@@ -66,8 +57,15 @@ grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
      * may hold anything there (a NaN would survive); k == 0 only scales C.
      * Both stay with grain's kernel, as the tiled BLAS's first K step on a
      * heap C does. */
-    const unsigned char *beta = el->args[BLAS_GEMM_BETA].value;
-    if (st != GRAIN_OK || !vendor || c[7] == 0 || !nonzero(beta, es))
+    /* alpha and beta as the routine's type, aligned for the backend (an
+     * argument's bytes are not). */
+    union {
+        double d;
+        float f;
+    } alpha, beta;
+    memcpy(&alpha, el->args[BLAS_GEMM_ALPHA].value, es);
+    memcpy(&beta, el->args[BLAS_GEMM_BETA].value, es);
+    if (st != GRAIN_OK || !vendor || c[7] == 0 || (es == sizeof(double) ? beta.d == 0.0 : beta.f == 0.0f))
         return st;
     void *pc = NULL, *pa = NULL, *pb = NULL;
     st = sched_replica(s, el->args[BLAS_GEMM_C].array, el->location, &pc);
@@ -76,8 +74,8 @@ grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
     if (st == GRAIN_OK)
         st = sched_replica(s, el->args[BLAS_GEMM_B].array, el->location, &pb);
     if (st == GRAIN_OK)
-        st = s->bops->gemm_tile(dev->backend, el->stream, es, (int)c[2], (int)c[4], c[5], c[6], c[7],
-                                el->args[BLAS_GEMM_ALPHA].value, pa, c[1], pb, c[3], beta, pc, c[0]);
+        st = s->bops->gemm_tile(dev->backend, el->stream, es, (int)c[2], (int)c[4], c[5], c[6], c[7], &alpha, pa,
+                                c[1], pb, c[3], &beta, pc, c[0]);
     if (st == GRAIN_OK) {
         *ran_p = 1;
         sched_count(s, GRAIN_SCHED_COUNT_VENDOR_GEMMS, 1, 0);
