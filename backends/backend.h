@@ -186,8 +186,8 @@ typedef struct grain_backend_ops {
      * memory kernels reach, on a lane, in order with its copies and counted
      * by its marks: C (m x n, ldc) = alpha op(A) op(B) + beta C, op
      * transposing where ta or tb, k > 0, es 8 (double) or 4 (float); alpha
-     * and beta point to values of es bytes.  Unlike the reference BLAS it
-     * may read C where beta is 0. */
+     * and beta point to a double or float, aligned as one.  Unlike the
+     * reference BLAS it may read C where beta is 0. */
     grain_status_t (*gemm_tile)(grain_backend_t *backend, unsigned lane, size_t es, int ta, int tb, size_t m,
                                 size_t n, size_t k, const void *alpha, const void *a, size_t lda, const void *b,
                                 size_t ldb, const void *beta, void *c, size_t ldc);
