@@ -300,7 +300,9 @@ grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, vo
     const void *one = es == 8 ? (const void *)&one_d : (const void *)&one_f;
     grain_bkernel_t *bk = NULL;
     int vendor = 0;
-    grain_status_t st = ready(g, "blas");
+    /* Not a call: no account to start (the deployment runs these beside
+     * copies through the staging, whose account they would take). */
+    grain_status_t st = state_ready(g, "blas");
     if (st == GRAIN_OK)
         st = kernel(g, routine, &bk);
     int gemm = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
