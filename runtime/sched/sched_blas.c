@@ -53,19 +53,19 @@ grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
     uint64_t c[8]; /* ldc, lda, ta, ldb, tb, m, n, k: blas_gemm_counts_at's order */
     for (unsigned i = 0; i < 8; i++)
         memcpy(&c[i], el->args[blas_gemm_counts_at[i]].value, sizeof c[i]);
-    /* A vendor BLAS may read C where beta is 0 (CLBlast does), and C's array
-     * may hold anything there (a NaN would survive); k == 0 only scales C.
-     * Both stay with grain's kernel, as the tiled BLAS's first K step on a
-     * heap C does. */
     /* alpha and beta as the routine's type, aligned for the backend (an
-     * argument's bytes are not). */
+     * argument's bytes are not).  A vendor BLAS may read C where beta is 0
+     * (CLBlast does), and A and B where alpha is 0, which the reference BLAS
+     * never does: a NaN there would survive; k == 0 only scales C.  These
+     * stay with grain's kernel, as they do in the tiled BLAS. */
     union {
         double d;
         float f;
     } alpha, beta;
     memcpy(&alpha, el->args[BLAS_GEMM_ALPHA].value, es);
     memcpy(&beta, el->args[BLAS_GEMM_BETA].value, es);
-    if (st != GRAIN_OK || !vendor || c[7] == 0 || (es == sizeof(double) ? beta.d == 0.0 : beta.f == 0.0f))
+    int zero = es == sizeof(double) ? alpha.d == 0.0 || beta.d == 0.0 : alpha.f == 0.0f || beta.f == 0.0f;
+    if (st != GRAIN_OK || !vendor || c[7] == 0 || zero)
         return st;
     void *pc = NULL, *pa = NULL, *pb = NULL;
     st = sched_replica(s, el->args[BLAS_GEMM_C].array, el->location, &pc);
