@@ -56,16 +56,16 @@ grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
     /* alpha and beta as the routine's type, aligned for the backend (an
      * argument's bytes are not).  A vendor BLAS may read C where beta is 0
      * (CLBlast does), and A and B where alpha is 0, which the reference BLAS
-     * never does: a NaN there would survive; k == 0 only scales C.  These
-     * stay with grain's kernel, as they do in the tiled BLAS. */
+     * never does: a NaN there would survive.  Those stay with grain's
+     * kernel, as they do in the tiled BLAS; alpha 0 comes as k 0 (gemm()),
+     * which only scales C. */
     union {
         double d;
         float f;
     } alpha, beta;
     memcpy(&alpha, el->args[BLAS_GEMM_ALPHA].value, es);
     memcpy(&beta, el->args[BLAS_GEMM_BETA].value, es);
-    int zero = es == sizeof(double) ? alpha.d == 0.0 || beta.d == 0.0 : alpha.f == 0.0f || beta.f == 0.0f;
-    if (st != GRAIN_OK || !vendor || c[7] == 0 || zero)
+    if (st != GRAIN_OK || !vendor || c[7] == 0 || (es == sizeof(double) ? beta.d == 0.0 : beta.f == 0.0f))
         return st;
     void *pc = NULL, *pa = NULL, *pb = NULL;
     st = sched_replica(s, el->args[BLAS_GEMM_C].array, el->location, &pc);
@@ -143,9 +143,11 @@ static int transpose_letter(char t)
     return t == 'N' || t == 'n' || blas_transposed(t);
 }
 
+enum { ALPHA_ZERO = 1, BETA_ZERO = 2 };
+
 static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char *what, size_t es, char transa,
                            char transb, size_t m, size_t n, size_t k, const void *alpha, grain_array_t *a, size_t lda,
-                           grain_array_t *b, size_t ldb, const void *beta, int beta_zero, grain_array_t *c,
+                           grain_array_t *b, size_t ldb, const void *beta, unsigned zero, grain_array_t *c,
                            size_t ldc)
 {
     if (s == NULL)
@@ -169,11 +171,12 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
     grain_kernel_t *kern = NULL;
     if ((st = blas_kernel(s, r, &kern)) != GRAIN_OK)
         return st;
-    const uint64_t counts[8] = {ldc, lda, (uint64_t)ta, ldb, (uint64_t)tb, m, n, k};
+    /* alpha == 0 reads neither A nor B (reference BLAS): no K step. */
+    const uint64_t counts[8] = {ldc, lda, (uint64_t)ta, ldb, (uint64_t)tb, m, n, zero & ALPHA_ZERO ? 0 : k};
     /* Written only where the call leaves nothing of C's array as it was:
      * a kernel that writes an array is taken to write all of it, and its
      * old contents are not copied to the device. */
-    int whole = beta_zero && ldc == m && m * n * es == c->bytes;
+    int whole = (zero & BETA_ZERO) && ldc == m && m * n * es == c->bytes;
     st = grain_kernel_set_arg_array(kern, BLAS_GEMM_C, c, whole ? GRAIN_WRITE : GRAIN_READ_WRITE);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg_array(kern, BLAS_GEMM_A, a, GRAIN_READ);
@@ -190,7 +193,8 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
 }
 
 static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char *what, size_t es, size_t n,
-                           const void *alpha, grain_array_t *x, size_t incx, grain_array_t *y, size_t incy)
+                           const void *alpha, int alpha_zero, grain_array_t *x, size_t incx, grain_array_t *y,
+                           size_t incy)
 {
     if (s == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "%s needs a scheduler", what);
@@ -201,7 +205,7 @@ static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char 
         st = vector(s, what, "y", y, n, incy, es);
     if (st == GRAIN_OK && x == y)
         st = grain_fail(GRAIN_ERR_INVALID, "%s: y is also x, which it reads while y is written", what);
-    if (st != GRAIN_OK || n == 0)
+    if (st != GRAIN_OK || n == 0 || alpha_zero) /* reference BLAS: y as it was, x not read */
         return st;
     grain_kernel_t *kern = NULL;
     if ((st = blas_kernel(s, r, &kern)) != GRAIN_OK)
@@ -222,7 +226,7 @@ grain_status_t grain_sched_dgemm(grain_sched_t *s, char transa, char transb, siz
                                  double beta, grain_array_t *c, size_t ldc)
 {
     return gemm(s, GRAIN_BLAS_DGEMM, "grain_sched_dgemm", sizeof(double), transa, transb, m, n, k, &alpha, a, lda, b,
-                ldb, &beta, beta == 0.0, c, ldc);
+                ldb, &beta, (alpha == 0.0 ? ALPHA_ZERO : 0u) | (beta == 0.0 ? BETA_ZERO : 0u), c, ldc);
 }
 
 grain_status_t grain_sched_sgemm(grain_sched_t *s, char transa, char transb, size_t m, size_t n, size_t k,
@@ -230,17 +234,18 @@ grain_status_t grain_sched_sgemm(grain_sched_t *s, char transa, char transb, siz
                                  grain_array_t *c, size_t ldc)
 {
     return gemm(s, GRAIN_BLAS_SGEMM, "grain_sched_sgemm", sizeof(float), transa, transb, m, n, k, &alpha, a, lda, b,
-                ldb, &beta, beta == 0.0f, c, ldc);
+                ldb, &beta, (alpha == 0.0f ? ALPHA_ZERO : 0u) | (beta == 0.0f ? BETA_ZERO : 0u), c, ldc);
 }
 
 grain_status_t grain_sched_daxpy(grain_sched_t *s, size_t n, double alpha, grain_array_t *x, size_t incx,
                                  grain_array_t *y, size_t incy)
 {
-    return axpy(s, GRAIN_BLAS_DAXPY, "grain_sched_daxpy", sizeof(double), n, &alpha, x, incx, y, incy);
+    return axpy(s, GRAIN_BLAS_DAXPY, "grain_sched_daxpy", sizeof(double), n, &alpha, alpha == 0.0, x, incx, y, incy);
 }
 
 grain_status_t grain_sched_saxpy(grain_sched_t *s, size_t n, float alpha, grain_array_t *x, size_t incx,
                                  grain_array_t *y, size_t incy)
 {
-    return axpy(s, GRAIN_BLAS_SAXPY, "grain_sched_saxpy", sizeof(float), n, &alpha, x, incx, y, incy);
+    return axpy(s, GRAIN_BLAS_SAXPY, "grain_sched_saxpy", sizeof(float), n, &alpha, alpha == 0.0f, x, incx, y,
+                incy);
 }

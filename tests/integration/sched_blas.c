@@ -4,7 +4,8 @@
  * loops on the host: a random program (a fixed seed) of dgemm, sgemm,
  * daxpy and saxpy calls over a few double and float arrays, with every
  * transpose, padded leading dimensions, increments, alpha and beta (0 among
- * them, with C holding NaN, which beta == 0 must never read), host reads in
+ * them, with C holding NaN, which beta == 0 must never read, and A, B or x
+ * holding NaN, which alpha == 0 must never read), host reads in
  * the middle, host writes that renew an array, and a gemm that writes all
  * of its C's array.  Values stay small integers, so every result is exact
  * whatever order or contraction a device sums in: each read must equal the
@@ -60,8 +61,8 @@ static void compare(matrix_t *x, size_t es, const char *when)
     }
 }
 
-/* New small integers, or NaN (what beta == 0 must not read), on the host
- * and in the array. */
+/* New small integers, or NaN (what a zero alpha or beta must not read), on
+ * the host and in the array. */
 static void renew(matrix_t *x, size_t es, int nan)
 {
     void *p;
@@ -83,14 +84,15 @@ static int too_large(const matrix_t *x)
     return 0;
 }
 
-/* The reference BLAS's gemm: C = alpha op(A) op(B) + beta C. */
+/* The reference BLAS's gemm: C = alpha op(A) op(B) + beta C, reading
+ * neither A nor B where alpha is 0, nor C where beta is. */
 static void ref_gemm(int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *a, size_t lda,
                      const double *b, size_t ldb, double beta, double *c, size_t ldc)
 {
     for (size_t j = 0; j < n; j++)
         for (size_t i = 0; i < m; i++) {
             double acc = 0;
-            for (size_t l = 0; l < k; l++)
+            for (size_t l = 0; alpha != 0 && l < k; l++)
                 acc += (ta ? a[i * lda + l] : a[l * lda + i]) * (tb ? b[l * ldb + j] : b[j * ldb + l]);
             c[j * ldc + i] = beta == 0 ? alpha * acc : alpha * acc + beta * c[j * ldc + i];
         }
@@ -110,6 +112,9 @@ static void gemm_call(grain_sched_t *s, matrix_t *set, size_t es)
     double alpha = (double)pick(5) - 2.0, beta = (double)pick(4) - 1.0;
     if (beta == 0 && pick(2))
         renew(c, es, 1);
+    matrix_t *unread = alpha == 0 && pick(2) ? (pick(2) ? a : b) : NULL;
+    if (unread != NULL)
+        renew(unread, es, 1);
     ref_gemm(ta, tb, m, n, k, alpha, a->host, lda, b->host, ldb, beta, c->host, ldc);
     char la = ta ? (pick(2) ? 'T' : 'c') : 'N', lb = tb ? 't' : (pick(2) ? 'n' : 'N');
     if (es == sizeof(double))
@@ -119,6 +124,8 @@ static void gemm_call(grain_sched_t *s, matrix_t *set, size_t es)
                              c->array, ldc));
     if (too_large(c))
         renew(c, es, 0);
+    if (unread != NULL) /* its NaN would spread through every later call */
+        renew(unread, es, 0);
 }
 
 /* C's whole array, NaN before, written with beta 0 (the scheduler then
@@ -141,7 +148,10 @@ static void axpy_call(grain_sched_t *s, matrix_t *set, size_t es)
     matrix_t *x = &set[ix], *y = &set[iy];
     size_t incx = 1 + pick(3), incy = 1 + pick(3), n = pick((ELEMS - 1) / 3 + 2); /* n == 0 does nothing */
     double alpha = (double)pick(5) - 2.0;
-    for (size_t i = 0; i < n; i++)
+    int unread = alpha == 0 && pick(2); /* the reference BLAS returns at once */
+    if (unread)
+        renew(x, es, 1);
+    for (size_t i = 0; alpha != 0 && i < n; i++)
         y->host[i * incy] += alpha * x->host[i * incx];
     if (es == sizeof(double))
         OK(grain_sched_daxpy(s, n, alpha, x->array, incx, y->array, incy));
@@ -149,6 +159,8 @@ static void axpy_call(grain_sched_t *s, matrix_t *set, size_t es)
         OK(grain_sched_saxpy(s, n, (float)alpha, x->array, incx, y->array, incy));
     if (too_large(y))
         renew(y, es, 0);
+    if (unread)
+        renew(x, es, 0);
 }
 
 int main(int argc, char **argv)
