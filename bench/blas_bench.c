@@ -220,9 +220,11 @@ static void *placed(grain_t *g, const options_t *o, unsigned operand, void *host
 
 static void unplaced(grain_t *g, const options_t *o, unsigned operand, void *p, const void *host)
 {
-    if (p != host && place_of(o, operand) == 'g')
+    if (p == host)
+        return;
+    if (place_of(o, operand) == 'g')
         grain_free(g, p);
-    else if (p != host)
+    else
         grain_mem_free(g, p);
 }
 

@@ -108,12 +108,12 @@ static grain_status_t copy_once(void *arg)
     return st != GRAIN_OK ? st : waited != GRAIN_OK ? waited : drained;
 }
 
-/* A contiguous copy of `bytes` one way. */
+/* A copy one way of rows x cols elements of es bytes, the host's ld apart. */
 static copy_job_t copy_of(grain_t *g, blas_stage_t *stage, int h2d, unsigned char *host, unsigned char *dev,
-                          size_t bytes)
+                          size_t rows, size_t cols, size_t ld, size_t es)
 {
     return (copy_job_t){.g = g, .stage = stage, .lane = h2d ? BLAS_H2D : BLAS_D2H, .h2d = h2d, .host = host,
-                        .dev = dev, .rows = bytes, .cols = 1, .ld = bytes, .es = 1};
+                        .dev = dev, .rows = rows, .cols = cols, .ld = ld, .es = es};
 }
 
 /* fn(arg) over and over on a thread of its own, while something else is
@@ -153,7 +153,7 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
                                   blas_stage_t *mine, blas_stage_t *other, blas_link_t *l)
 {
     size_t half = r->copy_max * r->copy_max * 8;
-    copy_job_t one = copy_of(g, mine, h2d, host, dev, 1);
+    copy_job_t one = copy_of(g, mine, h2d, host, dev, 1, 1, 1, 1);
     double ones[SAMPLE_REPS_MAX * 2];
     grain_status_t st = GRAIN_OK;
     for (unsigned i = 0; i < SAMPLE_REPS_MAX * 2 && st == GRAIN_OK; i++) {
@@ -169,9 +169,9 @@ static grain_status_t deploy_link(grain_t *g, const ranges_t *r, int h2d, unsign
     for (size_t i = 0; i < n && st == GRAIN_OK; i++) {
         size_t d = r->copy_step * (i + 1);
         bytes[i] = (double)d * (double)d * 8.0;
-        copy_job_t job = copy_of(g, mine, h2d, host, dev, (size_t)bytes[i]);
+        copy_job_t job = copy_of(g, mine, h2d, host, dev, (size_t)bytes[i], 1, (size_t)bytes[i], 1);
         /* The other way: the second halves of both buffers. */
-        copy_job_t back = copy_of(g, other, !h2d, host + half, dev + half, job.rows);
+        copy_job_t back = copy_of(g, other, !h2d, host + half, dev + half, job.rows, 1, job.rows, 1);
         beside_t b = {.fn = copy_once, .arg = &back};
         st = sample(copy_once, &job, &alone[i]);
         if (st == GRAIN_OK)
@@ -223,8 +223,7 @@ static grain_status_t deploy_tiles(grain_t *g, const ranges_t *r, unsigned link,
     size_t t = r->gemm_step;
     for (size_t i = 0; i < n && st == GRAIN_OK; i++, t *= 2) {
         size_t bytes = t * t * 8;
-        copy_job_t job = {.g = g, .stage = stage, .lane = link % 2 ? BLAS_D2H : BLAS_H2D, .h2d = link % 2 == 0,
-                          .host = host, .dev = dev + 3 * bytes, .rows = t, .cols = t, .ld = 2 * t, .es = 8};
+        copy_job_t job = copy_of(g, stage, link % 2 == 0, host, dev + 3 * bytes, t, t, 2 * t, 8);
         kernel_job_t kj = {g, BLAS_DGEMM, t, dev, dev + bytes, dev + 2 * bytes};
         beside_t b = {.fn = kernel_once, .arg = &kj};
         tile[i] = t;

@@ -14,6 +14,13 @@ const char *const blas_routine_names[BLAS_ROUTINES] = {"dgemm", "sgemm", "daxpy"
 /* Each path's links, in the order of machine.path. */
 static const char *const link_names[2 * BLAS_PATHS] = {"h2d", "d2h", "h2d-pinned", "d2h-pinned"};
 
+/* The machine's link of link_names' index `link`. */
+static blas_link_t *link_of(blas_machine_t *m, unsigned link)
+{
+    blas_links_t *ls = &m->path[link / 2];
+    return link % 2 ? &ls->d2h : &ls->h2d;
+}
+
 void blas_profile_free(blas_profile_t *p)
 {
     for (unsigned r = 0; r < BLAS_ROUTINES; r++) {
@@ -30,11 +37,9 @@ void blas_profile_free(blas_profile_t *p)
 
 void blas_profile_point(blas_profile_t *p)
 {
-    for (unsigned link = 0; link < 2 * BLAS_PATHS; link++) {
-        blas_links_t *ls = &p->machine.path[link / 2];
-        (link % 2 ? &ls->d2h : &ls->h2d)->tiles =
+    for (unsigned link = 0; link < 2 * BLAS_PATHS; link++)
+        link_of(&p->machine, link)->tiles =
             (blas_tile_copies_t){p->copies[link], p->copy_tile[link], p->copy_alone[link], p->copy_beside[link]};
-    }
     if (!p->have_pinned) /* none deployed: page-locked operands cost what the others do */
         p->machine.path[BLAS_PATH_PINNED] = p->machine.path[BLAS_PATH_HOST];
 }
@@ -126,8 +131,7 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
         while (link < 2 * BLAS_PATHS && strcmp(fld[2], link_names[link]) != 0)
             link++;
         if (strcmp(fld[1], "link") == 0 && link < 2 * BLAS_PATHS) {
-            blas_links_t *l = &p->machine.path[link / 2];
-            bad = !parse_link(fld, n, link % 2 ? &l->d2h : &l->h2d);
+            bad = !parse_link(fld, n, link_of(&p->machine, link));
             links |= 1u << link;
         } else if (strcmp(fld[1], "kernel") == 0 && n == 4) {
             unsigned r = 0;
@@ -196,9 +200,9 @@ static void append_device(FILE *out, void *arg)
 {
     const rewrite_t *r = arg;
     const blas_profile_t *p = r->p;
+    blas_machine_t m = p->machine;
     for (unsigned link = 0; link < (p->have_pinned ? 2u * BLAS_PATHS : 2u); link++) {
-        const blas_links_t *ls = &p->machine.path[link / 2];
-        const blas_link_t *l = link % 2 ? &ls->d2h : &ls->h2d;
+        const blas_link_t *l = link_of(&m, link);
         fprintf(out, "%s\tlink\t%s\t%.6g\t%.6g\t%.4f\n", r->device, link_names[link], l->t_i, l->t_b, l->sl);
     }
     for (unsigned k = 0; k < BLAS_ROUTINES; k++) {
@@ -219,7 +223,8 @@ grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, con
 {
     rewrite_t r = {p, device};
     if (grain_cache_rewrite(path, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional "
-                                  "slowdown; -pinned: from page-locked memory) and kernel seconds by tile",
+                                  "slowdown; -pinned: from page-locked memory), kernel seconds by tile and tile "
+                                  "copies (seconds alone:beside a kernel)",
                             keep_line, append_device, &r) != 0)
         return grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path, strerror(errno));
     return GRAIN_OK;
