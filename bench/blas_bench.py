@@ -356,9 +356,17 @@ def grain_rows(args, shape, where, progress, deploy):
     return reports
 
 
+def tile_copy(entry):
+    """A tile-copies entry of the profile, "TxLD:alone:beside" (or "T:alone:beside", measured at LD = 2T)."""
+    key, alone, beside = entry.split(":")
+    t, _, ld = key.partition("x")
+    return {"tile": int(t), "ld": int(ld) if ld else 2 * int(t), "alone_s": float(alone), "beside_s": float(beside),
+            "beside_kernels": float(beside) / float(alone)}
+
+
 def links(profile, device):
     """The device's links from the profile (table II): t_i in us, 1 / t_b in GB/s, sl, and where deployed its tile
-    copies' slowdown beside the tile kernel by tile side; the last line of each wins."""
+    copies by tile side and host leading dimension, alone and beside the tile kernel; the last line of each wins."""
     out, tiles = {}, {}
     with open(profile) as f:
         for line in f:
@@ -366,10 +374,20 @@ def links(profile, device):
             if len(p) == 6 and p[0] == device and p[1] == "link":
                 out[p[2]] = {"t_i_us": float(p[3]) * 1e6, "gb_s": 1e-9 / float(p[4]), "sl": float(p[5])}
             elif len(p) == 4 and p[0] == device and p[1] == "tiles":
-                tiles[p[2]] = {int(t): float(b) / float(a) for t, a, b in (e.split(":") for e in p[3].split(","))}
-    for way, beside in tiles.items():
-        out.setdefault(way, {})["beside_kernels"] = beside
+                tiles[p[2]] = [tile_copy(e) for e in p[3].split(",")]
+    for way, copies in tiles.items():
+        out.setdefault(way, {})["tile_copies"] = copies
     return out
+
+
+def beside_summary(copies):
+    """Per tile side, the tile copies' slowdown beside the tile kernel from the tightest host matrix to the widest."""
+    sides = {}
+    for c in copies:
+        sides.setdefault(c["tile"], []).append(c)
+    return ", ".join(f"T {t} x{cs[0]['beside_kernels']:.2f} (ld {cs[0]['ld']})" +
+                     (f" to x{cs[-1]['beside_kernels']:.2f} (ld {cs[-1]['ld']})" if len(cs) > 1 else "")
+                     for t, cs in sorted(sides.items()))
 
 
 def summarize(rows):
@@ -568,9 +586,8 @@ def main():
             f"{way} t_i {l['t_i_us']:.1f} us, {l['gb_s']:.1f} GB/s, sl {l['sl']:.2f}"
             for way, l in sorted(args.deployment["links"].items()) if "sl" in l))
         for way, l in sorted(args.deployment["links"].items()):
-            if "beside_kernels" in l:
-                print(f"  {way}: tile copies beside the tile kernel " + ", ".join(
-                    f"T {t} x{f:.2f}" for t, f in sorted(l["beside_kernels"].items())))
+            if "tile_copies" in l:
+                print(f"  {way}: tile copies beside the tile kernel " + beside_summary(l["tile_copies"]))
     for memory, models in sorted(errors.items()):
         for model, e in sorted(models.items(), key=lambda kv: kv[1]["mean_abs"]):
             print(f"model {model:>8}, {memory:>11}: mean |error| {e['mean_abs']:.0%}, mean {e['mean']:+.0%}, "

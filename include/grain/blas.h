@@ -71,6 +71,7 @@ typedef struct grain_blas_problem {
     char transa, transb;     /* gemm's */
     const void *a, *b, *c;   /* where the operands live (gemm A, B, C; axpy x as a, y as b) */
     int beta_zero;           /* gemm: beta is 0, so C is not read */
+    size_t lda, ldb, ldc;    /* gemm's leading dimensions; 0: the rows the operand holds */
 } grain_blas_problem_t;
 
 grain_status_t grain_blas_deploy(grain_t *grain, const char *profile);

@@ -96,9 +96,9 @@ static grain_status_t copy_once(void *arg)
     grain_status_t st;
     if (j->stage != NULL)
         st = blas_stage_move(j->stage, j->lane, !j->h2d, j->host, j->ld, j->dev, j->rows, j->cols, j->es);
-    else if (j->cols == 1)
+    else if (j->cols == 1 || j->ld == j->rows) /* one contiguous copy, as the routines make it */
         st = o->copy_async(j->g->backend, j->lane, j->h2d ? (void *)j->dev : j->host, j->h2d ? j->host : j->dev,
-                           width);
+                           width * j->cols);
     else if (j->h2d)
         st = o->copy_rect_async(j->g->backend, j->lane, j->dev, width, j->host, j->ld * j->es, width, j->cols);
     else
@@ -205,42 +205,59 @@ static grain_status_t kernel_once(void *arg)
     return blas_run_tile(j->g, j->routine, j->t, j->a, j->b, j->c);
 }
 
-/* Link `link`'s tile copies (blas_tile_copies_t): T x T tiles of doubles
- * out of a host matrix twice as wide, T from gemm's step doubling to half
- * its largest (so that the kernel's three tiles and the copy's fit the
- * device buffer), each alone and while dgemm tile kernels of T run. */
+/* The widest host matrix, in doubles between columns, whose tile copies
+ * are deployed: eight times the pitch past which an H200's copies slow
+ * (64 KiB, docs/blas.md), so that a step like it elsewhere is seen too. */
+#define TILE_LD_MAX (1u << 16)
+
+/* Whether a T x T tile of doubles with columns ld apart is deployed from a
+ * host buffer of host_bytes. */
+static int tile_deployed(size_t t, size_t ld, size_t host_bytes)
+{
+    return ld <= TILE_LD_MAX && ld * t * 8 <= host_bytes;
+}
+
+/* Link `link`'s tile copies (blas_tile_copies_t): T x T tiles of doubles,
+ * T from gemm's step doubling to half its largest (so that the kernel's
+ * three tiles and the copy's fit the device buffer), their columns LD apart
+ * in the host buffer, LD from T (one contiguous copy) doubling; each alone
+ * and while dgemm tile kernels of T run. */
 static grain_status_t deploy_tiles(grain_t *g, const ranges_t *r, unsigned link, unsigned char *host,
-                                   unsigned char *dev, blas_stage_t *stage, blas_profile_t *p)
+                                   size_t host_bytes, unsigned char *dev, blas_stage_t *stage, blas_profile_t *p)
 {
     size_t n = 0;
     for (size_t t = r->gemm_step; t <= r->gemm_max / 2; t *= 2)
-        n++;
-    size_t *tile = calloc(n, sizeof *tile);
+        for (size_t ld = t; tile_deployed(t, ld, host_bytes); ld *= 2)
+            n++;
+    size_t *tile = calloc(n, sizeof *tile), *lds = calloc(n, sizeof *lds), i = 0;
     double *alone = calloc(n, sizeof *alone), *beside = calloc(n, sizeof *beside);
     grain_status_t st = GRAIN_OK;
-    if (tile == NULL || alone == NULL || beside == NULL)
+    if (tile == NULL || lds == NULL || alone == NULL || beside == NULL)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory to deploy");
-    size_t t = r->gemm_step;
-    for (size_t i = 0; i < n && st == GRAIN_OK; i++, t *= 2) {
+    for (size_t t = r->gemm_step; t <= r->gemm_max / 2 && st == GRAIN_OK; t *= 2) {
         size_t bytes = t * t * 8;
-        copy_job_t job = copy_of(g, stage, link % 2 == 0, host, dev + 3 * bytes, t, t, 2 * t, 8);
         kernel_job_t kj = {g, BLAS_DGEMM, t, dev, dev + bytes, dev + 2 * bytes};
         beside_t b = {.fn = kernel_once, .arg = &kj};
-        tile[i] = t;
-        st = sample(copy_once, &job, &alone[i]);
-        if (st == GRAIN_OK)
-            st = kernel_once(&kj); /* built and loaded before the copies are timed beside it */
-        if (st == GRAIN_OK)
-            st = sample_beside(&b, copy_once, &job, &beside[i]);
+        st = kernel_once(&kj); /* built and loaded before the copies are timed beside it */
+        for (size_t ld = t; tile_deployed(t, ld, host_bytes) && st == GRAIN_OK; ld *= 2, i++) {
+            copy_job_t job = copy_of(g, stage, link % 2 == 0, host, dev + 3 * bytes, t, t, ld, 8);
+            tile[i] = t;
+            lds[i] = ld;
+            st = sample(copy_once, &job, &alone[i]);
+            if (st == GRAIN_OK)
+                st = sample_beside(&b, copy_once, &job, &beside[i]);
+        }
     }
     if (st != GRAIN_OK) {
         free(tile);
+        free(lds);
         free(alone);
         free(beside);
         return st;
     }
     p->copies[link] = n;
     p->copy_tile[link] = tile;
+    p->copy_ld[link] = lds;
     p->copy_alone[link] = alone;
     p->copy_beside[link] = beside;
     return GRAIN_OK;
@@ -268,7 +285,7 @@ static grain_status_t deploy_path(grain_t *g, const ranges_t *r, unsigned char *
     if (st == GRAIN_OK)
         st = deploy_link(g, r, 0, host, dev, mine, other, &l->d2h);
     for (unsigned way = 0; way < 2 && st == GRAIN_OK; way++)
-        st = deploy_tiles(g, r, 2 * path + way, host, dev, mine, p);
+        st = deploy_tiles(g, r, 2 * path + way, host, bytes, dev, mine, p);
     if (mine != NULL)
         free(host);
     else if (host != NULL)
@@ -368,9 +385,20 @@ static grain_status_t shape_of(grain_t *g, const grain_blas_problem_t *q, unsign
         size_t es = q->routine == GRAIN_BLAS_DGEMM ? 8 : 4;
         if (q->m == 0 || q->n == 0 || q->k == 0)
             return grain_fail(GRAIN_ERR_INVALID, "blas: gemm of %zu x %zu x %zu: nothing to tile", q->m, q->n, q->k);
-        blas_shape_gemm(s, q->m, q->n, q->k, es, blas_where(g, q->a, ta ? q->k : q->m, ta ? q->m : q->k, es),
-                        blas_where(g, q->b, tb ? q->n : q->k, tb ? q->k : q->n, es),
-                        blas_where(g, q->c, q->m, q->n, es), q->beta_zero);
+        /* Each operand's rows and columns as it is stored, and its leading dimension. */
+        size_t rows[3] = {ta ? q->k : q->m, tb ? q->n : q->k, q->m};
+        size_t cols[3] = {ta ? q->m : q->k, tb ? q->k : q->n, q->n};
+        size_t ld[3] = {q->lda ? q->lda : rows[0], q->ldb ? q->ldb : rows[1], q->ldc ? q->ldc : rows[2]};
+        static const char *const ld_names[3] = {"lda", "ldb", "ldc"};
+        for (unsigned i = 0; i < 3; i++)
+            if (ld[i] < rows[i])
+                return grain_fail(GRAIN_ERR_INVALID, "blas: %s %zu is less than the %zu rows its operand holds",
+                                  ld_names[i], ld[i], rows[i]);
+        blas_shape_gemm(s, q->m, q->n, q->k, es, blas_where(g, q->a, rows[0], cols[0], es),
+                        blas_where(g, q->b, rows[1], cols[1], es), blas_where(g, q->c, rows[2], cols[2], es),
+                        q->beta_zero);
+        for (unsigned i = 0; i < 3; i++)
+            s->op[i].ld = ld[i];
         *routine_p = q->routine == GRAIN_BLAS_DGEMM ? BLAS_DGEMM : BLAS_SGEMM;
         return GRAIN_OK;
     }
@@ -445,7 +473,7 @@ grain_status_t grain_blas_select(grain_t *g, const grain_blas_problem_t *q, grai
     for (unsigned i = 0; i < s.opd; i++)
         flags |= s.op[i].path << (6 + i);
     blas_cache_key_t key = {.routine = routine, .model = (uint32_t)model, .flags = flags,
-                            .d = {s.d[0], s.d[1], s.d[2]}};
+                            .d = {s.d[0], s.d[1], s.d[2]}, .ld = {s.op[0].ld, s.op[1].ld, s.op[2].ld}};
     size_t tile = cache != NULL ? blas_cache_get(cache, &key) : 0;
     if (tile == 0) {
         blas_lookup_t lk = blas_profile_lookup(p, routine);

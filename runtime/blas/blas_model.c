@@ -18,7 +18,7 @@ const char *grain_blas_model_name(grain_blas_model_t model)
 
 static blas_operand_t operand(size_t s1, size_t s2, int on, int get, int set)
 {
-    return (blas_operand_t){.s1 = s1, .s2 = s2, .get = on != BLAS_ON_DEVICE && get,
+    return (blas_operand_t){.s1 = s1, .s2 = s2, .ld = s1, .get = on != BLAS_ON_DEVICE && get,
                             .set = on != BLAS_ON_DEVICE && set,
                             .path = on == BLAS_ON_PINNED ? BLAS_PATH_PINNED : BLAS_PATH_HOST};
 }

@@ -72,14 +72,17 @@ typedef enum blas_model {
     BLAS_MODELS,
 } blas_model_t;
 
-/* A link's tile copies as the routines make them, by tile side T, where
- * deployed: seconds for a T x T tile of doubles out of a matrix twice as
- * wide (2-D; slower than one contiguous copy of its bytes at some T), alone
- * and while the tile kernel of T runs (a kernel slows the link; the paper's
- * models have no such term).  T ascending; n == 0: none deployed. */
+/* A link's tile copies as the routines make them, by tile side T and the
+ * host matrix's leading dimension ld, where deployed: seconds for a T x T
+ * tile of doubles whose columns lie ld apart, alone (a 2-D copy; slower
+ * than one contiguous copy of its bytes at some T and ld) and while the
+ * tile kernel of T runs (a kernel slows the link; the paper's models have
+ * no such term).  On an H200 both effects appear only once the columns lie
+ * 64 KiB apart or more (docs/blas.md), so the pitch is part of the key.
+ * Ascending by T, then ld; n == 0: none deployed. */
 typedef struct blas_tile_copies {
     size_t n;
-    const size_t *tile;
+    const size_t *tile, *ld;
     const double *alone, *beside;
 } blas_tile_copies_t;
 
@@ -109,6 +112,7 @@ enum { BLAS_ON_DEVICE, BLAS_ON_HOST, BLAS_ON_PINNED };
 
 typedef struct blas_operand {
     size_t s1, s2;
+    size_t ld; /* elements between its columns on the host (s1 by default) */
     int get, set;
     unsigned path; /* BLAS_PATH_*; the host's for an operand on the device */
 } blas_operand_t;

@@ -29,6 +29,7 @@ void blas_profile_free(blas_profile_t *p)
     }
     for (unsigned l = 0; l < 2 * BLAS_PATHS; l++) {
         free(p->copy_tile[l]);
+        free(p->copy_ld[l]);
         free(p->copy_alone[l]);
         free(p->copy_beside[l]);
     }
@@ -39,7 +40,8 @@ void blas_profile_point(blas_profile_t *p)
 {
     for (unsigned link = 0; link < 2 * BLAS_PATHS; link++)
         link_of(&p->machine, link)->tiles =
-            (blas_tile_copies_t){p->copies[link], p->copy_tile[link], p->copy_alone[link], p->copy_beside[link]};
+            (blas_tile_copies_t){p->copies[link], p->copy_tile[link], p->copy_ld[link], p->copy_alone[link],
+                                 p->copy_beside[link]};
     if (!p->have_pinned) /* none deployed: page-locked operands cost what the others do */
         p->machine.path[BLAS_PATH_PINNED] = p->machine.path[BLAS_PATH_HOST];
 }
@@ -60,50 +62,74 @@ static int parse_link(char **f, unsigned n, blas_link_t *l)
     return *end[0] == '\0' && *end[1] == '\0' && *end[2] == '\0' && l->t_i >= 0 && l->t_b > 0 && l->sl >= 1.0;
 }
 
-/* "T:seconds[:seconds],..." in ascending T, `values` positive seconds a T
- * (1 or 2) into val_p[0 .. values - 1]. */
-static int parse_table(const char *text, unsigned values, size_t *n_p, size_t **tile_p, double **val_p)
+static int parse_size(const char *at, char **end, size_t *v)
 {
+    errno = 0;
+    unsigned long long x = strtoull(at, end, 10);
+    *v = (size_t)x;
+    return errno == 0 && *end != at && x > 0;
+}
+
+/* "T:seconds,..." in ascending T (a kernel line: one value), or tile copies'
+ * "TxLD:alone:beside,..." ascending by T, then LD, into *ld_p too; an entry
+ * without xLD, as the first deployments of tile copies wrote them, was
+ * measured at LD = 2T. */
+static int parse_table(const char *text, size_t *n_p, size_t **tile_p, size_t **ld_p, double **val_p)
+{
+    unsigned values = ld_p != NULL ? 2 : 1;
     size_t cap = 1;
     for (const char *c = text; *c; c++)
         cap += *c == ',';
-    size_t *tile = malloc(cap * sizeof *tile), n = 0;
+    size_t *tile = malloc(cap * sizeof *tile), *ld = ld_p != NULL ? malloc(cap * sizeof *ld) : NULL, n = 0;
     double *val[2] = {malloc(cap * sizeof(double)), values > 1 ? malloc(cap * sizeof(double)) : NULL};
     const char *at = text;
-    int ok = tile != NULL && val[0] != NULL && (values < 2 || val[1] != NULL);
+    int ok = tile != NULL && val[0] != NULL && (values < 2 || (val[1] != NULL && ld != NULL));
     while (ok && *at != '\0') {
         char *end;
-        errno = 0;
-        unsigned long long t = strtoull(at, &end, 10);
-        ok = errno == 0 && end != at && *end == ':' && t > 0 && (n == 0 || t > tile[n - 1]);
+        size_t t, pitch = 0;
+        ok = parse_size(at, &end, &t);
+        if (ok && ld != NULL && *end == 'x')
+            ok = parse_size(end + 1, &end, &pitch) && pitch >= t;
+        else
+            pitch = 2 * t;
+        ok = ok && *end == ':' &&
+             (n == 0 || t > tile[n - 1] || (ld != NULL && t == tile[n - 1] && pitch > ld[n - 1]));
         for (unsigned v = 0; ok && v < values; v++) {
             at = end + 1;
             val[v][n] = strtod(at, &end);
             ok = end != at && val[v][n] > 0 && (v + 1 < values ? *end == ':' : *end == ',' || *end == '\0');
         }
         if (ok) {
-            tile[n++] = (size_t)t;
+            if (ld != NULL)
+                ld[n] = pitch;
+            tile[n++] = t;
             at = *end == ',' ? end + 1 : end;
         }
     }
     if (!ok || n == 0) {
         free(tile);
+        free(ld);
         free(val[0]);
         free(val[1]);
         return 0;
     }
     *n_p = n;
     *tile_p = tile;
+    if (ld_p != NULL)
+        *ld_p = ld;
     for (unsigned v = 0; v < values; v++)
         val_p[v] = val[v];
     return 1;
 }
 
-/* Each entry of a table: "T:v[:v]" with a comma between. */
-static void print_table(FILE *out, size_t n, const size_t *tile, const double *a, const double *b)
+/* Each entry of a table: "T[xLD]:v[:v]" with a comma between. */
+static void print_table(FILE *out, size_t n, const size_t *tile, const size_t *ld, const double *a, const double *b)
 {
     for (size_t i = 0; i < n; i++) {
-        fprintf(out, "%s%zu:%.6g", i ? "," : "", tile[i], a[i]);
+        fprintf(out, "%s%zu", i ? "," : "", tile[i]);
+        if (ld != NULL)
+            fprintf(out, "x%zu", ld[i]);
+        fprintf(out, ":%.6g", a[i]);
         if (b != NULL)
             fprintf(out, ":%.6g", b[i]);
     }
@@ -139,7 +165,7 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
                 r++;
             size_t count, *tile;
             double *sec[1];
-            bad = r == BLAS_ROUTINES || !parse_table(fld[3], 1, &count, &tile, sec);
+            bad = r == BLAS_ROUTINES || !parse_table(fld[3], &count, &tile, NULL, sec);
             if (!bad) {
                 free(p->tile[r]);
                 free(p->seconds[r]);
@@ -148,15 +174,17 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
                 p->seconds[r] = sec[0];
             }
         } else if (strcmp(fld[1], "tiles") == 0 && n == 4 && link < 2 * BLAS_PATHS) {
-            size_t count, *tile;
+            size_t count, *tile, *ld;
             double *sec[2];
-            bad = !parse_table(fld[3], 2, &count, &tile, sec);
+            bad = !parse_table(fld[3], &count, &tile, &ld, sec);
             if (!bad) {
                 free(p->copy_tile[link]);
+                free(p->copy_ld[link]);
                 free(p->copy_alone[link]);
                 free(p->copy_beside[link]);
                 p->copies[link] = count;
                 p->copy_tile[link] = tile;
+                p->copy_ld[link] = ld;
                 p->copy_alone[link] = sec[0];
                 p->copy_beside[link] = sec[1];
             }
@@ -166,7 +194,7 @@ int blas_profile_read(blas_profile_t *p, const char *path, const char *device)
         if (bad)
             grain_fail(GRAIN_ERR_CONFIG, "blas: %s, line %u: not a line of a BLAS profile (link "
                        "h2d|d2h|h2d-pinned|d2h-pinned t_i t_b sl, kernel <routine> T:seconds,..., or tiles <link> "
-                       "T:alone:beside,...): deploy again (grain_blas_deploy)", path, number);
+                       "TxLD:alone:beside,...): deploy again (grain_blas_deploy)", path, number);
     }
     free(line);
     fclose(f);
@@ -209,13 +237,14 @@ static void append_device(FILE *out, void *arg)
         if (p->n[k] == 0)
             continue;
         fprintf(out, "%s\tkernel\t%s\t", r->device, blas_routine_names[k]);
-        print_table(out, p->n[k], p->tile[k], p->seconds[k], NULL);
+        print_table(out, p->n[k], p->tile[k], NULL, p->seconds[k], NULL);
     }
     for (unsigned link = 0; link < 2 * BLAS_PATHS; link++) {
         if (p->copies[link] == 0)
             continue;
         fprintf(out, "%s\ttiles\t%s\t", r->device, link_names[link]);
-        print_table(out, p->copies[link], p->copy_tile[link], p->copy_alone[link], p->copy_beside[link]);
+        print_table(out, p->copies[link], p->copy_tile[link], p->copy_ld[link], p->copy_alone[link],
+                    p->copy_beside[link]);
     }
 }
 
@@ -224,7 +253,7 @@ grain_status_t blas_profile_write(const blas_profile_t *p, const char *path, con
     rewrite_t r = {p, device};
     if (grain_cache_rewrite(path, "# grain's tiled BLAS: per device, its links (t_i s, t_b s/byte, bidirectional "
                                   "slowdown; -pinned: from page-locked memory), kernel seconds by tile and tile "
-                                  "copies (seconds alone:beside a kernel)",
+                                  "copies (T x host ld: seconds alone:beside a kernel)",
                             keep_line, append_device, &r) != 0)
         return grain_fail(GRAIN_ERR_CONFIG, "blas: cannot write the profile %s (%s)", path, strerror(errno));
     return GRAIN_OK;

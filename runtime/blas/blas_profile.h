@@ -7,11 +7,12 @@
  *
  *   device <TAB> link <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> t_i <TAB> t_b <TAB> sl
  *   device <TAB> kernel <TAB> dgemm|sgemm|daxpy|saxpy <TAB> T:seconds,T:seconds,...
- *   device <TAB> tiles <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> T:alone:beside,...
+ *   device <TAB> tiles <TAB> h2d|d2h|h2d-pinned|d2h-pinned <TAB> TxLD:alone:beside,...
  *
- * A tiles line gives a link's copies of a T x T tile of doubles out of a
- * matrix twice as wide, alone and beside the dgemm tile kernel of T
- * (blas_model.h's blas_tile_copies_t), where deployed.
+ * A tiles line gives a link's copies of a T x T tile of doubles whose
+ * columns lie LD apart on the host, alone and beside the dgemm tile kernel
+ * of T (blas_model.h's blas_tile_copies_t), where deployed; an entry
+ * "T:alone:beside" (the first such profiles) was measured at LD = 2T.
  * h2d and d2h are the routines' copies of pageable host memory; the
  * -pinned links, where the backend copies page-locked memory otherwise,
  * that memory's (absent: the same).  The last line for a (device, what)
@@ -40,7 +41,7 @@ typedef struct blas_profile {
     /* Each link's tile copies (h2d, d2h, h2d-pinned, d2h-pinned), which
      * the machine's links point to (blas_profile_point). */
     size_t copies[2 * BLAS_PATHS];
-    size_t *copy_tile[2 * BLAS_PATHS];
+    size_t *copy_tile[2 * BLAS_PATHS], *copy_ld[2 * BLAS_PATHS];
     double *copy_alone[2 * BLAS_PATHS], *copy_beside[2 * BLAS_PATHS];
 } blas_profile_t;
 

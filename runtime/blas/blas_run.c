@@ -581,7 +581,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     size_t es = p->es;
     grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DGEMM : GRAIN_BLAS_SGEMM, .m = p->m, .n = p->n,
                               .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b, .c = p->c,
-                              .beta_zero = p->beta_zero};
+                              .beta_zero = p->beta_zero, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc};
     if (p->tile == 0)
         p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
     uint64_t t0 = grain_now_ns();

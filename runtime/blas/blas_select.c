@@ -29,8 +29,10 @@ size_t blas_select_tile(blas_model_t model, const blas_machine_t *m, const blas_
 
 static int same(const blas_cache_key_t *a, const blas_cache_key_t *b)
 {
-    return a->routine == b->routine && a->model == b->model && a->flags == b->flags && a->d[0] == b->d[0] &&
-           a->d[1] == b->d[1] && a->d[2] == b->d[2];
+    int same = a->routine == b->routine && a->model == b->model && a->flags == b->flags;
+    for (unsigned i = 0; i < 3; i++)
+        same = same && a->d[i] == b->d[i] && a->ld[i] == b->ld[i];
+    return same;
 }
 
 size_t blas_cache_get(blas_cache_t *c, const blas_cache_key_t *key)

@@ -32,7 +32,7 @@ size_t blas_select_tile(blas_model_t model, const blas_machine_t *m, const blas_
 
 typedef struct blas_cache_key {
     uint32_t routine, model, flags; /* flags: transposes, operand locations, beta == 0 */
-    uint64_t d[3];
+    uint64_t d[3], ld[3];
 } blas_cache_key_t;
 
 typedef struct blas_cache {

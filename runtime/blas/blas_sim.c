@@ -24,28 +24,49 @@ typedef struct plan {
     int gemm; /* the slowdown beside kernels applies: it was deployed beside gemm's */
 } plan_t;
 
-/* A deployed tile copy's factor at T: its seconds alone over the link's for
- * its bytes (a 2-D copy's cost), or `beside` a kernel over alone; between
- * deployed sizes by log T, the nearest past either end; 1 where none were
- * deployed. */
-static double factor(const blas_link_t *l, size_t T, int beside)
+/* Among the deployed copies of the tile side starting at entry `first`, the
+ * one whose host columns lie furthest apart without passing `pitch` bytes;
+ * the first where all pass it. */
+static size_t by_pitch(const blas_tile_copies_t *c, size_t first, double pitch)
+{
+    size_t at = first;
+    while (at + 1 < c->n && c->tile[at + 1] == c->tile[first] && (double)c->ld[at + 1] * 8.0 <= pitch)
+        at++;
+    return at;
+}
+
+/* The first entry of the tile side after the one at `first`, or `first`. */
+static size_t next_side(const blas_tile_copies_t *c, size_t first)
+{
+    size_t at = first;
+    while (at < c->n && c->tile[at] == c->tile[first])
+        at++;
+    return at < c->n ? at : first;
+}
+
+/* A deployed tile copy's factor at T, its host columns `pitch` bytes
+ * apart: its seconds alone over the link's for its bytes (a 2-D copy's
+ * cost), or `beside` a kernel over alone; between deployed sides by log T,
+ * the nearest past either end; 1 where none were deployed. */
+static double factor(const blas_link_t *l, size_t T, double pitch, int beside)
 {
     const blas_tile_copies_t *c = &l->tiles;
     if (c->n == 0)
         return 1.0;
-    size_t i = 0;
-    while (i + 1 < c->n && c->tile[i + 1] <= T)
-        i++;
+    size_t lo = 0, hi;
+    while ((hi = next_side(c, lo)) != lo && c->tile[hi] <= T)
+        lo = hi;
+    size_t side[2] = {lo, hi};
     double f[2];
     for (unsigned e = 0; e < 2; e++) {
-        size_t at = i + e < c->n ? i + e : i;
+        size_t at = by_pitch(c, side[e], pitch);
         double t = (double)c->tile[at], link = l->t_i + l->t_b * t * t * 8.0;
         double over = beside ? c->alone[at] : link, f_at = (beside ? c->beside[at] : c->alone[at]) / over;
         f[e] = over > 0.0 && f_at > 0.0 ? f_at : 1.0;
     }
-    if (T <= c->tile[0] || i + 1 >= c->n)
+    if (T <= c->tile[lo] || hi == lo)
         return f[0];
-    double lo = log2((double)c->tile[i]), x = (log2((double)T) - lo) / (log2((double)c->tile[i + 1]) - lo);
+    double x = (log2((double)T) - log2((double)c->tile[lo])) / (log2((double)c->tile[hi]) - log2((double)c->tile[lo]));
     return f[0] + x * (f[1] - f[0]);
 }
 
@@ -58,15 +79,17 @@ static uint32_t add(plan_t *p, unsigned lane, unsigned path, double work, uint32
     return p->n++;
 }
 
-/* A copy of rows x cols elements on link l: the link's time, as a 2-D tile
- * copy of the call's T costs. */
-static uint32_t add_copy(plan_t *p, unsigned lane, unsigned path, const blas_link_t *l, size_t rows, size_t cols,
-                         size_t dtype, uint32_t dep0, uint32_t dep1)
+/* A copy of rows x cols elements of operand o on `lane`: the link's time,
+ * as a tile copy of the call's T with o's columns costs. */
+static uint32_t add_copy(plan_t *p, unsigned lane, const blas_machine_t *m, const blas_operand_t *o, size_t rows,
+                         size_t cols, size_t dtype, uint32_t dep0, uint32_t dep1)
 {
-    double bytes = (double)rows * (double)cols * (double)dtype, two_d = cols > 1 ? factor(l, p->tile, 0) : 1.0;
-    uint32_t at = add(p, lane, path, (l->t_i + l->t_b * bytes) * two_d, dep0, dep1);
+    const blas_link_t *l = lane == H2D ? &m->path[o->path].h2d : &m->path[o->path].d2h;
+    double bytes = (double)rows * (double)cols * (double)dtype, pitch = (double)o->ld * (double)dtype;
+    double two_d = cols > 1 ? factor(l, p->tile, pitch, 0) : 1.0;
+    uint32_t at = add(p, lane, o->path, (l->t_i + l->t_b * bytes) * two_d, dep0, dep1);
     if (at != NONE && p->gemm)
-        p->op[at].beside = factor(l, p->tile, 1);
+        p->op[at].beside = factor(l, p->tile, pitch, 1);
     return at;
 }
 
@@ -98,19 +121,19 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
             size_t ti = part(M, i * T, T), tj = part(N, j * T, T), slot = count % BLAS_C_SLOTS;
             int fresh = c->get;
             if (c->get)
-                add_copy(p, H2D, c->path, &m->path[c->path].h2d, ti, tj, s->dtype, slot_back[slot], NONE);
+                add_copy(p, H2D, m, c, ti, tj, s->dtype, slot_back[slot], NONE);
             /* Where beta is 0 the slot's first kernel still waits for its last tile to have gone back. */
             uint32_t first_wait = c->set && !c->get ? slot_back[slot] : NONE;
             for (size_t l = 0; l < kt; l++) {
                 size_t tl = part(K, l * T, T);
                 if (a->get && !copied[l * mt + i]) {
                     copied[l * mt + i] = 1;
-                    add_copy(p, H2D, a->path, &m->path[a->path].h2d, ti, tl, s->dtype, NONE, NONE);
+                    add_copy(p, H2D, m, a, ti, tl, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 if (b->get && !copied[mt * kt + j * kt + l]) {
                     copied[mt * kt + j * kt + l] = 1;
-                    add_copy(p, H2D, b->path, &m->path[b->path].h2d, tl, tj, s->dtype, NONE, NONE);
+                    add_copy(p, H2D, m, b, tl, tj, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 add(p, RUN, 0, t_gpu * (double)ti * (double)tj * (double)tl / full, fresh ? p->last[H2D] : NONE,
@@ -118,7 +141,7 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
                 fresh = 0;
             }
             if (c->set)
-                slot_back[slot] = add_copy(p, D2H, c->path, &m->path[c->path].d2h, ti, tj, s->dtype,
+                slot_back[slot] = add_copy(p, D2H, m, c, ti, tj, s->dtype,
                                            p->last[RUN], NONE);
         }
     free(copied);
@@ -135,12 +158,12 @@ static void plan_axpy(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
     for (size_t at = 0, t = 0; at < s->d[0]; at += T, t++) {
         size_t count = part(s->d[0], at, T), slot = t % BLAS_C_SLOTS;
         if (x->get)
-            add_copy(p, H2D, x->path, &m->path[x->path].h2d, count, 1, s->dtype, ran[slot], NONE);
+            add_copy(p, H2D, m, x, count, 1, s->dtype, ran[slot], NONE);
         if (y->get)
-            add_copy(p, H2D, y->path, &m->path[y->path].h2d, count, 1, s->dtype, back[slot], NONE);
+            add_copy(p, H2D, m, y, count, 1, s->dtype, back[slot], NONE);
         ran[slot] = add(p, RUN, 0, t_gpu * (double)count / (double)T, x->get || y->get ? p->last[H2D] : NONE, NONE);
         if (y->set)
-            back[slot] = add_copy(p, D2H, y->path, &m->path[y->path].d2h, count, 1, s->dtype, ran[slot], NONE);
+            back[slot] = add_copy(p, D2H, m, y, count, 1, s->dtype, ran[slot], NONE);
     }
 }
 

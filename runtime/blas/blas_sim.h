@@ -6,7 +6,8 @@
  * after its last K step; axpy's slots of x and y).  Each lane runs its
  * copies or kernels in order once their waits are done, the copies costing
  * their operand's path's link (t_i + t_b bytes, as a 2-D tile copy costs
- * where the link's tile copies were deployed; slowed by sl while the other
+ * with the operand's leading dimension where the link's tile copies were
+ * deployed; slowed by sl while the other
  * direction copies, and for gemm by the deployed factor while a kernel
  * runs), the kernels the lookup's time scaled to the tile's elements.
  * Eq. 5 and dr-link count tiles; this follows the order, which decides how

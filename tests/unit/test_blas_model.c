@@ -7,11 +7,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "runtime/blas/blas_fit.h"
 #include "runtime/blas/blas_model.h"
+#include "runtime/blas/blas_profile.h"
 #include "runtime/blas/blas_select.h"
 #include "runtime/blas/blas_sim.h"
 
@@ -143,18 +147,29 @@ static void test_schedule(void **state)
     blas_shape_axpy(&s, 3u << 18, 8, BLAS_ON_DEVICE, BLAS_ON_HOST);
     double a = 2.197152e-4, b = 4.394304e-4, rest = b - 2 * 1.25 * a / 1.5;
     NEAR(blas_simulate(&machine, &s, 1u << 18, 0.0), a + 2 * 1.25 * a + rest + 2 * b);
-    /* Deployed tile copies: 2-D tiles twice the link's time, and 1.5x slower
-     * beside a kernel.  256^3 with A on the host: one copy, then the kernel. */
-    static const size_t tiles[] = {256};
-    static const double alone[] = {2 * 6.24288e-5}, beside[] = {3 * 6.24288e-5};
+    /* Deployed tile copies of T = 256: contiguous (ld 256) at the link's
+     * time, unslowed; with columns 512 apart twice the link's time, and 1.5x
+     * slower beside a kernel.  256^3 with A on the host: one copy, then the
+     * kernel; A's columns 512 apart, or past the widest deployed, cost the
+     * 2-D copy, and A as tight as its rows the contiguous one. */
+    static const size_t tiles[] = {256, 256}, lds[] = {256, 512};
+    const double alone[] = {th, 2 * th}, beside[] = {th, 3 * th};
     blas_machine_t deployed = machine;
-    deployed.path[BLAS_PATH_HOST].h2d.tiles = (blas_tile_copies_t){1, tiles, alone, beside};
+    deployed.path[BLAS_PATH_HOST].h2d.tiles = (blas_tile_copies_t){2, tiles, lds, alone, beside};
     blas_shape_gemm(&s, 256, 256, 256, 8, BLAS_ON_HOST, BLAS_ON_DEVICE, BLAS_ON_DEVICE, 0);
+    NEAR(blas_simulate(&deployed, &s, 256, 1e-5), th + 1e-5);
+    s.op[0].ld = 512;
     NEAR(blas_simulate(&deployed, &s, 256, 1e-5), 2 * th + 1e-5);
-    /* 256 x 512 x 256, B on the host, kernels of 50 us: B's first tile in
-     * (124.8576 us), then its second beside the first kernel, 1.5x slower for
-     * those 50 us, the rest alone; then the second kernel. */
+    s.op[0].ld = 4096;
+    NEAR(blas_simulate(&deployed, &s, 256, 1e-5), 2 * th + 1e-5);
+    /* 256 x 512 x 256, B on the host (ld 512), kernels of 50 us: B's first
+     * tile in (124.8576 us), then its second beside the first kernel, 1.5x
+     * slower for those 50 us, the rest alone; then the second kernel.
+     * Contiguous, B's second tile (62.4288 us) runs beside the kernel
+     * unslowed and the kernels wait for no copy after the first. */
     blas_shape_gemm(&s, 256, 512, 256, 8, BLAS_ON_DEVICE, BLAS_ON_HOST, BLAS_ON_DEVICE, 0);
+    NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 5e-5);
+    s.op[1].ld = 512;
     NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 5e-5 + (2 * th - 5e-5 / 1.5) + 5e-5);
     /* Past BLAS_SIM_STEPS_MAX subproblems it declines, and the model is dr-link's. */
     blas_shape_gemm(&s, 1u << 14, 1u << 14, 1u << 14, 8, BLAS_ON_HOST, BLAS_ON_HOST, BLAS_ON_HOST, 0);
@@ -245,13 +260,54 @@ static void test_cache(void **state)
     assert_true(c.hits == 2 && c.misses == 3);
 }
 
+/* Tile-copy lines: by T and the host's ld ("TxLD"), ascending; a line of
+ * the first such profiles ("T:alone:beside") was measured at LD = 2T; an
+ * entry out of order is refused. */
+static void test_profile_tiles(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/grain-blas-profile-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("dev\tlink\th2d\t1e-05\t1e-10\t1.25\ndev\tlink\td2h\t2e-05\t2e-10\t1.5\n"
+          "dev\tkernel\tdgemm\t256:0.0001,512:0.0008\n"
+          "dev\ttiles\th2d\t256:0.0001:0.0002,512:0.0004:0.0005\n"
+          "dev\ttiles\td2h\t256x256:1e-4:1e-4,256x65536:2e-4:3e-4,512x512:4e-4:4e-4\n"
+          "other\ttiles\th2d\tnot a table\n", f);
+    fclose(f);
+    blas_profile_t p;
+    assert_int_equal(blas_profile_read(&p, path, "dev"), 1);
+    const blas_tile_copies_t *in = &p.machine.path[BLAS_PATH_HOST].h2d.tiles;
+    const blas_tile_copies_t *out = &p.machine.path[BLAS_PATH_HOST].d2h.tiles;
+    assert_int_equal(in->n, 2);
+    assert_int_equal(in->ld[0], 512);
+    assert_int_equal(in->ld[1], 1024);
+    NEAR(in->beside[1], 5e-4);
+    assert_int_equal(out->n, 3);
+    assert_int_equal(out->tile[1], 256);
+    assert_int_equal(out->ld[1], 65536);
+    NEAR(out->beside[1], 3e-4);
+    assert_int_equal(out->ld[2], 512);
+    blas_profile_free(&p);
+    f = fopen(path, "a");
+    fputs("dev\ttiles\td2h\t256x1024:1e-4:1e-4,256x512:1e-4:1e-4\n", f);
+    fclose(f);
+    assert_int_equal(blas_profile_read(&p, path, "dev"), -1);
+    f = fopen(path, "a");
+    fputs("dev\ttiles\td2h\t256x128:1e-4:1e-4\n", f); /* columns closer than a tile's rows */
+    fclose(f);
+    assert_int_equal(blas_profile_read(&p, path, "dev"), -1);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_by_hand), cmocka_unit_test(test_locations_and_shapes),
         cmocka_unit_test(test_paths),        cmocka_unit_test(test_schedule),
         cmocka_unit_test(test_fits),         cmocka_unit_test(test_select),
-        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_cache),        cmocka_unit_test(test_profile_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
