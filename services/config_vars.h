@@ -167,6 +167,9 @@
     X(blas_tile, BLAS_TILE, UINT, "0", 0, 1u << 30,                                                \
       "the tiled BLAS's tile side (axpy: elements) where a call gives 0 (grain/blas.h); 0: the "  \
       "deployed selection where the device has a profile, else 2048 for gemm, 4M elements for axpy") \
+    X(blas_model, BLAS_MODEL, STR, "auto", 0, 0,                                                   \
+      "the model a tiled BLAS call given tile 0 selects its tile by (grain/blas.h): auto (schedule "\
+      "for gemm, bts for axpy), cso, baseline, dataloc, bts, dr, dr-link or schedule")            \
     X(blas_kernels, BLAS_KERNELS, STR, "auto", 0, 0,                                               \
       "the tiled BLAS's gemm tiles and the scheduler's gemm elements: auto (the backend's vendor "  \
       "BLAS where it loads: cuBLAS on CUDA, CLBlast on OpenCL; grain's kernels otherwise), grain, " \

@@ -39,9 +39,10 @@ extern "C" {
  * by later runs on the same device.  From it, grain_blas_predict gives
  * the time of a problem with a tile by a model, and grain_blas_select the
  * deployed tile a model predicts fastest; a routine called with tile 0
- * (and no GRAIN_BLAS_TILE) takes that tile, by dr for gemm and bts for
- * axpy, where the device has a profile.  Without one both calls fail with
- * GRAIN_ERR_STATE, saying so. */
+ * (and no GRAIN_BLAS_TILE) takes that tile where the device has a profile,
+ * by GRAIN_BLAS_MODEL: by default schedule for gemm (it ranks the tiles
+ * best, docs/blas.md) and bts for axpy.  Without a profile both calls fail
+ * with GRAIN_ERR_STATE, saying so. */
 typedef enum grain_blas_routine {
     GRAIN_BLAS_DGEMM,
     GRAIN_BLAS_SGEMM,
@@ -81,8 +82,8 @@ grain_status_t grain_blas_select(grain_t *grain, const grain_blas_problem_t *pro
                                  size_t *tile_p);
 
 /* The rank's last completed call: its routine, its tile, its time from
- * call to return, and the time the model its tile is selected by (dr for
- * gemm, bts for axpy) predicted for that tile, or 0 where the device has
+ * call to return, and the time the model its tile is selected by
+ * (GRAIN_BLAS_MODEL) predicted for that tile, or 0 where the device has
  * no profile.  Then where the calling thread's time went: packing host
  * operands into pinned memory and unpacking results from it (with its
  * copy threads; 0 where nothing is staged, GRAIN_BLAS_STAGE), and waiting

@@ -534,6 +534,23 @@ static grain_status_t lanes_wait(grain_t *g, grain_status_t st)
     return st != GRAIN_OK ? st : drained;
 }
 
+/* The model a call selects its tile by and predicts with:
+ * GRAIN_BLAS_MODEL, or the routine's `fallback` where it says auto. */
+static grain_status_t model_of(grain_t *g, const char *name, grain_blas_model_t fallback, grain_blas_model_t *model_p)
+{
+    const char *want = g->config.blas_model;
+    *model_p = fallback;
+    if (strcmp(want, "auto") == 0)
+        return GRAIN_OK;
+    for (int m = 0; m < GRAIN_BLAS_MODELS; m++)
+        if (strcmp(want, grain_blas_model_name((grain_blas_model_t)m)) == 0) {
+            *model_p = (grain_blas_model_t)m;
+            return GRAIN_OK;
+        }
+    return grain_fail(GRAIN_ERR_CONFIG, "%s: GRAIN_BLAS_MODEL=%s is not a model (auto, cso, baseline, dataloc, bts, "
+                      "dr, dr-link or schedule)", name, want);
+}
+
 /* The tile of a call that gave 0: GRAIN_BLAS_TILE, else the deployed
  * selection by `model` where the device has a profile, else `fallback`. */
 static size_t auto_tile(grain_t *g, const grain_blas_problem_t *q, grain_blas_model_t model, size_t fallback)
@@ -582,8 +599,12 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DGEMM : GRAIN_BLAS_SGEMM, .m = p->m, .n = p->n,
                               .k = p->k, .transa = p->transa, .transb = p->transb, .a = p->a, .b = p->b, .c = p->c,
                               .beta_zero = p->beta_zero, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc};
+    grain_blas_model_t model;
+    grain_status_t modelled = model_of(g, p->name, GRAIN_BLAS_MODEL_SCHEDULE, &model);
+    if (modelled != GRAIN_OK)
+        return modelled;
     if (p->tile == 0)
-        p->tile = p->k > 0 ? auto_tile(g, &q, GRAIN_BLAS_MODEL_DR, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
+        p->tile = p->k > 0 ? auto_tile(g, &q, model, DEFAULT_GEMM_TILE) : DEFAULT_GEMM_TILE;
     uint64_t t0 = grain_now_ns();
     size_t T = p->tile, mt = (p->m + T - 1) / T, nt = (p->n + T - 1) / T, kt = (p->k + T - 1) / T;
     /* A tile is never larger than the matrix it is of. */
@@ -630,7 +651,7 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     free(ta.copied);
     free(tb.copied);
     if (st == GRAIN_OK)
-        record(g, &q, T, GRAIN_BLAS_MODEL_DR, t0);
+        record(g, &q, T, model, t0);
     return st;
 }
 
@@ -671,10 +692,14 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
     if (n == 0 || alpha_zero) /* reference BLAS: y unchanged */
         return GRAIN_OK;
     grain_blas_problem_t q = {.routine = es == 8 ? GRAIN_BLAS_DAXPY : GRAIN_BLAS_SAXPY, .n = n, .a = x, .b = y};
+    grain_blas_model_t model;
+    grain_status_t st = model_of(g, name, GRAIN_BLAS_MODEL_BTS, &model);
+    if (st != GRAIN_OK)
+        return st;
     uint64_t t0 = grain_now_ns();
-    size_t T = tile ? tile : auto_tile(g, &q, GRAIN_BLAS_MODEL_BTS, DEFAULT_AXPY_TILE), tt = n < T ? n : T;
+    size_t T = tile ? tile : auto_tile(g, &q, model, DEFAULT_AXPY_TILE), tt = n < T ? n : T;
     grain_bkernel_t *bk = NULL;
-    grain_status_t st = ready(g, name);
+    st = ready(g, name);
     if (st == GRAIN_OK)
         st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
     int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
@@ -723,7 +748,7 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
         st = back_issue(g, &back, es);
     st = lanes_wait(g, st);
     if (st == GRAIN_OK)
-        record(g, &q, T, GRAIN_BLAS_MODEL_BTS, t0);
+        record(g, &q, T, model, t0);
     return st;
 }
 

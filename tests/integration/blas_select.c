@@ -8,8 +8,9 @@
  *
  * Each prints the tile every model selects for a dgemm and a daxpy on
  * host operands, checks that it is a deployed tile no other deployed tile
- * that fits is predicted to beat, and runs the dgemm with tile 0 (the
- * selected one) against the host's product of integers.
+ * that fits is predicted to beat, and runs the dgemm with tile 0 against
+ * the host's product of integers: it must take the tile GRAIN_BLAS_MODEL
+ * selects (by default schedule), and report that model's prediction.
  */
 #include <math.h>
 #include <stdio.h>
@@ -108,7 +109,32 @@ int main(int argc, char **argv)
         OK(grain_blas_deploy(g, NULL));
     }
     int bad = check_select(g, &gemm, "dgemm 200x150x170") | check_select(g, &axpy, "daxpy 2^20");
+    /* The tile copies' cost depends on how far apart A's columns lie, but
+     * never closer than its rows. */
+    grain_blas_problem_t wide = gemm, narrow = gemm;
+    wide.lda = 4 * M;
+    narrow.ldb = K - 1;
+    bad |= check_select(g, &wide, "dgemm 200x150x170, lda 800");
+    if (grain_blas_select(g, &narrow, GRAIN_BLAS_MODEL_SCHEDULE, &tile) != GRAIN_ERR_INVALID ||
+        strstr(grain_error_message(g), "ldb 169") == NULL) {
+        fprintf(stderr, "blas_select: ldb below B's rows not refused (%s)\n", grain_error_message(g));
+        bad = 1;
+    }
     OK(grain_dgemm(g, 'N', 'N', M, N, K, 1.0, a, M, b, K, 0.0, c, M, 0));
+    const char *by = getenv("GRAIN_BLAS_MODEL") != NULL ? getenv("GRAIN_BLAS_MODEL") : "schedule";
+    int model = 0;
+    while (model < GRAIN_BLAS_MODELS && strcmp(grain_blas_model_name((grain_blas_model_t)model), by) != 0)
+        model++;
+    grain_blas_last_t last;
+    double predicted = 0;
+    OK(grain_blas_last(g, &last));
+    OK(grain_blas_select(g, &gemm, (grain_blas_model_t)model, &tile));
+    OK(grain_blas_predict(g, &gemm, tile, (grain_blas_model_t)model, &predicted));
+    if (last.tile != tile || last.predicted_s != predicted) {
+        fprintf(stderr, "blas_select: the dgemm with tile 0 took tile %zu (%g s predicted), %s selects %zu (%g s)\n",
+                last.tile, last.predicted_s, by, tile, predicted);
+        bad = 1;
+    }
     for (int j = 0; j < N && !bad; j++)
         for (int i = 0; i < M && !bad; i++) {
             double want = 0;
