@@ -126,11 +126,27 @@ int blas_in_heap_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t 
     return inside;
 }
 
-/* Whether host memory at [p, p + bytes) is copied straight past the
- * staging there is: page-locked, the link's speed without the host. */
+/* Whether the routines stage pageable host memory (GRAIN_BLAS_STAGE):
+ * where the backend's copies are not the host's own, unless told. */
+static int stages(const grain_t *g)
+{
+    const char *stage = g->config.blas_stage;
+    return strcmp(stage, "on") == 0 || (strcmp(stage, "auto") == 0 && !g->binfo.host_copies);
+}
+
+/* Whether host memory at [p, p + bytes) would be copied straight past the
+ * staging: page-locked, the link's speed without the host. */
 static int passes_stage(grain_t *g, const void *p, size_t bytes)
 {
-    return g->blas->stage != NULL && g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, p, bytes);
+    return stages(g) && g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, p, bytes);
+}
+
+/* Whether a host operand of rows x cols elements, ld apart, moves through
+ * the staging: pageable memory, where there is one.  Asked once an operand
+ * a call, not a tile: the backend answers with a driver call. */
+static int through_stage(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es)
+{
+    return g->blas->stage != NULL && !passes_stage(g, p, ((cols - 1) * ld + rows) * es);
 }
 
 static size_t local_size(const grain_t *g, size_t global)
@@ -156,8 +172,7 @@ static grain_status_t state_ready(grain_t *g, const char *name)
     struct grain_blas_state *b = state(g);
     if (b == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "%s: no memory", name);
-    const char *stage = g->config.blas_stage;
-    if (!b->stage_chosen && (strcmp(stage, "on") == 0 || (strcmp(stage, "auto") == 0 && !g->binfo.host_copies))) {
+    if (!b->stage_chosen && stages(g)) {
         grain_status_t st = blas_stage_open(g, &b->stage);
         if (st != GRAIN_OK)
             return st;
@@ -179,7 +194,8 @@ int blas_where_ld(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld
 {
     if (blas_in_heap_ld(g, p, rows, cols, ld, es))
         return BLAS_ON_DEVICE;
-    if (rows == 0 || cols == 0 || state_ready(g, "blas") != GRAIN_OK)
+    /* Asked by predictions too, which open no staging. */
+    if (rows == 0 || cols == 0)
         return BLAS_ON_HOST;
     return passes_stage(g, p, ((cols - 1) * ld + rows) * es) ? BLAS_ON_PINNED : BLAS_ON_HOST;
 }
@@ -328,14 +344,13 @@ typedef struct gemm_call {
 
 /* `cols` columns of `rows` elements between a host matrix (ld apart) and a
  * packed device tile, on `lane`: in, or back when `out`; through the
- * staging where there is one and the host's memory is pageable, else one
- * copy where the columns are contiguous. */
-static grain_status_t host_rect(grain_t *g, unsigned lane, int out, unsigned char *host, size_t ld,
+ * staging where the operand is `staged` (through_stage), else one copy
+ * where the columns are contiguous. */
+static grain_status_t host_rect(grain_t *g, unsigned lane, int out, int staged, unsigned char *host, size_t ld,
                                 unsigned char *dev, size_t rows, size_t cols, size_t es)
 {
-    blas_stage_t *s = g->blas->stage;
-    if (s != NULL && !passes_stage(g, host, ((cols - 1) * ld + rows) * es))
-        return blas_stage_move(s, lane, out, host, ld, dev, rows, cols, es);
+    if (staged)
+        return blas_stage_move(g->blas->stage, lane, out, host, ld, dev, rows, cols, es);
     if (ld == rows)
         return g->bops->copy_async(g->backend, lane, out ? host : dev, out ? dev : host, rows * cols * es);
     return out ? g->bops->copy_rect_async(g->backend, lane, host, ld * es, dev, rows * es, rows * es, cols)
@@ -354,7 +369,7 @@ static grain_status_t after(grain_t *g, unsigned lane, unsigned on)
  * host memory returns only once done, so issued at once it would hold the
  * host from queueing the next tile's kernels while this one's run. */
 typedef struct back {
-    int pending;
+    int pending, staged;
     unsigned char *dst, *src;
     size_t ld, rows, cols;
     uint64_t *done_p; /* the slot's D2H mark, for its next tile to wait for */
@@ -365,14 +380,15 @@ static grain_status_t back_issue(grain_t *g, back_t *b, size_t es)
     if (!b->pending)
         return GRAIN_OK;
     b->pending = 0;
-    grain_status_t st = host_rect(g, BLAS_D2H, 1, b->dst, b->ld, b->src, b->rows, b->cols, es);
+    grain_status_t st = host_rect(g, BLAS_D2H, 1, b->staged, b->dst, b->ld, b->src, b->rows, b->cols, es);
     return st == GRAIN_OK ? g->bops->copy_mark(g->backend, BLAS_D2H, b->done_p) : st;
 }
 
 /* An operand's device side: in place (resident, in the heap), or its
- * tiles at `dev` and which of them are there. */
+ * tiles at `dev` and which of them are there, copied through the staging
+ * where `staged`. */
 typedef struct tiles {
-    int resident;
+    int resident, staged;
     unsigned char *dev;
     unsigned char *copied;
 } tiles_t;
@@ -399,10 +415,16 @@ static grain_status_t device_room(grain_t *g, size_t bytes, unsigned char **p)
     return GRAIN_OK;
 }
 
-static grain_status_t tiles_init(tiles_t *t, int resident, size_t count)
+/* Operand x, rows x cols elements ld apart: resident where the call does
+ * not read it or it lies in the heap, else `count` tiles to copy. */
+static grain_status_t tiles_init(grain_t *g, tiles_t *t, int reads, const void *x, size_t rows, size_t cols,
+                                 size_t ld, size_t es, size_t count)
 {
-    *t = (tiles_t){.resident = resident};
-    if (resident || count == 0)
+    *t = (tiles_t){.resident = !reads || blas_in_heap_ld(g, x, rows, cols, ld, es)};
+    if (t->resident)
+        return GRAIN_OK;
+    t->staged = through_stage(g, x, rows, cols, ld, es);
+    if (count == 0)
         return GRAIN_OK;
     if ((t->copied = calloc(count, 1)) == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory");
@@ -426,7 +448,7 @@ static grain_status_t tile_of(grain_t *g, tiles_t *t, size_t index, size_t tile_
     size_t xr = trans ? cols : rows, xc = trans ? rows : cols;
     unsigned char *slot = t->dev + index * tile_bytes;
     if (!t->copied[index]) {
-        grain_status_t st = host_rect(g, BLAS_H2D, 0, (unsigned char *)origin, ld, slot, xr, xc, es);
+        grain_status_t st = host_rect(g, BLAS_H2D, 0, t->staged, (unsigned char *)origin, ld, slot, xr, xc, es);
         if (st != GRAIN_OK)
             return st;
         t->copied[index] = 1;
@@ -454,7 +476,7 @@ static grain_status_t c_tile_in(grain_t *g, const gemm_call_t *p, int vendor, co
     *ld_p = ti;
     if (!p->beta_zero) {
         grain_status_t st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_D2H, back_mark);
-        return st == GRAIN_OK ? host_rect(g, BLAS_H2D, 0, c_at, p->ldc, *tile_p, ti, tj, es) : st;
+        return st == GRAIN_OK ? host_rect(g, BLAS_H2D, 0, tc->staged, c_at, p->ldc, *tile_p, ti, tj, es) : st;
     }
     grain_status_t st = g->bops->lane_wait(g->backend, BLAS_RUN, BLAS_D2H, back_mark);
     if (st == GRAIN_OK && vendor)
@@ -513,8 +535,8 @@ static grain_status_t gemm_tiles(grain_t *g, const gemm_call_t *p, grain_bkernel
             if (st == GRAIN_OK)
                 st = back_issue(g, &back, es);
             if (st == GRAIN_OK && !tc->resident && (st = after(g, BLAS_D2H, BLAS_RUN)) == GRAIN_OK)
-                back = (back_t){.pending = 1, .dst = c_at, .src = c_tile, .ld = p->ldc, .rows = ti, .cols = tj,
-                                .done_p = &slot_back[slot]};
+                back = (back_t){.pending = 1, .staged = tc->staged, .dst = c_at, .src = c_tile, .ld = p->ldc,
+                                .rows = ti, .cols = tj, .done_p = &slot_back[slot]};
         }
     return st == GRAIN_OK ? back_issue(g, &back, es) : st;
 }
@@ -620,13 +642,11 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
     tiles_t ta = {0}, tb = {0}, tc = {0};
     int reads = p->k > 0 && !p->alpha_zero;
     if (st == GRAIN_OK)
-        st = tiles_init(&ta, !reads || blas_in_heap_ld(g, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es),
-                        reads ? mt * kt : 0);
+        st = tiles_init(g, &ta, reads, p->a, a_rows, p->ta ? p->m : p->k, p->lda, es, mt * kt);
     if (st == GRAIN_OK)
-        st = tiles_init(&tb, !reads || blas_in_heap_ld(g, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es),
-                        reads ? kt * nt : 0);
+        st = tiles_init(g, &tb, reads, p->b, b_rows, p->tb ? p->k : p->n, p->ldb, es, kt * nt);
     if (st == GRAIN_OK)
-        st = tiles_init(&tc, blas_in_heap_ld(g, p->c, p->m, p->n, p->ldc, es), 0);
+        st = tiles_init(g, &tc, 1, p->c, p->m, p->n, p->ldc, es, 0);
     size_t na = ta.resident ? 0 : mt * kt, nb = tb.resident ? 0 : kt * nt, nc = tc.resident ? 0 : BLAS_C_SLOTS;
     int zero = vendor && p->beta_zero && !tc.resident; /* a vendor BLAS might read C where beta is 0 */
     unsigned char *room = NULL;
@@ -703,6 +723,8 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
     if (st == GRAIN_OK)
         st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
     int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
+    int sx = st == GRAIN_OK && !rx && through_stage(g, x, 1, n, incx, es);
+    int sy = st == GRAIN_OK && !ry && through_stage(g, y, 1, n, incy, es);
     unsigned char *dx = NULL, *dy = NULL;
     if (st == GRAIN_OK && (st = device_room(g, ((size_t)!rx + (size_t)!ry) * BLAS_C_SLOTS * tt * es, &dx)) == GRAIN_OK)
         dy = rx ? dx : dx + BLAS_C_SLOTS * tt * es;
@@ -723,14 +745,14 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
             ix = 1;
             st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_RUN, ran[slot]);
             if (st == GRAIN_OK)
-                st = host_rect(g, BLAS_H2D, 0, (unsigned char *)xs, incx, (unsigned char *)xp, 1, count, es);
+                st = host_rect(g, BLAS_H2D, 0, sx, (unsigned char *)xs, incx, (unsigned char *)xp, 1, count, es);
         }
         if (st == GRAIN_OK && !ry) {
             yp = dy + slot * tt * es;
             iy = 1;
             st = g->bops->lane_wait(g->backend, BLAS_H2D, BLAS_D2H, y_back[slot]);
             if (st == GRAIN_OK)
-                st = host_rect(g, BLAS_H2D, 0, ys, incy, yp, 1, count, es);
+                st = host_rect(g, BLAS_H2D, 0, sy, ys, incy, yp, 1, count, es);
         }
         if (st == GRAIN_OK && (!rx || !ry))
             st = after(g, BLAS_RUN, BLAS_H2D);
@@ -741,7 +763,7 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
         if (st == GRAIN_OK)
             st = g->bops->copy_mark(g->backend, BLAS_RUN, &ran[slot]);
         if (st == GRAIN_OK && !ry && (st = g->bops->lane_wait(g->backend, BLAS_D2H, BLAS_RUN, ran[slot])) == GRAIN_OK)
-            back = (back_t){.pending = 1, .dst = ys, .src = yp, .ld = incy, .rows = 1, .cols = count,
+            back = (back_t){.pending = 1, .staged = sy, .dst = ys, .src = yp, .ld = incy, .rows = 1, .cols = count,
                             .done_p = &y_back[slot]};
     }
     if (st == GRAIN_OK)
