@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The tiled BLAS's models against runs that were stored, without the device they ran on.
+
+blas_bench.py keeps every run of grain (blas.json) and the device's profile (blas-profile.tsv) under its --out.
+This reads them back, has blas_replay (the models' own C code) predict every run again from that profile, and
+reports, per model ("CoCoPeLia", figs. 4-6):
+  - its error over the runs (predicted / measured - 1): mean of its magnitude, median of its magnitude, mean, worst,
+    and how many runs fall within the paper's target, -5% to +2%; apart for runs with an operand in pageable memory
+    (grain stages those) and runs without;
+  - the tile it picks among the fixed tiles that ran, per problem (shape and placement), against the best of them;
+  - where a run selected its own tile (tile 0), that tile's time against the best fixed tile's, and against the
+    fixed tile each model picks.
+A change to the models is so checked against every stored run in a second.  --stored takes the predictions the runs
+made instead of replaying; --check compares the two and fails where they differ (the same code and profile must give
+the same times).  With --out, writes replay.json and replay.png (predicted against measured, by model).
+
+    bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
+                         [--check] [--by-placement] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+
+def load(d, profile):
+    """The grain rows of d/blas.json and the profile they are replayed from."""
+    with open(os.path.join(d, "blas.json")) as f:
+        rows = [r for r in json.load(f)["rows"] if r.get("who") == "grain"]
+    profile = profile or os.path.join(d, "blas-profile.tsv")
+    if not os.path.exists(profile):
+        sys.exit(f"blas_replay: {d} has no blas-profile.tsv; give the profile its runs used (--profile)")
+    return rows, profile
+
+
+def replay(binary, profile, rows):
+    """Every model's time for each row, from blas_replay; rows of several devices go to one process each."""
+    for device in sorted({r["device"] for r in rows}):
+        mine = [r for r in rows if r["device"] == device]
+        lines = "".join(f"{r['routine']} {r['m']} {r['n']} {r['k']} {r['where']} {r['tile']}\n" for r in mine)
+        out = subprocess.run([binary, profile, device], input=lines, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"blas_replay: {out.stderr.strip() or out.returncode}")
+        for r, line in zip(mine, out.stdout.splitlines()):
+            if line.startswith("error"):
+                sys.exit(f"blas_replay: {r['routine']} {r['m']}x{r['n']}x{r['k']} {r['where']} T {r['tile']}: {line}")
+            f = line.split()
+            r["replayed"] = {f[i]: float(f[i + 1]) for i in range(0, len(f), 2)}
+
+
+def errors(rows, model, key):
+    e = [r[key][model] / r["seconds"] - 1 for r in rows]
+    if not e:
+        return None
+    return {"runs": len(e), "mean_abs": statistics.mean(map(abs, e)), "median_abs": statistics.median(map(abs, e)),
+            "mean": statistics.mean(e), "worst": max(e, key=abs), "within": sum(-0.05 <= x <= 0.02 for x in e)}
+
+
+def geomean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def ranking(rows, model, key):
+    """Per problem, the model's pick among the fixed tiles over the best fixed tile."""
+    problems = {}
+    for r in rows:
+        problems.setdefault((r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"]), []).append(r)
+    ratios = []
+    for runs in problems.values():
+        fixed = [r for r in runs if r["tile_asked"]]
+        if len(fixed) > 1:
+            best = min(r["seconds"] for r in fixed)
+            ratios.append(min(fixed, key=lambda r: r[key][model])["seconds"] / best)
+    return ratios
+
+
+def selected(rows, models, key):
+    """Per problem with a selected tile, its time over the best fixed tile's, and over the fixed tile each model
+    picks."""
+    problems = {}
+    for r in rows:
+        problems.setdefault((r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"]), []).append(r)
+    best, picked = [], {m: [] for m in models}
+    for runs in problems.values():
+        fixed = [r for r in runs if r["tile_asked"]]
+        sel = [r["seconds"] for r in runs if not r["tile_asked"]]
+        if fixed and sel:
+            best.append(sel[0] / min(r["seconds"] for r in fixed))
+            for m in models:
+                picked[m].append(sel[0] / min(fixed, key=lambda r: r[key][m])["seconds"])
+    return best, picked
+
+
+def plot(rows, models, key, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("blas_replay: no matplotlib (python3-matplotlib), no plot")
+        return False
+    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 4.2), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        for pageable, colour in ((False, "tab:blue"), (True, "tab:orange")):
+            mine = [r for r in rows if ("h" in r["where"]) == pageable]
+            ax.scatter([r["seconds"] for r in mine], [r[key][model] for r in mine], s=12, c=colour,
+                       label="pageable" if pageable else "page-locked / heap")
+        lo = min(r["seconds"] for r in rows) / 1.5
+        hi = max(r["seconds"] for r in rows) * 1.5
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.fill_between([lo, hi], [lo * 0.95, hi * 0.95], [lo * 1.02, hi * 1.02], color="0.85", label="-5% to +2%")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured (s)",
+               ylabel="predicted (s)", title=model)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dirs", nargs="+", help="blas_bench.py --out directories")
+    ap.add_argument("--profile", help="the profile the runs used, where their directory has none")
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--models", default="dr,dr-link,schedule")
+    ap.add_argument("--stored", action="store_true", help="the runs' own predictions, not replayed")
+    ap.add_argument("--check", action="store_true", help="fail where a replayed time differs from the stored one")
+    ap.add_argument("--by-placement", action="store_true", help="each model's errors by placement too")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    models = args.models.split(",")
+    binary = os.path.join(args.bin, "blas_replay")
+    rows = []
+    for i, d in enumerate(args.dirs):
+        mine, profile = load(d, args.profile)
+        for r in mine:
+            r["run"] = i  # a problem is one run's: tiles of two runs are not compared
+        if not args.stored:
+            replay(binary, profile, mine)
+        rows += mine
+    if not rows:
+        sys.exit("blas_replay: no runs of grain")
+    key = "models" if args.stored else "replayed"
+    unknown = [m for m in models if m not in rows[0][key]]
+    if unknown:
+        sys.exit(f"blas_replay: no model {', '.join(unknown)} (models: {', '.join(rows[0][key])})")
+    bad = 0
+    if args.check:
+        for r in rows:
+            for m, t in r["models"].items():
+                # blas.json keeps microseconds, the profile 6 digits (a run that deployed predicted from all of them)
+                if abs(r["replayed"][m] - t) > 1e-6 + 1e-4 * t:
+                    print(f"blas_replay: {r['routine']} {r['m']}x{r['n']}x{r['k']} {r['where']} T {r['tile']}: {m} "
+                          f"replayed {r['replayed'][m]:.6g} s, stored {t:.6g} s")
+                    bad = 1
+        print(f"blas_replay: {len(rows)} runs x {len(rows[0]['models'])} models replayed "
+              f"{'with differences' if bad else 'as stored'}")
+    summary = {"runs": len(rows), "source": "stored" if args.stored else "replayed", "models": {}}
+    for m in models:
+        s = summary["models"][m] = {}
+        for kind, mine in (("page-locked", [r for r in rows if "h" not in r["where"]]),
+                           ("pageable", [r for r in rows if "h" in r["where"]])):
+            e = errors(mine, m, key)
+            if e:
+                s[kind] = e
+                print(f"{m:>9}, {kind:>11}: mean |error| {e['mean_abs']:.1%}, median {e['median_abs']:.1%}, mean "
+                      f"{e['mean']:+.1%}, worst {e['worst']:+.1%}, {e['within']} of {e['runs']} within -5% to +2%")
+        for where in sorted({r["where"] for r in rows}) if args.by_placement else []:
+            e = errors([r for r in rows if r["where"] == where], m, key)
+            print(f"{m:>9}, {where:>11}: mean |error| {e['mean_abs']:.1%}, mean {e['mean']:+.1%}, worst "
+                  f"{e['worst']:+.1%}, {e['within']} of {e['runs']} within -5% to +2%")
+        ratios = ranking(rows, m, key)
+        if ratios:
+            s["pick_over_best"] = {"problems": len(ratios), "within_2pct": sum(x <= 1.02 for x in ratios),
+                                   "worst": max(ratios), "geomean": geomean(ratios)}
+            print(f"{m:>9}: its tile within 2% of the best fixed tile in {sum(x <= 1.02 for x in ratios)} of "
+                  f"{len(ratios)} problems, worst {max(ratios):.3f}, geometric mean {geomean(ratios):.3f}")
+    sel, picked = selected(rows, models, key)
+    if sel:
+        summary["selected_over_best"] = {"problems": len(sel), "geomean": geomean(sel), "best": min(sel),
+                                         "worst": max(sel)}
+        summary["selected_over_pick"] = {m: geomean(p) for m, p in picked.items()}
+        print(f"the runs' selected tile over the best fixed tile: {geomean(sel):.3f} geometric mean "
+              f"({min(sel):.3f} to {max(sel):.3f}) over {len(sel)} problems; over the fixed tile each model picks: "
+              + ", ".join(f"{m} {geomean(p):.3f}" for m, p in picked.items()))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "replay.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+        drawn = plot(rows, models, key, os.path.join(args.out, "replay.png"))
+        print(f"blas_replay: wrote {args.out}/replay.json" + (" and replay.png" if drawn else ""))
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
