@@ -41,7 +41,8 @@ Writes <out>/blas.csv and blas.json after each problem, and blas.png at the end.
                       [--reps 5] [--deploy] [--xt-blocks 1024,1536,...,8192] [--where hhh,ghh,pph,...|all|all-pinned]
                       [--no-xt | --no-baseline] [--tiny] [--out bench-results/blas]
                       [--mpirun "mpirun ..."] [--timeout 900]
-  bench/blas_bench.py --replot [--out DIR]"""
+  bench/blas_bench.py --replot [--out DIR]
+  bench/blas_bench.py [--routine ...] --merge DIR,DIR,... --out DIR"""
 import argparse
 import csv
 import ctypes
@@ -51,6 +52,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import statistics
 import sys
 import time
@@ -525,50 +527,9 @@ def write(args, rows, draw=True):
     return summary, errors, offload
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default="build/bin")
-    ap.add_argument("--routine", default="dgemm", choices=("dgemm", "sgemm", "daxpy", "saxpy"))
-    ap.add_argument("--shapes", default=None)
-    ap.add_argument("--tiles", default="1024,2048,4096")
-    # Ten blocks, as the paper takes cuBLASXt's best of ten tiles (fig. 7, table IV).
-    ap.add_argument("--xt-blocks", default="1024,1536,2048,2560,3072,3584,4096,5120,6144,8192")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--where", default=None, help="operand placements, h host, g heap, p page-locked, a letter an "
-                    "operand: hhh,ghh,pph,... (axpy hh,gh,...), all or all-pinned; default all on the host")
-    ap.add_argument("--deploy", action="store_true")
-    ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
-    ap.add_argument("--no-baseline", action="store_true",
-                    help="grain's runs only, for the models' errors and tiles (blas_replay.py), no ratios")
-    ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")
-    add_run_options(ap, "bench-results/blas")
-    args = ap.parse_args()
-    if args.replot:
-        with open(os.path.join(args.out, "blas.json")) as f:
-            data = json.load(f)
-        plot(data["rows"], data["summary"], os.path.join(args.out, "blas.png"))
-        return 0
-    axpy = args.routine.endswith("axpy")
-    if args.tiles == "1024,2048,4096":
-        args.tiles = ("16384,65536" if args.tiny else "1048576,4194304,16777216") if axpy else \
-            "64,128" if args.tiny else args.tiles
-    args.tiles = [int(t) for t in args.tiles.split(",") if t]
-    args.xt_blocks = [int(t) for t in args.xt_blocks.split(",") if t]
-    shapes = shapes_of(args.shapes or ((AXPY_TINY if args.tiny else AXPY_SHAPES) if axpy else
-                                       (TINY if args.tiny else SHAPES)))
-    wheres = wheres_of(args.where or ("hh" if axpy else "hhh"), axpy)
-    args.deployment = None
-    require_built("blas_bench", args.bin, ["blas_bench"])
-    os.makedirs(args.out, exist_ok=True)
-    args.profile = os.path.abspath(os.path.join(args.out, "blas-profile.tsv"))
-    progress = Progress((1 if args.no_baseline else 2) * len(shapes) * len(wheres))
-    rows = []
-    for i, (shape, where) in enumerate(itertools.product(shapes, wheres)):
-        ours = grain_rows(args, shape, where, progress, args.deploy and i == 0)
-        rows += ours
-        if not args.no_baseline:
-            rows += baseline(args, shape, where, ours[0]["backend"] if ours else "", progress)
-        write(args, rows, draw=False)
+def report(args, rows):
+    """Writes what ran and prints its tables: grain against the baseline, where each selected call's time went,
+    the deployment (table II), the models' errors (figs. 4-5) and table IV; the summary."""
     summary, errors, offload = write(args, rows)
     if summary:
         print(f"\n{'shape':>24} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
@@ -602,6 +563,76 @@ def main():
     drawn = ", blas.png" if os.path.exists(os.path.join(args.out, "blas.png")) else ""
     print(("ratio: the baseline's best time over grain's (above 1: grain is faster). " if summary else "") +
           f"Wrote {args.out}/blas.csv, blas.json{drawn}")
+    return summary
+
+
+def merge(args):
+    """One result of the runs kept under each of --merge's directories (the parts of a run too long for one
+    call), under --out: their rows, the first one's deployment and profile."""
+    rows, args.deployment = [], None
+    for d in args.merge.split(","):
+        with open(os.path.join(d, "blas.json")) as f:
+            data = json.load(f)
+        if data["routine"] != args.routine:
+            sys.exit(f"blas_bench: {d} ran {data['routine']}, not {args.routine} (--routine)")
+        rows += data["rows"]
+        args.deployment = args.deployment or data.get("deployment")
+        profile = os.path.join(d, "blas-profile.tsv")
+        if os.path.exists(profile) and not os.path.exists(os.path.join(args.out, "blas-profile.tsv")):
+            shutil.copy(profile, args.out)
+    report(args, rows)
+    return 0 if all(r.get("verified", True) for r in rows) else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/bin")
+    ap.add_argument("--routine", default="dgemm", choices=("dgemm", "sgemm", "daxpy", "saxpy"))
+    ap.add_argument("--shapes", default=None)
+    ap.add_argument("--tiles", default="1024,2048,4096")
+    # Ten blocks, as the paper takes cuBLASXt's best of ten tiles (fig. 7, table IV).
+    ap.add_argument("--xt-blocks", default="1024,1536,2048,2560,3072,3584,4096,5120,6144,8192")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--where", default=None, help="operand placements, h host, g heap, p page-locked, a letter an "
+                    "operand: hhh,ghh,pph,... (axpy hh,gh,...), all or all-pinned; default all on the host")
+    ap.add_argument("--deploy", action="store_true")
+    ap.add_argument("--no-xt", action="store_true", help="the host's BLAS as the baseline, though cuBLAS loads")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="grain's runs only, for the models' errors and tiles (blas_replay.py), no ratios")
+    ap.add_argument("--tiny", action="store_true", help="small shapes and tiles, for CI")
+    ap.add_argument("--merge", help="DIR,DIR,...: one result under --out of the runs kept in each")
+    add_run_options(ap, "bench-results/blas")
+    args = ap.parse_args()
+    if args.replot:
+        with open(os.path.join(args.out, "blas.json")) as f:
+            data = json.load(f)
+        plot(data["rows"], data["summary"], os.path.join(args.out, "blas.png"))
+        return 0
+    if args.merge:
+        os.makedirs(args.out, exist_ok=True)
+        return merge(args)
+    axpy = args.routine.endswith("axpy")
+    if args.tiles == "1024,2048,4096":
+        args.tiles = ("16384,65536" if args.tiny else "1048576,4194304,16777216") if axpy else \
+            "64,128" if args.tiny else args.tiles
+    args.tiles = [int(t) for t in args.tiles.split(",") if t]
+    args.xt_blocks = [int(t) for t in args.xt_blocks.split(",") if t]
+    shapes = shapes_of(args.shapes or ((AXPY_TINY if args.tiny else AXPY_SHAPES) if axpy else
+                                       (TINY if args.tiny else SHAPES)))
+    wheres = wheres_of(args.where or ("hh" if axpy else "hhh"), axpy)
+    args.deployment = None
+    require_built("blas_bench", args.bin, ["blas_bench"])
+    os.makedirs(args.out, exist_ok=True)
+    args.profile = os.path.abspath(os.path.join(args.out, "blas-profile.tsv"))
+    progress = Progress((1 if args.no_baseline else 2) * len(shapes) * len(wheres))
+    rows = []
+    for i, (shape, where) in enumerate(itertools.product(shapes, wheres)):
+        ours = grain_rows(args, shape, where, progress, args.deploy and i == 0)
+        rows += ours
+        if not args.no_baseline:
+            rows += baseline(args, shape, where, ours[0]["backend"] if ours else "", progress)
+        write(args, rows, draw=False)
+    summary = report(args, rows)
     ok = rows and all(r.get("verified", True) for r in rows) and \
         (args.no_baseline or len(summary) == len(shapes) * len(wheres))
     return 0 if ok else 1
