@@ -56,6 +56,7 @@ WORDS = {
     "blas_profile": ["", "none"],
     "blas_kernels": ["auto", "grain", "vendor", "fast"],
     "blas_stage": ["auto", "on", "off", "pinned"],
+    "blas_model": ["auto", "schedule", "dr", "bts", "eq9"],
     # Read only for sources that include grain's headers; the app's are embedded.
     "include_dir": ["", "/no/such/include"],
 }
