@@ -13,10 +13,10 @@ reports, per model ("CoCoPeLia", figs. 4-6):
     fixed tile each model picks.
 A change to the models is so checked against every stored run in a second.  --stored takes the predictions the runs
 made instead of replaying; --check compares the two and fails where they differ (the same code and profile must give
-the same times).  With --out, writes replay.json and replay.png (predicted against measured, by model).
+the same times); --sl replays as if a link's bidirectional slowdown were another.  With --out, writes replay.json and replay.png (predicted against measured, by model).
 
     bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
-                         [--check] [--by-placement] [--out DIR]
+                         [--check] [--by-placement] [--sl LINK=SL ...] [--out DIR]
 """
 import argparse
 import json
@@ -25,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 
 def load(d, profile):
@@ -35,6 +36,25 @@ def load(d, profile):
     if not os.path.exists(profile):
         sys.exit(f"blas_replay: {d} has no blas-profile.tsv; give the profile its runs used (--profile)")
     return rows, profile
+
+
+def with_sl(profile, overrides, tmp):
+    """A copy of the profile whose links' sl are those of `overrides` ({link: sl}), for asking what-if."""
+    with open(profile) as f:
+        lines = f.read().splitlines()
+    seen = set()
+    for i, line in enumerate(lines):
+        f = line.split("\t")
+        if len(f) == 6 and f[1] == "link" and f[2] in overrides:
+            f[5] = str(overrides[f[2]])
+            lines[i] = "\t".join(f)
+            seen.add(f[2])
+    if set(overrides) - seen:
+        sys.exit(f"blas_replay: {profile} has no link {', '.join(sorted(set(overrides) - seen))}")
+    path = os.path.join(tmp, f"profile-{len(os.listdir(tmp))}.tsv")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
 
 
 def replay(binary, profile, rows):
@@ -130,18 +150,27 @@ def main():
     ap.add_argument("--stored", action="store_true", help="the runs' own predictions, not replayed")
     ap.add_argument("--check", action="store_true", help="fail where a replayed time differs from the stored one")
     ap.add_argument("--by-placement", action="store_true", help="each model's errors by placement too")
+    ap.add_argument("--sl", action="append", default=[], metavar="LINK=SL",
+                    help="replay as if the profile's link (h2d, d2h, h2d-pinned, d2h-pinned) had this sl")
     ap.add_argument("--out")
     args = ap.parse_args()
     models = args.models.split(",")
     binary = os.path.join(args.bin, "blas_replay")
+    try:
+        overrides = {k: float(v) for k, v in (o.split("=") for o in args.sl)}
+    except ValueError:
+        sys.exit(f"blas_replay: --sl {' '.join(args.sl)}: LINK=SL, SL a number")
+    if overrides and args.stored:
+        sys.exit("blas_replay: --sl replays; --stored does not")
     rows = []
-    for i, d in enumerate(args.dirs):
-        mine, profile = load(d, args.profile)
-        for r in mine:
-            r["run"] = i  # a problem is one run's: tiles of two runs are not compared
-        if not args.stored:
-            replay(binary, profile, mine)
-        rows += mine
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, d in enumerate(args.dirs):
+            mine, profile = load(d, args.profile)
+            for r in mine:
+                r["run"] = i  # a problem is one run's: tiles of two runs are not compared
+            if not args.stored:
+                replay(binary, with_sl(profile, overrides, tmp) if overrides else profile, mine)
+            rows += mine
     if not rows:
         sys.exit("blas_replay: no runs of grain")
     key = "models" if args.stored else "replayed"
