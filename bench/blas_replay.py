@@ -13,7 +13,8 @@ reports, per model ("CoCoPeLia", figs. 4-6):
     fixed tile each model picks.
 A change to the models is so checked against every stored run in a second.  --stored takes the predictions the runs
 made instead of replaying; --check compares the two and fails where they differ (the same code and profile must give
-the same times); --sl replays as if a link's bidirectional slowdown were another.  With --out, writes replay.json and replay.png (predicted against measured, by model).
+the same times); --sl replays as if a link's bidirectional slowdown were another.  With --out, writes replay.json
+and replay.png (predicted against measured, by model).
 
     bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
                          [--check] [--by-placement] [--sl LINK=SL ...] [--out DIR]
@@ -26,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from driver import require_built
 
 
 def load(d, profile):
@@ -156,6 +159,8 @@ def main():
     args = ap.parse_args()
     models = args.models.split(",")
     binary = os.path.join(args.bin, "blas_replay")
+    if not args.stored:
+        require_built("blas_replay", args.bin, ["blas_replay"])
     try:
         overrides = {k: float(v) for k, v in (o.split("=") for o in args.sl)}
     except ValueError:
