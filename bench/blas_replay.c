@@ -11,7 +11,8 @@
  * axpy gives n for m and ignores n and k; where a letter an operand as
  * blas_bench places them: h the host's pageable memory, p page-locked, g
  * grain's heap; gemm as blas_bench runs it, C = A B + C) and prints for
- * each a line of "model seconds" pairs, every model, or "error <why>".
+ * each a line of "model seconds" pairs, every model, or "error <why>";
+ * tile 0 asks for each model's selection instead, "model tile" pairs.
  * The placement is what the routines see on a GPU that stages pageable
  * memory; a run without the page-locked links deployed costs p as h, as
  * the routines' selection does.
@@ -22,6 +23,7 @@
 #include "grain/blas.h"
 #include "runtime/blas/blas_model.h"
 #include "runtime/blas/blas_profile.h"
+#include "runtime/blas/blas_select.h"
 
 static int where_of(char c)
 {
@@ -57,7 +59,7 @@ static void replay(const blas_profile_t *p, const char *line)
         printf("error %s %s: a routine and a letter (h, p, g) an operand\n", name, where);
         return;
     }
-    if (t_gpu < 0) {
+    if (t_gpu < 0 && tile > 0) {
         printf("error tile %zu was not deployed for %s\n", tile, name);
         return;
     }
@@ -66,9 +68,16 @@ static void replay(const blas_profile_t *p, const char *line)
         blas_shape_gemm(&s, m, n, k, es, on[0], on[1], on[2], 0);
     else
         blas_shape_axpy(&s, m, es, on[0], on[1]);
-    for (unsigned model = 0; model < BLAS_MODELS; model++)
-        printf("%s%s %.9g", model ? " " : "", grain_blas_model_name((grain_blas_model_t)model),
-               blas_predict((blas_model_t)model, &p->machine, &s, tile, t_gpu));
+    blas_lookup_t lk = blas_profile_lookup(p, routine);
+    for (unsigned model = 0; model < BLAS_MODELS; model++) {
+        const char *mname = grain_blas_model_name((grain_blas_model_t)model);
+        if (tile == 0)
+            printf("%s%s %zu", model ? " " : "", mname, blas_select_tile((blas_model_t)model, &p->machine, &s, &lk,
+                                                                         NULL));
+        else
+            printf("%s%s %.9g", model ? " " : "", mname, blas_predict((blas_model_t)model, &p->machine, &s, tile,
+                                                                       t_gpu));
+    }
     printf("\n");
 }
 

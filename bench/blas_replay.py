@@ -13,11 +13,12 @@ reports, per model ("CoCoPeLia", figs. 4-6):
     fixed tile each model picks.
 A change to the models is so checked against every stored run in a second.  --stored takes the predictions the runs
 made instead of replaying; --check compares the two and fails where they differ (the same code and profile must give
-the same times); --sl replays as if a link's bidirectional slowdown were another.  With --out, writes replay.json
+the same times); --selections gives the tile each model would select now, per problem; --sl replays as if a
+link's bidirectional slowdown were another.  With --out, writes replay.json
 and replay.png (predicted against measured, by model).
 
     bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
-                         [--check] [--by-placement] [--sl LINK=SL ...] [--out DIR]
+                         [--check] [--by-placement] [--selections] [--sl LINK=SL ...] [--out DIR]
 """
 import argparse
 import json
@@ -60,19 +61,37 @@ def with_sl(profile, overrides, tmp):
     return path
 
 
-def replay(binary, profile, rows):
-    """Every model's time for each row, from blas_replay; rows of several devices go to one process each."""
+def ask(binary, profile, device, queries):
+    """blas_replay's answer to each (routine, m, n, k, where, tile): {model: seconds}, or with tile 0 {model: the
+    tile it selects}."""
+    lines = "".join(" ".join(map(str, q)) + "\n" for q in queries)
+    out = subprocess.run([binary, profile, device], input=lines, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"blas_replay: {out.stderr.strip() or out.returncode}")
+    answers = []
+    for q, line in zip(queries, out.stdout.splitlines()):
+        if line.startswith("error"):
+            sys.exit(f"blas_replay: {q[0]} {q[1]}x{q[2]}x{q[3]} {q[4]} T {q[5]}: {line}")
+        f = line.split()
+        answers.append({f[i]: (int if q[5] == 0 else float)(f[i + 1]) for i in range(0, len(f), 2)})
+    return answers
+
+
+def problem(r):
+    return (r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"])
+
+
+def replay(binary, profile, rows, select):
+    """Every model's time for each row, from blas_replay; rows of several devices go to one process each.  With
+    `select`, each problem's rows also learn the tile each model selects now (r["selects"])."""
     for device in sorted({r["device"] for r in rows}):
         mine = [r for r in rows if r["device"] == device]
-        lines = "".join(f"{r['routine']} {r['m']} {r['n']} {r['k']} {r['where']} {r['tile']}\n" for r in mine)
-        out = subprocess.run([binary, profile, device], input=lines, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"blas_replay: {out.stderr.strip() or out.returncode}")
-        for r, line in zip(mine, out.stdout.splitlines()):
-            if line.startswith("error"):
-                sys.exit(f"blas_replay: {r['routine']} {r['m']}x{r['n']}x{r['k']} {r['where']} T {r['tile']}: {line}")
-            f = line.split()
-            r["replayed"] = {f[i]: float(f[i + 1]) for i in range(0, len(f), 2)}
+        for r, times in zip(mine, ask(binary, profile, device, [problem(r)[1:] + (r["tile"],) for r in mine])):
+            r["replayed"] = times
+        keys = sorted({problem(r) for r in mine}) if select else []
+        picks = dict(zip(keys, ask(binary, profile, device, [k[1:] + (0,) for k in keys])))
+        for r in mine:
+            r["selects"] = picks.get(problem(r))
 
 
 def errors(rows, model, key):
@@ -91,7 +110,7 @@ def ranking(rows, model, key):
     """Per problem, the model's pick among the fixed tiles over the best fixed tile."""
     problems = {}
     for r in rows:
-        problems.setdefault((r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"]), []).append(r)
+        problems.setdefault(problem(r), []).append(r)
     ratios = []
     for runs in problems.values():
         fixed = [r for r in runs if r["tile_asked"]]
@@ -106,7 +125,7 @@ def selected(rows, models, key):
     picks."""
     problems = {}
     for r in rows:
-        problems.setdefault((r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"]), []).append(r)
+        problems.setdefault(problem(r), []).append(r)
     best, picked = [], {m: [] for m in models}
     for runs in problems.values():
         fixed = [r for r in runs if r["tile_asked"]]
@@ -116,6 +135,31 @@ def selected(rows, models, key):
             for m in models:
                 picked[m].append(sel[0] / min(fixed, key=lambda r: r[key][m])["seconds"])
     return best, picked
+
+
+def selections(rows, models):
+    """Per problem, the tile each model selects now; where a fixed tile of that size ran, its time over the best
+    fixed tile's (else None)."""
+    problems = {}
+    for r in rows:
+        problems.setdefault(problem(r), []).append(r)
+    out = {m: [] for m in models}
+    for key, runs in sorted(problems.items()):
+        fixed = {r["tile"]: r["seconds"] for r in runs if r["tile_asked"]}
+        best = min(fixed.values()) if fixed else None
+        line = []
+        for m in models:
+            tile = runs[0]["selects"][m]
+            ratio = fixed[tile] / best if tile in fixed else None
+            out[m].append({"problem": list(key[1:]), "tile": tile, "over_best": ratio})
+            line.append(f"{m} T {tile}" + (f" ({ratio:.3f})" if ratio else " (not run)"))
+        print(f"{key[1]} {key[2]}x{key[3]}x{key[4]} {key[5]}: selects " + ", ".join(line))
+    for m in models:
+        ran = [p["over_best"] for p in out[m] if p["over_best"] is not None]
+        print(f"{m:>9}: selects a tile that ran in {len(ran)} of {len(out[m])} problems"
+              + (f", within 2% of the best fixed tile in {sum(x <= 1.02 for x in ran)}, worst {max(ran):.3f}"
+                 if ran else ""))
+    return out
 
 
 def plot(rows, models, key, path):
@@ -153,6 +197,8 @@ def main():
     ap.add_argument("--stored", action="store_true", help="the runs' own predictions, not replayed")
     ap.add_argument("--check", action="store_true", help="fail where a replayed time differs from the stored one")
     ap.add_argument("--by-placement", action="store_true", help="each model's errors by placement too")
+    ap.add_argument("--selections", action="store_true",
+                    help="the tile each model selects now, per problem, and how the fixed tile that ran fared")
     ap.add_argument("--sl", action="append", default=[], metavar="LINK=SL",
                     help="replay as if the profile's link (h2d, d2h, h2d-pinned, d2h-pinned) had this sl")
     ap.add_argument("--out")
@@ -165,8 +211,8 @@ def main():
         overrides = {k: float(v) for k, v in (o.split("=") for o in args.sl)}
     except ValueError:
         sys.exit(f"blas_replay: --sl {' '.join(args.sl)}: LINK=SL, SL a number")
-    if overrides and args.stored:
-        sys.exit("blas_replay: --sl replays; --stored does not")
+    if (overrides or args.selections) and args.stored:
+        sys.exit("blas_replay: --sl and --selections replay; --stored does not")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, d in enumerate(args.dirs):
@@ -174,7 +220,7 @@ def main():
             for r in mine:
                 r["run"] = i  # a problem is one run's: tiles of two runs are not compared
             if not args.stored:
-                replay(binary, with_sl(profile, overrides, tmp) if overrides else profile, mine)
+                replay(binary, with_sl(profile, overrides, tmp) if overrides else profile, mine, args.selections)
             rows += mine
     if not rows:
         sys.exit("blas_replay: no runs of grain")
@@ -213,6 +259,8 @@ def main():
                                    "worst": max(ratios), "geomean": geomean(ratios)}
             print(f"{m:>9}: its tile within 2% of the best fixed tile in {sum(x <= 1.02 for x in ratios)} of "
                   f"{len(ratios)} problems, worst {max(ratios):.3f}, geometric mean {geomean(ratios):.3f}")
+    if args.selections:
+        summary["selections"] = selections(rows, models)
     sel, picked = selected(rows, models, key)
     if sel:
         summary["selected_over_best"] = {"problems": len(sel), "geomean": geomean(sel), "best": min(sel),
