@@ -389,11 +389,9 @@ static grain_status_t shape_of(grain_t *g, const grain_blas_problem_t *q, unsign
         size_t rows[3] = {ta ? q->k : q->m, tb ? q->n : q->k, q->m};
         size_t cols[3] = {ta ? q->m : q->k, tb ? q->k : q->n, q->n};
         size_t ld[3] = {q->lda ? q->lda : rows[0], q->ldb ? q->ldb : rows[1], q->ldc ? q->ldc : rows[2]};
-        static const char *const ld_names[3] = {"lda", "ldb", "ldc"};
-        for (unsigned i = 0; i < 3; i++)
-            if (ld[i] < rows[i])
-                return grain_fail(GRAIN_ERR_INVALID, "blas: %s %zu is less than the %zu rows its operand holds",
-                                  ld_names[i], ld[i], rows[i]);
+        grain_status_t ld_ok = blas_check_ld("blas", ta, tb, q->m, q->n, q->k, ld[0], ld[1], ld[2]);
+        if (ld_ok != GRAIN_OK)
+            return ld_ok;
         blas_shape_gemm(s, q->m, q->n, q->k, es, blas_where(g, q->a, rows[0], cols[0], es),
                         blas_where(g, q->b, rows[1], cols[1], es), blas_where(g, q->c, rows[2], cols[2], es),
                         q->beta_zero);

@@ -141,14 +141,6 @@ static int passes_stage(grain_t *g, const void *p, size_t bytes)
     return stages(g) && g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, p, bytes);
 }
 
-/* Whether a host operand of rows x cols elements, ld apart, moves through
- * the staging: pageable memory, where there is one.  Asked once an operand
- * a call, not a tile: the backend answers with a driver call. */
-static int through_stage(grain_t *g, const void *p, size_t rows, size_t cols, size_t ld, size_t es)
-{
-    return g->blas->stage != NULL && !passes_stage(g, p, ((cols - 1) * ld + rows) * es);
-}
-
 static size_t local_size(const grain_t *g, size_t global)
 {
     return grain_divisor_at_most(global, g->binfo.max_wg_size < 256 ? g->binfo.max_wg_size : 256);
@@ -415,16 +407,25 @@ static grain_status_t device_room(grain_t *g, size_t bytes, unsigned char **p)
     return GRAIN_OK;
 }
 
+/* Whether operand x, rows x cols elements ld apart, lies in the heap
+ * (used in place), and else whether its copies go through the staging
+ * (pageable memory, where there is one).  Asked once an operand a call,
+ * not a tile: the backend answers with a driver call. */
+static int resident_at(grain_t *g, const void *x, size_t rows, size_t cols, size_t ld, size_t es, int *staged_p)
+{
+    int where = blas_where_ld(g, x, rows, cols, ld, es);
+    *staged_p = where == BLAS_ON_HOST && g->blas->stage != NULL;
+    return where == BLAS_ON_DEVICE;
+}
+
 /* Operand x, rows x cols elements ld apart: resident where the call does
  * not read it or it lies in the heap, else `count` tiles to copy. */
 static grain_status_t tiles_init(grain_t *g, tiles_t *t, int reads, const void *x, size_t rows, size_t cols,
                                  size_t ld, size_t es, size_t count)
 {
-    *t = (tiles_t){.resident = !reads || blas_in_heap_ld(g, x, rows, cols, ld, es)};
-    if (t->resident)
-        return GRAIN_OK;
-    t->staged = through_stage(g, x, rows, cols, ld, es);
-    if (count == 0)
+    *t = (tiles_t){0};
+    t->resident = !reads || resident_at(g, x, rows, cols, ld, es, &t->staged);
+    if (t->resident || count == 0)
         return GRAIN_OK;
     if ((t->copied = calloc(count, 1)) == NULL)
         return grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory");
@@ -589,6 +590,22 @@ static size_t auto_tile(grain_t *g, const grain_blas_problem_t *q, grain_blas_mo
     return tile ? tile : fallback;
 }
 
+grain_status_t blas_check_ld(const char *name, int ta, int tb, size_t m, size_t n, size_t k, size_t lda, size_t ldb,
+                             size_t ldc)
+{
+    size_t a_rows = ta ? k : m, b_rows = tb ? n : k;
+    const char *bad = lda < (a_rows > 1 ? a_rows : 1)   ? "lda"
+                      : ldb < (b_rows > 1 ? b_rows : 1) ? "ldb"
+                      : ldc < (m > 1 ? m : 1)           ? "ldc"
+                                                        : NULL;
+    if (bad == NULL)
+        return GRAIN_OK;
+    return grain_fail(GRAIN_ERR_INVALID,
+                      "%s: %s is wrong for m %zu, n %zu, k %zu (lda %zu, ldb %zu, ldc %zu): a leading dimension must "
+                      "be at least the rows it holds, and at least 1",
+                      name, bad, m, n, k, lda, ldb, ldc);
+}
+
 static int trans_of(char t, int *trans)
 {
     *trans = blas_transposed(t);
@@ -603,15 +620,9 @@ static grain_status_t gemm(grain_t *g, gemm_call_t *p)
         return grain_fail(GRAIN_ERR_INVALID, "%s: transa '%c', transb '%c': each 'N', 'T' or 'C'", p->name, p->transa,
                           p->transb);
     size_t a_rows = p->ta ? p->k : p->m, b_rows = p->tb ? p->n : p->k;
-    const char *bad = p->lda < (a_rows > 1 ? a_rows : 1)   ? "lda"
-                      : p->ldb < (b_rows > 1 ? b_rows : 1) ? "ldb"
-                      : p->ldc < (p->m > 1 ? p->m : 1)     ? "ldc"
-                                                           : NULL;
-    if (bad != NULL)
-        return grain_fail(GRAIN_ERR_INVALID,
-                          "%s: %s is wrong for m %zu, n %zu, k %zu (lda %zu, ldb %zu, ldc %zu): a leading dimension "
-                          "must be at least the rows it holds, and at least 1",
-                          p->name, bad, p->m, p->n, p->k, p->lda, p->ldb, p->ldc);
+    grain_status_t ld_ok = blas_check_ld(p->name, p->ta, p->tb, p->m, p->n, p->k, p->lda, p->ldb, p->ldc);
+    if (ld_ok != GRAIN_OK)
+        return ld_ok;
     if ((p->m && p->n && p->c == NULL) || (p->m && p->n && p->k && !p->alpha_zero && (!p->a || !p->b)))
         return grain_fail(GRAIN_ERR_INVALID, "%s: an operand is missing (a %p, b %p, c %p) for m %zu, n %zu, k %zu",
                           p->name, (const void *)p->a, (const void *)p->b, (void *)p->c, p->m, p->n, p->k);
@@ -722,9 +733,9 @@ static grain_status_t axpy(grain_t *g, const char *name, size_t es, size_t n, co
     st = ready(g, name);
     if (st == GRAIN_OK)
         st = kernel(g, es == 8 ? BLAS_DAXPY : BLAS_SAXPY, &bk);
-    int rx = blas_in_heap_ld(g, x, 1, n, incx, es), ry = blas_in_heap_ld(g, y, 1, n, incy, es);
-    int sx = st == GRAIN_OK && !rx && through_stage(g, x, 1, n, incx, es);
-    int sy = st == GRAIN_OK && !ry && through_stage(g, y, 1, n, incy, es);
+    int sx = 0, sy = 0;
+    int rx = st == GRAIN_OK && resident_at(g, x, 1, n, incx, es, &sx);
+    int ry = st == GRAIN_OK && resident_at(g, y, 1, n, incy, es, &sy);
     unsigned char *dx = NULL, *dy = NULL;
     if (st == GRAIN_OK && (st = device_room(g, ((size_t)!rx + (size_t)!ry) * BLAS_C_SLOTS * tt * es, &dx)) == GRAIN_OK)
         dy = rx ? dx : dx + BLAS_C_SLOTS * tt * es;

@@ -64,6 +64,12 @@ grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, vo
 grain_status_t blas_vendor(const grain_backend_ops_t *o, grain_backend_t *backend, grain_backend_info_t *info,
                            const char *want, int *vendor_p);
 
+/* GRAIN_ERR_INVALID with `name`'s sentence where gemm's lda, ldb or ldc
+ * (op() transposing where ta, tb) is below the rows its operand holds, or
+ * below 1: the routines' check, and the predictions'. */
+grain_status_t blas_check_ld(const char *name, int ta, int tb, size_t m, size_t n, size_t k, size_t lda, size_t ldb,
+                             size_t ldc);
+
 /* The rank's staging of host operands (GRAIN_BLAS_STAGE), opened at the
  * first need; NULL where they go straight. */
 grain_status_t blas_stage_of(grain_t *g, blas_stage_t **s_p);
