@@ -79,17 +79,32 @@ static uint32_t add(plan_t *p, unsigned lane, unsigned path, double work, uint32
     return p->n++;
 }
 
-/* A copy of rows x cols elements of operand o on `lane`: the link's time,
- * as a tile copy of the call's T with o's columns costs. */
-static uint32_t add_copy(plan_t *p, unsigned lane, const blas_machine_t *m, const blas_operand_t *o, size_t rows,
-                         size_t cols, size_t dtype, uint32_t dep0, uint32_t dep1)
+/* How an operand's copies one way cost: its path's link, and the deployed
+ * factors at the call's T and the operand's pitch (a 2-D copy's, and
+ * beside a kernel for gemm), the same for every tile of the call. */
+typedef struct copy_cost {
+    const blas_link_t *l;
+    unsigned path;
+    double two_d, beside;
+} copy_cost_t;
+
+static copy_cost_t cost_of(const plan_t *p, const blas_machine_t *m, const blas_operand_t *o, size_t dtype,
+                           unsigned lane)
 {
     const blas_link_t *l = lane == H2D ? &m->path[o->path].h2d : &m->path[o->path].d2h;
-    double bytes = (double)rows * (double)cols * (double)dtype, pitch = (double)o->ld * (double)dtype;
-    double two_d = cols > 1 ? factor(l, p->tile, pitch, 0) : 1.0;
-    uint32_t at = add(p, lane, o->path, (l->t_i + l->t_b * bytes) * two_d, dep0, dep1);
-    if (at != NONE && p->gemm)
-        p->op[at].beside = factor(l, p->tile, pitch, 1);
+    double pitch = (double)o->ld * (double)dtype;
+    return (copy_cost_t){l, o->path, factor(l, p->tile, pitch, 0), p->gemm ? factor(l, p->tile, pitch, 1) : 1.0};
+}
+
+/* A copy of rows x cols elements on `lane`, costing c: the link's time, as
+ * a 2-D tile copy costs where it has columns. */
+static uint32_t add_copy(plan_t *p, unsigned lane, const copy_cost_t *c, size_t rows, size_t cols, size_t dtype,
+                         uint32_t dep0, uint32_t dep1)
+{
+    double bytes = (double)rows * (double)cols * (double)dtype;
+    uint32_t at = add(p, lane, c->path, (c->l->t_i + c->l->t_b * bytes) * (cols > 1 ? c->two_d : 1.0), dep0, dep1);
+    if (at != NONE)
+        p->op[at].beside = c->beside;
     return at;
 }
 
@@ -106,6 +121,8 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
 {
     size_t M = s->d[0], N = s->d[1], K = s->d[2], mt = (M + T - 1) / T, nt = (N + T - 1) / T, kt = (K + T - 1) / T;
     const blas_operand_t *a = &s->op[0], *b = &s->op[1], *c = &s->op[2];
+    copy_cost_t a_in = cost_of(p, m, a, s->dtype, H2D), b_in = cost_of(p, m, b, s->dtype, H2D);
+    copy_cost_t c_in = cost_of(p, m, c, s->dtype, H2D), c_out = cost_of(p, m, c, s->dtype, D2H);
     unsigned char *copied = calloc(mt * kt + kt * nt, 1);
     if (copied == NULL) {
         free(p->op);
@@ -121,19 +138,19 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
             size_t ti = part(M, i * T, T), tj = part(N, j * T, T), slot = count % BLAS_C_SLOTS;
             int fresh = c->get;
             if (c->get)
-                add_copy(p, H2D, m, c, ti, tj, s->dtype, slot_back[slot], NONE);
+                add_copy(p, H2D, &c_in, ti, tj, s->dtype, slot_back[slot], NONE);
             /* Where beta is 0 the slot's first kernel still waits for its last tile to have gone back. */
             uint32_t first_wait = c->set && !c->get ? slot_back[slot] : NONE;
             for (size_t l = 0; l < kt; l++) {
                 size_t tl = part(K, l * T, T);
                 if (a->get && !copied[l * mt + i]) {
                     copied[l * mt + i] = 1;
-                    add_copy(p, H2D, m, a, ti, tl, s->dtype, NONE, NONE);
+                    add_copy(p, H2D, &a_in, ti, tl, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 if (b->get && !copied[mt * kt + j * kt + l]) {
                     copied[mt * kt + j * kt + l] = 1;
-                    add_copy(p, H2D, m, b, tl, tj, s->dtype, NONE, NONE);
+                    add_copy(p, H2D, &b_in, tl, tj, s->dtype, NONE, NONE);
                     fresh = 1;
                 }
                 add(p, RUN, 0, t_gpu * (double)ti * (double)tj * (double)tl / full, fresh ? p->last[H2D] : NONE,
@@ -141,7 +158,7 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
                 fresh = 0;
             }
             if (c->set)
-                slot_back[slot] = add_copy(p, D2H, m, c, ti, tj, s->dtype,
+                slot_back[slot] = add_copy(p, D2H, &c_out, ti, tj, s->dtype,
                                            p->last[RUN], NONE);
         }
     free(copied);
@@ -152,18 +169,20 @@ static void plan_gemm(plan_t *p, const blas_machine_t *m, const blas_shape_t *s,
 static void plan_axpy(plan_t *p, const blas_machine_t *m, const blas_shape_t *s, size_t T, double t_gpu)
 {
     const blas_operand_t *x = &s->op[0], *y = &s->op[1];
+    copy_cost_t x_in = cost_of(p, m, x, s->dtype, H2D), y_in = cost_of(p, m, y, s->dtype, H2D);
+    copy_cost_t y_out = cost_of(p, m, y, s->dtype, D2H);
     uint32_t ran[BLAS_C_SLOTS], back[BLAS_C_SLOTS];
     for (unsigned i = 0; i < BLAS_C_SLOTS; i++)
         ran[i] = back[i] = NONE;
     for (size_t at = 0, t = 0; at < s->d[0]; at += T, t++) {
         size_t count = part(s->d[0], at, T), slot = t % BLAS_C_SLOTS;
         if (x->get)
-            add_copy(p, H2D, m, x, count, 1, s->dtype, ran[slot], NONE);
+            add_copy(p, H2D, &x_in, count, 1, s->dtype, ran[slot], NONE);
         if (y->get)
-            add_copy(p, H2D, m, y, count, 1, s->dtype, back[slot], NONE);
+            add_copy(p, H2D, &y_in, count, 1, s->dtype, back[slot], NONE);
         ran[slot] = add(p, RUN, 0, t_gpu * (double)count / (double)T, x->get || y->get ? p->last[H2D] : NONE, NONE);
         if (y->set)
-            back[slot] = add_copy(p, D2H, m, y, count, 1, s->dtype, ran[slot], NONE);
+            back[slot] = add_copy(p, D2H, &y_out, count, 1, s->dtype, ran[slot], NONE);
     }
 }
 
