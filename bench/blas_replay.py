@@ -81,6 +81,14 @@ def problem(r):
     return (r["run"], r["routine"], r["m"], r["n"], r["k"], r["where"])
 
 
+def by_problem(rows):
+    """The rows of each problem: one run's shape and placement, its tiles' runs together."""
+    problems = {}
+    for r in rows:
+        problems.setdefault(problem(r), []).append(r)
+    return problems
+
+
 def replay(binary, profile, rows, select):
     """Every model's time for each row, from blas_replay; rows of several devices go to one process each.  With
     `select`, each problem's rows also learn the tile each model selects now (r["selects"])."""
@@ -108,9 +116,7 @@ def geomean(xs):
 
 def ranking(rows, model, key):
     """Per problem, the model's pick among the fixed tiles over the best fixed tile."""
-    problems = {}
-    for r in rows:
-        problems.setdefault(problem(r), []).append(r)
+    problems = by_problem(rows)
     ratios = []
     for runs in problems.values():
         fixed = [r for r in runs if r["tile_asked"]]
@@ -123,9 +129,7 @@ def ranking(rows, model, key):
 def selected(rows, models, key):
     """Per problem with a selected tile, its time over the best fixed tile's, and over the fixed tile each model
     picks."""
-    problems = {}
-    for r in rows:
-        problems.setdefault(problem(r), []).append(r)
+    problems = by_problem(rows)
     best, picked = [], {m: [] for m in models}
     for runs in problems.values():
         fixed = [r for r in runs if r["tile_asked"]]
@@ -140,9 +144,7 @@ def selected(rows, models, key):
 def selections(rows, models):
     """Per problem, the tile each model selects now; where a fixed tile of that size ran, its time over the best
     fixed tile's (else None)."""
-    problems = {}
-    for r in rows:
-        problems.setdefault(problem(r), []).append(r)
+    problems = by_problem(rows)
     out = {m: [] for m in models}
     for key, runs in sorted(problems.items()):
         fixed = {r["tile"]: r["seconds"] for r in runs if r["tile_asked"]}
