@@ -217,16 +217,27 @@ static int tile_deployed(size_t t, size_t ld, size_t host_bytes)
     return ld <= TILE_LD_MAX && ld * t * 8 <= host_bytes;
 }
 
+/* The tile side deployed after t: gemm's step times 1, 1.5, 2, 3, 4, 6,
+ * ...  Doubling alone missed where the slowdown beside kernels peaks: on
+ * an H200 it is x1.0 at T = 1024, x1.66 at 1536, x1.5 at 2048, x1.12 at
+ * 3072 (docs/blas.md), and an interpolation between 2048 and 4096 put
+ * 3072 at x1.35. */
+static size_t side_after(size_t t, size_t step)
+{
+    size_t r = 2 * t / step; /* 2, 3, 4, 6, 8, 12, ... */
+    return (r & (r - 1)) == 0 ? t + t / 2 : t / 3 * 4;
+}
+
 /* Link `link`'s tile copies (blas_tile_copies_t): T x T tiles of doubles,
- * T from gemm's step doubling to half its largest (so that the kernel's
- * three tiles and the copy's fit the device buffer), their columns LD apart
- * in the host buffer, LD from T (one contiguous copy) doubling; each alone
- * and while dgemm tile kernels of T run. */
+ * T from gemm's step (side_after) to half its largest (so that the
+ * kernel's three tiles and the copy's fit the device buffer), their columns
+ * LD apart in the host buffer, LD from T (one contiguous copy) doubling;
+ * each alone and while dgemm tile kernels of T run. */
 static grain_status_t deploy_tiles(grain_t *g, const ranges_t *r, unsigned link, unsigned char *host,
                                    size_t host_bytes, unsigned char *dev, blas_stage_t *stage, blas_profile_t *p)
 {
     size_t n = 0;
-    for (size_t t = r->gemm_step; t <= r->gemm_max / 2; t *= 2)
+    for (size_t t = r->gemm_step; t <= r->gemm_max / 2; t = side_after(t, r->gemm_step))
         for (size_t ld = t; tile_deployed(t, ld, host_bytes); ld *= 2)
             n++;
     size_t *tile = calloc(n, sizeof *tile), *lds = calloc(n, sizeof *lds), i = 0;
@@ -234,7 +245,7 @@ static grain_status_t deploy_tiles(grain_t *g, const ranges_t *r, unsigned link,
     grain_status_t st = GRAIN_OK;
     if (tile == NULL || lds == NULL || alone == NULL || beside == NULL)
         st = grain_fail(GRAIN_ERR_NO_MEMORY, "blas: no memory to deploy");
-    for (size_t t = r->gemm_step; t <= r->gemm_max / 2 && st == GRAIN_OK; t *= 2) {
+    for (size_t t = r->gemm_step; t <= r->gemm_max / 2 && st == GRAIN_OK; t = side_after(t, r->gemm_step)) {
         size_t bytes = t * t * 8;
         kernel_job_t kj = {g, BLAS_DGEMM, t, dev, dev + bytes, dev + 2 * bytes};
         beside_t b = {.fn = kernel_once, .arg = &kj};

@@ -163,14 +163,23 @@ static void test_schedule(void **state)
     s.op[0].ld = 4096;
     NEAR(blas_simulate(&deployed, &s, 256, 1e-5), 2 * th + 1e-5);
     /* 256 x 512 x 256, B on the host (ld 512), kernels of 50 us: B's first
-     * tile in (124.8576 us), then its second beside the first kernel, 1.5x
-     * slower for those 50 us, the rest alone; then the second kernel.
-     * Contiguous, B's second tile (62.4288 us) runs beside the kernel
-     * unslowed and the kernels wait for no copy after the first. */
+     * tile in (124.8576 us), then its second 1.5x slower throughout: beside
+     * the first kernel, and after it while the second waits (the call still
+     * computes); then the second kernel.  Contiguous, B's second tile
+     * (62.4288 us) runs beside the kernel unslowed and the kernels wait for
+     * no copy after the first. */
     blas_shape_gemm(&s, 256, 512, 256, 8, BLAS_ON_DEVICE, BLAS_ON_HOST, BLAS_ON_DEVICE, 0);
     NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 5e-5);
     s.op[1].ld = 512;
-    NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 5e-5 + (2 * th - 5e-5 / 1.5) + 5e-5);
+    NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 1.5 * 2 * th + 5e-5);
+    /* 512 x 256 x 256, A on the host (ld 512), C back to it (beta 0),
+     * kernels of 50 us: A's first tile in (124.8576 us); its second beside
+     * the first kernel and then beside C's first tile going back, 1.5x
+     * slower throughout (the larger of the kernels' 1.5 and the link's 1.25,
+     * not their product); then the second kernel, and C's second tile back
+     * alone (124.8576 us) after the first, which finished beside it. */
+    blas_shape_gemm(&s, 512, 256, 256, 8, BLAS_ON_HOST, BLAS_ON_DEVICE, BLAS_ON_HOST, 1);
+    NEAR(blas_simulate(&deployed, &s, 256, 5e-5), 2 * th + 1.5 * 2 * th + 5e-5 + 1.248576e-4);
     /* Past BLAS_SIM_STEPS_MAX subproblems it declines, and the model is dr-link's. */
     blas_shape_gemm(&s, 1u << 14, 1u << 14, 1u << 14, 8, BLAS_ON_HOST, BLAS_ON_HOST, BLAS_ON_HOST, 0);
     assert_true(isnan(blas_simulate(&machine, &s, 128, 1e-6)));
