@@ -300,7 +300,7 @@ static grain_status_t launch_axpy(grain_t *g, grain_bkernel_t *bk, size_t es, vo
     return st == GRAIN_OK ? launch_tile(g, bk, (size_t)n) : st;
 }
 
-grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c)
+grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, unsigned count, void *a, void *b, void *c)
 {
     static const double one_d = 1.0;
     static const float one_f = 1.0f;
@@ -316,7 +316,7 @@ grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, vo
     int gemm = routine == BLAS_DGEMM || routine == BLAS_SGEMM;
     if (st == GRAIN_OK && gemm)
         st = vendor_of(g, &vendor);
-    if (st == GRAIN_OK)
+    for (unsigned i = 0; i < count && st == GRAIN_OK; i++)
         st = gemm ? launch_gemm(g, bk, es, vendor, c, t, a, t, 0, b, t, 0, t, t, t, one, one)
                   : launch_axpy(g, bk, es, b, 1, a, 1, t, one);
     return st == GRAIN_OK ? g->bops->copy_wait(g->backend, BLAS_RUN) : st;

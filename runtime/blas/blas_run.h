@@ -51,10 +51,11 @@ enum { BLAS_AXPY_Y = 0, BLAS_AXPY_X = 2, BLAS_AXPY_ALPHA = 5 };
 extern const unsigned blas_gemm_counts_at[8];
 extern const unsigned blas_axpy_counts_at[3];
 
-/* One kernel of `routine` on a tile of t (t x t for gemm: C += A B) on
- * device buffers of that size, on the lane of the tiled BLAS's kernels,
- * waited for: what deployment times. */
-grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, void *a, void *b, void *c);
+/* `count` kernels of `routine` on a tile of t (t x t for gemm: C += A B)
+ * on device buffers of that size, queued back to back on the lane of the
+ * tiled BLAS's kernels as the routines queue them, then waited for: what
+ * deployment times. */
+grain_status_t blas_run_tile(grain_t *g, unsigned routine, size_t t, unsigned count, void *a, void *b, void *c);
 
 /* Whether a backend computes gemm tiles by its vendor BLAS under
  * GRAIN_BLAS_KERNELS=want ("auto", "grain", "vendor"), loading it at the
