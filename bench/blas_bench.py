@@ -456,9 +456,10 @@ def label(s):
 
 
 def plot(rows, summary, path):
+    """Draws the figures into path; whether it did (not without matplotlib, nor without a baseline's summary)."""
     plt = pyplot("blas_bench")
     if plt is None or not summary:
-        return
+        return False
     fig, (speed, by_tile, ratio, models) = plt.subplots(1, 4, figsize=(26, 4.5))
     for s in summary:  # fig. 1: GFLOP/s against the tile, a line a shape
         fixed = sorted((r["tile"], r["gflops"]) for r in rows if r["who"] == "grain" and r["tile_asked"] > 0 and
@@ -504,11 +505,12 @@ def plot(rows, summary, path):
     models.set_title("the models against the measured time", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    return True
 
 
 def write(args, rows, draw=True):
     """The CSV and JSON of what ran so far (after each problem, so that a run cut short keeps them), and the figure;
-    the summary, the models' errors and table IV."""
+    the summary, the models' errors, table IV and whether the figure was drawn."""
     for r in rows:
         r.setdefault("routine", args.routine)
     summary = summarize(rows)
@@ -522,15 +524,14 @@ def write(args, rows, draw=True):
     with open(os.path.join(args.out, "blas.json"), "w") as f:
         json.dump({"routine": args.routine, "deployment": args.deployment, "rows": rows, "summary": summary,
                    "model_errors": errors, "offload": offload}, f, indent=1)
-    if draw:
-        plot(rows, summary, os.path.join(args.out, "blas.png"))
-    return summary, errors, offload
+    drawn = draw and plot(rows, summary, os.path.join(args.out, "blas.png"))
+    return summary, errors, offload, drawn
 
 
 def report(args, rows):
     """Writes what ran and prints its tables: grain against the baseline, where each selected call's time went,
     the deployment (table II), the models' errors (figs. 4-5) and table IV; the summary."""
-    summary, errors, offload = write(args, rows)
+    summary, errors, offload, drawn = write(args, rows)
     if summary:
         print(f"\n{'shape':>24} {'baseline':>18} {'best s':>9} {'grain sel':>10} {'T':>5} {'ratio':>6} "
               f"{'grain best':>10} {'T':>5} {'ratio':>6} {'predicted':>10}")
@@ -560,9 +561,8 @@ def report(args, rows):
     for kind, o in offload.items():
         print(f"table IV, {kind} offload: grain's selected tile {o['geomean'] - 1:+.1%} against the baseline's best "
               f"(geometric mean over {o['problems']} problems)")
-    drawn = ", blas.png" if os.path.exists(os.path.join(args.out, "blas.png")) else ""
     print(("ratio: the baseline's best time over grain's (above 1: grain is faster). " if summary else "") +
-          f"Wrote {args.out}/blas.csv, blas.json{drawn}")
+          f"Wrote {args.out}/blas.csv, blas.json{', blas.png' if drawn else ''}")
     return summary
 
 
