@@ -177,11 +177,16 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
      * a kernel that writes an array is taken to write all of it, and its
      * old contents are not copied to the device. */
     int whole = (zero & BETA_ZERO) && ldc == m && m * n * es == c->bytes;
-    st = grain_kernel_set_arg_array(kern, BLAS_GEMM_C, c, whole ? GRAIN_WRITE : GRAIN_READ_WRITE);
+    grain_access_t c_access = whole ? GRAIN_WRITE : GRAIN_READ_WRITE;
+    st = grain_kernel_set_arg_array(kern, BLAS_GEMM_C, c, c_access);
+    /* Where alpha is 0 the kernel takes C in A's and B's places, as C is
+     * taken: listed as read, A and B would order the element after their
+     * writers and be copied to its device for nothing. */
+    int unread = (zero & ALPHA_ZERO) != 0;
     if (st == GRAIN_OK)
-        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_A, a, GRAIN_READ);
+        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_A, unread ? c : a, unread ? c_access : GRAIN_READ);
     if (st == GRAIN_OK)
-        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_B, b, GRAIN_READ);
+        st = grain_kernel_set_arg_array(kern, BLAS_GEMM_B, unread ? c : b, unread ? c_access : GRAIN_READ);
     for (unsigned i = 0; i < 8 && st == GRAIN_OK; i++)
         st = grain_kernel_set_arg(kern, blas_gemm_counts_at[i], sizeof counts[i], &counts[i]);
     if (st == GRAIN_OK)

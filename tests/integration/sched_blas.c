@@ -142,6 +142,32 @@ static void whole_call(grain_sched_t *s, matrix_t *set, size_t es)
     compare(&set[2], es, "a gemm over all of C");
 }
 
+/* A gemm with alpha 0 scales C alone: A and B, just written on the host,
+ * are not copied to its device (nor does it wait for their writers). */
+static void zero_alpha_call(grain_sched_t *s, matrix_t *set, size_t es)
+{
+    size_t m = SIDE, n = SIDE, k = SIDE;
+    renew(&set[0], es, 1);
+    renew(&set[1], es, 1);
+    for (size_t i = 0; i < m * n; i++) /* C's columns lie m apart */
+        set[2].host[i] *= 2.0;
+    grain_sched_stats_t before, after;
+    OK(grain_sched_stats(s, &before));
+    if (es == sizeof(double))
+        OK(grain_sched_dgemm(s, 'N', 'N', m, n, k, 0.0, set[0].array, m, set[1].array, k, 2.0, set[2].array, m));
+    else
+        OK(grain_sched_sgemm(s, 'N', 'N', m, n, k, 0.0f, set[0].array, m, set[1].array, k, 2.0f, set[2].array, m));
+    OK(grain_sched_wait(s));
+    OK(grain_sched_stats(s, &after));
+    /* At most C in: A's and B's bytes would pass it. */
+    if (after.bytes_copied - before.bytes_copied > ELEMS * es && failures++ < 10)
+        fprintf(stderr, "sched_blas: a gemm with alpha 0 copied %llu bytes, more than C's %zu\n",
+                (unsigned long long)(after.bytes_copied - before.bytes_copied), ELEMS * es);
+    compare(&set[2], es, "a gemm with alpha 0");
+    renew(&set[0], es, 0);
+    renew(&set[1], es, 0);
+}
+
 static void axpy_call(grain_sched_t *s, matrix_t *set, size_t es)
 {
     unsigned ix = pick(ARRAYS), iy = (ix + 1 + pick(ARRAYS - 1)) % ARRAYS;
@@ -192,6 +218,8 @@ int main(int argc, char **argv)
     }
     whole_call(s, doubles, sizeof(double));
     whole_call(s, floats, sizeof(float));
+    zero_alpha_call(s, doubles, sizeof(double));
+    zero_alpha_call(s, floats, sizeof(float));
     for (unsigned call = 0; call < calls; call++) {
         int dbl = (int)pick(2);
         matrix_t *set = dbl ? doubles : floats;
