@@ -14,11 +14,13 @@ reports, per model ("CoCoPeLia", figs. 4-6):
 A change to the models is so checked against every stored run in a second.  --stored takes the predictions the runs
 made instead of replaying; --check compares the two and fails where they differ (the same code and profile must give
 the same times); --selections gives the tile each model would select now, per problem; --sl replays as if a
-link's bidirectional slowdown were another.  With --out, writes replay.json
+link's bidirectional slowdown were another, and --kernels-from with another deployment's kernel times (the runs'
+links and tile copies kept).  With --out, writes replay.json
 and replay.png (predicted against measured, by model).
 
     bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
-                         [--check] [--by-placement] [--selections] [--sl LINK=SL ...] [--out DIR]
+                         [--check] [--by-placement] [--selections] [--sl LINK=SL ...] [--kernels-from PROFILE]
+                         [--out DIR]
 """
 import argparse
 import json
@@ -42,19 +44,32 @@ def load(d, profile):
     return rows, profile
 
 
-def with_sl(profile, overrides, tmp):
-    """A copy of the profile whose links' sl are those of `overrides` ({link: sl}), for asking what-if."""
+def what_if(profile, overrides, kernels, tmp):
+    """A copy of the profile whose links' sl are those of `overrides` ({link: sl}) and, with `kernels` (a profile's
+    path), whose kernel lookups are that profile's for the same device and routine: for asking what-if."""
     with open(profile) as f:
         lines = f.read().splitlines()
-    seen = set()
+    theirs = {}
+    if kernels:
+        with open(kernels) as f:
+            for line in f:
+                g = line.rstrip("\n").split("\t")
+                if len(g) == 4 and g[1] == "kernel":
+                    theirs[(g[0], g[2])] = line.rstrip("\n")
+    seen, swapped = set(), 0
     for i, line in enumerate(lines):
         f = line.split("\t")
         if len(f) == 6 and f[1] == "link" and f[2] in overrides:
             f[5] = str(overrides[f[2]])
             lines[i] = "\t".join(f)
             seen.add(f[2])
+        elif len(f) == 4 and f[1] == "kernel" and (f[0], f[2]) in theirs:
+            lines[i] = theirs[(f[0], f[2])]
+            swapped += 1
     if set(overrides) - seen:
         sys.exit(f"blas_replay: {profile} has no link {', '.join(sorted(set(overrides) - seen))}")
+    if kernels and not swapped:
+        sys.exit(f"blas_replay: {kernels} has no kernels of the devices and routines of {profile}")
     path = os.path.join(tmp, f"profile-{len(os.listdir(tmp))}.tsv")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -203,6 +218,9 @@ def main():
                     help="the tile each model selects now, per problem, and how the fixed tile that ran fared")
     ap.add_argument("--sl", action="append", default=[], metavar="LINK=SL",
                     help="replay as if the profile's link (h2d, d2h, h2d-pinned, d2h-pinned) had this sl")
+    ap.add_argument("--kernels-from", metavar="PROFILE",
+                    help="replay with this profile's kernel times for the same device (the runs' links and tile "
+                         "copies kept)")
     ap.add_argument("--out")
     args = ap.parse_args()
     models = args.models.split(",")
@@ -213,8 +231,8 @@ def main():
         overrides = {k: float(v) for k, v in (o.split("=") for o in args.sl)}
     except ValueError:
         sys.exit(f"blas_replay: --sl {' '.join(args.sl)}: LINK=SL, SL a number")
-    if (overrides or args.selections) and args.stored:
-        sys.exit("blas_replay: --sl and --selections replay; --stored does not")
+    if (overrides or args.selections or args.kernels_from) and args.stored:
+        sys.exit("blas_replay: --sl, --kernels-from and --selections replay; --stored does not")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, d in enumerate(args.dirs):
@@ -222,7 +240,9 @@ def main():
             for r in mine:
                 r["run"] = i  # a problem is one run's: tiles of two runs are not compared
             if not args.stored:
-                replay(binary, with_sl(profile, overrides, tmp) if overrides else profile, mine, args.selections)
+                changed = overrides or args.kernels_from
+                replay(binary, what_if(profile, overrides, args.kernels_from, tmp) if changed else profile, mine,
+                       args.selections)
             rows += mine
     if not rows:
         sys.exit("blas_replay: no runs of grain")
