@@ -8,7 +8,10 @@
  * the one grain selects from the device's profile) it times --reps calls
  * and prints a JSON line: the median and best time, GFLOP/s, the tile
  * used, the time the selecting model predicted for it and where the
- * calling thread's time went (grain_blas_last), and every model's time.
+ * calling thread's time went (grain_blas_last), every model's time, and
+ * the bench's own seconds beside the calls: filling and placing the
+ * operands (fill_s, once a shape), refilling C (prep_s) and checking it
+ * (check_s).
  * With --where, operands are copied into grain's heap first (partial
  * offload: "g" for A, B or C, axpy's x or y), or into page-locked host
  * memory ("p", grain_mem_alloc).  The first call of each is
@@ -232,6 +235,9 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
 {
     /* axpy's N is an m x 1 x 1 shape: x in A, y in C, B a 1 x 1 one for the check. */
     size_t m = shape[0], n = shape[1], k = shape[2], es = o->single ? 4 : 8;
+    /* The bench's own time beside the calls' (fill, prep, check: what a
+     * problem costs the device machine besides them). */
+    double t0 = cli_now_s();
     void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
     timed_t *times = malloc(o->reps * sizeof *times);
     if (a == NULL || b == NULL || c == NULL || times == NULL) {
@@ -248,7 +254,9 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     /* C's copy in the heap is refilled from the host's for each tile. */
     void *ga = placed(g, o, 0, a, m * k * es, &failed), *gb = placed(g, o, 1, b, k * n * es, &failed);
     void *gc = placed(g, o, 2, c, m * n * es, &failed);
+    double fill_s = cli_now_s() - t0;
     for (unsigned t = 0; t < o->n_tiles && !failed; t++) {
+        double t_prep = cli_now_s(), check_s = 0.0;
         size_t rows[CHECKED], cols[CHECKED];
         double c0[CHECKED];
         for (size_t i = 0; i < m * n; i++)
@@ -263,7 +271,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
             failed = 1;
             break;
         }
-        double err = 0.0;
+        double err = 0.0, prep_s = cli_now_s() - t_prep;
         for (unsigned r = 0; r < o->reps && !failed; r++) {
             double t0 = cli_now_s();
             grain_status_t st = call(g, o, m, n, k, ga, gb, gc, o->tiles[t]);
@@ -275,12 +283,14 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
                 break;
             }
             grain_blas_last(g, &times[r].last);
+            double t_check = cli_now_s();
             if (r == 0 && gc != c && grain_memcpy(g, c, gc, m * n * es) != GRAIN_OK) {
                 fprintf(stderr, "blas_bench: C from the heap: %s\n", grain_error_message(g));
                 failed = 1;
             }
             if (r == 0 && !failed)
                 err = check(single, m, n, k, a, b, c, rows, cols, c0);
+            check_s += cli_now_s() - t_check;
         }
         if (failed)
             break;
@@ -307,10 +317,11 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         printf("{\"routine\":\"%s\",\"where\":\"%s\",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"tile_asked\":%zu,"
                "\"tile\":%zu,\"reps\":%llu,\"seconds\":%.6f,\"best_s\":%.6f,\"gflops\":%.2f,\"predicted_s\":%.6f,"
                "\"models\":{%s},\"pack_s\":%.6f,\"unpack_s\":%.6f,\"wait_s\":%.6f,"
-               "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\"}\n",
+               "\"max_rel_err\":%.3g,\"verified\":%s,\"device\":\"%s\",\"backend\":\"%s\","
+               "\"fill_s\":%.3f,\"prep_s\":%.3f,\"check_s\":%.3f}\n",
                names[o->routine], o->where, m, n, k, o->tiles[t], last.tile, o->reps, median, times[0].seconds,
                flops / median * 1e-9, last.predicted_s, predicted, last.pack_s, last.unpack_s, last.wait_s, err,
-               ok ? "true" : "false", grain_device_name(g), grain_backend_name(g));
+               ok ? "true" : "false", grain_device_name(g), grain_backend_name(g), fill_s, prep_s, check_s);
         fflush(stdout);
         failed = !ok;
     }

@@ -353,8 +353,14 @@ def grain_rows(args, shape, where, progress, deploy):
     for r in reports:
         r["who"] = "grain"
     bad = [r for r in reports if not r["verified"]]
+    # The bench's own time beside the calls (filling and copying the operands, checking C): the device machine's
+    # time a problem takes besides grain's.
+    host = ""
+    if reports:
+        bench_s = reports[0].get("fill_s", 0) + sum(r.get("prep_s", 0) + r.get("check_s", 0) for r in reports)
+        host = f"; bench {bench_s:.1f} s"
     progress.finish(", ".join(f"T={r['tile']}{'*' if r['tile_asked'] == 0 else ''} {r['seconds']:.4f} s" for r in
-                              reports) + (f"; {len(bad)} NOT VERIFIED" if bad else ""))
+                              reports) + host + (f"; {len(bad)} NOT VERIFIED" if bad else ""))
     return reports
 
 
