@@ -16,7 +16,8 @@ made instead of replaying; --check compares the two and fails where they differ 
 the same times); --selections gives the tile each model would select now, per problem; --sl replays as if a
 link's bidirectional slowdown were another, and --kernels-from with another deployment's kernel times (the runs'
 links and tile copies kept).  With --out, writes replay.json
-and replay.png (predicted against measured, by model).
+and replay.png (predicted against measured, by model, and fig. 6: each model's pick, the fixed tile of 2048 and
+the selected tile against the best fixed tile, per problem).
 
     bench/blas_replay.py DIR [DIR ...] [--profile FILE] [--bin build/bin] [--models dr,schedule] [--stored]
                          [--check] [--by-placement] [--selections] [--sl LINK=SL ...] [--kernels-from PROFILE]
@@ -187,7 +188,7 @@ def plot(rows, models, key, path):
     except ImportError:
         print("blas_replay: no matplotlib (python3-matplotlib), no plot")
         return False
-    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(models) + 1, figsize=(4.5 * (len(models) + 1), 4.2), squeeze=False)
     for ax, model in zip(axes[0], models):
         for pageable, colour in ((False, "tab:blue"), (True, "tab:orange")):
             mine = [r for r in rows if ("h" in r["where"]) == pageable]
@@ -200,9 +201,27 @@ def plot(rows, models, key, path):
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured (s)",
                ylabel="predicted (s)", title=model)
         ax.legend(fontsize=7)
+    tiles(axes[0][-1], rows, models, key)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return True
+
+
+def tiles(ax, rows, models, key):
+    """Fig. 6: per problem, the time of each model's pick among the fixed tiles, of the fixed tile of 2048 and of
+    the tile the run selected, over the best fixed tile's; each sorted, so that a curve near 1 is a good pick."""
+    curves = {m: ranking(rows, m, key) for m in models}
+    fixed = [[r for r in runs if r["tile_asked"]] for runs in by_problem(rows).values()]
+    curves["T = 2048"] = [next(r["seconds"] for r in f if r["tile"] == 2048) / min(r["seconds"] for r in f)
+                          for f in fixed if any(r["tile"] == 2048 for r in f)]
+    curves["selected"] = selected(rows, models, key)[0]
+    for name, ratios in curves.items():
+        if ratios:
+            ax.plot(range(1, len(ratios) + 1), sorted(ratios), "o-" if name in models else "s--", ms=3, label=name)
+    ax.axhline(1.02, color="0.6", lw=0.8, ls=":")
+    ax.set(xlabel="problems, sorted", ylabel="time over the best fixed tile's", yscale="log",
+           title="fig. 6: the tile picked against the best fixed one")
+    ax.legend(fontsize=7)
 
 
 def main():
