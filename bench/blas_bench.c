@@ -237,7 +237,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     size_t m = shape[0], n = shape[1], k = shape[2], es = o->single ? 4 : 8;
     /* The bench's own time beside the calls' (fill, prep, check: what a
      * problem costs the device machine besides them). */
-    double t0 = cli_now_s();
+    double t_fill = cli_now_s();
     void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
     timed_t *times = malloc(o->reps * sizeof *times);
     if (a == NULL || b == NULL || c == NULL || times == NULL) {
@@ -254,7 +254,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     /* C's copy in the heap is refilled from the host's for each tile. */
     void *ga = placed(g, o, 0, a, m * k * es, &failed), *gb = placed(g, o, 1, b, k * n * es, &failed);
     void *gc = placed(g, o, 2, c, m * n * es, &failed);
-    double fill_s = cli_now_s() - t0;
+    double fill_s = cli_now_s() - t_fill;
     for (unsigned t = 0; t < o->n_tiles && !failed; t++) {
         double t_prep = cli_now_s(), check_s = 0.0;
         size_t rows[CHECKED], cols[CHECKED];
