@@ -30,15 +30,6 @@ static int where_of(char c)
     return c == 'h' ? BLAS_ON_HOST : c == 'p' ? BLAS_ON_PINNED : c == 'g' ? BLAS_ON_DEVICE : -1;
 }
 
-/* The lookup's time of the deployed tile `tile`, or a negative number. */
-static double kernel_seconds(const blas_profile_t *p, unsigned routine, size_t tile)
-{
-    for (size_t i = 0; i < p->n[routine]; i++)
-        if (p->tile[routine][i] == tile)
-            return p->seconds[routine][i];
-    return -1.0;
-}
-
 static void replay(const blas_profile_t *p, const char *line)
 {
     char name[16], where[4];
@@ -54,7 +45,7 @@ static void replay(const blas_profile_t *p, const char *line)
     size_t operands = gemm ? 3 : 2, es = routine == BLAS_DGEMM || routine == BLAS_DAXPY ? 8 : 4;
     for (size_t i = 0; i < 3; i++)
         on[i] = i < operands && i < strlen(where) ? where_of(where[i]) : -1;
-    double t_gpu = routine < BLAS_ROUTINES ? kernel_seconds(p, routine, tile) : -1.0;
+    double t_gpu = routine < BLAS_ROUTINES ? blas_profile_seconds(p, routine, tile) : -1.0;
     if (routine == BLAS_ROUTINES || strlen(where) != operands || on[0] < 0 || on[1] < 0 || (gemm && on[2] < 0)) {
         printf("error %s %s: a routine and a letter (h, p, g) an operand\n", name, where);
         return;

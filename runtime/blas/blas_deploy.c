@@ -479,14 +479,12 @@ grain_status_t grain_blas_predict(grain_t *g, const grain_blas_problem_t *q, siz
     grain_status_t st = ready(g, "grain_blas_predict", t_p, q, model, &routine, &s, &p);
     if (st != GRAIN_OK)
         return st;
-    size_t i = 0;
-    while (i < p->n[routine] && p->tile[routine][i] != tile)
-        i++;
-    if (i == p->n[routine])
+    double t_gpu = blas_profile_seconds(p, routine, tile);
+    if (t_gpu < 0.0)
         return grain_fail(GRAIN_ERR_INVALID, "grain_blas_predict: tile %zu was not deployed for %s (%zu to %zu)",
                           tile, blas_routine_names[routine], p->tile[routine][0],
                           p->tile[routine][p->n[routine] - 1]);
-    *t_p = blas_predict((blas_model_t)model, &p->machine, &s, tile, p->seconds[routine][i]);
+    *t_p = blas_predict((blas_model_t)model, &p->machine, &s, tile, t_gpu);
     return GRAIN_OK;
 }
 

@@ -51,6 +51,14 @@ blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine)
     return (blas_lookup_t){p->n[routine], p->tile[routine], p->seconds[routine]};
 }
 
+double blas_profile_seconds(const blas_profile_t *p, unsigned routine, size_t tile)
+{
+    for (size_t i = 0; i < p->n[routine]; i++)
+        if (p->tile[routine][i] == tile)
+            return p->seconds[routine][i];
+    return -1.0;
+}
+
 static int parse_link(char **f, unsigned n, blas_link_t *l)
 {
     char *end[3];

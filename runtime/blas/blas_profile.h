@@ -50,6 +50,9 @@ void blas_profile_free(blas_profile_t *p);
  * was not deployed is the host path's. */
 void blas_profile_point(blas_profile_t *p);
 blas_lookup_t blas_profile_lookup(const blas_profile_t *p, unsigned routine);
+/* The routine's kernel seconds at the deployed tile `tile`; negative where
+ * that tile was not deployed. */
+double blas_profile_seconds(const blas_profile_t *p, unsigned routine, size_t tile);
 /* This device's lines of the file at `path` into p: 1 when its links and
  * at least one routine's kernels are there, 0 when not (or no file), -1
  * with a sentence for a line of this device that is malformed. */
