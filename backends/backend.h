@@ -167,6 +167,11 @@ typedef struct grain_backend_ops {
      * its marks.  Both or neither. */
     grain_status_t (*alloc_managed)(grain_backend_t *backend, size_t size, void **ptr_p);
     grain_status_t (*prefetch)(grain_backend_t *backend, unsigned lane, const void *ptr, size_t size, int to_host);
+    /* Optional, with alloc_managed: advice `advice` (a grain_advice_t) on
+     * some managed memory, set or cleared, for this backend's device (or,
+     * `to_host`, the host); the driver applies it before returning. */
+    grain_status_t (*advise)(grain_backend_t *backend, const void *ptr, size_t size, int advice, int to_host,
+                             int set);
     /* Optional, beside the lanes, for backends of one process on devices of
      * one node (the task scheduler's): GRAIN_OK once copy_async on this
      * backend's lanes may take `peer`'s device memory as source or

@@ -74,6 +74,27 @@ static inline gpu_err_t gpuPrefetch(const void *p, size_t n, int device, gpu_str
 #endif
 }
 
+typedef enum cudaMemoryAdvise gpu_advice_t;
+#define gpuAdviseSetReadMostly cudaMemAdviseSetReadMostly
+#define gpuAdviseUnsetReadMostly cudaMemAdviseUnsetReadMostly
+#define gpuAdviseSetPreferredLocation cudaMemAdviseSetPreferredLocation
+#define gpuAdviseUnsetPreferredLocation cudaMemAdviseUnsetPreferredLocation
+#define gpuAdviseSetAccessedBy cudaMemAdviseSetAccessedBy
+#define gpuAdviseUnsetAccessedBy cudaMemAdviseUnsetAccessedBy
+
+/* Advice on managed memory for `device` (-1: the host), as gpuPrefetch
+ * names the place. */
+static inline gpu_err_t gpuMemAdvise(const void *p, size_t n, gpu_advice_t advice, int device)
+{
+#if CUDART_VERSION >= 13000
+    struct cudaMemLocation at = {.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice,
+                                 .id = device < 0 ? 0 : device};
+    return cudaMemAdvise(p, n, advice, at);
+#else
+    return cudaMemAdvise(p, n, advice, device < 0 ? cudaCpuDeviceId : device);
+#endif
+}
+
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)
 {
     /* mapped: kernels reach it at the same address (unified addressing) */
@@ -294,6 +315,20 @@ static inline gpu_err_t gpuMallocManaged(void **p, size_t n)
 static inline gpu_err_t gpuPrefetch(const void *p, size_t n, int device, gpu_stream_t s)
 {
     return hipMemPrefetchAsync(p, n, device < 0 ? hipCpuDeviceId : device, s);
+}
+
+typedef hipMemoryAdvise gpu_advice_t;
+#define gpuAdviseSetReadMostly hipMemAdviseSetReadMostly
+#define gpuAdviseUnsetReadMostly hipMemAdviseUnsetReadMostly
+#define gpuAdviseSetPreferredLocation hipMemAdviseSetPreferredLocation
+#define gpuAdviseUnsetPreferredLocation hipMemAdviseUnsetPreferredLocation
+#define gpuAdviseSetAccessedBy hipMemAdviseSetAccessedBy
+#define gpuAdviseUnsetAccessedBy hipMemAdviseUnsetAccessedBy
+
+/* Advice on managed memory for `device` (-1: the host). */
+static inline gpu_err_t gpuMemAdvise(const void *p, size_t n, gpu_advice_t advice, int device)
+{
+    return hipMemAdvise(p, n, advice, device < 0 ? hipCpuDeviceId : device);
 }
 
 static inline gpu_err_t gpuHostAllocShared(void **p, size_t n)

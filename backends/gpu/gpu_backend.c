@@ -24,6 +24,7 @@
 
 #include "backends/backend.h"
 #include "backends/gpu/gpu_api.h"
+#include "grain/sched.h"
 #include "services/config.h"
 #include "services/log.h"
 
@@ -712,6 +713,20 @@ static grain_status_t gpu_prefetch(grain_backend_t *b, unsigned lane, const void
     return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "prefetching managed memory");
 }
 
+static grain_status_t gpu_advise(grain_backend_t *b, const void *ptr, size_t size, int advice, int to_host, int set)
+{
+    static const gpu_advice_t on[] = {[GRAIN_ADVISE_READ_MOSTLY] = gpuAdviseSetReadMostly,
+                                      [GRAIN_ADVISE_PREFERRED_LOCATION] = gpuAdviseSetPreferredLocation,
+                                      [GRAIN_ADVISE_ACCESSED_BY] = gpuAdviseSetAccessedBy};
+    static const gpu_advice_t off[] = {[GRAIN_ADVISE_READ_MOSTLY] = gpuAdviseUnsetReadMostly,
+                                       [GRAIN_ADVISE_PREFERRED_LOCATION] = gpuAdviseUnsetPreferredLocation,
+                                       [GRAIN_ADVISE_ACCESSED_BY] = gpuAdviseUnsetAccessedBy};
+    gpu_err_t err = on_device(b);
+    if (err == GPU_SUCCESS)
+        err = gpuMemAdvise(ptr, size, set ? on[advice] : off[advice], to_host ? -1 : b->device);
+    return err == GPU_SUCCESS ? GRAIN_OK : gpu_fail(err, "advice on managed memory");
+}
+
 static grain_status_t gpu_copy_rect_async(grain_backend_t *b, unsigned lane, void *dst, size_t dpitch,
                                           const void *src, size_t spitch, size_t width, size_t rows)
 {
@@ -848,6 +863,7 @@ const grain_backend_ops_t grain_hip_ops = {
     .copy_done = gpu_copy_done,
     .alloc_managed = gpu_alloc_managed,
     .prefetch = gpu_prefetch,
+    .advise = gpu_advise,
     .reach_peer = gpu_reach_peer,
     .launch_agent = gpu_launch_agent,
     .agent_synchronize = gpu_agent_synchronize,

@@ -33,7 +33,7 @@ typedef struct options {
     unsigned long long size, partitions, reps, seed, devices;
     grain_policy_t policy[MAX_POLICIES];
     unsigned n_policies;
-    int json;
+    int json, read_mostly;
 } options_t;
 
 typedef struct run {
@@ -48,7 +48,10 @@ typedef struct run {
     double bw[64 * 64]; /* the bandwidth matrix, GB/s: (devices + 1)^2, GRAIN_SCHED_DEVICES at most 63 */
 } run_t;
 
-enum { OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON };
+enum {
+    OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON,
+    OPT_READ_MOSTLY
+};
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -81,6 +84,8 @@ static void take(void *state, int key, const char *option, const char *value)
         o->reps = cli_u64_in(option, value, 1, MAX_REPS - 1);
     else if (key == OPT_SEED)
         o->seed = cli_u64(option, value);
+    else if (key == OPT_READ_MOSTLY)
+        o->read_mostly = 1;
     else
         o->json = 1;
 }
@@ -89,9 +94,10 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P]\n"
                  "                   [--mode sched|hand] [--policy P[,P...]] [--devices D] [--reps R] [--seed S]\n"
-                 "                   [--json]\n"
+                 "                   [--read-mostly] [--json]\n"
                  "  one benchmark of the task scheduler (GRAIN_SCHED, GRAIN_SCHED_DEVICES) or hand-written on\n"
-                 "  D device endpoints' streams (default 1); each repetition timed host to host and checked\n");
+                 "  D device endpoints' streams (default 1); each repetition timed host to host and checked;\n"
+                 "  --read-mostly advises the inputs no kernel writes read-mostly (GRAIN_SCHED_MEMORY=managed)\n");
 }
 
 static int check_outputs(run_t *r, double *const *got)
@@ -103,6 +109,16 @@ static int check_outputs(run_t *r, double *const *got)
 }
 
 /* ---- through the scheduler ---------------------------------------------- */
+
+/* An input that no step writes. */
+static int read_only(const suite_t *su, unsigned a)
+{
+    for (unsigned i = 0; i < su->n_steps; i++)
+        for (unsigned j = 0; j < su->steps[i].n_args; j++)
+            if (su->steps[i].args[j].array == (int)a && (su->steps[i].args[j].access & GRAIN_WRITE))
+                return 0;
+    return su->input[a];
+}
 
 static grain_status_t sched_kernel(grain_program_t *p, grain_kernel_t **kernels, const char **names,
                                    const char *name, grain_kernel_t **k_p)
@@ -171,6 +187,11 @@ static grain_status_t run_sched(grain_t *g, run_t *r)
     grain_status_t st = grain_sched_program_create(s, sched_bench_source, NULL, &p);
     for (unsigned a = 0; a < r->suite.n_arrays && st == GRAIN_OK; a++)
         st = grain_array_create(s, suite_bytes(&r->suite, a), &arrays[a]);
+    /* Under managed memory each device that reads such an array then keeps
+     * a copy of its own, as replicas do, where a prefetch would move it. */
+    for (unsigned a = 0; a < r->suite.n_arrays && st == GRAIN_OK && r->o->read_mostly; a++)
+        if (read_only(&r->suite, a))
+            st = grain_array_advise(arrays[a], GRAIN_ADVISE_READ_MOSTLY, 0, 1);
     /* The first repetition builds nothing more but warms every path. */
     for (unsigned rep = 0; rep <= r->o->reps && st == GRAIN_OK && (rep == 0 || r->verified); rep++)
         st = sched_rep(r, s, p, kernels, names, arrays, &r->seconds[rep]);
@@ -220,11 +241,11 @@ static void report(grain_t *g, const run_t *r)
         return;
     }
     printf("{\"bench\":\"%s\",\"size\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
-           "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"reps\":%u,\"median_s\":%.9f,"
-           "\"seconds\":[",
+           "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"read_mostly\":%s,\"reps\":%u,"
+           "\"median_s\":%.9f,\"seconds\":[",
            o->bench, o->size, o->partitions, o->mode, hand ? "" : grain_policy_name(r->policy),
-           hand ? "" : sched != NULL ? sched : "async", r->devices, grain_backend_name(g), grain_device_name(g), n,
-           median);
+           hand ? "" : sched != NULL ? sched : "async", r->devices, grain_backend_name(g), grain_device_name(g),
+           o->read_mostly && !hand ? "true" : "false", n, median);
     for (unsigned i = 1; i <= n; i++)
         printf("%s%.9f", i > 1 ? "," : "", r->seconds[i]);
     printf("],\"copies\":%llu,\"bytes_copied\":%llu,\"bytes_peer\":%llu,\"edges\":%llu,\"streams_used\":%u,"
@@ -246,7 +267,7 @@ int main(int argc, char **argv)
                                          {"partitions", 1, OPT_PARTITIONS}, {"mode", 1, OPT_MODE},
                                          {"policy", 1, OPT_POLICY}, {"devices", 1, OPT_DEVICES},
                                          {"reps", 1, OPT_REPS},     {"seed", 1, OPT_SEED},
-                                         {"json", 0, OPT_JSON}};
+                                         {"json", 0, OPT_JSON},     {"read-mostly", 0, OPT_READ_MOSTLY}};
     cli_group_t groups[] = {CLI_GROUP(table, take, &o)};
     cli_parse("sched_bench", argc, argv, groups, 1, 0, usage);
     if (strcmp(o.mode, "sched") != 0 && strcmp(o.mode, "hand") != 0) {

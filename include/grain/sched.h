@@ -94,6 +94,22 @@ grain_status_t grain_array_host(grain_array_t *array, grain_access_t access, voi
  * under managed memory, migrates it there. */
 grain_status_t grain_array_prefetch(grain_array_t *array, int device);
 
+/* Where the driver keeps an array's pages (GrCUDA III-A: MemAdvise as an
+ * element of the graph). */
+typedef enum grain_advice {
+    GRAIN_ADVISE_READ_MOSTLY,        /* each device that reads it keeps a copy of its own until it is written */
+    GRAIN_ADVISE_PREFERRED_LOCATION, /* its pages stay at `device` (-1: the host); others reach them there */
+    GRAIN_ADVISE_ACCESSED_BY,        /* `device` keeps them mapped wherever they lie, reading them without faults */
+} grain_advice_t;
+
+/* Sets (`set` 1) or clears (0) `advice` on the array for `device` (-1: the
+ * host; READ_MOSTLY takes none: any), once the kernels it follows as a read
+ * are done (its last writer); returns without waiting.  Under managed
+ * memory the driver takes it (cudaMemAdvise, hipMemAdvise); replicas
+ * already keep a copy on each device that reads an array and have no
+ * pages to place, so there it only takes its place in the graph. */
+grain_status_t grain_array_advise(grain_array_t *array, grain_advice_t advice, int device, int set);
+
 /* A program built for every device of the scheduler from source written
  * once for every backend (grain/device/port.h), `options` (may be NULL)
  * passed to its compiler.  Its kernels are plain: their arguments start at

@@ -69,7 +69,7 @@ static grain_status_t open_devices(grain_sched_t *s)
  * devices' lanes, where prefetches go in order with the elements. */
 static grain_status_t check_managed(grain_sched_t *s)
 {
-    if (s->bops->alloc_managed == NULL || s->bops->prefetch == NULL)
+    if (s->bops->alloc_managed == NULL || s->bops->prefetch == NULL || s->bops->advise == NULL)
         return grain_fail(GRAIN_ERR_UNSUPPORTED,
                           "GRAIN_SCHED_MEMORY=managed needs memory that the driver migrates between the host and "
                           "the devices (CUDA or HIP managed memory); the %s backend has none: set "

@@ -191,15 +191,13 @@ grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, uns
     return st;
 }
 
-/* A host access or a prefetch: an element of the graph that reads the
- * array (a host write is also a write). */
-static grain_status_t add_access(grain_array_t *a, int kind, unsigned location, unsigned access, uint32_t *e_p)
+/* A host access, a prefetch or an advice: an element of the graph that
+ * reads the array (a host write is also a write). */
+static grain_status_t add_access(grain_array_t *a, sched_elem_t proto, unsigned access, uint32_t *e_p)
 {
-    grain_sched_t *s = a->sched;
     sched_arg_t arg = {.array = a->id, .access = access};
-    sched_elem_t proto = {.kind = kind, .location = location, .array = a,
-                          .name = kind == ELEM_HOST ? "host" : "prefetch"};
-    return sched_add(s, &proto, &arg, 1, &a, e_p);
+    proto.array = a;
+    return sched_add(a->sched, &proto, &arg, 1, &a, e_p);
 }
 
 grain_status_t grain_array_host(grain_array_t *a, grain_access_t access, void **ptr_p)
@@ -212,7 +210,8 @@ grain_status_t grain_array_host(grain_array_t *a, grain_access_t access, void **
     /* The host's copy is brought up to date for a write too: the host may
      * write part of it. */
     uint32_t e;
-    grain_status_t st = add_access(a, ELEM_HOST, SCHED_HOST, (unsigned)access | SCHED_READ, &e);
+    sched_elem_t proto = {.kind = ELEM_HOST, .location = SCHED_HOST, .name = "host"};
+    grain_status_t st = add_access(a, proto, (unsigned)access | SCHED_READ, &e);
     if (st != GRAIN_OK)
         return st;
     grain_sched_t *s = a->sched;
@@ -224,15 +223,51 @@ grain_status_t grain_array_host(grain_array_t *a, grain_access_t access, void **
     return GRAIN_OK;
 }
 
+/* A device index of the scheduler's, or -1 for the host: GRAIN_OK, else
+ * GRAIN_ERR_INVALID naming `what`. */
+static grain_status_t check_device(const grain_sched_t *s, int device, const char *what)
+{
+    unsigned devices = grain_sched_devices(s);
+    if (device >= -1 && device < (int)devices)
+        return GRAIN_OK;
+    return grain_fail(GRAIN_ERR_INVALID, "%s: device %d; the scheduler has devices 0 to %u, and -1 is the host", what,
+                      device, devices - 1);
+}
+
 grain_status_t grain_array_prefetch(grain_array_t *a, int device)
 {
     if (a == NULL)
         return grain_fail(GRAIN_ERR_INVALID, "grain_array_prefetch needs an array");
-    grain_sched_t *s = a->sched;
-    unsigned devices = grain_sched_devices(s);
-    if (device < -1 || device >= (int)devices)
-        return grain_fail(GRAIN_ERR_INVALID, "grain_array_prefetch: device %d; the scheduler has devices 0 to %u, "
-                          "and -1 is the host", device, devices - 1);
+    grain_status_t st = check_device(a->sched, device, "grain_array_prefetch");
+    sched_elem_t proto = {.kind = ELEM_PREFETCH, .location = (unsigned)(device + 1), .name = "prefetch"};
     uint32_t e;
-    return add_access(a, ELEM_PREFETCH, (unsigned)(device + 1), SCHED_READ, &e);
+    return st == GRAIN_OK ? add_access(a, proto, SCHED_READ, &e) : st;
+}
+
+/* In the graph as a read of the array, run on the host: after its last
+ * writer, before its next. */
+grain_status_t grain_array_advise(grain_array_t *a, grain_advice_t advice, int device, int set)
+{
+    if (a == NULL)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_advise needs an array");
+    if ((int)advice < GRAIN_ADVISE_READ_MOSTLY || advice > GRAIN_ADVISE_ACCESSED_BY)
+        return grain_fail(GRAIN_ERR_INVALID, "grain_array_advise: advice %d; give GRAIN_ADVISE_READ_MOSTLY, "
+                          "GRAIN_ADVISE_PREFERRED_LOCATION or GRAIN_ADVISE_ACCESSED_BY", (int)advice);
+    grain_status_t st = check_device(a->sched, device, "grain_array_advise");
+    if (st != GRAIN_OK)
+        return st;
+    sched_elem_t proto = {.kind = ELEM_ADVICE, .location = SCHED_HOST, .name = "advice", .advice = (int)advice,
+                          .advice_set = set != 0, .advice_at = (unsigned)(device + 1)};
+    uint32_t e;
+    return add_access(a, proto, SCHED_READ, &e);
+}
+
+grain_status_t sched_advise(grain_sched_t *s, const sched_elem_t *el)
+{
+    if (!s->managed)
+        return GRAIN_OK;
+    /* The host's advice through the first device's driver, which allocated the array. */
+    sched_device_t *dev = &s->dev[el->advice_at == SCHED_HOST ? 0 : el->advice_at - 1];
+    return s->bops->advise(dev->backend, el->array->host, el->array->bytes, el->advice, el->advice_at == SCHED_HOST,
+                           el->advice_set);
 }

@@ -10,7 +10,7 @@
 #include "runtime/sched/sched_exec.h"
 #include "services/log.h"
 
-static const char *const kinds[] = {"kernel", "host access", "prefetch"};
+static const char *const kinds[] = {"kernel", "host access", "prefetch", "advice"};
 
 grain_status_t grain_sched_export_dot(grain_sched_t *s, FILE *out)
 {

@@ -252,7 +252,8 @@ grain_status_t sched_add(grain_sched_t *s, sched_elem_t *proto, const sched_arg_
         sched_device_at(s, el->location)->stream[el->stream].placed++;
     }
     for (size_t j = 0; j < n_seen; j++) {
-        settle(s, el, e, seen[j], access[j]);
+        if (el->kind != ELEM_ADVICE) /* advice moves no data: it waits for its parents alone */
+            settle(s, el, e, seen[j], access[j]);
         seen[j]->users++;
     }
     s->live[s->n_live++] = e;
@@ -327,6 +328,8 @@ static void submit(grain_sched_t *s, uint32_t e)
         st = sched_copy(s, el->copies[i].array, el->copies[i].from, el->location, el->stream);
     if (st == GRAIN_OK && el->kind == ELEM_KERNEL)
         st = launch(s, el);
+    if (st == GRAIN_OK && el->kind == ELEM_ADVICE)
+        st = sched_advise(s, el);
     if (st == GRAIN_OK && el->n_copies > 0 && sched_down_on_lane(s, el->copies[0].from, el->location)) {
         el->down_from = el->copies[0].from;
         st = s->bops->copy_mark(sched_device_at(s, el->down_from)->backend, SCHED_HOST_LANE, &el->mark);

@@ -88,7 +88,7 @@ typedef struct sched_kernel {
     size_t gemm_es; /* a BLAS element's gemm kernel (sched_blas.c): the bytes of its elements; else 0 */
 } sched_kernel_t;
 
-enum { ELEM_KERNEL, ELEM_HOST, ELEM_PREFETCH };
+enum { ELEM_KERNEL, ELEM_HOST, ELEM_PREFETCH, ELEM_ADVICE };
 enum { ELEM_PLACED, ELEM_SUBMITTED, ELEM_DONE };
 
 typedef struct sched_copy {
@@ -109,7 +109,9 @@ typedef struct sched_elem {
     size_t n_parents, n_waits;
     sched_copy_t *copies;
     size_t n_copies;
-    grain_array_t *array; /* a host access's or a prefetch's */
+    grain_array_t *array; /* a host access's, a prefetch's or an advice's */
+    int advice, advice_set; /* an advice's (grain_array_advise), for location advice_at */
+    unsigned advice_at;
     sched_kernel_t *kernel; /* a launch's, held until done */
     unsigned dims;
     size_t global[3], local[3];
@@ -221,6 +223,8 @@ void sched_elem_release(grain_sched_t *s, sched_elem_t *el);
  * location's replica is the one allocation. */
 grain_status_t sched_copy(grain_sched_t *s, grain_array_t *a, unsigned from, unsigned to, unsigned stream);
 grain_status_t sched_replica(grain_sched_t *s, grain_array_t *a, unsigned location, void **ptr_p);
+/* An advice element's effect, once the elements it follows are done. */
+grain_status_t sched_advise(grain_sched_t *s, const sched_elem_t *el);
 /* Zeroed host memory for an array's host copy, pinned where the devices
  * copy on lanes (*pinned_p says which); NULL without memory. */
 void *sched_host_alloc(grain_sched_t *s, size_t bytes, int *pinned_p);

@@ -66,6 +66,11 @@ int main(void)
             "a work-group that does not divide");
     refused(grain_array_prefetch(a, (int)grain_sched_devices(s)), GRAIN_ERR_INVALID, "-1 is the host",
             "a prefetch past the devices");
+    refused(grain_array_advise(a, GRAIN_ADVISE_PREFERRED_LOCATION, -2, 1), GRAIN_ERR_INVALID, "-1 is the host",
+            "advice for a device below the host");
+    refused(grain_array_advise(a, (grain_advice_t)3, 0, 1), GRAIN_ERR_INVALID, "advice 3", "advice that is none");
+    refused(grain_array_advise(NULL, GRAIN_ADVISE_READ_MOSTLY, 0, 1), GRAIN_ERR_INVALID, "needs an array",
+            "advice without an array");
     refused(grain_policy_parse("fastest", &(grain_policy_t){0}), GRAIN_ERR_INVALID, "min-max-transfer-time",
             "a policy by an unknown name");
 

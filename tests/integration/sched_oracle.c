@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The task scheduler against the order of the program: a random program
- * (a fixed seed) of kernel launches, host reads and writes and prefetches
- * on a set of arrays, with updates that do not commute, run by the
+ * (a fixed seed) of kernel launches, host reads and writes, prefetches
+ * and advice on a set of arrays, with updates that do not commute, run by the
  * scheduler under the policy given and whatever GRAIN_SCHED and
  * GRAIN_SCHED_DEVICES say, and on the host in program order.  Every host
  * read and every array at the end must equal the host's bit for bit, so a
@@ -28,9 +28,9 @@
 
 extern const char sched_oracle_source[];
 
-enum { OP_SCALE, OP_MIX, OP_MIX_SELF, OP_FILL, OP_COMBINE, OP_HOST_WRITE, OP_HOST_READ, OP_PREFETCH, N_OPS };
+enum { OP_SCALE, OP_MIX, OP_MIX_SELF, OP_FILL, OP_COMBINE, OP_HOST_WRITE, OP_HOST_READ, OP_PREFETCH, OP_ADVISE, N_OPS };
 /* Out of 100: mostly kernels. */
-static const unsigned weight[N_OPS] = {18, 24, 6, 16, 20, 5, 5, 6};
+static const unsigned weight[N_OPS] = {18, 22, 6, 16, 20, 5, 5, 5, 3};
 
 typedef struct program {
     grain_sched_t *s;
@@ -146,10 +146,17 @@ static void step(program_t *p, unsigned op, uint64_t a)
         p->want_reads_hash = fnv(p->want_reads_hash, wx, n);
         break;
     }
-    default: {
+    case OP_PREFETCH: {
         int device = (int)(next() % (grain_sched_devices(p->s) + 1)) - 1;
         OK(grain_array_prefetch(p->arrays[x], device));
         trace(p, "prefetch", 1, &x, (const char *const[]){"r"});
+        break;
+    }
+    default: { /* set more often than cleared, so that some stays on */
+        int device = (int)(next() % (grain_sched_devices(p->s) + 1)) - 1;
+        grain_advice_t advice = (grain_advice_t)(next() % 3);
+        OK(grain_array_advise(p->arrays[x], advice, device, next() % 4 != 0));
+        trace(p, "advice", 1, &x, (const char *const[]){"r"});
         break;
     }
     }
