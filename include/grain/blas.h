@@ -65,6 +65,9 @@ typedef enum grain_blas_model {
 /* A model's name in profiles and reports ("cso", ..., "schedule"), or
  * "unknown". */
 const char *grain_blas_model_name(grain_blas_model_t model);
+/* The model of that name; GRAIN_ERR_INVALID, naming the models, for any
+ * other. */
+grain_status_t grain_blas_model_parse(const char *name, grain_blas_model_t *model_p);
 
 typedef struct grain_blas_problem {
     grain_blas_routine_t routine;

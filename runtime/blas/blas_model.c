@@ -2,9 +2,11 @@
 #include "runtime/blas/blas_model.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "grain/blas.h"
 #include "runtime/blas/blas_sim.h"
+#include "services/log.h"
 
 _Static_assert((int)BLAS_MODELS == (int)GRAIN_BLAS_MODELS && (int)BLAS_MODEL_SCHEDULE == (int)GRAIN_BLAS_MODEL_SCHEDULE,
                "the models in the public order");
@@ -14,6 +16,23 @@ static const char *const names[BLAS_MODELS] = {"cso", "baseline", "dataloc", "bt
 const char *grain_blas_model_name(grain_blas_model_t model)
 {
     return (unsigned)model < BLAS_MODELS ? names[model] : "unknown";
+}
+
+int blas_model_named(const char *name)
+{
+    for (int m = 0; name != NULL && m < BLAS_MODELS; m++)
+        if (strcmp(name, names[m]) == 0)
+            return m;
+    return -1;
+}
+
+grain_status_t grain_blas_model_parse(const char *name, grain_blas_model_t *model_p)
+{
+    int m = blas_model_named(name);
+    if (m < 0)
+        return grain_fail(GRAIN_ERR_INVALID, "BLAS model \"%s\": expected " BLAS_MODEL_NAMES, name != NULL ? name : "");
+    *model_p = (grain_blas_model_t)m;
+    return GRAIN_OK;
 }
 
 static blas_operand_t operand(size_t s1, size_t s2, int on, int get, int set)

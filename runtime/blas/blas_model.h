@@ -72,6 +72,12 @@ typedef enum blas_model {
     BLAS_MODELS,
 } blas_model_t;
 
+/* The models' names, for the sentences that list them. */
+#define BLAS_MODEL_NAMES "cso, baseline, dataloc, bts, dr, dr-link or schedule"
+
+/* The model named `name` (grain_blas_model_name's), or -1. */
+int blas_model_named(const char *name);
+
 /* A link's tile copies as the routines make them, by tile side T and the
  * host matrix's leading dimension ld, where deployed: seconds for a T x T
  * tile of doubles whose columns lie ld apart, alone (a 2-D copy; slower

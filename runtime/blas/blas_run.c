@@ -565,13 +565,13 @@ static grain_status_t model_of(grain_t *g, const char *name, grain_blas_model_t 
     *model_p = fallback;
     if (strcmp(want, "auto") == 0)
         return GRAIN_OK;
-    for (int m = 0; m < GRAIN_BLAS_MODELS; m++)
-        if (strcmp(want, grain_blas_model_name((grain_blas_model_t)m)) == 0) {
-            *model_p = (grain_blas_model_t)m;
-            return GRAIN_OK;
-        }
-    return grain_fail(GRAIN_ERR_CONFIG, "%s: GRAIN_BLAS_MODEL=%s is not a model (auto, cso, baseline, dataloc, bts, "
-                      "dr, dr-link or schedule)", name, want);
+    int m = blas_model_named(want);
+    if (m >= 0) {
+        *model_p = (grain_blas_model_t)m;
+        return GRAIN_OK;
+    }
+    return grain_fail(GRAIN_ERR_CONFIG, "%s: GRAIN_BLAS_MODEL=%s is not a model: expected auto, " BLAS_MODEL_NAMES,
+                      name, want);
 }
 
 /* The tile of a call that gave 0: GRAIN_BLAS_TILE, else the deployed

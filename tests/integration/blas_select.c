@@ -122,9 +122,8 @@ int main(int argc, char **argv)
     }
     OK(grain_dgemm(g, 'N', 'N', M, N, K, 1.0, a, M, b, K, 0.0, c, M, 0));
     const char *by = getenv("GRAIN_BLAS_MODEL") != NULL ? getenv("GRAIN_BLAS_MODEL") : "schedule";
-    int model = 0;
-    while (model < GRAIN_BLAS_MODELS && strcmp(grain_blas_model_name((grain_blas_model_t)model), by) != 0)
-        model++;
+    grain_blas_model_t model;
+    OK(grain_blas_model_parse(by, &model));
     grain_blas_last_t last;
     double predicted = 0;
     OK(grain_blas_last(g, &last));

@@ -9,10 +9,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "grain/blas.h"
 #include "runtime/blas/blas_fit.h"
 #include "runtime/blas/blas_model.h"
 #include "runtime/blas/blas_profile.h"
@@ -310,6 +312,22 @@ static void test_profile_tiles(void **state)
     unlink(path);
 }
 
+/* Every model's name parses back to it; other names are refused. */
+static void test_model_names(void **state)
+{
+    (void)state;
+    for (int m = 0; m < GRAIN_BLAS_MODELS; m++) {
+        grain_blas_model_t got = GRAIN_BLAS_MODELS;
+        assert_int_equal(grain_blas_model_parse(grain_blas_model_name((grain_blas_model_t)m), &got), GRAIN_OK);
+        assert_int_equal(got, m);
+    }
+    grain_blas_model_t untouched = GRAIN_BLAS_MODEL_DR;
+    assert_int_equal(grain_blas_model_parse("eq9", &untouched), GRAIN_ERR_INVALID);
+    assert_non_null(strstr(grain_error_message(NULL), "expected cso, baseline"));
+    assert_int_equal(grain_blas_model_parse(NULL, &untouched), GRAIN_ERR_INVALID);
+    assert_int_equal(untouched, GRAIN_BLAS_MODEL_DR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_paths),        cmocka_unit_test(test_schedule),
         cmocka_unit_test(test_fits),         cmocka_unit_test(test_select),
         cmocka_unit_test(test_cache),        cmocka_unit_test(test_profile_tiles),
+        cmocka_unit_test(test_model_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
