@@ -238,9 +238,10 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     /* The bench's own time beside the calls' (fill, prep, check: what a
      * problem costs the device machine besides them). */
     double t_fill = cli_now_s();
-    void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es);
+    /* C's first contents, drawn once: each tile starts from them. */
+    void *a = malloc(m * k * es), *b = malloc(k * n * es), *c = malloc(m * n * es), *c_first = malloc(m * n * es);
     timed_t *times = malloc(o->reps * sizeof *times);
-    if (a == NULL || b == NULL || c == NULL || times == NULL) {
+    if (a == NULL || b == NULL || c == NULL || c_first == NULL || times == NULL) {
         fprintf(stderr, "blas_bench: no host memory for %zux%zux%zu\n", m, n, k);
         return 1;
     }
@@ -250,6 +251,8 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     for (size_t i = 0; i < k * n; i++)
         single ? (void)(((float *)b)[i] = o->axpy ? 1.0f : (float)draw())
                : (void)(((double *)b)[i] = o->axpy ? 1.0 : draw());
+    for (size_t i = 0; i < m * n; i++)
+        single ? (void)(((float *)c_first)[i] = (float)draw()) : (void)(((double *)c_first)[i] = draw());
     int failed = 0;
     /* C's copy in the heap is refilled from the host's for each tile. */
     void *ga = placed(g, o, 0, a, m * k * es, &failed), *gb = placed(g, o, 1, b, k * n * es, &failed);
@@ -259,8 +262,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
         double t_prep = cli_now_s(), check_s = 0.0;
         size_t rows[CHECKED], cols[CHECKED];
         double c0[CHECKED];
-        for (size_t i = 0; i < m * n; i++)
-            single ? (void)(((float *)c)[i] = (float)draw()) : (void)(((double *)c)[i] = draw());
+        memcpy(c, c_first, m * n * es);
         for (unsigned e = 0; e < CHECKED; e++) {
             rows[e] = (size_t)((draw() + 1.0) * 0.5 * (double)m) % m;
             cols[e] = (size_t)((draw() + 1.0) * 0.5 * (double)n) % n;
@@ -331,6 +333,7 @@ static int run_shape(grain_t *g, const options_t *o, const size_t shape[3])
     free(a);
     free(b);
     free(c);
+    free(c_first);
     free(times);
     return failed;
 }
