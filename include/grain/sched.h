@@ -103,8 +103,9 @@ typedef enum grain_advice {
 } grain_advice_t;
 
 /* Sets (`set` 1) or clears (0) `advice` on the array for `device` (-1: the
- * host; READ_MOSTLY takes none: any), once the kernels it follows as a read
- * are done (its last writer); returns without waiting.  Under managed
+ * host; READ_MOSTLY, which names no place, ignores it, though it must be
+ * one), once the kernels it follows as a read are done (its last writer);
+ * returns without waiting.  Under managed
  * memory the driver takes it (cudaMemAdvise, hipMemAdvise); replicas
  * already keep a copy on each device that reads an array and have no
  * pages to place, so there it only takes its place in the graph. */
