@@ -336,7 +336,7 @@ typedef struct gemm_call {
 
 /* `cols` columns of `rows` elements between a host matrix (ld apart) and a
  * packed device tile, on `lane`: in, or back when `out`; through the
- * staging where the operand is `staged` (through_stage), else one copy
+ * staging where the operand is `staged` (resident_at), else one copy
  * where the columns are contiguous. */
 static grain_status_t host_rect(grain_t *g, unsigned lane, int out, int staged, unsigned char *host, size_t ld,
                                 unsigned char *dev, size_t rows, size_t cols, size_t es)
