@@ -61,7 +61,7 @@ static void take(void *state, int key, const char *option, const char *value)
     else if (key == OPT_SIZE)
         o->size = cli_u64_in(option, value, 1, 1ull << 34);
     else if (key == OPT_PARTITIONS)
-        o->partitions = cli_u64_in(option, value, 1, 40);
+        o->partitions = cli_u64_in(option, value, 1, SUITE_MAX_PARTITIONS);
     else if (key == OPT_MODE)
         o->mode = value;
     else if (key == OPT_POLICY) {

@@ -192,9 +192,10 @@ int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, u
 {
     *s = (suite_t){.name = name};
     uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
-    if (n == 0 || (strcmp(name, "mul") == 0 && (partitions == 0 || partitions > n || partitions > 40))) {
-        fprintf(stderr, "sched_bench: %s: size %llu with %u partitions; give a size of at least 1 and 1 to 40 "
-                        "partitions, at most the size\n", name, (unsigned long long)n, partitions);
+    int mul = strcmp(name, "mul") == 0;
+    if (n == 0 || (mul && (partitions == 0 || partitions > n || partitions > SUITE_MAX_PARTITIONS))) {
+        fprintf(stderr, "sched_bench: %s: size %llu with %u partitions; give a size of at least 1 and 1 to %d "
+                        "partitions, at most the size\n", name, (unsigned long long)n, partitions, SUITE_MAX_PARTITIONS);
         return -1;
     }
     if (strcmp(name, "vec") == 0)

@@ -16,7 +16,9 @@
 
 #include "grain/sched.h"
 
-#define SUITE_ARRAYS 48
+#define SUITE_MAX_PARTITIONS 40
+/* MUL has the most: x, then a block of A and of y for each partition. */
+#define SUITE_ARRAYS (1 + 2 * SUITE_MAX_PARTITIONS)
 #define SUITE_ARGS 8
 #define SUITE_AFTER 4
 
