@@ -15,6 +15,10 @@ Scheduling Through a Polyglot Runtime", figs. 1, 2, 8-11, 13):
              hand on one device (figs. 1, 8, 11), and the scheduler over
              hand on as many devices (the issue's >= 0.9 geomean);
   sync       GRAIN_SCHED=sync on one device, over async (fig. 10);
+  by memory  hand and the scheduler on one device at each share of the
+             device's memory that --memory lists (fig. 10: ~10% to ~90%;
+             sched_bench refuses a share whose arrays the host cannot hold
+             three times, and the row says so);
   MUL by P   MUL's partitions on the most devices, min-max-transfer-time
              (fig. 13), beside P = 1 on one device;
   B          the bandwidth matrix the scheduler measured (fig. 2).
@@ -23,7 +27,8 @@ Every run checks its outputs against the host's run of the same steps.
 Writes <out>/sched.csv, sched.json and sched.png.
 
   bench/sched_bench.py [--bin build/bin] [--benches vec,bs,ml,cg,mul] [--devices 1,2]
-                       [--partitions 1,2,4,8,16,32] [--reps 5] [--tiny] [--out bench-results/sched]
+                       [--partitions 1,2,4,8,16,32] [--memory 0.05,0.1,0.2] [--reps 5] [--tiny]
+                       [--out bench-results/sched]
                        [--mpirun "mpirun ..."] [--timeout 900]
   bench/sched_bench.py --replot [--out DIR]"""
 import argparse
@@ -37,18 +42,19 @@ import sys
 from driver import add_run_options, Progress, pyplot, require_built, run_app
 
 POLICIES = ("round-robin", "stream-aware", "min-transfer-size", "min-max-transfer-time")
-# Sizes (vector length; CG and MUL: the matrix's rows) for a GPU of tens of GiB, and for CI.
-SIZES = {"vec": 1 << 27, "bs": 1 << 24, "ml": 1 << 20, "cg": 16384, "mul": 20000}
+# CI's sizes (vector length; CG and MUL: the matrix's rows); without --tiny sched_bench's own, for a GPU of tens
+# of GiB.
 TINY = {"vec": 4096, "bs": 2048, "ml": 512, "cg": 128, "mul": 256}
 
 
-def run(args, bench, size, mode, env, policy=None, partitions=None, devices=None):
-    """Every report of one sched_bench (a policy each), or (None, why)."""
+def run(args, bench, sizing, mode, env, policy=None, partitions=None, devices=None):
+    """Every report of one sched_bench (a policy each), or (None, why);
+    `sizing`: its size options."""
     cmd = shlex.split(args.mpirun) + ["-np", "1"]
     for k, v in env.items():
         cmd += ["-x", f"{k}={v}"]
-    cmd += [os.path.join(args.bin, "sched_bench"), "--bench", bench, "--size", str(size), "--mode", mode,
-            "--reps", str(args.reps), "--json"]
+    cmd += [os.path.join(args.bin, "sched_bench"), "--bench", bench] + sizing + ["--mode", mode,
+                                                                                  "--reps", str(args.reps), "--json"]
     if policy:
         cmd += ["--policy", policy]
     if partitions:
@@ -62,26 +68,42 @@ def run(args, bench, size, mode, env, policy=None, partitions=None, devices=None
 
 
 def grid(args):
-    """(label, bench, mode, env, policy, partitions, devices) of every run;
-    the policies side by side in one run, which builds the inputs once."""
+    """(label, bench, mode, env, policy, partitions, devices, sizing) of every
+    run; the policies side by side in one run, which builds the inputs once."""
     runs = []
     most = max(args.devices)
+    one = {"GRAIN_SCHED_DEVICES": "1"}
     for b in args.benches:
-        runs.append(("hand", b, "hand", {}, None, None, 1))
-        runs.append(("1 device", b, "sched", {"GRAIN_SCHED_DEVICES": "1"}, "min-max-transfer-time", None, None))
-        runs.append(("sync", b, "sched", {"GRAIN_SCHED_DEVICES": "1", "GRAIN_SCHED": "sync"},
-                     "min-max-transfer-time", None, None))
+        size = ["--size", str(TINY[b])] if args.tiny else []
+        runs.append(("hand", b, "hand", {}, None, None, 1, size))
+        runs.append(("1 device", b, "sched", one, "min-max-transfer-time", None, None, size))
+        runs.append(("sync", b, "sched", dict(one, GRAIN_SCHED="sync"), "min-max-transfer-time", None, None, size))
         for d in args.devices:
             if d == 1:
                 continue
-            runs.append((f"hand {d} devices", b, "hand", {}, None, None, d))
+            runs.append((f"hand {d} devices", b, "hand", {}, None, None, d, size))
             runs.append((f"{d} devices", b, "sched", {"GRAIN_SCHED_DEVICES": str(d)}, ",".join(POLICIES), None,
-                         None))
+                         None, size))
     if "mul" in args.benches:
+        size = ["--size", str(TINY["mul"])] if args.tiny else []
         for p in args.partitions:
             runs.append(("MUL by P", "mul", "sched", {"GRAIN_SCHED_DEVICES": str(most)}, "min-max-transfer-time", p,
-                         None))
+                         None, size))
+    for share in sorted(args.memory):  # the longest runs last: a grid cut short keeps the rest
+        sizing = ["--memory-share", str(share)]
+        for b in args.benches:
+            runs.append((f"hand at {share}", b, "hand", {}, None, None, 1, sizing))
+            runs.append((f"1 device at {share}", b, "sched", one, "min-max-transfer-time", None, None, sizing))
     return runs
+
+
+def memory_share(r):
+    """The share of the device's memory (a CPU device: the host's) the run's
+    arrays took, or None where a CPU device ran at its own size."""
+    if r.get("device_bytes"):
+        return r["bytes"] / r["device_bytes"]
+    share = r["label"].rsplit(" ", 1)[1]
+    return None if share == "default" else float(share)
 
 
 def geomean(xs):
@@ -100,10 +122,12 @@ def summarize(rows):
     out["speedup_over_hand"] = {}
     out["sched_over_hand_multi"] = {}
     out["hand_speedup"] = {}
-    hand_multi = {(r["label"][len("hand "):], r["bench"]): r["median_s"] for r in rows
-                  if r["label"].startswith("hand ")}
+    def on_devices(r):  # the hand-written version on several devices
+        return r["mode"] == "hand" and r["label"].endswith(" devices")
+
+    hand_multi = {(r["label"][len("hand "):], r["bench"]): r["median_s"] for r in rows if on_devices(r)}
     for r in rows:
-        if r["label"].startswith("hand ") and r["bench"] in hand:
+        if on_devices(r) and r["bench"] in hand:
             out["hand_speedup"].setdefault(r["label"][len("hand "):], {})[r["bench"]] = hand[r["bench"]] / r["median_s"]
         if not r["label"].endswith("devices") or r["mode"] != "sched":
             continue
@@ -115,6 +139,21 @@ def summarize(rows):
                 hand_multi[(r["label"], r["bench"])] / r["median_s"]
     out["geomean_sched_over_hand_multi"] = {label: {p: geomean(by.values()) for p, by in ps.items()}
                                             for label, ps in out["sched_over_hand_multi"].items()}
+    # fig. 10: the scheduler over hand by how much of the device's memory the arrays take
+    hand_at = {(r["bench"], r["label"][len("hand at "):]): r["median_s"] for r in rows
+               if r["label"].startswith("hand at ")}
+    out["sched_over_hand_by_memory"] = {}
+    swept = bool(hand_at)
+    for r in rows:  # with a sweep, the benchmarks' own sizes are a point too
+        if swept and r["label"] == "1 device" and r["bench"] in hand and "bytes" in r:
+            hand_at[(r["bench"], "default")] = hand[r["bench"]]
+            r = dict(r, label="1 device at default")
+
+        share = r["label"][len("1 device at "):]
+        if r["label"].startswith("1 device at ") and (r["bench"], share) in hand_at:
+            out["sched_over_hand_by_memory"].setdefault(r["bench"], {})[share] = {
+                "ratio": hand_at[(r["bench"], share)] / r["median_s"], "memory_share": memory_share(r),
+                "bytes": r["bytes"]}
     return out
 
 
@@ -122,8 +161,20 @@ def plot(rows, summary, path):
     plt = pyplot("sched_bench")
     if plt is None or not rows:
         return
-    fig, axes = plt.subplots(1, 4, figsize=(20, 4.2))
-    ratio, speed, mul, heat = axes
+    by_memory = summary.get("sched_over_hand_by_memory", {})
+    fig, axes = plt.subplots(1, 5 if by_memory else 4, figsize=(25 if by_memory else 20, 4.2))
+    ratio, speed, mul, heat = axes[:4]
+    if by_memory:
+        memory = axes[4]
+        for b, by in by_memory.items():
+            points = sorted((v["memory_share"] * 100, v["ratio"]) for v in by.values() if v["memory_share"])
+            memory.plot([x for x, _ in points], [y for _, y in points], "o-", label=b)
+        memory.axhline(0.9, color="tab:red", linestyle="--", linewidth=0.8, label="target 0.90")
+        memory.ticklabel_format(axis="x", useOffset=False)
+        memory.set_xlabel("arrays, % of the device's memory")
+        memory.set_ylabel("scheduler / hand, one device")
+        memory.set_title("by input size (fig. 10)", fontsize=9)
+        memory.legend(fontsize=7)
     benches = list(summary["sched_over_hand_1dev"])
     series = [("1 device", summary["sched_over_hand_1dev"])]
     for label, ps in summary.get("sched_over_hand_multi", {}).items():
@@ -203,6 +254,7 @@ def main():
     ap.add_argument("--benches", default="vec,bs,ml,cg,mul")
     ap.add_argument("--devices", default="1,2")
     ap.add_argument("--partitions", default="1,2,4,8,16,32")
+    ap.add_argument("--memory", default="", help="shares of the device's memory for fig. 10, e.g. 0.05,0.1,0.2")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tiny", action="store_true", help="CI's sizes")
     add_run_options(ap, "bench-results/sched")
@@ -210,6 +262,9 @@ def main():
     args.benches = [b for b in args.benches.split(",") if b]
     args.devices = [int(d) for d in args.devices.split(",")]
     args.partitions = [int(p) for p in args.partitions.split(",")]
+    args.memory = [float(m) for m in args.memory.split(",") if m]
+    if any(not 0 < m <= 1 for m in args.memory):
+        sys.exit("sched_bench: --memory: shares of the device's memory, each in (0, 1]")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "sched.json")
     if args.replot:
@@ -217,17 +272,16 @@ def main():
             sys.exit(f"sched_bench: no saved run in {args.out} (sched.json): run it first")
         with open(path) as f:
             saved = json.load(f)
-        plot(saved["rows"], saved["summary"], os.path.join(args.out, "sched.png"))
+        plot(saved["rows"], summarize(saved["rows"]), os.path.join(args.out, "sched.png"))
         return 0
     require_built("sched_bench", args.bin, ["sched_bench"])
-    sizes = TINY if args.tiny else SIZES
     rows, failed, summary = [], 0, summarize([])
     runs = grid(args)
     progress = Progress(len(runs))
-    for label, bench, mode, env, policy, partitions, devices in runs:
+    for label, bench, mode, env, policy, partitions, devices, sizing in runs:
         progress.start(f"{bench} {label} {'all policies' if ',' in (policy or '') else policy or ''} "
                        f"{f'P={partitions}' if partitions else ''}".strip())
-        reports, why = run(args, bench, sizes[bench], mode, env, policy, partitions, devices)
+        reports, why = run(args, bench, sizing, mode, env, policy, partitions, devices)
         if reports is None or not all(r["verified"] for r in reports):
             failed = 1
             progress.finish(why or "WRONG outputs")
@@ -244,6 +298,12 @@ def main():
         print(f"{b:<6} {summary['sched_over_hand_1dev'][b]:19.2f} {summary['sync_slowdown'].get(b, float('nan')):11.2f}"
               f"  {best[0]:.2f} ({best[1]})")
     print(f"geomean sched/hand on one device: {summary['geomean_sched_over_hand_1dev']:.2f} (target >= 0.90)")
+    for b, by in summary["sched_over_hand_by_memory"].items():
+        ratios = [v["ratio"] for v in by.values()]
+        print(f"{b:<6} sched/hand by memory: " + ", ".join(
+            f"{v['ratio']:.2f} at " + (f"{v['memory_share'] * 100:.3g}%" if v["memory_share"] else "its size")
+            for v in by.values())
+              + f" (spread {max(ratios) / min(ratios):.2f})")
     for label, ps in summary["geomean_sched_over_hand_multi"].items():
         best = max(ps.items(), key=lambda kv: kv[1])
         hs = summary["hand_speedup"].get(label, {})

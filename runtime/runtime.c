@@ -681,6 +681,7 @@ int grain_n_pes(const grain_t *g) { return g->n_pes; }
 const char *grain_backend_name(const grain_t *g) { return g->bops->name; }
 const char *grain_transport_name(const grain_t *g) { return g->tops->name; }
 const char *grain_device_name(const grain_t *g) { return g->binfo.device_name; }
+uint64_t grain_device_memory(const grain_t *g) { return g->binfo.device_memory; }
 
 grain_status_t grain_same_everywhere(grain_t *g, uint64_t value, uint64_t *other_p)
 {

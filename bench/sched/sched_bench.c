@@ -9,12 +9,14 @@
  * host, and checked against the host's run of the same steps.
  * bench/sched_bench.py runs the grid and draws the figures.
  *
- *   mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P] [--mode sched|hand]
- *                            [--policy P[,P...]] [--devices D] [--reps R] [--seed S] [--json]
+ *   mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N | --footprint BYTES | --memory-share F]
+ *                            [--partitions P] [--mode sched|hand] [--policy P[,P...]] [--devices D] [--reps R]
+ *                            [--seed S] [--read-mostly] [--json]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grain/ep.h"
 #include "grain/sched.h"
@@ -27,10 +29,12 @@ extern const char sched_bench_source[];
 #define MAX_REPS 1000
 #define KERNELS 16
 #define MAX_POLICIES 4 /* grain_policy_t's */
+#define MAX_SIZE (1ull << 34)
 
 typedef struct options {
     const char *bench, *mode;
-    unsigned long long size, partitions, reps, seed, devices;
+    unsigned long long size, footprint, partitions, reps, seed, devices;
+    double memory_share;
     grain_policy_t policy[MAX_POLICIES];
     unsigned n_policies;
     int json, read_mostly;
@@ -49,7 +53,7 @@ typedef struct run {
 } run_t;
 
 enum {
-    OPT_BENCH, OPT_SIZE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON,
+    OPT_BENCH, OPT_SIZE, OPT_FOOTPRINT, OPT_MEMORY_SHARE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON,
     OPT_READ_MOSTLY
 };
 
@@ -59,7 +63,11 @@ static void take(void *state, int key, const char *option, const char *value)
     if (key == OPT_BENCH)
         o->bench = value;
     else if (key == OPT_SIZE)
-        o->size = cli_u64_in(option, value, 1, 1ull << 34);
+        o->size = cli_u64_in(option, value, 1, MAX_SIZE);
+    else if (key == OPT_FOOTPRINT)
+        o->footprint = cli_bytes(option, value);
+    else if (key == OPT_MEMORY_SHARE)
+        o->memory_share = cli_real(option, value, 1e-9, 1.0);
     else if (key == OPT_PARTITIONS)
         o->partitions = cli_u64_in(option, value, 1, SUITE_MAX_PARTITIONS);
     else if (key == OPT_MODE)
@@ -92,11 +100,15 @@ static void take(void *state, int key, const char *option, const char *value)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul [--size N] [--partitions P]\n"
+    fprintf(out, "usage: mpirun -np 1 sched_bench --bench vec|bs|ml|cg|mul\n"
+                 "                   [--size N | --footprint BYTES | --memory-share F] [--partitions P]\n"
                  "                   [--mode sched|hand] [--policy P[,P...]] [--devices D] [--reps R] [--seed S]\n"
                  "                   [--read-mostly] [--json]\n"
                  "  one benchmark of the task scheduler (GRAIN_SCHED, GRAIN_SCHED_DEVICES) or hand-written on\n"
                  "  D device endpoints' streams (default 1); each repetition timed host to host and checked;\n"
+                 "  the size: vector length (CG, MUL: matrix rows; default 2^27 vec, 2^24 bs, 2^20 ml, 16384 cg,\n"
+                 "  20000 mul), or the largest whose arrays take at most BYTES (e.g. 14G) or the share F of the\n"
+                 "  device's memory (a CPU device: the host's);\n"
                  "  --read-mostly advises the inputs no kernel writes read-mostly (GRAIN_SCHED_MEMORY=managed)\n");
 }
 
@@ -240,10 +252,12 @@ static void report(grain_t *g, const run_t *r)
                r->devices == 1 ? "" : "s", median, n, r->verified ? "verified" : "WRONG");
         return;
     }
-    printf("{\"bench\":\"%s\",\"size\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
+    printf("{\"bench\":\"%s\",\"size\":%llu,\"bytes\":%llu,\"device_bytes\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
            "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"read_mostly\":%s,\"reps\":%u,"
            "\"median_s\":%.9f,\"seconds\":[",
-           o->bench, o->size, o->partitions, o->mode, hand ? "" : grain_policy_name(r->policy),
+           o->bench, o->size, (unsigned long long)suite_total_bytes(&r->suite),
+           (unsigned long long)grain_device_memory(g), o->partitions, o->mode,
+           hand ? "" : grain_policy_name(r->policy),
            hand ? "" : sched != NULL ? sched : "async", r->devices, grain_backend_name(g), grain_device_name(g),
            o->read_mostly && !hand ? "true" : "false", n, median);
     for (unsigned i = 1; i <= n; i++)
@@ -259,28 +273,60 @@ static void report(grain_t *g, const run_t *r)
     printf("],\"verified\":%s}\n", r->verified ? "true" : "false");
 }
 
+/* The host holds each array about three times: the inputs, the host's run
+ * and the copy the scheduler or the hand-written version keeps there. */
+#define HOST_COPIES 3
+
+/* --size, --footprint, --memory-share or the benchmark's own default, once
+ * the host is found to hold its arrays; 0, or -1 with a sentence on stderr. */
+static int resolve_size(options_t *o, const grain_t *g)
+{
+    if (suite_default_size(o->bench) == 0) {
+        fprintf(stderr, "sched_bench: no benchmark \"%s\": vec, bs, ml, cg or mul\n", o->bench);
+        return -1;
+    }
+    if ((o->size != 0) + (o->footprint != 0) + (o->memory_share > 0) > 1) {
+        fprintf(stderr, "sched_bench: --size, --footprint and --memory-share each set the size: give one\n");
+        return -1;
+    }
+    uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (o->memory_share > 0) /* a CPU device's memory is the host's */
+        o->footprint = (uint64_t)(o->memory_share * (double)(grain_device_memory(g) ? grain_device_memory(g) : host));
+    if (o->footprint != 0 && (o->size = suite_size_for(o->bench, o->footprint, (unsigned)o->partitions,
+                                                       MAX_SIZE)) == 0) {
+        fprintf(stderr, "sched_bench: %s: a footprint of %llu bytes: even its smallest size takes %llu\n", o->bench,
+                o->footprint, (unsigned long long)suite_footprint(o->bench, o->partitions, (unsigned)o->partitions));
+        return -1;
+    }
+    if (o->size == 0)
+        o->size = suite_default_size(o->bench);
+    uint64_t bytes = suite_footprint(o->bench, o->size, (unsigned)o->partitions);
+    if (bytes == 0)
+        return -1; /* suite_footprint said why */
+    if (bytes > host / HOST_COPIES) {
+        fprintf(stderr, "sched_bench: %s at size %llu: its arrays take %.1f GiB, which the host holds %d times; it has "
+                "%.1f GiB: give a smaller size\n", o->bench, o->size, bytes / 1073741824.0, HOST_COPIES,
+                host / 1073741824.0);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    options_t o = {.bench = "vec", .mode = "sched", .size = 1u << 16, .partitions = 4, .reps = 5, .seed = 1,
+    options_t o = {.bench = "vec", .mode = "sched", .partitions = 4, .reps = 5, .seed = 1,
                    .devices = 1, .policy = {GRAIN_POLICY_MIN_MAX_TRANSFER_TIME}, .n_policies = 1};
-    static const cli_option_t table[] = {{"bench", 1, OPT_BENCH},   {"size", 1, OPT_SIZE},
+    static const cli_option_t table[] = {{"bench", 1, OPT_BENCH},           {"size", 1, OPT_SIZE},
+                                         {"footprint", 1, OPT_FOOTPRINT},   {"memory-share", 1, OPT_MEMORY_SHARE},
                                          {"partitions", 1, OPT_PARTITIONS}, {"mode", 1, OPT_MODE},
-                                         {"policy", 1, OPT_POLICY}, {"devices", 1, OPT_DEVICES},
-                                         {"reps", 1, OPT_REPS},     {"seed", 1, OPT_SEED},
-                                         {"json", 0, OPT_JSON},     {"read-mostly", 0, OPT_READ_MOSTLY}};
+                                         {"policy", 1, OPT_POLICY},         {"devices", 1, OPT_DEVICES},
+                                         {"reps", 1, OPT_REPS},             {"seed", 1, OPT_SEED},
+                                         {"json", 0, OPT_JSON},             {"read-mostly", 0, OPT_READ_MOSTLY}};
     cli_group_t groups[] = {CLI_GROUP(table, take, &o)};
     cli_parse("sched_bench", argc, argv, groups, 1, 0, usage);
     if (strcmp(o.mode, "sched") != 0 && strcmp(o.mode, "hand") != 0) {
         fprintf(stderr, "sched_bench: --mode %s: expected sched or hand\n", o.mode);
         return CLI_EXIT_USAGE;
-    }
-    static run_t r;
-    r.o = &o;
-    if (suite_build(&r.suite, o.bench, o.size, (unsigned)o.partitions, o.seed) != 0)
-        return CLI_EXIT_USAGE;
-    if (suite_reference(&r.suite, r.want) != 0) {
-        fprintf(stderr, "sched_bench: no memory for the host's run\n");
-        return 1;
     }
     grain_t *g;
     grain_status_t st = grain_init(NULL, &g);
@@ -288,7 +334,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "sched_bench: grain_init: %s\n", grain_error_message(NULL));
         return 1;
     }
-    int hand = strcmp(o.mode, "hand") == 0, rc = 0;
+    static run_t r;
+    r.o = &o;
+    int hand = strcmp(o.mode, "hand") == 0, rc = CLI_EXIT_USAGE;
+    double t0 = cli_now_s();
+    if (resolve_size(&o, g) != 0 || suite_build(&r.suite, o.bench, o.size, (unsigned)o.partitions, o.seed) != 0)
+        goto done;
+    rc = 1;
+    double t1 = cli_now_s();
+    if (suite_reference(&r.suite, r.want) != 0) {
+        fprintf(stderr, "sched_bench: no memory for the host's run\n");
+        goto done;
+    }
+    /* At sizes of many GiB these take most of a run, on one core. */
+    if (grain_my_pe(g) == 0)
+        fprintf(stderr, "sched_bench: %s at size %llu, %.2f GiB of arrays: inputs drawn in %.1f s, the host's run in "
+                "%.1f s\n", o.bench, o.size, suite_total_bytes(&r.suite) / 1073741824.0, t1 - t0, cli_now_s() - t1);
+    rc = 0;
     for (unsigned i = 0; i < (hand ? 1 : o.n_policies); i++) {
         r.policy = o.policy[i];
         r.verified = 0;
@@ -299,6 +361,7 @@ int main(int argc, char **argv)
             report(g, &r);
         rc |= st != GRAIN_OK || !r.verified;
     }
+done:
     grain_finalize(g);
     for (unsigned a = 0; a < SUITE_ARRAYS; a++)
         free(r.want[a]);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
+enum { WG = 256, PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
 /* VEC's vectors are 2^27 long: 256 partial sums, a work-item each, left
  * an H100 idle for 0.2 s of its 0.26 s; 2^15 fill it and the one-thread
  * sum of them stays short. */
@@ -36,7 +36,7 @@ static int add_array(suite_t *s, size_t length, int input, int output)
     s->length[a] = length;
     s->input[a] = input;
     s->output[a] = output;
-    if (input && (s->init[a] = calloc(length, sizeof(double))) == NULL)
+    if (input && !s->dry && (s->init[a] = calloc(length, sizeof(double))) == NULL)
         return -1;
     return (int)a;
 }
@@ -44,7 +44,7 @@ static int add_array(suite_t *s, size_t length, int input, int output)
 static int random_input(suite_t *s, size_t length, uint64_t *rng, double lo, double hi)
 {
     int a = add_array(s, length, 1, 0);
-    for (size_t i = 0; a >= 0 && i < length; i++)
+    for (size_t i = 0; a >= 0 && !s->dry && i < length; i++)
         s->init[a][i] = uniform(rng, lo, hi);
     return a;
 }
@@ -148,13 +148,13 @@ static void build_ml(suite_t *s, uint64_t rows, uint64_t *rng)
 static void build_cg(suite_t *s, uint64_t n, uint64_t *rng)
 {
     int a = add_array(s, n * n, 1, 0);
-    for (uint64_t i = 0; a >= 0 && i < n; i++)
+    for (uint64_t i = 0; a >= 0 && !s->dry && i < n; i++)
         for (uint64_t j = 0; j <= i; j++) {
             double v = i == j ? (double)n : uniform(rng, -0.5, 0.5);
             s->init[a][i * n + j] = s->init[a][j * n + i] = v;
         }
     int r = random_input(s, n, rng, -1, 1), p = add_array(s, n, 1, 0), x = add_array(s, n, 1, 1);
-    if (p >= 0 && r >= 0)
+    if (p >= 0 && r >= 0 && !s->dry)
         memcpy(s->init[p], s->init[r], n * sizeof(double));
     int ap = add_array(s, n, 0, 0), part = add_array(s, PARTS, 0, 0), rr = add_array(s, 1, 0, 0),
         rr_new = add_array(s, 1, 0, 0), pap = add_array(s, 1, 0, 0);
@@ -188,9 +188,10 @@ static void build_mul(suite_t *s, uint64_t n, unsigned partitions, uint64_t *rng
     }
 }
 
-int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, uint64_t seed)
+/* The arrays and steps, and with `dry` no inputs: their lengths alone. */
+static int build(suite_t *s, const char *name, uint64_t n, unsigned partitions, uint64_t seed, int dry)
 {
-    *s = (suite_t){.name = name};
+    *s = (suite_t){.name = name, .dry = dry};
     uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
     int mul = strcmp(name, "mul") == 0;
     if (n == 0 || (mul && (partitions == 0 || partitions > n || partitions > SUITE_MAX_PARTITIONS))) {
@@ -212,7 +213,7 @@ int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, u
         fprintf(stderr, "sched_bench: no benchmark \"%s\": vec, bs, ml, cg or mul\n", name);
         return -1;
     }
-    for (unsigned a = 0; a < s->n_arrays; a++)
+    for (unsigned a = 0; a < s->n_arrays && !dry; a++)
         if (s->input[a] && s->init[a] == NULL) {
             fprintf(stderr, "sched_bench: %s: no memory for its inputs\n", name);
             suite_free(s);
@@ -224,6 +225,60 @@ int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, u
         return -1;
     }
     return 0;
+}
+
+uint64_t suite_default_size(const char *name)
+{
+    /* For a GPU of tens of GiB: 0.6-4 GiB of arrays, a run a few seconds with its inputs, the host's run and
+     * the checks.  One size for all would not do: CG's and MUL's matrices grow as its square. */
+    static const struct {
+        const char *name;
+        uint64_t size;
+    } sizes[] = {{"vec", 1u << 27}, {"bs", 1u << 24}, {"ml", 1u << 20}, {"cg", 16384}, {"mul", 20000}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (strcmp(sizes[i].name, name) == 0)
+            return sizes[i].size;
+    return 0;
+}
+
+int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, uint64_t seed)
+{
+    return build(s, name, n, partitions, seed, 0);
+}
+
+uint64_t suite_footprint(const char *name, uint64_t n, unsigned partitions)
+{
+    suite_t s;
+    if (build(&s, name, n, partitions, 0, 1) != 0)
+        return 0;
+    uint64_t bytes = suite_total_bytes(&s);
+    suite_free(&s);
+    return bytes;
+}
+
+uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, uint64_t most)
+{
+    uint64_t lo = strcmp(name, "mul") == 0 ? partitions : 1, hi = lo;
+    uint64_t at_lo = suite_footprint(name, lo, partitions);
+    if (at_lo == 0 || at_lo > bytes || lo > most)
+        return 0;
+    /* Footprints grow with the size (CG's and MUL's as its square): doubling
+     * stops at the first size past `bytes`, long before they overflow. */
+    while (hi < most && suite_footprint(name, hi, partitions) <= bytes)
+        hi = hi > most / 2 ? most : 2 * hi;
+    while (lo < hi) { /* the largest that fits */
+        uint64_t mid = lo + (hi - lo + 1) / 2, at = suite_footprint(name, mid, partitions);
+        if (at == 0)
+            return 0;
+        if (at <= bytes)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    /* A kernel launched without a work-group size gets the largest divisor
+     * of its global size up to 256 (grain_launch): a size of 37 x 641 rows
+     * would run work-groups of 37 lanes. */
+    return lo >= WG ? lo - lo % WG : lo; /* MUL's partitions are at most 40: still fewer */
 }
 
 void suite_free(suite_t *s)

@@ -48,12 +48,22 @@ typedef struct suite {
     suite_step_t *steps;
     unsigned n_steps, cap_steps;
     unsigned streams; /* the hand-written version uses 0 .. streams - 1 */
+    int dry;          /* lengths only, no inputs (suite_footprint) */
 } suite_t;
 
 /* Array a's bytes. */
 static inline size_t suite_bytes(const suite_t *s, unsigned a)
 {
     return s->length[a] * sizeof(double);
+}
+
+/* Every array's bytes. */
+static inline uint64_t suite_total_bytes(const suite_t *s)
+{
+    uint64_t bytes = 0;
+    for (unsigned a = 0; a < s->n_arrays; a++)
+        bytes += suite_bytes(s, a);
+    return bytes;
 }
 
 /* Returns the status of a call that failed from the function making it. */
@@ -69,6 +79,16 @@ static inline size_t suite_bytes(const suite_t *s, unsigned a)
  * `partitions` row blocks; 0, or -1 with a sentence on stderr. */
 int suite_build(suite_t *s, const char *name, uint64_t n, unsigned partitions, uint64_t seed);
 void suite_free(suite_t *s);
+/* The size sched_bench takes without --size or --footprint, or 0 for a
+ * name that is not a benchmark. */
+uint64_t suite_default_size(const char *name);
+/* The bytes of the benchmark's arrays at size `n`, or 0 where it has none
+ * (a size or partitions suite_build refuses). */
+uint64_t suite_footprint(const char *name, uint64_t n, unsigned partitions);
+/* The largest size up to `most` whose arrays take at most `bytes`, rounded
+ * down to a multiple of 256 where that leaves one, or 0 where even the
+ * smallest takes more. */
+uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, uint64_t most);
 /* Runs the steps on the host in order over copies of the inputs; out[a]
  * gets array a's final contents (allocated) for the outputs. */
 int suite_reference(const suite_t *s, double **out);

@@ -112,6 +112,9 @@ int grain_n_pes(const grain_t *grain);
 const char *grain_backend_name(const grain_t *grain);
 const char *grain_transport_name(const grain_t *grain);
 const char *grain_device_name(const grain_t *grain);
+/* Bytes of the device's own memory; 0 for a CPU device, which uses the
+ * host's. */
+uint64_t grain_device_memory(const grain_t *grain);
 /* The sentence that explained the last error on this rank ("" if none). */
 const char *grain_error_message(const grain_t *grain);
 
