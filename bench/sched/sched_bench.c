@@ -53,7 +53,8 @@ typedef struct run {
 } run_t;
 
 enum {
-    OPT_BENCH, OPT_SIZE, OPT_FOOTPRINT, OPT_MEMORY_SHARE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES, OPT_REPS, OPT_SEED, OPT_JSON,
+    OPT_BENCH, OPT_SIZE, OPT_FOOTPRINT, OPT_MEMORY_SHARE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES,
+    OPT_REPS, OPT_SEED, OPT_JSON,
     OPT_READ_MOSTLY
 };
 
@@ -252,9 +253,9 @@ static void report(grain_t *g, const run_t *r)
                r->devices == 1 ? "" : "s", median, n, r->verified ? "verified" : "WRONG");
         return;
     }
-    printf("{\"bench\":\"%s\",\"size\":%llu,\"bytes\":%llu,\"device_bytes\":%llu,\"partitions\":%llu,\"mode\":\"%s\",\"policy\":\"%s\","
-           "\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\",\"read_mostly\":%s,\"reps\":%u,"
-           "\"median_s\":%.9f,\"seconds\":[",
+    printf("{\"bench\":\"%s\",\"size\":%llu,\"bytes\":%llu,\"device_bytes\":%llu,\"partitions\":%llu,"
+           "\"mode\":\"%s\",\"policy\":\"%s\",\"sched\":\"%s\",\"devices\":%u,\"backend\":\"%s\",\"device\":\"%s\","
+           "\"read_mostly\":%s,\"reps\":%u,\"median_s\":%.9f,\"seconds\":[",
            o->bench, o->size, (unsigned long long)suite_total_bytes(&r->suite),
            (unsigned long long)grain_device_memory(g), o->partitions, o->mode,
            hand ? "" : grain_policy_name(r->policy),

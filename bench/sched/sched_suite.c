@@ -196,7 +196,8 @@ static int build(suite_t *s, const char *name, uint64_t n, unsigned partitions, 
     int mul = strcmp(name, "mul") == 0;
     if (n == 0 || (mul && (partitions == 0 || partitions > n || partitions > SUITE_MAX_PARTITIONS))) {
         fprintf(stderr, "sched_bench: %s: size %llu with %u partitions; give a size of at least 1 and 1 to %d "
-                        "partitions, at most the size\n", name, (unsigned long long)n, partitions, SUITE_MAX_PARTITIONS);
+                        "partitions, at most the size\n",
+                name, (unsigned long long)n, partitions, SUITE_MAX_PARTITIONS);
         return -1;
     }
     if (strcmp(name, "vec") == 0)
