@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli/parallel.h"
+
 enum { WG = 256, PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
 /* VEC's vectors are 2^27 long: 256 partial sums, a work-item each, left
  * an H100 idle for 0.2 s of its 0.26 s; 2^15 fill it and the one-thread
@@ -22,10 +24,15 @@ static uint64_t next(uint64_t *state)
     return *state;
 }
 
-/* In [lo, hi). */
-static double uniform(uint64_t *state, double lo, double hi)
+/* Element i of the stream `key`: counter-based, so that threads draw
+ * ranges of an array and get what one thread would (splitmix64's mix). */
+static double uniform_at(uint64_t key, uint64_t i, double lo, double hi)
 {
-    return lo + (hi - lo) * (double)(next(state) >> 11) * 0x1p-53;
+    uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (double)(z >> 11) * 0x1p-53;
 }
 
 static int add_array(suite_t *s, size_t length, int input, int output)
@@ -41,11 +48,40 @@ static int add_array(suite_t *s, size_t length, int input, int output)
     return (int)a;
 }
 
+typedef struct draw {
+    double *out;
+    uint64_t key, n; /* n: CG's matrix's order, 0 for a vector */
+    double lo, hi;
+} draw_t;
+
+static void draw_range(void *ctx, unsigned part, uint64_t first, uint64_t last)
+{
+    const draw_t *d = ctx;
+    (void)part;
+    for (uint64_t i = first; i < last; i++)
+        d->out[i] = uniform_at(d->key, i, d->lo, d->hi);
+}
+
+/* Rows [first, last) of a symmetric matrix with n on its diagonal: element
+ * (i, j) and (j, i) are the same draw. */
+static void draw_spd_rows(void *ctx, unsigned part, uint64_t first, uint64_t last)
+{
+    const draw_t *d = ctx;
+    (void)part;
+    for (uint64_t i = first; i < last; i++)
+        for (uint64_t j = 0; j < d->n; j++)
+            d->out[i * d->n + j] = i == j ? (double)d->n
+                                          : uniform_at(d->key, i < j ? i * d->n + j : j * d->n + i, d->lo, d->hi);
+}
+
+enum { DRAW_EACH = 1 << 16 }; /* the fewest elements drawn or read worth a thread */
+
 static int random_input(suite_t *s, size_t length, uint64_t *rng, double lo, double hi)
 {
     int a = add_array(s, length, 1, 0);
-    for (size_t i = 0; a >= 0 && !s->dry && i < length; i++)
-        s->init[a][i] = uniform(rng, lo, hi);
+    draw_t d = {a >= 0 && !s->dry ? s->init[a] : NULL, next(rng), 0, lo, hi};
+    if (d.out != NULL)
+        cli_parallel_for(length, DRAW_EACH, draw_range, &d);
     return a;
 }
 
@@ -148,11 +184,9 @@ static void build_ml(suite_t *s, uint64_t rows, uint64_t *rng)
 static void build_cg(suite_t *s, uint64_t n, uint64_t *rng)
 {
     int a = add_array(s, n * n, 1, 0);
-    for (uint64_t i = 0; a >= 0 && !s->dry && i < n; i++)
-        for (uint64_t j = 0; j <= i; j++) {
-            double v = i == j ? (double)n : uniform(rng, -0.5, 0.5);
-            s->init[a][i * n + j] = s->init[a][j * n + i] = v;
-        }
+    draw_t d = {a >= 0 && !s->dry ? s->init[a] : NULL, next(rng), n, -0.5, 0.5};
+    if (d.out != NULL)
+        cli_parallel_for(n, DRAW_EACH / n + 1, draw_spd_rows, &d);
     int r = random_input(s, n, rng, -1, 1), p = add_array(s, n, 1, 0), x = add_array(s, n, 1, 1);
     if (p >= 0 && r >= 0 && !s->dry)
         memcpy(s->init[p], s->init[r], n * sizeof(double));
@@ -300,20 +334,53 @@ static double cnd(double d)
     return d < 0.0 ? 1.0 - c : c;
 }
 
-static void run_step(const suite_step_t *st, double **m)
+/* The items of a step that threads may compute apart, its output elements
+ * (matvec, softmax, argmax2: rows; partials: the partial sums; one for sum
+ * and copy1), and the work of one in elements read (`*each`). */
+static uint64_t step_items(const suite_step_t *st, uint64_t *each)
 {
     const suite_arg_t *g = st->args;
-    double *o = m[g[0].array];
-    const double *a = st->n_args > 1 && g[1].array >= 0 ? m[g[1].array] : NULL;
-    const double *b = st->n_args > 2 && g[2].array >= 0 ? m[g[2].array] : NULL;
-    const double *c = st->n_args > 3 && g[3].array >= 0 ? m[g[3].array] : NULL;
     const char *k = st->kernel;
+    uint64_t items = 1, per = 1; /* sum, copy1 */
+    if (strcmp(k, "square") == 0 || strcmp(k, "black_scholes") == 0)
+        items = g[2].value;
+    else if (strcmp(k, "partials") == 0)
+        items = g[4].value, per = g[3].value / g[4].value + 1;
+    else if (strcmp(k, "matvec") == 0 || strcmp(k, "argmax2") == 0)
+        items = g[3].value, per = g[4].value;
+    else if (strcmp(k, "scores") == 0)
+        items = g[3].value * g[5].value, per = g[4].value;
+    else if (strcmp(k, "softmax") == 0)
+        items = g[1].value, per = g[2].value;
+    else if (strcmp(k, "axpy_ratio") == 0 || strcmp(k, "xpay_ratio") == 0)
+        items = g[4].value;
+    *each = per;
+    return items;
+}
+
+typedef struct step_run {
+    const suite_step_t *st;
+    double **m;
+} step_run_t;
+
+/* Items [first, last) of a step, each computed as the whole step would. */
+static void run_items(void *ctx, unsigned part, uint64_t first, uint64_t last)
+{
+    const step_run_t *r = ctx;
+    const suite_arg_t *g = r->st->args;
+    double **m = r->m;
+    double *o = m[g[0].array];
+    const double *a = r->st->n_args > 1 && g[1].array >= 0 ? m[g[1].array] : NULL;
+    const double *b = r->st->n_args > 2 && g[2].array >= 0 ? m[g[2].array] : NULL;
+    const double *c = r->st->n_args > 3 && g[3].array >= 0 ? m[g[3].array] : NULL;
+    const char *k = r->st->kernel;
+    (void)part;
     if (strcmp(k, "square") == 0) {
-        for (uint64_t i = 0; i < g[2].value; i++)
+        for (uint64_t i = first; i < last; i++)
             o[i] = a[i] * a[i];
     } else if (strcmp(k, "partials") == 0) {
         uint64_t n = g[3].value, parts = g[4].value;
-        for (uint64_t p = 0; p < parts; p++) {
+        for (uint64_t p = first; p < last; p++) {
             double s = 0.0;
             for (uint64_t i = p; i < n; i += parts)
                 s += g[5].value ? a[i] - b[i] : a[i] * b[i];
@@ -326,52 +393,52 @@ static void run_step(const suite_step_t *st, double **m)
         o[0] = s;
     } else if (strcmp(k, "black_scholes") == 0) {
         const double strike = 100.0, rate = 0.02, vol = 0.3, years = 1.0, sq = vol * sqrt(years);
-        for (uint64_t i = 0; i < g[2].value; i++) {
+        for (uint64_t i = first; i < last; i++) {
             double d1 = (log(a[i] / strike) + (rate + 0.5 * vol * vol) * years) / sq;
             o[i] = a[i] * cnd(d1) - strike * exp(-rate * years) * cnd(d1 - sq);
         }
     } else if (strcmp(k, "matvec") == 0) {
-        uint64_t rows = g[3].value, cols = g[4].value;
-        for (uint64_t r = 0; r < rows; r++) {
+        uint64_t cols = g[4].value;
+        for (uint64_t row = first; row < last; row++) {
             double s = 0.0;
             for (uint64_t j = 0; j < cols; j++)
-                s += a[r * cols + j] * b[j];
-            o[r] = s;
+                s += a[row * cols + j] * b[j];
+            o[row] = s;
         }
     } else if (strcmp(k, "scores") == 0) {
-        uint64_t rows = g[3].value, feats = g[4].value, classes = g[5].value;
-        for (uint64_t i = 0; i < rows * classes; i++) {
+        uint64_t feats = g[4].value, classes = g[5].value;
+        for (uint64_t i = first; i < last; i++) {
             double s = 0.0;
             for (uint64_t f = 0; f < feats; f++)
                 s += a[i / classes * feats + f] * b[i % classes * feats + f];
             o[i] = s;
         }
     } else if (strcmp(k, "softmax") == 0) {
-        uint64_t rows = g[1].value, classes = g[2].value;
-        for (uint64_t r = 0; r < rows; r++) {
-            double *row = o + r * classes, top = row[0], total = 0.0;
+        uint64_t classes = g[2].value;
+        for (uint64_t row = first; row < last; row++) {
+            double *x = o + row * classes, top = x[0], total = 0.0;
             for (uint64_t j = 1; j < classes; j++)
-                top = fmax(top, row[j]);
+                top = fmax(top, x[j]);
             for (uint64_t j = 0; j < classes; j++)
-                total += row[j] = exp(row[j] - top);
+                total += x[j] = exp(x[j] - top);
             for (uint64_t j = 0; j < classes; j++)
-                row[j] /= total;
+                x[j] /= total;
         }
     } else if (strcmp(k, "argmax2") == 0) {
-        uint64_t rows = g[3].value, classes = g[4].value;
-        for (uint64_t r = 0; r < rows; r++) {
+        uint64_t classes = g[4].value;
+        for (uint64_t row = first; row < last; row++) {
             uint64_t best = 0;
             for (uint64_t j = 1; j < classes; j++)
-                if (a[r * classes + j] + b[r * classes + j] > a[r * classes + best] + b[r * classes + best])
+                if (a[row * classes + j] + b[row * classes + j] > a[row * classes + best] + b[row * classes + best])
                     best = j;
-            o[r] = (double)best;
+            o[row] = (double)best;
         }
     } else if (strcmp(k, "axpy_ratio") == 0) {
         double ratio = (g[5].value ? -1.0 : 1.0) * (b[0] / c[0]);
-        for (uint64_t i = 0; i < g[4].value; i++)
+        for (uint64_t i = first; i < last; i++)
             o[i] += ratio * a[i];
     } else if (strcmp(k, "xpay_ratio") == 0) {
-        for (uint64_t i = 0; i < g[4].value; i++)
+        for (uint64_t i = first; i < last; i++)
             o[i] = a[i] + (b[0] / c[0]) * o[i];
     } else { /* copy1 */
         o[0] = a[0];
@@ -387,8 +454,11 @@ int suite_reference(const suite_t *s, double **out)
         if (ok && s->input[a])
             memcpy(m[a], s->init[a], s->length[a] * sizeof(double));
     }
-    for (unsigned i = 0; i < s->n_steps && ok; i++)
-        run_step(&s->steps[i], m);
+    for (unsigned i = 0; i < s->n_steps && ok; i++) {
+        step_run_t r = {&s->steps[i], m};
+        uint64_t each, items = step_items(r.st, &each);
+        cli_parallel_for(items, DRAW_EACH / each + 1, run_items, &r);
+    }
     for (unsigned a = 0; a < s->n_arrays; a++) {
         out[a] = ok && s->output[a] ? m[a] : NULL;
         if (out[a] == NULL)

@@ -7,15 +7,13 @@
  * stands alone, threads draw ranges of them: one thread takes 6.6 s at
  * scale 20 on one AMD EPYC core, and every rank of every run draws it.
  */
-#define _GNU_SOURCE /* sched_getaffinity */
-#include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph.h"
 #include "random.h"
+#include "tools/cli/parallel.h"
 
 #define RMAT_A 0.57
 #define RMAT_B 0.19
@@ -35,49 +33,41 @@ static uint64_t scramble(uint64_t v, unsigned scale, uint64_t seed)
     return v;
 }
 
-/* Undirected edges [first, last): each as (u, v) then (v, u), a self-loop
- * once, from out on; `count` says how many were written. */
+/* A range's undirected edges, each as (u, v) then (v, u), a self-loop once,
+ * from out on; `count` says how many were written. */
 typedef struct kron_part {
-    uint64_t first, last, key;
-    unsigned scale;
     app_edge_t *out;
     uint64_t count;
-    pthread_t thread;
 } kron_part_t;
 
-static void *draw(void *arg)
+typedef struct kron_draw {
+    uint64_t key;
+    unsigned scale;
+    app_edge_t *edges;
+    kron_part_t parts[CLI_PARALLEL_MAX];
+} kron_draw_t;
+
+static void draw(void *ctx, unsigned part, uint64_t first, uint64_t last)
 {
-    kron_part_t *p = arg;
-    for (uint64_t k = p->first; k < p->last; k++) {
-        uint64_t state = p->key ^ (k * 0xd1b54a32d192ed03ull);
+    kron_draw_t *d = ctx;
+    kron_part_t *p = &d->parts[part];
+    *p = (kron_part_t){d->edges + 2 * first, 0};
+    for (uint64_t k = first; k < last; k++) {
+        uint64_t state = d->key ^ (k * 0xd1b54a32d192ed03ull);
         uint64_t u = 0, v = 0;
-        for (unsigned level = 0; level < p->scale; level++) {
+        for (unsigned level = 0; level < d->scale; level++) {
             double r = app_unit_open(&state);
             unsigned row = r >= RMAT_A + RMAT_B, col = (r >= RMAT_A && r < RMAT_A + RMAT_B) || r >= RMAT_A + RMAT_B + RMAT_C;
             u = u << 1 | row;
             v = v << 1 | col;
         }
-        u = scramble(u, p->scale, p->key);
-        v = scramble(v, p->scale, p->key);
+        u = scramble(u, d->scale, d->key);
+        v = scramble(v, d->scale, d->key);
         double w = (double)(1 + app_splitmix64(&state) % 255);
         p->out[p->count++] = (app_edge_t){u, v, w};
         if (u != v)
             p->out[p->count++] = (app_edge_t){v, u, w};
     }
-    return NULL;
-}
-
-#define DRAW_THREADS_MAX 16
-
-/* Threads for `edges` undirected edges: the cores this process may use, at
- * most DRAW_THREADS_MAX, and none for fewer than 2^16 edges each. */
-static unsigned draw_threads(uint64_t edges)
-{
-    cpu_set_t set;
-    unsigned cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
-    uint64_t most = edges >> 16;
-    unsigned n = cores < DRAW_THREADS_MAX ? cores : DRAW_THREADS_MAX;
-    return most < n ? (most > 0 ? (unsigned)most : 1) : n;
 }
 
 int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_limit_t *limit, app_edges_t *e,
@@ -95,33 +85,20 @@ int app_kronecker(unsigned scale, unsigned edgefactor, uint64_t seed, const app_
     uint64_t undirected = (uint64_t)edgefactor << scale;
     e->cap = 2 * undirected;
     e->edges = malloc(e->cap * sizeof *e->edges);
-    kron_part_t parts[DRAW_THREADS_MAX];
-    unsigned n = draw_threads(undirected);
     if (e->edges == NULL) {
         snprintf(err->msg, sizeof err->msg, "%s: no memory for %llu edges", name, (unsigned long long)e->cap);
         e->cap = 0;
         return -1;
     }
     uint64_t mix = seed;
-    uint64_t key = app_splitmix64(&mix);
-    for (unsigned t = 0; t < n; t++) {
-        uint64_t first = undirected * t / n, last = undirected * (t + 1) / n;
-        parts[t] = (kron_part_t){first, last, key, scale, e->edges + 2 * first, 0, 0};
-        /* A thread that does not start leaves its range to this one. */
-        if (t == 0 || pthread_create(&parts[t].thread, NULL, draw, &parts[t]) != 0)
-            parts[t].thread = pthread_self();
-    }
-    for (unsigned t = 0; t < n; t++) {
-        if (pthread_equal(parts[t].thread, pthread_self()))
-            draw(&parts[t]);
-        else
-            pthread_join(parts[t].thread, NULL);
-    }
+    kron_draw_t d = {.key = app_splitmix64(&mix), .scale = scale, .edges = e->edges};
+    unsigned parts = cli_parallel_parts(undirected, 1u << 16);
+    cli_parallel_run(undirected, parts, draw, &d);
     /* Each range's edges after the previous one's, in the order drawn:
      * the same list whatever the thread count. */
-    for (unsigned t = 0; t < n; t++) {
-        memmove(e->edges + e->count, parts[t].out, parts[t].count * sizeof *e->edges);
-        e->count += parts[t].count;
+    for (unsigned t = 0; t < parts; t++) {
+        memmove(e->edges + e->count, d.parts[t].out, d.parts[t].count * sizeof *e->edges);
+        e->count += d.parts[t].count;
     }
     e->n = 1ull << scale;
     e->base = 0;
