@@ -236,6 +236,11 @@ const char *grain_device_include_dir(const struct grain *g, const char *source);
 
 /* The largest work-group size that divides `n`, at most `limit`. */
 size_t grain_divisor_at_most(size_t n, size_t limit);
+/* The work-group size of a kernel of `global` lanes launched without one:
+ * the largest divisor of `global` up to 256 and the device's limit.  Past
+ * 256 the largest divisor leaves SMs idle: 20000 rows got 20 work-groups
+ * of 1000 lanes for an H200's 132 SMs. */
+size_t grain_wg_default(size_t global, size_t device_max);
 
 /* Keeps a program alive past the application's grain_program_destroy, until
  * a matching grain_program_destroy of the runtime's own. */

@@ -206,6 +206,11 @@ size_t grain_divisor_at_most(size_t n, size_t limit)
     return 1;
 }
 
+size_t grain_wg_default(size_t global, size_t device_max)
+{
+    return grain_divisor_at_most(global, device_max < 256 ? device_max : 256);
+}
+
 size_t grain_wg_size_max(const grain_t *g)
 {
     return g->config.queue_width < g->binfo.max_wg_size ? g->config.queue_width : g->binfo.max_wg_size;

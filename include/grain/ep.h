@@ -160,7 +160,8 @@ grain_status_t grain_ep_kernel_arg(grain_ep_kernel_t *kernel, unsigned index, si
 grain_status_t grain_ep_kernel_arg_mem(grain_ep_kernel_t *kernel, unsigned index, grain_ep_mem_t *mem,
                                        size_t offset);
 /* `dims` (1 to 3) global sizes, each a multiple of its work-group size
- * (local; NULL: the device's choice). */
+ * (local; NULL: the largest divisor of global[0] up to 256 and the
+ * device's limit). */
 grain_status_t grain_ep_launch(grain_cmdq_t *q, unsigned stream, grain_ep_kernel_t *kernel, unsigned dims,
                                const size_t *global, const size_t *local, grain_ep_event_t *const *after,
                                size_t n_after, grain_ep_event_t **event_p);

@@ -125,7 +125,8 @@ grain_status_t grain_kernel_set_arg_array(grain_kernel_t *kernel, unsigned index
                                           grain_access_t access);
 /* Launches a scheduler kernel with the arguments set now (later calls may
  * set others), after every launch and host access it depends on; returns
- * without waiting.  `local` may be NULL. */
+ * without waiting.  `local` may be NULL: work-groups of the largest
+ * divisor of global[0] up to 256 (and the device's limit). */
 grain_status_t grain_sched_launch(grain_kernel_t *kernel, unsigned dims, const size_t *global, const size_t *local);
 /* Waits for every launch; returns the first error of one since the last
  * wait (and those of its dependents, which do not run). */

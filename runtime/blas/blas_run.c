@@ -143,7 +143,7 @@ static int passes_stage(grain_t *g, const void *p, size_t bytes)
 
 static size_t local_size(const grain_t *g, size_t global)
 {
-    return grain_divisor_at_most(global, g->binfo.max_wg_size < 256 ? g->binfo.max_wg_size : 256);
+    return grain_wg_default(global, g->binfo.max_wg_size);
 }
 
 /* A tile kernel on the BLAS_RUN lane. */

@@ -285,8 +285,7 @@ grain_status_t grain_ep_describe_launch(grain_cmdq_t *q, unsigned stream, grain_
                               "%s: kernel %s: dimension %u has global size %zu%s; give a global size that is a "
                               "non-zero multiple of the work-group size",
                               what, kernel->name, d, global[d], local != NULL ? " and a work-group size" : "");
-        /* Where the caller gives none: the largest divisor of the first dimension the device takes. */
-        chosen[d] = local != NULL ? local[d] : d == 0 ? grain_divisor_at_most(global[0], q->info.max_wg_size) : 1;
+        chosen[d] = local != NULL ? local[d] : d == 0 ? grain_wg_default(global[0], q->info.max_wg_size) : 1;
         wg *= chosen[d];
     }
     if (wg > q->info.max_wg_size)

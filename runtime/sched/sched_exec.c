@@ -306,7 +306,7 @@ static grain_status_t launch(grain_sched_t *s, sched_elem_t *el)
     for (unsigned d = 0; d < el->dims; d++)
         local[d] = el->has_local ? el->local[d] : 1;
     if (!el->has_local)
-        local[0] = grain_divisor_at_most(el->global[0], dev->info.max_wg_size);
+        local[0] = grain_wg_default(el->global[0], dev->info.max_wg_size);
     if (st != GRAIN_OK)
         return st;
     if (dev->lanes)
