@@ -311,8 +311,8 @@ uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, u
             hi = mid - 1;
     }
     /* A kernel launched without a work-group size gets the largest divisor
-     * of its global size up to the device's limit: 37 x 641 rows would run
-     * 37 work-groups of 641 lanes where the limit is 1024. */
+     * of its global size up to 256: 37 x 641 rows would run work-groups of
+     * 37 lanes, two warps with 27 of their 64 lanes idle. */
     return lo >= WG ? lo - lo % WG : lo; /* MUL's partitions are at most 40: still fewer */
 }
 
