@@ -54,8 +54,7 @@ typedef struct run {
 
 enum {
     OPT_BENCH, OPT_SIZE, OPT_FOOTPRINT, OPT_MEMORY_SHARE, OPT_PARTITIONS, OPT_MODE, OPT_POLICY, OPT_DEVICES,
-    OPT_REPS, OPT_SEED, OPT_JSON,
-    OPT_READ_MOSTLY
+    OPT_REPS, OPT_SEED, OPT_JSON, OPT_READ_MOSTLY
 };
 
 static void take(void *state, int key, const char *option, const char *value)
@@ -293,15 +292,16 @@ static int resolve_size(options_t *o, const grain_t *g)
     uint64_t host = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
     if (o->memory_share > 0) /* a CPU device's memory is the host's */
         o->footprint = (uint64_t)(o->memory_share * (double)(grain_device_memory(g) ? grain_device_memory(g) : host));
-    if (o->footprint != 0 && (o->size = suite_size_for(o->bench, o->footprint, (unsigned)o->partitions,
-                                                       MAX_SIZE)) == 0) {
+    unsigned parts = (unsigned)o->partitions;
+    if (o->footprint != 0 && (o->size = suite_size_for(o->bench, o->footprint, parts, MAX_SIZE)) == 0) {
+        uint64_t least = suite_footprint(o->bench, suite_smallest_size(o->bench, parts), parts);
         fprintf(stderr, "sched_bench: %s: a footprint of %llu bytes: even its smallest size takes %llu\n", o->bench,
-                o->footprint, (unsigned long long)suite_footprint(o->bench, o->partitions, (unsigned)o->partitions));
+                o->footprint, (unsigned long long)least);
         return -1;
     }
     if (o->size == 0)
         o->size = suite_default_size(o->bench);
-    uint64_t bytes = suite_footprint(o->bench, o->size, (unsigned)o->partitions);
+    uint64_t bytes = suite_footprint(o->bench, o->size, parts);
     if (bytes == 0)
         return -1; /* suite_footprint said why */
     if (bytes > host / HOST_COPIES) {
@@ -347,7 +347,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sched_bench: no memory for the host's run\n");
         goto done;
     }
-    /* At sizes of many GiB these take most of a run, on one core. */
+    /* At sizes of many GiB these take much of a run. */
     if (grain_my_pe(g) == 0)
         fprintf(stderr, "sched_bench: %s at size %llu, %.2f GiB of arrays: inputs drawn in %.1f s, the host's run in "
                 "%.1f s\n", o.bench, o.size, suite_total_bytes(&r.suite) / 1073741824.0, t1 - t0, cli_now_s() - t1);

@@ -10,7 +10,7 @@
 
 #include "tools/cli/parallel.h"
 
-enum { WG = 256, PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
+enum { ROUND = 64, PARTS = 256, BS_VECTORS = 10, ML_FEATURES = 64, ML_CLASSES = 8, CG_ITERATIONS = 8 };
 /* VEC's vectors are 2^27 long: 256 partial sums, a work-item each, left
  * an H100 idle for 0.2 s of its 0.26 s; 2^15 fill it and the one-thread
  * sum of them stays short. */
@@ -291,9 +291,14 @@ uint64_t suite_footprint(const char *name, uint64_t n, unsigned partitions)
     return bytes;
 }
 
+uint64_t suite_smallest_size(const char *name, unsigned partitions)
+{
+    return strcmp(name, "mul") == 0 ? partitions : 1; /* a row a partition */
+}
+
 uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, uint64_t most)
 {
-    uint64_t lo = strcmp(name, "mul") == 0 ? partitions : 1, hi = lo;
+    uint64_t lo = suite_smallest_size(name, partitions), hi = lo;
     uint64_t at_lo = suite_footprint(name, lo, partitions);
     if (at_lo == 0 || at_lo > bytes || lo > most)
         return 0;
@@ -312,8 +317,9 @@ uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, u
     }
     /* A kernel launched without a work-group size gets the largest divisor
      * of its global size up to 256: 37 x 641 rows would run work-groups of
-     * 37 lanes, two warps with 27 of their 64 lanes idle. */
-    return lo >= WG ? lo - lo % WG : lo; /* MUL's partitions are at most 40: still fewer */
+     * 37 lanes, two warps with 27 of their 64 lanes idle.  A multiple of 64
+     * gets at least two full warps, and loses little of a small size. */
+    return lo >= ROUND ? lo - lo % ROUND : lo; /* MUL's partitions are at most 40: still fewer */
 }
 
 void suite_free(suite_t *s)

@@ -85,8 +85,10 @@ uint64_t suite_default_size(const char *name);
 /* The bytes of the benchmark's arrays at size `n`, or 0 where it has none
  * (a size or partitions suite_build refuses). */
 uint64_t suite_footprint(const char *name, uint64_t n, unsigned partitions);
+/* The smallest size suite_build takes. */
+uint64_t suite_smallest_size(const char *name, unsigned partitions);
 /* The largest size up to `most` whose arrays take at most `bytes`, rounded
- * down to a multiple of 256 where that leaves one, or 0 where even the
+ * down to a multiple of 64 where that leaves one, or 0 where even the
  * smallest takes more. */
 uint64_t suite_size_for(const char *name, uint64_t bytes, unsigned partitions, uint64_t most);
 /* Runs the steps on the host in order over copies of the inputs; out[a]
