@@ -148,7 +148,6 @@ def summarize(rows):
         if swept and r["label"] == "1 device" and r["bench"] in hand and "bytes" in r:
             hand_at[(r["bench"], "default")] = hand[r["bench"]]
             r = dict(r, label="1 device at default")
-
         share = r["label"][len("1 device at "):]
         if r["label"].startswith("1 device at ") and (r["bench"], share) in hand_at:
             out["sched_over_hand_by_memory"].setdefault(r["bench"], {})[share] = {
@@ -300,10 +299,9 @@ def main():
     print(f"geomean sched/hand on one device: {summary['geomean_sched_over_hand_1dev']:.2f} (target >= 0.90)")
     for b, by in summary["sched_over_hand_by_memory"].items():
         ratios = [v["ratio"] for v in by.values()]
-        print(f"{b:<6} sched/hand by memory: " + ", ".join(
-            f"{v['ratio']:.2f} at " + (f"{v['memory_share'] * 100:.3g}%" if v["memory_share"] else "its size")
-            for v in by.values())
-              + f" (spread {max(ratios) / min(ratios):.2f})")
+        points = [f"{v['ratio']:.2f} at " + (f"{v['memory_share'] * 100:.3g}%" if v["memory_share"] else "its size")
+                  for v in by.values()]
+        print(f"{b:<6} sched/hand by memory: {', '.join(points)} (spread {max(ratios) / min(ratios):.2f})")
     for label, ps in summary["geomean_sched_over_hand_multi"].items():
         best = max(ps.items(), key=lambda kv: kv[1])
         hs = summary["hand_speedup"].get(label, {})
