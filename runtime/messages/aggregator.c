@@ -182,6 +182,29 @@ static void __attribute__((noinline)) dispatch_column(grain_aggregator_t *a, con
         dispatch(a, p[c], p[width + c], grain_cmd_valueless(cmd) ? 0 : p[2 * width + c], 0, 0, now);
 }
 
+/* How many messages from column `c` on repeat its header `hdr`, c's own
+ * included: a line of headers at a time while every one repeats it (a
+ * slot to one rank: all of them), as an OR of differences that the
+ * compiler computes several words at a time, the lines ahead of the rows
+ * asked for once a line; then one by one. */
+static inline size_t stretch_length(const grain_u64 *p, grain_u32 width, size_t c, size_t count, grain_u32 rows,
+                                    grain_u64 hdr)
+{
+    size_t n = 1;
+    for (; c + n + WORDS_PER_LINE <= count; n += WORDS_PER_LINE) {
+        grain_u64 other = 0;
+        for (unsigned j = 0; j < WORDS_PER_LINE; j++)
+            other |= p[c + n + j] ^ hdr;
+        if (other != 0)
+            break;
+        if (c + n + PREFETCH_WORDS < count)
+            prefetch_rows(p, width, (grain_u32)(c + n + PREFETCH_WORDS), 0, rows);
+    }
+    for (; c + n < count && p[c + n] == hdr; n++)
+        prefetch_ahead(p, width, c + n, count, rows);
+    return n;
+}
+
 /* The messages of a slot, PUTs, adds and increments to other ranks (what
  * a work-group's sends usually are) on the short path: only what their run
  * needs (docs/receive-path.md, "Runs"), since the aggregators' packing is
@@ -216,9 +239,7 @@ static inline __attribute__((always_inline)) void pack_columns(grain_aggregator_
             c++;
             continue;
         }
-        size_t n = 1;
-        for (; c + n < count && hdrs[c + n] == hdr; n++)
-            prefetch_ahead(p, width, c + n, count, rows);
+        size_t n = stretch_length(p, width, c, count, rows, hdr);
         /* At least the first, whose offset fits; an offset that stops the
          * stretch dispatches next. */
         size_t took = grain_packer_append_stretch(&a->packer, pe, cmd, offsets + c, values + c, n, now, &lost);

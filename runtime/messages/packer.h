@@ -204,6 +204,28 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
         uint8_t *run = b->run;
         uint64_t key = b->run_key, limit = b->run_limit;
         uint32_t k = b->run_n, cap = b->run_cap, shift = b->run_shift;
+        if (valueless) {
+            /* Increments gather no value and bound none: where every
+             * offset of the run's room shares its key (all of GUPS'), the
+             * run takes their low halves in one copy, which the compiler
+             * makes several at a time; the first that does not, the loop
+             * below finds. */
+            size_t m = cap - k < n - i ? cap - k : n - i;
+            uint64_t other = 0;
+            for (size_t j = 0; j < m; j++)
+                other |= (offsets[i + j] & hi_bits) ^ (key & hi_bits);
+            if (other == 0) {
+                for (size_t j = 0; j < m; j++) {
+                    uint32_t lo = (uint32_t)offsets[i + j];
+                    memcpy(run + 8 + 4 * (k + j), &lo, 4);
+                }
+                b->run_n = k += (uint32_t)m;
+                i += m;
+                if (k == cap)
+                    grain_packer_run_ends_(p, b);
+                continue;
+            }
+        }
         for (;;) {
             uint32_t lo = (uint32_t)w1;
             memcpy(run + 8 + 4 * k, &lo, 4);
