@@ -204,21 +204,34 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
         uint8_t *run = b->run;
         uint64_t key = b->run_key, limit = b->run_limit;
         uint32_t k = b->run_n, cap = b->run_cap, shift = b->run_shift;
-        if (valueless) {
-            /* Increments gather no value and bound none: where every
-             * offset of the run's room shares its key (all of GUPS'), the
-             * run takes their low halves in one copy, which the compiler
-             * makes several at a time; the first that does not, the loop
-             * below finds. */
-            size_t m = cap - k < n - i ? cap - k : n - i;
+        /* Where every message in the run's room shares its key and keeps
+         * to its values' width (all of GUPS' increments, which have no
+         * values, and nearly all of pagerank's adds), the run takes their
+         * offsets' low halves and their values in one copy each, which the
+         * compiler makes several at a time; else the loop below finds the
+         * first message that does not.  A message alone (destinations that
+         * alternate: n is 1) takes the loop, which costs it less. */
+        size_t m = cap - k < n - i ? cap - k : n - i;
+        if (m > 1) {
             uint64_t other = 0;
             for (size_t j = 0; j < m; j++)
                 other |= (offsets[i + j] & hi_bits) ^ (key & hi_bits);
+            if (!valueless)
+                for (size_t j = 0; j < m; j++)
+                    other |= (uint64_t)grain_run_above(values[i + j], limit);
             if (other == 0) {
                 for (size_t j = 0; j < m; j++) {
                     uint32_t lo = (uint32_t)offsets[i + j];
                     memcpy(run + 8 + 4 * (k + j), &lo, 4);
                 }
+                uint8_t *gathered = run + GRAIN_RUN_VALUES_AT;
+                if (!valueless && shift == 3)
+                    memcpy(gathered + 8 * (size_t)k, values + i, 8 * m);
+                else if (!valueless)
+                    for (size_t j = 0; j < m; j++) {
+                        uint32_t v32 = (uint32_t)values[i + j];
+                        memcpy(gathered + 4 * (k + j), &v32, 4);
+                    }
                 b->run_n = k += (uint32_t)m;
                 i += m;
                 if (k == cap)
