@@ -216,9 +216,13 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
             uint64_t other = 0;
             for (size_t j = 0; j < m; j++)
                 other |= (offsets[i + j] & hi_bits) ^ (key & hi_bits);
-            if (!valueless)
+            /* A narrow run's bound, grain_run_above's, as bits above 32
+             * (which the compiler adds and shifts several at a time); any
+             * other run has none. */
+            _Static_assert(GRAIN_RUN_NARROW_LIMIT == UINT32_MAX, "narrow: the high half of v + 2^31 is 0");
+            if (!valueless && limit == GRAIN_RUN_NARROW_LIMIT)
                 for (size_t j = 0; j < m; j++)
-                    other |= (uint64_t)grain_run_above(values[i + j], limit);
+                    other |= (values[i + j] + 0x80000000u) >> 32;
             if (other == 0) {
                 for (size_t j = 0; j < m; j++) {
                     uint32_t lo = (uint32_t)offsets[i + j];

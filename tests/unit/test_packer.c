@@ -417,7 +417,8 @@ static void capture_send(void *arg, grain_outbuf_t *b)
  * kept in registers through a stretch), send the very bytes that the same
  * messages appended one by one send: runs cut at their longest, by offsets
  * that differ above bit 32, by a value too wide for a narrow run and by a
- * full buffer, into buffers from the smallest to a few KiB; an offset the
+ * full buffer (and values at a narrow run's bounds and just past them),
+ * into buffers from the smallest to a few KiB; an offset the
  * wire cannot carry stops a stretch where append refuses it.  Increments'
  * stretches have no values to read, as their slots' value rows are never
  * written, while one by one they come with random ones. */
@@ -428,6 +429,9 @@ static void test_stretches_pack_as_messages(void **state)
     const size_t sizes[] = {24 + GRAIN_WIRE_MAX_MSG, 100, 256, 1000, 4096};
     static _Atomic uint64_t seq_one[2], seq_stretch[2];
     static capture_t one, stretched;
+    /* The narrow values' bounds and the first values past them. */
+    static const uint64_t edges[] = {(uint64_t)INT32_MAX, (uint64_t)(int64_t)INT32_MIN, (uint64_t)INT32_MAX + 1,
+                                     (uint64_t)((int64_t)INT32_MIN - 1)};
     uint64_t x = 0x2545f4914f6cdd1dull;
     for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         memset(seq_one, 0, sizeof seq_one), memset(seq_stretch, 0, sizeof seq_stretch);
@@ -447,7 +451,9 @@ static void test_stretches_pack_as_messages(void **state)
             for (size_t i = 0; i < n; i++) {
                 xorshift(&x);
                 offsets[i] = ((x >> 16) % 64 * width) | ((x >> 60) == 0 ? high ^ 1ull << 32 : high);
-                values[i] = (x >> 40) % 16 == 0 ? x * 0x9e3779b97f4a7c15ull : (uint64_t)(int64_t)(int16_t)(x >> 24);
+                values[i] = (x >> 40) % 16 == 0 ? x * 0x9e3779b97f4a7c15ull
+                            : (x >> 40) % 16 == 1 ? edges[(x >> 44) % 4]
+                                                  : (uint64_t)(int64_t)(int16_t)(x >> 24);
                 if ((x >> 52) % 128 == 0)
                     offsets[i] = GRAIN_WIRE_MAX_OFFSET + 1;
             }
