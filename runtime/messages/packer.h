@@ -164,6 +164,42 @@ void grain_outbuf_end_run(grain_outbuf_t *b);
 void grain_outbuf_widen_run(grain_packer_t *p, grain_outbuf_t *b);
 void grain_packer_run_ends_(grain_packer_t *p, grain_outbuf_t *b);
 
+/* Gathers `m` messages into a run from entry `k` on, where every one
+ * shares the run's `key` and keeps to its values' width (all of GUPS'
+ * increments, which have no values, and nearly all of pagerank's adds):
+ * their offsets' low halves and their values in one copy each, which the
+ * compiler makes several at a time.  Returns 0, having gathered nothing,
+ * where one does not; the per-message loop then finds which. */
+GRAIN_PACKER_INLINE int grain_run_fill(uint8_t *run, uint32_t k, const uint64_t *offsets, const uint64_t *values,
+                                       size_t m, int valueless, uint32_t shift, uint64_t key, uint64_t limit)
+{
+    const uint64_t hi_bits = ~(uint64_t)UINT32_MAX;
+    uint64_t other = 0;
+    for (size_t j = 0; j < m; j++)
+        other |= (offsets[j] & hi_bits) ^ (key & hi_bits);
+    /* A narrow run's bound, grain_run_above's, as bits above 32 (which the
+     * compiler adds and shifts several at a time); any other run has none. */
+    _Static_assert(GRAIN_RUN_NARROW_LIMIT == UINT32_MAX, "narrow: the high half of v + 2^31 is 0");
+    if (!valueless && limit == GRAIN_RUN_NARROW_LIMIT)
+        for (size_t j = 0; j < m; j++)
+            other |= (values[j] + 0x80000000u) >> 32;
+    if (other != 0)
+        return 0;
+    for (size_t j = 0; j < m; j++) {
+        uint32_t lo = (uint32_t)offsets[j];
+        memcpy(run + 8 + 4 * (k + j), &lo, 4);
+    }
+    uint8_t *gathered = run + GRAIN_RUN_VALUES_AT;
+    if (!valueless && shift == 3)
+        memcpy(gathered + 8 * (size_t)k, values, 8 * m);
+    else if (!valueless)
+        for (size_t j = 0; j < m; j++) {
+            uint32_t v32 = (uint32_t)values[j];
+            memcpy(gathered + 4 * (k + j), &v32, 4);
+        }
+    return 1;
+}
+
 /* Appends `n` PUTs, adds or increments of `cmd` for `dest`, at offsets[i]
  * with values[i] (none read for increments): the aggregators' short path,
  * for a stretch of a slot whose messages share a destination and a
@@ -204,44 +240,20 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
         uint8_t *run = b->run;
         uint64_t key = b->run_key, limit = b->run_limit;
         uint32_t k = b->run_n, cap = b->run_cap, shift = b->run_shift;
-        /* Where every message in the run's room shares its key and keeps
-         * to its values' width (all of GUPS' increments, which have no
-         * values, and nearly all of pagerank's adds), the run takes their
-         * offsets' low halves and their values in one copy each, which the
-         * compiler makes several at a time; else the loop below finds the
-         * first message that does not.  A message alone (destinations that
-         * alternate: n is 1) takes the loop, which costs it less. */
+        /* A run's whole room at once where it can (grain_run_fill); a
+         * message alone (destinations that alternate: n is 1) takes the
+         * loop below, which costs it less.  A fresh run's room is usually
+         * GRAIN_RUN_MAX, a count the compiler unrolls. */
         size_t m = cap - k < n - i ? cap - k : n - i;
-        if (m > 1) {
-            uint64_t other = 0;
-            for (size_t j = 0; j < m; j++)
-                other |= (offsets[i + j] & hi_bits) ^ (key & hi_bits);
-            /* A narrow run's bound, grain_run_above's, as bits above 32
-             * (which the compiler adds and shifts several at a time); any
-             * other run has none. */
-            _Static_assert(GRAIN_RUN_NARROW_LIMIT == UINT32_MAX, "narrow: the high half of v + 2^31 is 0");
-            if (!valueless && limit == GRAIN_RUN_NARROW_LIMIT)
-                for (size_t j = 0; j < m; j++)
-                    other |= (values[i + j] + 0x80000000u) >> 32;
-            if (other == 0) {
-                for (size_t j = 0; j < m; j++) {
-                    uint32_t lo = (uint32_t)offsets[i + j];
-                    memcpy(run + 8 + 4 * (k + j), &lo, 4);
-                }
-                uint8_t *gathered = run + GRAIN_RUN_VALUES_AT;
-                if (!valueless && shift == 3)
-                    memcpy(gathered + 8 * (size_t)k, values + i, 8 * m);
-                else if (!valueless)
-                    for (size_t j = 0; j < m; j++) {
-                        uint32_t v32 = (uint32_t)values[i + j];
-                        memcpy(gathered + 4 * (k + j), &v32, 4);
-                    }
-                b->run_n = k += (uint32_t)m;
-                i += m;
-                if (k == cap)
-                    grain_packer_run_ends_(p, b);
-                continue;
-            }
+        if (m > 1 && (m == GRAIN_RUN_MAX ? grain_run_fill(run, k, offsets + i, values + i, GRAIN_RUN_MAX, valueless,
+                                                          shift, key, limit)
+                                         : grain_run_fill(run, k, offsets + i, values + i, m, valueless, shift, key,
+                                                          limit))) {
+            b->run_n = k += (uint32_t)m;
+            i += m;
+            if (k == cap)
+                grain_packer_run_ends_(p, b);
+            continue;
         }
         for (;;) {
             uint32_t lo = (uint32_t)w1;
