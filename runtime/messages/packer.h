@@ -245,10 +245,10 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
          * loop below, which costs it less.  A fresh run's room is usually
          * GRAIN_RUN_MAX, a count the compiler unrolls. */
         size_t m = cap - k < n - i ? cap - k : n - i;
-        if (m > 1 && (m == GRAIN_RUN_MAX ? grain_run_fill(run, k, offsets + i, values + i, GRAIN_RUN_MAX, valueless,
-                                                          shift, key, limit)
-                                         : grain_run_fill(run, k, offsets + i, values + i, m, valueless, shift, key,
-                                                          limit))) {
+        const uint64_t *vals = valueless ? NULL : values + i; /* an increment's may be NULL */
+        if (m > 1 && (m == GRAIN_RUN_MAX
+                          ? grain_run_fill(run, k, offsets + i, vals, GRAIN_RUN_MAX, valueless, shift, key, limit)
+                          : grain_run_fill(run, k, offsets + i, vals, m, valueless, shift, key, limit))) {
             b->run_n = k += (uint32_t)m;
             i += m;
             if (k == cap)
