@@ -6,7 +6,7 @@
  * handed over (bench_transport.h), and one process stands for D+1 ranks.
  *
  *   aggregator_bench [--aggregators A] [--producers P] [--dests D]
- *                    [--messages N] [--csv FILE] [--gpu] [--inc]
+ *                    [--messages N] [--csv FILE] [--gpu] [--inc] [--far]
  *
  * Messages are grain's 24-byte queue messages (header, offset, value: an
  * add of a small value) to D other ranks in turn, packed into runs on the
@@ -29,6 +29,10 @@
  * --inc: increments instead of adds (grain_inc64 from the kernel), what GUPS
  * sends: two rows a message (the value row stays unwritten), 4.5 wire bytes
  * in runs.
+ *
+ * --far (host producers): each message's offset differs from the one before
+ * it above bit 32, as random offsets into a heap past 4 GiB do, so that no
+ * two messages share a run: the packer's worst case.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +59,7 @@ typedef struct producer {
     uint64_t slots;         /* to write */
     uint32_t dests;
     uint32_t cmd; /* GRAIN_CMD_ADD64, or GRAIN_CMD_INC64 whose value row stays unwritten */
+    int far;      /* offsets that differ above bit 32 message to message */
     pthread_t thread;
 } producer_t;
 
@@ -74,7 +79,7 @@ static void *produce(void *arg)
         grain_u64 *w = grain_queue_payload(d->shared, &d->geom, ring, ticket);
         for (uint32_t c = 0; c < WIDTH; c++) {
             w[c] = GRAIN_HDR(p->cmd, 0, 1 + (c % p->dests));
-            w[WIDTH + c] = 8u * c;
+            w[WIDTH + c] = 8u * c + (p->far ? (uint64_t)c << 32 : 0);
             if (!grain_cmd_valueless(p->cmd))
                 w[2 * WIDTH + c] = s;
         }
@@ -88,6 +93,7 @@ typedef struct run {
     unsigned aggregators, producers, dests;
     uint64_t messages;
     int inc; /* increments, two rows a message, instead of adds */
+    int far; /* --far */
 } run_t;
 
 static void fail(const char *what)
@@ -156,7 +162,8 @@ static double measure(const run_t *r, int baseline)
         fail("cannot start the draining threads");
     producer_t *ps = calloc(r->producers, sizeof *ps);
     for (unsigned i = 0; i < r->producers; i++) {
-        ps[i] = (producer_t){&desc, i, r->producers, slots, r->dests, r->inc ? GRAIN_CMD_INC64 : GRAIN_CMD_ADD64, 0};
+        ps[i] = (producer_t){&desc, i, r->producers, slots, r->dests, r->inc ? GRAIN_CMD_INC64 : GRAIN_CMD_ADD64,
+                              r->far, 0};
         if (pthread_create(&ps[i].thread, NULL, produce, &ps[i]) != 0)
             fail("cannot start a producer");
     }
@@ -300,7 +307,7 @@ typedef struct options {
     int gpu;
 } options_t;
 
-enum { OPT_AGGREGATORS, OPT_PRODUCERS, OPT_DESTS, OPT_MESSAGES, OPT_CSV, OPT_GPU, OPT_INC };
+enum { OPT_AGGREGATORS, OPT_PRODUCERS, OPT_DESTS, OPT_MESSAGES, OPT_CSV, OPT_GPU, OPT_INC, OPT_FAR };
 
 static void take(void *state, int key, const char *option, const char *value)
 {
@@ -312,6 +319,7 @@ static void take(void *state, int key, const char *option, const char *value)
     case OPT_MESSAGES: o->run.messages = cli_u64_in(option, value, WIDTH, ~0ull); break;
     case OPT_CSV: o->csv_path = value; break;
     case OPT_INC: o->run.inc = 1; break;
+    case OPT_FAR: o->run.far = 1; break;
     default: o->gpu = 1;
     }
 }
@@ -319,7 +327,7 @@ static void take(void *state, int key, const char *option, const char *value)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: aggregator_bench [--aggregators A] [--producers P] [--dests D] [--messages N] "
-                 "[--csv FILE] [--gpu] [--inc]\n"
+                 "[--csv FILE] [--gpu] [--inc] [--far]\n"
                  "  the aggregator threads against a sink transport, fed by host threads (or by a kernel with\n"
                  "  --gpu), beside a bare reader of the same queue as the baseline\n");
 }
@@ -329,9 +337,9 @@ int main(int argc, char **argv)
     static const cli_option_t options[] = {{"aggregators", 1, OPT_AGGREGATORS}, {"producers", 1, OPT_PRODUCERS},
                                            {"dests", 1, OPT_DESTS},             {"messages", 1, OPT_MESSAGES},
                                            {"csv", 1, OPT_CSV},                 {"gpu", 0, OPT_GPU},
-                                           {"inc", 0, OPT_INC}};
+                                           {"inc", 0, OPT_INC},                 {"far", 0, OPT_FAR}};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    options_t o = {{1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0, 0}, cpus > 2 ? (unsigned)(cpus / 2) : 1,
+    options_t o = {{1, cpus > 2 ? (unsigned)(cpus / 2) : 1, 8, 0, 0, 0}, cpus > 2 ? (unsigned)(cpus / 2) : 1,
                    "aggregator_bench.csv", 0};
     const cli_group_t groups[] = {CLI_GROUP(options, take, &o)};
     cli_parse("aggregator_bench", argc, argv, groups, 1, 0, usage);
@@ -339,6 +347,10 @@ int main(int argc, char **argv)
     unsigned max_aggs = o.max_aggs;
     const char *csv_path = o.csv_path;
     int gpu = o.gpu;
+    if (gpu && r.far) {
+        fprintf(stderr, "aggregator_bench: --far is for host producers; a kernel's offsets are its own\n");
+        return 2;
+    }
     if (r.messages == 0)
         r.messages = gpu ? 1u << 26 : 1u << 24; /* a GPU needs more to reach its rate */
     FILE *csv = fopen(csv_path, "w");
@@ -360,8 +372,8 @@ int main(int argc, char **argv)
         double agg = bench_median3(measure(&r, 0), measure(&r, 0), measure(&r, 0));
         double bare = bench_median3(measure(&r, 1), measure(&r, 1), measure(&r, 1));
         printf("%11u %9u %6u %22.0f %22.0f %7.2f\n", a, r.producers, r.dests, agg, bare, agg / bare);
-        fprintf(csv, "%s,%u,%u,%u,%.0f,%.0f,%.4f\n", r.inc ? "inc64" : "add64", a, r.producers, r.dests, agg, bare,
-                agg / bare);
+        fprintf(csv, "%s%s,%u,%u,%u,%.0f,%.0f,%.4f\n", r.inc ? "inc64" : "add64", r.far ? ".far" : "", a,
+                r.producers, r.dests, agg, bare, agg / bare);
         fflush(stdout);
     }
     fclose(csv);
