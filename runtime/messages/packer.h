@@ -242,11 +242,14 @@ GRAIN_PACKER_INLINE size_t grain_packer_append_stretch(grain_packer_t *p, uint32
         uint32_t k = b->run_n, cap = b->run_cap, shift = b->run_shift;
         /* A run's whole room at once where it can (grain_run_fill); a
          * message alone (destinations that alternate: n is 1) takes the
-         * loop below, which costs it less.  A fresh run's room is usually
-         * GRAIN_RUN_MAX, a count the compiler unrolls. */
+         * loop below, which costs it less, and so does a room whose last
+         * offset has another key (random offsets into a heap past 4 GiB,
+         * where a scan of the room would fail at nearly every message).
+         * A fresh run's room is usually GRAIN_RUN_MAX, a count the compiler
+         * unrolls. */
         size_t m = cap - k < n - i ? cap - k : n - i;
         const uint64_t *vals = valueless ? NULL : values + i; /* an increment's may be NULL */
-        if (m > 1 && (m == GRAIN_RUN_MAX
+        if (m > 1 && ((offsets[i + m - 1] ^ key) & hi_bits) == 0 && (m == GRAIN_RUN_MAX
                           ? grain_run_fill(run, k, offsets + i, vals, GRAIN_RUN_MAX, valueless, shift, key, limit)
                           : grain_run_fill(run, k, offsets + i, vals, m, valueless, shift, key, limit))) {
             b->run_n = k += (uint32_t)m;
