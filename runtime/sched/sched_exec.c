@@ -127,17 +127,16 @@ static unsigned pick_device(grain_sched_t *s, const uint32_t *parents, size_t n_
 
 /* ---- coherence ---------------------------------------------------------- */
 
-/* Where to copy `a` from into `to`: the location holding it that the
- * bandwidth matrix says is fastest (a device that does not reach `to`
- * counts as its two hops through the host); without the matrix, the host
- * when it holds it. */
+/* Where to copy `a` from into `to` (sched_copy_from): its copies whose
+ * producer is done, or never ran, are filled. */
 static unsigned copy_source(const grain_sched_t *s, const grain_array_t *a, unsigned to)
 {
-    unsigned n = s->n_dev + 1, best = SCHED_NONE;
-    for (unsigned l = SCHED_HOST; l < n; l++)
-        if ((a->where & bit(l)) && (best == SCHED_NONE || (s->bw != NULL && s->bw[l * n + to] > s->bw[best * n + to])))
-            best = l;
-    return best;
+    sched_where_t filled = 0;
+    for (unsigned l = SCHED_HOST; l <= s->n_dev; l++)
+        if (a->producer[l] == SCHED_NONE || s->elems[a->producer[l]].state == ELEM_DONE)
+            filled |= bit(l);
+    sched_topology_t t = {.locations = s->n_dev + 1, .bw = s->bw};
+    return sched_copy_from(&t, a->where, filled, to);
 }
 
 static void add_wait(sched_elem_t *el, uint32_t self, uint32_t w)

@@ -34,6 +34,21 @@ double sched_transfer_time(const sched_topology_t *t, const sched_need_t *needs,
     return seconds;
 }
 
+unsigned sched_copy_from(const sched_topology_t *t, sched_where_t where, sched_where_t filled, unsigned to)
+{
+    unsigned best = t->locations;
+    for (unsigned l = 0; l < t->locations; l++) {
+        if (!valid(where, l))
+            continue;
+        int better = best == t->locations || valid(filled, l) > valid(filled, best) ||
+                     (valid(filled, l) == valid(filled, best) && t->bw != NULL &&
+                      t->bw[l * t->locations + to] > t->bw[best * t->locations + to]);
+        if (better)
+            best = l;
+    }
+    return best;
+}
+
 static unsigned round_robin(const sched_topology_t *t, const sched_choice_t *c)
 {
     unsigned devices = t->locations - 1;

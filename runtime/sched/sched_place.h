@@ -70,6 +70,16 @@ uint64_t sched_bytes_missing(const sched_need_t *needs, size_t n, unsigned l);
 /* Seconds to copy them in, each from its slowest valid location. */
 double sched_transfer_time(const sched_topology_t *t, const sched_need_t *needs, size_t n, unsigned l);
 
+/* The location to copy an array valid at `where` (not 0) from into `to`:
+ * one whose copy is `filled` before one still being filled, then the
+ * fastest by the matrix (a device that does not reach `to` counts as its
+ * two hops through the host); without the matrix (t->bw NULL), the lowest.
+ * A copy from a location still being filled waits for the whole element
+ * that fills it: fastest alone sent MUL's vector x to its second block's
+ * device from the first block's, whose copy of a quarter of A it then
+ * waited for, and two H200s ran MUL at 0.62 of the hand-written version. */
+unsigned sched_copy_from(const sched_topology_t *t, sched_where_t where, sched_where_t filled, unsigned to);
+
 typedef struct sched_choice {
     sched_policy_t policy;
     sched_where_t candidates; /* devices allowed: bits 1 .. locations - 1 */

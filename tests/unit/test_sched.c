@@ -158,6 +158,24 @@ static void test_transfers(void **state)
     assert_float_equal(sched_transfer_time(&TOPO, two_places, 1, 2), 20.0, 1e-12);
 }
 
+static void test_copy_source(void **state)
+{
+    (void)state;
+    const sched_where_t all = 0xf;
+    /* Valid on the host and device 3, into device 2: device 3's 60 over the host's 5... */
+    assert_int_equal(sched_copy_from(&TOPO, 0x9, all, 2), 3);
+    /* ...unless device 3's copy is still being filled, and the host's is there. */
+    assert_int_equal(sched_copy_from(&TOPO, 0x9, 0x1, 2), SCHED_HOST);
+    /* Neither filled, or both: the fastest. */
+    assert_int_equal(sched_copy_from(&TOPO, 0xa, 0x0, 2), 3);
+    assert_int_equal(sched_copy_from(&TOPO, 0xa, all, 2), 3);
+    assert_int_equal(sched_copy_from(&TOPO, 0xa, 0x2, 2), 1);
+    /* No matrix: the lowest filled location. */
+    const sched_topology_t none = {4, NULL};
+    assert_int_equal(sched_copy_from(&none, 0x9, all, 2), SCHED_HOST);
+    assert_int_equal(sched_copy_from(&none, 0x9, 0x8, 2), 3);
+}
+
 static void test_policies(void **state)
 {
     (void)state;
@@ -187,7 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dag_by_hand), cmocka_unit_test(test_dag_random), cmocka_unit_test(test_coherence),
-        cmocka_unit_test(test_transfers),   cmocka_unit_test(test_policies),
+        cmocka_unit_test(test_transfers),   cmocka_unit_test(test_copy_source), cmocka_unit_test(test_policies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
