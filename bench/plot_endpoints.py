@@ -4,10 +4,12 @@
 between two endpoints by placement beside cudaMemcpyPeer (half round trip,
 bandwidth; ep_win2.csv, ep_host2.csv, ep_rank2.csv, peer_copy.csv), the
 collectives beside NCCL (the --coll and --nccl files), and dslash's D by run
-(dslash.csv: a run's name before its first dot is its group).
+(dslash.csv: a run's name before its first dot is its group).  The
+peers' files (peer_copy.csv, --nccl) are left out where they are missing,
+as on a machine without CUDA.
 
 usage: python3 plot_endpoints.py DIR --title "four H100s" \\
-           --coll FILE:LABEL [--coll ...] --nccl FILE:LABEL --dslash GROUP,GROUP,... [--out endpoints.png]"""
+           --coll FILE:LABEL [--coll ...] [--nccl FILE:LABEL] --dslash GROUP,GROUP,... [--out endpoints.png]"""
 import argparse
 import csv
 import os
@@ -37,7 +39,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--title", required=True, help="the machine, e.g. 'two H200s'")
     ap.add_argument("--coll", action="append", default=[], type=file_label)
-    ap.add_argument("--nccl", required=True, type=file_label)
+    ap.add_argument("--nccl", type=file_label)
     ap.add_argument("--dslash", required=True, help="dslash.csv's groups, in order")
     ap.add_argument("--out", default="endpoints.png")
     args = ap.parse_args()
@@ -45,6 +47,8 @@ def main():
 
     fig, (lat, bw, coll, ds) = plt.subplots(1, 4, figsize=(22, 4.5))
     for path, label in MESSAGES:
+        if path == "peer_copy.csv" and not os.path.exists(path):
+            continue
         r = [x for x in rows(path) if int(x["bytes"]) > 0]
         b = [int(x["bytes"]) for x in r]
         lat.plot(b, [float(x["half_rtt_us"]) for x in r], "o-", markersize=3, label=label)
@@ -55,11 +59,12 @@ def main():
         line, = coll.plot(b, [float(x["bcast_us"]) for x in r], "o-", markersize=3, label=f"broadcast, {label}")
         coll.plot(b, [float(x["allreduce_us"]) for x in r], "s--", markersize=3, color=line.get_color(),
                   label=f"allreduce, {label}")
-    path, label = args.nccl
-    r = rows(path)
-    b = [int(x["bytes"]) for x in r]
-    coll.plot(b, [float(x["bcast_us"]) for x in r], "k-", label=f"NCCL broadcast, {label}")
-    coll.plot(b, [float(x["allreduce_us"]) for x in r], "k--", label=f"NCCL allreduce, {label}")
+    if args.nccl is not None and os.path.exists(args.nccl[0]):
+        path, label = args.nccl
+        r = rows(path)
+        b = [int(x["bytes"]) for x in r]
+        coll.plot(b, [float(x["bcast_us"]) for x in r], "k-", label=f"NCCL broadcast, {label}")
+        coll.plot(b, [float(x["allreduce_us"]) for x in r], "k--", label=f"NCCL allreduce, {label}")
     for ax, label in ((lat, "half round trip (us)"), (bw, "GB/s"), (coll, "collective (us)")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bytes")
