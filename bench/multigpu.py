@@ -157,7 +157,7 @@ BUILDERS = {"sched": sched_steps, "endpoints": endpoint_steps, "dslash": dslash_
 def dslash_table(args, z):
     """endpoints/dslash.csv from the dslash runs' JSON lines."""
     rows = []
-    for group, ranks, devices, t, _ in dslash_runs(args.gpus, z["depth"]):
+    for group, _, _, t, _ in dslash_runs(args.gpus, z["depth"]):
         for rep in (1, 2):
             path = os.path.join(args.out, "dslash", f"{group}.{rep}.txt")
             if not os.path.exists(path):
