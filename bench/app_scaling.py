@@ -18,8 +18,8 @@ prints the speedups over one rank measured in the same run.
 Inputs at scale S: pagerank (20 iterations), sssp and color on the Kronecker
 graph S (16 x 2^S edges); kmeans on 2^S points in 8 dimensions around 16
 centres, 20 iterations; kmer on reads of 100 bases drawn at coverage 16 from a
-random genome of 2^S bases (written once to --data, by default <out>;
-seeded), k = 31."""
+random genome of 2^S bases (written once to --data, by default
+bench-results/inputs, apart from the results; seeded), k = 31."""
 import argparse
 import csv
 import json
@@ -71,7 +71,7 @@ def app_command(app, scale, data):
 
 def run_one(args, app, ranks, extra):
     cmd = shlex.split(args.mpirun) + ["-np", str(ranks), os.path.join(args.bin, app)]
-    cmd += app_command(app, args.scale, args.data or args.out) + extra + ["--json"]
+    cmd += app_command(app, args.scale, args.data) + extra + ["--json"]
     cmd += ["--verify"] if args.verify else []
     row = {"app": app, "ranks": ranks, "error": ""}
     d, row["error"] = run_app(cmd, app, args.timeout)
@@ -143,7 +143,7 @@ def main():
         sys.exit("app_scaling: --scale 1..40, --ranks of positive counts, --repeat >= 1")
     require_built("app_scaling", args.bin, apps)
     os.makedirs(args.out, exist_ok=True)
-    os.makedirs(args.data or args.out, exist_ok=True)
+    os.makedirs(args.data, exist_ok=True)
 
     rows, progress = [], Progress(len(apps) * len(ranks) * args.repeat)
     with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:

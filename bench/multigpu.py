@@ -20,8 +20,8 @@ failed.
 
 --peers: bench/peers/build.sh's folder (peer_copy, nccl_coll, gups_ipc,
 gups_nvshmem); the parts leave out what is not built there.  --data: where
-app_scaling.py keeps its generated inputs (default <out>/../multigpu-data,
-so that <out> holds only results).  --tiny: CI's sizes, for PoCL's devices
+app_scaling.py keeps its generated inputs (its default, bench-results/inputs,
+apart from <out>).  --tiny: CI's sizes, for PoCL's devices
 (the same steps, each in seconds).  --dry-run prints the commands."""
 import argparse
 import csv
@@ -200,7 +200,7 @@ def main(argv=None):
     ap.add_argument("--parts", default=",".join(PARTS))
     ap.add_argument("--scale", type=int, default=22)
     ap.add_argument("--out", default="bench-results/multigpu")
-    ap.add_argument("--data")
+    ap.add_argument("--data", default="bench-results/inputs")
     ap.add_argument("--mpirun", default="mpirun --bind-to none --oversubscribe")
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
@@ -220,8 +220,6 @@ def main(argv=None):
             sys.exit(f"multigpu: --gpus \"{args.gpus}\" is not a list of GPU counts")
         if args.gpus[0] < 1:
             sys.exit("multigpu: GPU counts are at least 1")
-    if args.data is None:
-        args.data = os.path.join(os.path.dirname(os.path.abspath(args.out)), "multigpu-data")
     mpirun = shlex.split(args.mpirun)
     z = TINY if args.tiny else FULL
     if args.tiny and args.scale == 22:

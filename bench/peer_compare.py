@@ -55,7 +55,7 @@ def command(args, app, ranks, peer, extra):
         cmd += ["--log2-table", str(table), "--heap-size", str(heap)]
         cmd += ["--baseline"] if ranks == 1 else []
     else:
-        cmd += app_command(app, args.scale, args.data or args.out)
+        cmd += app_command(app, args.scale, args.data)
     return cmd + extra + ["--json", "--verify"]
 
 
@@ -159,7 +159,7 @@ def main():
         sys.exit("peer_compare: --ranks >= 2, --repeat >= 1, --log2-table 1..36, --scale 1..40")
     require_built("peer_compare", args.bin, apps)
     os.makedirs(args.out, exist_ok=True)
-    os.makedirs(args.data or args.out, exist_ok=True)
+    os.makedirs(args.data, exist_ok=True)
 
     rows, runs = [], configs(args.ranks)
     progress = Progress(len(apps) * len(runs) * args.repeat)
