@@ -16,13 +16,15 @@ failed.
 
   bench/multigpu.py [--bin build/bin] [--peers build/peers] [--gpus 1,2,4,8]
                     [--parts sched,endpoints,dslash,gups,apps] [--scale 22]
-                    [--out bench-results/multigpu] [--data DIR] [--tiny] [--dry-run]
+                    [--out bench-results/multigpu] [--data DIR] [--mpirun "mpirun ..."]
+                    [--tiny] [--dry-run]
 
 --peers: bench/peers/build.sh's folder (peer_copy, nccl_coll, gups_ipc,
 gups_nvshmem); the parts leave out what is not built there.  --data: where
 app_scaling.py keeps its generated inputs (its default, bench-results/inputs,
-apart from <out>).  --tiny: CI's sizes, for PoCL's devices
-(the same steps, each in seconds).  --dry-run prints the commands."""
+apart from <out>).  --mpirun goes to the benchmarks' drivers too.  --tiny:
+CI's sizes, for PoCL's devices (the same steps, each in seconds).  --dry-run
+prints the commands."""
 import argparse
 import csv
 import json
@@ -74,10 +76,15 @@ def peer(args, name):
     return path if os.access(path, os.X_OK) else None
 
 
+def driver(args, script, *options):
+    """One of the benchmarks' own drivers, with this run's binaries and mpirun."""
+    return [sys.executable, os.path.join(HERE, script), "--bin", args.bin, "--mpirun", args.mpirun, *options]
+
+
 def sched_steps(args, mpirun, z):
-    return [Step("sched", "sched", [sys.executable, os.path.join(HERE, "sched_bench.py"), "--bin", args.bin,
-                                    "--devices", ",".join(map(str, args.gpus)), "--partitions", "1,2,4,8,16,32",
-                                    "--reps", "3", "--out", os.path.join(args.out, "sched")] + z["sched"], 3600)]
+    return [Step("sched", "sched", driver(args, "sched_bench.py", "--devices", ",".join(map(str, args.gpus)),
+                                          "--partitions", "1,2,4,8,16,32", "--reps", "3", "--out",
+                                          os.path.join(args.out, "sched")) + z["sched"], 3600)]
 
 
 def endpoint_steps(args, mpirun, z):
@@ -135,14 +142,14 @@ def dslash_steps(args, mpirun, z):
 
 
 def gups_steps(args, mpirun, z):
-    return [Step("gups", "gups", [sys.executable, os.path.join(HERE, "gups_peers.py"), "--bin", args.bin, "--peers",
-                                  args.peers, "--gpus", ",".join(map(str, args.gpus)), "--repeat", "3", "--out",
-                                  os.path.join(args.out, "gups")] + z["gups"], 3600)]
+    return [Step("gups", "gups", driver(args, "gups_peers.py", "--peers", args.peers, "--gpus",
+                                        ",".join(map(str, args.gpus)), "--repeat", "3", "--out",
+                                        os.path.join(args.out, "gups")) + z["gups"], 3600)]
 
 
 def app_steps(args, mpirun, z):
-    common = [sys.executable, os.path.join(HERE, "app_scaling.py"), "--bin", args.bin, "--scale", str(args.scale),
-              "--ranks", ",".join(map(str, args.gpus)), "--repeat", "1", "--data", args.data]
+    common = driver(args, "app_scaling.py", "--scale", str(args.scale), "--ranks", ",".join(map(str, args.gpus)),
+                    "--repeat", "1", "--data", args.data)
     # kmer's one-rank table takes 3 GiB at scale 22
     return [Step("apps", "apps", common + ["--apps", "pagerank,sssp,kmeans", "--out", os.path.join(args.out, "apps")],
                  3600),

@@ -14,11 +14,9 @@ import argparse
 import csv
 import os
 import statistics
+import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from driver import pyplot
 
 MESSAGES = (("ep_win2.csv", "two ranks, windows"), ("ep_host2.csv", "two ranks, through the host"),
             ("ep_rank2.csv", "one rank, two endpoints"), ("peer_copy.csv", "cudaMemcpyPeer (no grain)"))
@@ -43,6 +41,9 @@ def main():
     ap.add_argument("--dslash", required=True, help="dslash.csv's groups, in order")
     ap.add_argument("--out", default="endpoints.png")
     args = ap.parse_args()
+    plt = pyplot("plot_endpoints")
+    if plt is None:
+        return 1
     os.chdir(args.dir)
 
     fig, (lat, bw, coll, ds) = plt.subplots(1, 4, figsize=(22, 4.5))
@@ -89,7 +90,8 @@ def main():
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
     print(f"wrote {os.path.join(args.dir, args.out)}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
