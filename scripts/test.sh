@@ -12,8 +12,32 @@
 #                              on the plain one
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's time, printed last (also when a step fails), where CI's log
+# tail shows it: the suite must stay well inside CI's time.
+steps="" current="" current_start=0
+timed() { # <name> <command...>
+    current=$1 current_start=$SECONDS
+    shift
+    # Plain, so that set -e holds inside a function it runs: a failure ends
+    # the script here (summary names the step) unless the caller tests it.
+    "$@"
+    local status=$?
+    steps+="  $current: $((SECONDS - current_start)) s (exit $status)"$'\n'
+    current=""
+    return $status
+}
+summary() {
+    local status=$?
+    [ -z "$current" ] || steps+="  $current: $((SECONDS - current_start)) s (stopped here)"$'\n'
+    # A step that fails before the VM's still leaves no debootstrap behind.
+    [ -z "${vm_disk:-}" ] || wait "$vm_disk" 2>/dev/null || true
+    printf 'scripts/test.sh: %s s in all (exit %s)\n%s' "$SECONDS" "$status" "$steps"
+    exit $status
+}
+trap summary EXIT
+
 . scripts/deps.sh
-grain_install_deps test
+timed "Debian packages" grain_install_deps test
 jobs=$(nproc)
 
 # CTest lists the tests it skipped without their reason; each says why in
@@ -32,9 +56,12 @@ show_skips() { # <build dir> <ctest's output>
 run_suite() { # <build dir> <ctest args> <cmake args...>
     local dir=$1 select=$2 status=0
     shift 2
-    cmake -S . -B "$dir" -DGRAIN_WERROR=ON -DGRAIN_BUILD_TESTS=ON -DGRAIN_DEVICE_CHECKS=ON "$@" >/dev/null
-    cmake --build "$dir" -j "$jobs"
+    timed "$dir: configure" cmake -S . -B "$dir" -DGRAIN_WERROR=ON -DGRAIN_BUILD_TESTS=ON -DGRAIN_DEVICE_CHECKS=ON \
+        "$@" >/dev/null
+    timed "$dir: build" cmake --build "$dir" -j "$jobs"
+    local start=$SECONDS
     ctest --test-dir "$dir" --output-on-failure --timeout 300 $select | tee "$dir/ctest.log" || status=$?
+    steps+="  $dir: tests: $((SECONDS - start)) s (exit $status)"$'\n'
     if grep -q '(Skipped)' "$dir/ctest.log"; then
         echo "Why each skipped test did not run:"
         show_skips "$dir" "$dir/ctest.log"
@@ -58,8 +85,7 @@ if [ "${GRAIN_VERBS_VM:-1}" != 0 ] && [ -z "$(ls /sys/class/infiniband 2>/dev/nu
     vm_disk_log=$(mktemp)
     scripts/verbs_vm.sh --disk </dev/null >"$vm_disk_log" 2>&1 &
     vm_disk=$!
-    # A step that fails before the VM's still leaves no debootstrap behind.
-    trap 'wait "$vm_disk" 2>/dev/null' EXIT
+    vm_disk_start=$SECONDS
 fi
 plain_tests="-R ^(bench|fuzz)\."
 [ "$quick" = 1 ] && plain_tests=""
@@ -68,15 +94,20 @@ run_suite build "$plain_tests" -DCMAKE_BUILD_TYPE=Release
 # the library and its tools alone, then tests/consumer against them.
 cmake -S . -B build-static -DGRAIN_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DGRAIN_BUILD_APPS=OFF -DGRAIN_BUILD_TESTS=OFF -DGRAIN_DEVICE_CHECKS=OFF >/dev/null
-cmake --build build-static -j "$jobs"
-tests/consumer/check.sh build-static . mpiexec
+timed "build-static: build" cmake --build build-static -j "$jobs"
+timed "build-static: consumer" tests/consumer/check.sh build-static . mpiexec
 if [ "$vm" = 1 ]; then
-    # A disk it could not make is skipped below, saying why.
-    wait "$vm_disk" || true
+    disk_status=0
+    wait "$vm_disk" || disk_status=$?
+    vm_disk=""
+    steps+="  verbs VM: disk: $((SECONDS - vm_disk_start)) s since the start (exit $disk_status)"$'\n'
     cat "$vm_disk_log"
     rm -f "$vm_disk_log"
     status=0
-    scripts/verbs_vm.sh || status=$?
+    # A disk that could not be made was skipped, saying why; asking again
+    # would run debootstrap a second time for the same answer.
+    [ "$disk_status" != 0 ] || timed "verbs VM: build and tests" scripts/verbs_vm.sh || status=$?
+    [ "$disk_status" = 0 ] || [ "$disk_status" = 77 ] || exit "$disk_status"
     [ "$status" = 0 ] || [ "$status" = 77 ] || exit "$status"
 fi
 if [ "$quick" = 0 ]; then
