@@ -82,8 +82,8 @@ quick=0
 vm=0
 if [ "${GRAIN_VERBS_VM:-1}" != 0 ] && [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
     vm=1
-    vm_disk_log=$(mktemp)
-    scripts/verbs_vm.sh --disk </dev/null >"$vm_disk_log" 2>&1 &
+    vm_log=$(mktemp)
+    scripts/verbs_vm.sh --disk </dev/null >"$vm_log" 2>&1 &
     vm_disk=$!
     vm_disk_start=$SECONDS
 fi
@@ -101,13 +101,15 @@ if [ "$vm" = 1 ]; then
     wait "$vm_disk" || disk_status=$?
     vm_disk=""
     steps+="  verbs VM: disk: $((SECONDS - vm_disk_start)) s since the start (exit $disk_status)"$'\n'
-    cat "$vm_disk_log"
-    rm -f "$vm_disk_log"
-    status=0
+    cat "$vm_log"
+    status=$disk_status
     # A disk that could not be made was skipped, saying why; asking again
     # would run debootstrap a second time for the same answer.
-    [ "$disk_status" != 0 ] || timed "verbs VM: build and tests" scripts/verbs_vm.sh || status=$?
-    [ "$disk_status" = 0 ] || [ "$disk_status" = 77 ] || exit "$disk_status"
+    run_vm() { scripts/verbs_vm.sh 2>&1 | tee "$vm_log"; }
+    [ "$status" != 0 ] || timed "verbs VM: build and tests" run_vm || status=$?
+    # Why it was skipped, in the summary too.
+    [ "$status" != 77 ] || steps+="    $(grep 'verbs VM skipped' "$vm_log" | tail -n 1)"$'\n'
+    rm -f "$vm_log"
     [ "$status" = 0 ] || [ "$status" = 77 ] || exit "$status"
 fi
 if [ "$quick" = 0 ]; then

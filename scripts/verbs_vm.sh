@@ -71,7 +71,12 @@ if [ ! -f "$dir/root.img" ]; then
     drop_root
     echo "verbs VM: making its disk in $dir (debootstrap bookworm)"
     timeout 600 debootstrap --variant=minbase --include="$packages" bookworm "$dir/root" http://deb.debian.org/debian \
-        >"$dir/debootstrap.log" 2>&1 || { drop_root; skip "debootstrap failed or took over 10 minutes (see $dir/debootstrap.log)"; }
+        >"$dir/debootstrap.log" 2>&1 || {
+        drop_root
+        # Its last words say why, where a CI log is all there is to read.
+        skip "debootstrap failed or took over 10 minutes ($dir/debootstrap.log ends:" \
+            "$(tail -n 3 "$dir/debootstrap.log" | tr '\n' ' '))"
+    }
     unmount_root
     # PID 1: mounts, the checkout and the job's folder over 9p, Soft-RoCE on lo,
     # the job, power off.
