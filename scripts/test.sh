@@ -53,15 +53,17 @@ show_skips() { # <build dir> <ctest's output>
     done
 }
 
+run_ctest() { # <build dir> <ctest args>
+    ctest --test-dir "$1" --output-on-failure --timeout 300 $2 | tee "$1/ctest.log"
+}
+
 run_suite() { # <build dir> <ctest args> <cmake args...>
     local dir=$1 select=$2 status=0
     shift 2
     timed "$dir: configure" cmake -S . -B "$dir" -DGRAIN_WERROR=ON -DGRAIN_BUILD_TESTS=ON -DGRAIN_DEVICE_CHECKS=ON \
         "$@" >/dev/null
     timed "$dir: build" cmake --build "$dir" -j "$jobs"
-    local start=$SECONDS
-    ctest --test-dir "$dir" --output-on-failure --timeout 300 $select | tee "$dir/ctest.log" || status=$?
-    steps+="  $dir: tests: $((SECONDS - start)) s (exit $status)"$'\n'
+    timed "$dir: tests" run_ctest "$dir" "$select" || status=$?
     if grep -q '(Skipped)' "$dir/ctest.log"; then
         echo "Why each skipped test did not run:"
         show_skips "$dir" "$dir/ctest.log"
