@@ -141,16 +141,11 @@ static int passes_stage(grain_t *g, const void *p, size_t bytes)
     return stages(g) && g->bops->host_pinned != NULL && g->bops->host_pinned(g->backend, p, bytes);
 }
 
-/* A tile kernel of `elements` work-items on the BLAS_RUN lane, in
- * work-groups of one size whatever the tile, the last one padded (the
- * kernels skip the work-items past their tile).  A size that divides the
- * elements, as a user's kernel needs, falls to a few lanes for some tiles
- * (1 for a prime count), and a compiler that builds a kernel for each
- * work-group size (PoCL) would build one for nearly every tile. */
+/* A tile kernel of `elements` work-items on the BLAS_RUN lane. */
 static grain_status_t launch_tile(grain_t *g, grain_bkernel_t *bk, size_t elements)
 {
-    size_t local = g->binfo.max_wg_size < 256 ? g->binfo.max_wg_size : 256;
-    size_t global = (elements + local - 1) / local * local;
+    size_t local = g->binfo.max_wg_size < BLAS_TILE_WG ? g->binfo.max_wg_size : BLAS_TILE_WG;
+    size_t global = blas_tile_global(elements, local);
     return g->bops->launch_lane(bk, BLAS_RUN, 1, &global, &local);
 }
 

@@ -51,6 +51,17 @@ enum { BLAS_AXPY_Y = 0, BLAS_AXPY_X = 2, BLAS_AXPY_ALPHA = 5 };
 extern const unsigned blas_gemm_counts_at[8];
 extern const unsigned blas_axpy_counts_at[3];
 
+/* The tile kernels run in work-groups of one size whatever the tile, the
+ * last one padded (the kernels skip the work-items past their tile): a size
+ * that divides the elements, as a user's kernel needs, falls to a few lanes
+ * for some tiles (1 for a prime count), and a compiler that builds a kernel
+ * for each work-group size (PoCL) would build one for nearly every tile. */
+enum { BLAS_TILE_WG = 256 };
+static inline size_t blas_tile_global(size_t elements, size_t local)
+{
+    return (elements + local - 1) / local * local;
+}
+
 /* `count` kernels of `routine` on a tile of t (t x t for gemm: C += A B)
  * on device buffers of that size, queued back to back on the lane of the
  * tiled BLAS's kernels as the routines queue them, then waited for: what

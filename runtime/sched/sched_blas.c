@@ -36,6 +36,18 @@ static grain_status_t blas_kernel(grain_sched_t *s, grain_blas_routine_t r, grai
     return st;
 }
 
+/* A tile kernel of `elements` work-items in the tiled BLAS's work-groups
+ * (blas_run.h), no larger than any of the scheduler's devices takes. */
+static grain_status_t launch(grain_sched_t *s, grain_kernel_t *kern, size_t elements)
+{
+    size_t local = BLAS_TILE_WG;
+    for (unsigned d = 0; d < s->n_dev; d++)
+        if (s->dev[d].info.max_wg_size < local)
+            local = s->dev[d].info.max_wg_size;
+    size_t global = blas_tile_global(elements, local);
+    return grain_sched_launch(kern, 1, &global, &local);
+}
+
 grain_status_t sched_blas_vendor(grain_sched_t *s, sched_elem_t *el, int *ran_p)
 {
     *ran_p = 0;
@@ -165,7 +177,7 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
                         c == a ? "A" : "B");
     if (st != GRAIN_OK || m == 0 || n == 0)
         return st;
-    if (m > SIZE_MAX / n)
+    if (m > (SIZE_MAX - BLAS_TILE_WG) / n)
         return grain_fail(GRAIN_ERR_INVALID, "%s: C has %zu x %zu elements, more than a launch has work-items", what,
                           m, n);
     grain_kernel_t *kern = NULL;
@@ -193,8 +205,7 @@ static grain_status_t gemm(grain_sched_t *s, grain_blas_routine_t r, const char 
         st = grain_kernel_set_arg(kern, BLAS_GEMM_ALPHA, es, alpha);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(kern, BLAS_GEMM_BETA, es, beta);
-    size_t global = m * n;
-    return st == GRAIN_OK ? grain_sched_launch(kern, 1, &global, NULL) : st;
+    return st == GRAIN_OK ? launch(s, kern, m * n) : st;
 }
 
 static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char *what, size_t es, size_t n,
@@ -223,7 +234,7 @@ static grain_status_t axpy(grain_sched_t *s, grain_blas_routine_t r, const char 
         st = grain_kernel_set_arg(kern, blas_axpy_counts_at[i], sizeof counts[i], &counts[i]);
     if (st == GRAIN_OK)
         st = grain_kernel_set_arg(kern, BLAS_AXPY_ALPHA, es, alpha);
-    return st == GRAIN_OK ? grain_sched_launch(kern, 1, &n, NULL) : st;
+    return st == GRAIN_OK ? launch(s, kern, n) : st;
 }
 
 grain_status_t grain_sched_dgemm(grain_sched_t *s, char transa, char transb, size_t m, size_t n, size_t k,
