@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/opencl/ocl_turns.h"
+#include "services/backoff.h" /* grain_now_ns */
 #include "services/config.h"
 #include "services/cores.h"
 #include "services/log.h"
@@ -96,11 +98,19 @@ struct grain_backend {
 struct grain_bprogram {
     grain_backend_t *backend;
     cl_program program;
+    uint64_t key; /* its compile's (ocl_turns.h): device, options, source */
 };
+
+/* The work-group sizes a kernel remembers having launched at; past them,
+ * a launch at another size takes a turn again (ocl_turns.h). */
+#define OCL_SHAPES 8
 
 struct grain_bkernel {
     grain_backend_t *backend;
     cl_kernel kernel;
+    uint64_t key;
+    size_t shapes[OCL_SHAPES][3]; /* under the backend's lock */
+    unsigned n_shapes;
 };
 
 static const char *cl_error_name(cl_int err)
@@ -719,13 +729,20 @@ static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, 
     char opts[2048];
     snprintf(opts, sizeof opts, "-cl-std=%s%s %s", b->cl_std,
              b->info.no_device_launch[0] == '\0' ? " -DGRAIN_DEVICE_LAUNCH=1" : "", options ? options : "");
+    prog->key = ocl_turn_key(OCL_TURN_KEY_START, b->info.device_name, strlen(b->info.device_name));
+    prog->key = ocl_turn_key(prog->key, opts, strlen(opts));
+    prog->key = ocl_turn_key(prog->key, source, strlen(source));
+    ocl_turn_t turn;
+    ocl_turn_take(&turn, prog->key);
     err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
     /* PoCL's kernel cache races when processes build the same program at
      * once (pocl/pocl#1480): a rank's build fails with no diagnostics while
-     * the others' succeed.  One more build, once the entry is written,
+     * the others' succeed.  Turns keep grain's processes apart where the
+     * lock file opens; otherwise one more build, once the entry is written,
      * passes; a real error fails again the same way. */
     if (err == CL_BUILD_PROGRAM_FAILURE)
         err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
+    ocl_turn_give(&turn);
     if (err != CL_SUCCESS) {
         size_t n = 0;
         clGetProgramBuildInfo(prog->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
@@ -759,6 +776,7 @@ static grain_status_t ocl_kernel_create(grain_bprogram_t *prog, const char *name
         return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for a kernel");
     cl_int err;
     k->backend = prog->backend;
+    k->key = ocl_turn_key(prog->key, name, strlen(name));
     k->kernel = clCreateKernel(prog->program, name, &err);
     if (err != CL_SUCCESS) {
         free(k);
@@ -795,6 +813,49 @@ static grain_status_t ocl_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index,
     return GRAIN_OK;
 }
 
+/* Whether this is the kernel's first launch at work-group size `local`
+ * (NULL: the implementation's choice), which it then remembers. */
+static int new_shape(grain_bkernel_t *k, unsigned dims, const size_t *local)
+{
+    size_t shape[3] = {0, 0, 0};
+    for (unsigned d = 0; local != NULL && d < dims; d++)
+        shape[d] = local[d];
+    grain_backend_t *b = k->backend;
+    pthread_mutex_lock(&b->lock);
+    int seen = 0;
+    for (unsigned i = 0; i < k->n_shapes && !seen; i++)
+        seen = memcmp(k->shapes[i], shape, sizeof shape) == 0;
+    if (!seen && k->n_shapes < OCL_SHAPES)
+        memcpy(k->shapes[k->n_shapes++], shape, sizeof shape);
+    pthread_mutex_unlock(&b->lock);
+    return !seen;
+}
+
+/* How long a first launch keeps its turn (ocl_turns.h).  PoCL compiles a
+ * kernel for a work-group size once the launch is ready to run
+ * (CL_SUBMITTED) and sets it running when the compile is done, so the turn
+ * lasts while the launch is submitted, up to a compile's worst time.  A
+ * launch still queued behind earlier commands keeps it only briefly: those
+ * may wait for other ranks, which may be waiting for this turn. */
+#define OCL_TURN_QUEUED_NS 250000000ull
+#define OCL_TURN_SUBMITTED_NS 60000000000ull
+
+static void wait_compiled(cl_event event)
+{
+    uint64_t start = grain_now_ns();
+    for (;;) {
+        cl_int status;
+        if (clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+            return;
+        uint64_t waited = grain_now_ns() - start;
+        if ((status == CL_QUEUED && waited >= OCL_TURN_QUEUED_NS) ||
+            (status == CL_SUBMITTED && waited >= OCL_TURN_SUBMITTED_NS) || (status != CL_QUEUED && status != CL_SUBMITTED))
+            return;
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
 static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsigned dims,
                               const size_t *global, const size_t *local, cl_event *event)
 {
@@ -805,14 +866,34 @@ static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsign
     pthread_mutex_unlock(&b->lock);
     if (err != CL_SUCCESS)
         return CL_FAIL(err, "clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS)");
+    /* A CPU device compiles at a first launch (ocl_turns.h); a GPU's
+     * compile is the program's build. */
+    int turn_taken = b->info.cpu_device && new_shape(k, dims, local);
+    ocl_turn_t turn;
+    cl_event mine = NULL;
+    if (turn_taken) {
+        size_t shape[3] = {0, 0, 0};
+        for (unsigned d = 0; local != NULL && d < dims; d++)
+            shape[d] = local[d];
+        ocl_turn_take(&turn, ocl_turn_key(k->key, shape, sizeof shape));
+        if (event == NULL)
+            event = &mine;
+    }
     err = clEnqueueNDRangeKernel(queue, k->kernel, dims, NULL, global, local, 0, NULL, event);
-    if (err != CL_SUCCESS)
-        return CL_FAIL(err, "clEnqueueNDRangeKernel");
+    const char *call = "clEnqueueNDRangeKernel";
     /* Start it now: the host threads drain its queue while it runs. */
-    err = clFlush(queue);
-    if (err != CL_SUCCESS)
-        return CL_FAIL(err, "clFlush");
-    return GRAIN_OK;
+    if (err == CL_SUCCESS) {
+        err = clFlush(queue);
+        call = "clFlush";
+    }
+    if (turn_taken) {
+        if (err == CL_SUCCESS)
+            wait_compiled(*event);
+        ocl_turn_give(&turn);
+        if (mine != NULL)
+            clReleaseEvent(mine);
+    }
+    return err == CL_SUCCESS ? GRAIN_OK : CL_FAIL(err, call);
 }
 
 static grain_status_t ocl_launch(grain_bkernel_t *k, unsigned dims, const size_t *global,
