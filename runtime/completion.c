@@ -30,8 +30,12 @@ void grain_wait_a_little(unsigned *spins)
         sched_yield();
         return;
     }
-    struct timespec nap = {0, 10000};
-    nanosleep(&nap, NULL);
+    /* Naps of 10 us doubling, as an idle thread's (backoff.h), up to its
+     * longest. */
+    unsigned doublings = *spins - 100u < 8u ? *spins - 100u : 8u;
+    long nap = 10000l << doublings, max = (long)atomic_load_explicit(&grain_backoff_nap_max_ns, memory_order_relaxed);
+    struct timespec t = {0, nap < max ? nap : max};
+    nanosleep(&t, NULL);
 }
 
 /* Errors logged one by one before they are only counted: a peer that

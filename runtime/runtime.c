@@ -11,6 +11,7 @@
 #include "runtime/messages/quiets.h"
 #include "runtime/messages/recv_threads.h"
 #include "runtime/messages/replier.h"
+#include "services/backoff.h"
 #include "services/cores.h"
 #include "services/log.h"
 
@@ -515,6 +516,9 @@ grain_status_t grain_init_transport(const grain_config_t *config, const void *mp
     if (st != GRAIN_OK)
         goto err;
     g->bops->query(g->backend, &g->binfo);
+    /* Idle threads nap longer where they take the kernels' cores (backoff.h). */
+    if (g->binfo.cpu_device)
+        atomic_store(&grain_backoff_nap_max_ns, GRAIN_BACKOFF_CPU_NAP_MAX_NS);
     if (aggs == 0) {
         int written = g->tops->receives_written != NULL && g->tops->receives_written(g->transport);
         g->config.aggregators = auto_aggregators(g, net, written);

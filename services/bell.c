@@ -55,7 +55,7 @@ void grain_backoff_idle_bell(grain_backoff_t *backoff, grain_bell_t *b, uint64_t
         grain_backoff_idle(backoff);
         return;
     }
-    struct timespec until = deadline_in(CLOCK_MONOTONIC, GRAIN_BACKOFF_NAP_NS);
+    struct timespec until = deadline_in(CLOCK_MONOTONIC, grain_backoff_nap(backoff));
     atomic_fetch_add(&b->sleepers, 1);
     pthread_mutex_lock(&b->lock);
     if (atomic_load(&b->rings) == seen)
