@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#include "backends/opencl/ocl_turns.h"
+#include "services/turns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-uint64_t ocl_turn_key(uint64_t key, const void *p, size_t bytes)
+uint64_t grain_turn_key(uint64_t key, const void *p, size_t bytes)
 {
     const unsigned char *c = p;
     for (size_t i = 0; i < bytes; i++)
@@ -16,12 +16,12 @@ uint64_t ocl_turn_key(uint64_t key, const void *p, size_t bytes)
     return key;
 }
 
-void ocl_turn_take(ocl_turn_t *t, uint64_t key)
+void grain_turn_take(grain_turn_t *t, uint64_t key)
 {
     const char *dir = getenv("TMPDIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/grain-compile-%ld-%02u.lock", dir != NULL && dir[0] != '\0' ? dir : "/tmp",
-             (long)getuid(), (unsigned)(key % OCL_TURN_FILES));
+             (long)getuid(), (unsigned)(key % GRAIN_TURN_FILES));
     t->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (t->fd < 0)
         return;
@@ -33,7 +33,7 @@ void ocl_turn_take(ocl_turn_t *t, uint64_t key)
         }
 }
 
-void ocl_turn_give(ocl_turn_t *t)
+void grain_turn_give(grain_turn_t *t)
 {
     if (t->fd >= 0)
         close(t->fd); /* releases the lock */

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "backends/opencl/ocl_turns.h"
+#include "services/turns.h"
 #include "services/backoff.h" /* grain_now_ns */
 #include "services/config.h"
 #include "services/cores.h"
@@ -98,11 +98,11 @@ struct grain_backend {
 struct grain_bprogram {
     grain_backend_t *backend;
     cl_program program;
-    uint64_t key; /* its compile's (ocl_turns.h): device, options, source */
+    uint64_t key; /* its compile's (services/turns.h): device, options, source */
 };
 
 /* The work-group sizes a kernel remembers having launched at; past them,
- * a launch at another size takes a turn again (ocl_turns.h). */
+ * a launch at another size takes a turn again (services/turns.h). */
 #define OCL_SHAPES 8
 
 struct grain_bkernel {
@@ -729,11 +729,11 @@ static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, 
     char opts[2048];
     snprintf(opts, sizeof opts, "-cl-std=%s%s %s", b->cl_std,
              b->info.no_device_launch[0] == '\0' ? " -DGRAIN_DEVICE_LAUNCH=1" : "", options ? options : "");
-    prog->key = ocl_turn_key(OCL_TURN_KEY_START, b->info.device_name, strlen(b->info.device_name));
-    prog->key = ocl_turn_key(prog->key, opts, strlen(opts));
-    prog->key = ocl_turn_key(prog->key, source, strlen(source));
-    ocl_turn_t turn;
-    ocl_turn_take(&turn, prog->key);
+    prog->key = grain_turn_key(GRAIN_TURN_KEY_START, b->info.device_name, strlen(b->info.device_name));
+    prog->key = grain_turn_key(prog->key, opts, strlen(opts));
+    prog->key = grain_turn_key(prog->key, source, strlen(source));
+    grain_turn_t turn;
+    grain_turn_take(&turn, prog->key);
     err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
     /* PoCL's kernel cache races when processes build the same program at
      * once (pocl/pocl#1480): a rank's build fails with no diagnostics while
@@ -742,7 +742,7 @@ static grain_status_t ocl_program_build(grain_backend_t *b, const char *source, 
      * passes; a real error fails again the same way. */
     if (err == CL_BUILD_PROGRAM_FAILURE)
         err = clBuildProgram(prog->program, 1, &b->device, opts, NULL, NULL);
-    ocl_turn_give(&turn);
+    grain_turn_give(&turn);
     if (err != CL_SUCCESS) {
         size_t n = 0;
         clGetProgramBuildInfo(prog->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
@@ -776,7 +776,7 @@ static grain_status_t ocl_kernel_create(grain_bprogram_t *prog, const char *name
         return grain_fail(GRAIN_ERR_NO_MEMORY, "opencl: no memory for a kernel");
     cl_int err;
     k->backend = prog->backend;
-    k->key = ocl_turn_key(prog->key, name, strlen(name));
+    k->key = grain_turn_key(prog->key, name, strlen(name));
     k->kernel = clCreateKernel(prog->program, name, &err);
     if (err != CL_SUCCESS) {
         free(k);
@@ -831,7 +831,7 @@ static int new_shape(grain_bkernel_t *k, unsigned dims, const size_t *local)
     return !seen;
 }
 
-/* How long a first launch keeps its turn (ocl_turns.h).  PoCL compiles a
+/* How long a first launch keeps its turn (services/turns.h).  PoCL compiles a
  * kernel for a work-group size once the launch is ready to run
  * (CL_SUBMITTED) and sets it running when the compile is done, so the turn
  * lasts while the launch is submitted, up to a compile's worst time.  A
@@ -848,8 +848,8 @@ static void wait_compiled(cl_event event)
         if (clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
             return;
         uint64_t waited = grain_now_ns() - start;
-        if ((status == CL_QUEUED && waited >= OCL_TURN_QUEUED_NS) ||
-            (status == CL_SUBMITTED && waited >= OCL_TURN_SUBMITTED_NS) || (status != CL_QUEUED && status != CL_SUBMITTED))
+        if (status == CL_QUEUED ? waited >= OCL_TURN_QUEUED_NS
+                                : status != CL_SUBMITTED || waited >= OCL_TURN_SUBMITTED_NS)
             return;
         struct timespec nap = {0, 1000000};
         nanosleep(&nap, NULL);
@@ -866,16 +866,22 @@ static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsign
     pthread_mutex_unlock(&b->lock);
     if (err != CL_SUCCESS)
         return CL_FAIL(err, "clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS)");
-    /* A CPU device compiles at a first launch (ocl_turns.h); a GPU's
-     * compile is the program's build. */
+    /* The ranks of a node take turns at compiles (services/turns.h): at a
+     * program's build, and on a CPU device at a kernel's first launch at
+     * each work-group size, where PoCL compiles it again.  Otherwise every
+     * rank compiles the same kernel at once, on the cores the kernels need:
+     * pagerank on 3 ranks of a 2-core machine, PoCL's cache empty, under
+     * AddressSanitizer, took 192 s against 20 s for one rank; 154 s with
+     * turns, and 31 s with the longer naps of a CPU device's idle threads
+     * too (services/backoff.h). */
     int turn_taken = b->info.cpu_device && new_shape(k, dims, local);
-    ocl_turn_t turn;
+    grain_turn_t turn;
     cl_event mine = NULL;
     if (turn_taken) {
         size_t shape[3] = {0, 0, 0};
         for (unsigned d = 0; local != NULL && d < dims; d++)
             shape[d] = local[d];
-        ocl_turn_take(&turn, ocl_turn_key(k->key, shape, sizeof shape));
+        grain_turn_take(&turn, grain_turn_key(k->key, shape, sizeof shape));
         if (event == NULL)
             event = &mine;
     }
@@ -889,7 +895,7 @@ static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsign
     if (turn_taken) {
         if (err == CL_SUCCESS)
             wait_compiled(*event);
-        ocl_turn_give(&turn);
+        grain_turn_give(&turn);
         if (mine != NULL)
             clReleaseEvent(mine);
     }
