@@ -29,11 +29,11 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
-#include "services/turns.h"
 #include "services/backoff.h" /* grain_now_ns */
 #include "services/config.h"
 #include "services/cores.h"
 #include "services/log.h"
+#include "services/turns.h"
 
 #define MARK_EVENTS 64u
 
@@ -101,8 +101,9 @@ struct grain_bprogram {
     uint64_t key; /* its compile's (services/turns.h): device, options, source */
 };
 
-/* The work-group sizes a kernel remembers having launched at; past them,
- * a launch at another size takes a turn again (services/turns.h). */
+/* The work-group sizes a kernel remembers having launched at, each first
+ * launch taking a turn (services/turns.h); a kernel launched at more sizes
+ * takes no turn for the others, rather than one at every launch. */
 #define OCL_SHAPES 8
 
 struct grain_bkernel {
@@ -814,7 +815,8 @@ static grain_status_t ocl_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index,
 }
 
 /* Whether this is the kernel's first launch at work-group size `local`
- * (NULL: the implementation's choice), which it then remembers. */
+ * (NULL: the implementation's choice), which it then remembers, while it
+ * has room. */
 static int new_shape(grain_bkernel_t *k, unsigned dims, const size_t *local)
 {
     size_t shape[3] = {0, 0, 0};
@@ -825,10 +827,11 @@ static int new_shape(grain_bkernel_t *k, unsigned dims, const size_t *local)
     int seen = 0;
     for (unsigned i = 0; i < k->n_shapes && !seen; i++)
         seen = memcmp(k->shapes[i], shape, sizeof shape) == 0;
-    if (!seen && k->n_shapes < OCL_SHAPES)
+    int remembered = !seen && k->n_shapes < OCL_SHAPES;
+    if (remembered)
         memcpy(k->shapes[k->n_shapes++], shape, sizeof shape);
     pthread_mutex_unlock(&b->lock);
-    return !seen;
+    return remembered;
 }
 
 /* How long a first launch keeps its turn (services/turns.h).  PoCL compiles a
