@@ -814,22 +814,19 @@ static grain_status_t ocl_kernel_set_arg_ptr(grain_bkernel_t *k, unsigned index,
     return GRAIN_OK;
 }
 
-/* Whether this is the kernel's first launch at work-group size `local`
- * (NULL: the implementation's choice), which it then remembers, while it
+/* Whether this is the kernel's first launch at work-group size `shape`
+ * (zeros: the implementation's choice), which it then remembers, while it
  * has room. */
-static int new_shape(grain_bkernel_t *k, unsigned dims, const size_t *local)
+static int new_shape(grain_bkernel_t *k, const size_t shape[3])
 {
-    size_t shape[3] = {0, 0, 0};
-    for (unsigned d = 0; local != NULL && d < dims; d++)
-        shape[d] = local[d];
     grain_backend_t *b = k->backend;
     pthread_mutex_lock(&b->lock);
     int seen = 0;
     for (unsigned i = 0; i < k->n_shapes && !seen; i++)
-        seen = memcmp(k->shapes[i], shape, sizeof shape) == 0;
+        seen = memcmp(k->shapes[i], shape, sizeof k->shapes[i]) == 0;
     int remembered = !seen && k->n_shapes < OCL_SHAPES;
     if (remembered)
-        memcpy(k->shapes[k->n_shapes++], shape, sizeof shape);
+        memcpy(k->shapes[k->n_shapes++], shape, sizeof k->shapes[0]);
     pthread_mutex_unlock(&b->lock);
     return remembered;
 }
@@ -877,13 +874,13 @@ static grain_status_t enqueue(grain_bkernel_t *k, cl_command_queue queue, unsign
      * AddressSanitizer, took 192 s against 20 s for one rank; 154 s with
      * turns, and 31 s with the longer naps of a CPU device's idle threads
      * too (services/backoff.h). */
-    int turn_taken = b->info.cpu_device && new_shape(k, dims, local);
+    size_t shape[3] = {0, 0, 0};
+    for (unsigned d = 0; local != NULL && d < dims; d++)
+        shape[d] = local[d];
+    int turn_taken = b->info.cpu_device && new_shape(k, shape);
     grain_turn_t turn;
     cl_event mine = NULL;
     if (turn_taken) {
-        size_t shape[3] = {0, 0, 0};
-        for (unsigned d = 0; local != NULL && d < dims; d++)
-            shape[d] = local[d];
         grain_turn_take(&turn, grain_turn_key(k->key, shape, sizeof shape));
         if (event == NULL)
             event = &mine;
