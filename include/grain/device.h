@@ -861,6 +861,7 @@ GRAIN_INLINE void grain_am(const grain_wg_t *wg, grain_u32 handler, grain_u64 a0
     grain_send_(wg, GRAIN_CMD_AM, handler, pe, a0, a1, active);
 }
 
+#include "grain/device/combine.h"
 #include "grain/device/sync.h"
 #include "grain/device/chunks.h"
 #include "grain/device/runtime_kernels.h"

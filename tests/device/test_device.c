@@ -4,8 +4,9 @@
  * WG-level primitives against a scalar reference for every active-lane
  * pattern, work-group shapes in 1, 2 and 3 dimensions; and every kind of bad
  * message from a kernel reported with the work-item that sent it, while the
- * good messages of the same launch are applied; device active-message
- * handlers, and the programs grain must refuse as their registry.
+ * good messages of the same launch are applied; adds combined in the
+ * work-group; device active-message handlers, and the programs grain must
+ * refuse as their registry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +139,55 @@ static void test_wg_prims_2d_3d(void **state)
     check_grid(3, g3b, l3b);
 }
 
+/* grain_add64_combined against the sums of every lane's adds: few words
+ * (most lanes combine), as many as lanes (none do), several rounds a launch
+ * (the table reused), partial and odd work-groups, lanes inactive. */
+static void test_combined_adds(void **state)
+{
+    enum { GROUPS = 3, MAX_LANES = GROUPS * 256 };
+    static const size_t sizes[] = {1, 7, 64, 256};
+    static const uint32_t shapes[][3] = {{3, 1, 4}, {MAX_LANES, 1, 2}, {5, 2, 3}}; /* words, stride, rounds */
+    static const int patterns[] = {ALL, RANDOM};
+    int64_t *sums, *values, want[MAX_LANES];
+    int32_t *active;
+    assert_int_equal(grain_malloc(g, MAX_LANES * sizeof *sums, (void **)&sums), GRAIN_OK);
+    assert_int_equal(grain_mem_alloc(g, MAX_LANES * sizeof *values, (void **)&values), GRAIN_OK);
+    assert_int_equal(grain_mem_alloc(g, MAX_LANES * sizeof *active, (void **)&active), GRAIN_OK);
+    grain_kernel_t *k;
+    assert_int_equal(grain_kernel_create(prog, "combine_adds", &k), GRAIN_OK);
+    grain_kernel_set_arg_ptr(k, 1, sums);
+    grain_kernel_set_arg_ptr(k, 2, values);
+    grain_kernel_set_arg_ptr(k, 3, active);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
+            for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++) {
+                int pattern = patterns[p];
+                size_t local = sizes[s], global = GROUPS * local;
+                uint32_t words = shapes[h][0], stride = shapes[h][1], rounds = shapes[h][2];
+                memset(sums, 0, MAX_LANES * sizeof *sums);
+                memset(want, 0, sizeof want);
+                for (size_t i = 0; i < global; i++) {
+                    values[i] = (int64_t)((i * 7919u) % 201) - 100;
+                    active[i] = pattern_active(pattern, (unsigned)(i % local), (unsigned)local, (unsigned)(i / local));
+                    for (uint32_t r = 0; r < rounds && active[i]; r++)
+                        want[(i * stride + r) % words] += values[i] + r;
+                }
+                grain_kernel_set_arg(k, 4, sizeof words, &words);
+                grain_kernel_set_arg(k, 5, sizeof stride, &stride);
+                grain_kernel_set_arg(k, 6, sizeof rounds, &rounds);
+                assert_int_equal(grain_launch(k, 1, &global, &local), GRAIN_OK);
+                assert_int_equal(grain_quiet(g), GRAIN_OK);
+                for (uint32_t w = 0; w < words && w < MAX_LANES; w++)
+                    if (sums[w] != want[w])
+                        fail_msg("wg %zu, %u words, stride %u, %u rounds, pattern %d: word %u is %lld, want %lld",
+                                 local, words, stride, rounds, pattern, w, (long long)sums[w], (long long)want[w]);
+            }
+    grain_kernel_destroy(k);
+    grain_mem_free(g, values);
+    grain_mem_free(g, active);
+    assert_int_equal(grain_free(g, sums), GRAIN_OK);
+}
+
 static uint64_t am_calls;
 
 static void count_am(char *heap, uint32_t src, uint64_t a0, uint64_t a1)
@@ -262,6 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wg_prims_1d),
         cmocka_unit_test(test_wg_prims_2d_3d),
+        cmocka_unit_test(test_combined_adds),
         cmocka_unit_test(test_bad_messages_from_kernels),
         cmocka_unit_test(test_bad_launches),
         cmocka_unit_test(test_device_handlers),

@@ -33,6 +33,20 @@ GRAIN_KERNEL void wg_prims(GRAIN_KERNEL_CTX, GRAIN_GLOBAL const grain_i64 *value
     out[5 * g + 4] = grain_wg_scan_exclusive_add(&wg, v, a);
 }
 
+/* `rounds` combined adds a lane: in round r, lane g adds values[g] + r to
+ * sums[(g * stride + r) % words] on this rank; inactive lanes add nothing. */
+GRAIN_KERNEL void combine_adds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAIN_GLOBAL const grain_i64 *values,
+                               GRAIN_GLOBAL const grain_i32 *active, grain_u32 words, grain_u32 stride,
+                               grain_u32 rounds)
+{
+    GRAIN_WG_BEGIN(wg);
+    GRAIN_COMBINE_DECL(comb);
+    grain_u64 g = grain_global_linear_id();
+    for (grain_u32 r = 0; r < rounds; r++)
+        grain_add64_combined(&wg, &comb, &sums[(g * stride + r) % words], values[g] + r, grain_my_pe(&wg),
+                             active[g]);
+}
+
 /* One message per active lane to `dest`; lane `bad_lane` sends the kind of
  * bad message `what` asks for (0: PE, 1: offset past the heap, 2: offset
  * before it, 3: misaligned, 4: unregistered handler). */

@@ -248,6 +248,18 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
     ((void)atomic_fetch_min_explicit((volatile __local atomic_uint *)(p), (uint)(v), memory_order_relaxed, \
                                      memory_scope_work_group))
 
+/* Compare-and-swap on a work-group word, returning the word it found. */
+GRAIN_INLINE grain_u32 grain_local_cas_u32(GRAIN_LOCAL grain_u32 *p, grain_u32 expected, grain_u32 desired)
+{
+    atomic_compare_exchange_strong_explicit((volatile __local atomic_uint *)p, &expected, desired,
+                                            memory_order_relaxed, memory_order_relaxed, memory_scope_work_group);
+    return expected;
+}
+
+#define grain_local_add_i64(p, v) \
+    ((void)atomic_fetch_add_explicit((volatile __local atomic_long *)(p), (long)(v), memory_order_relaxed, \
+                                     memory_scope_work_group))
+
 #define grain_wg_barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 /*
  * Ends a work-group call whose last statements only some lanes run (the
@@ -535,6 +547,9 @@ GRAIN_INLINE grain_u32 grain_local_claim_u32(GRAIN_LOCAL grain_u32 *counter, int
     return base + (grain_u32)__popcll(mine & ((1ull << lane) - 1ull));
 }
 #define grain_local_min_u32(p, v) ((void)atomicMin((unsigned int *)(p), (unsigned int)(v)))
+#define grain_local_cas_u32(p, expected, desired) \
+    ((grain_u32)atomicCAS((unsigned int *)(p), (unsigned int)(expected), (unsigned int)(desired)))
+#define grain_local_add_i64(p, v) ((void)atomicAdd((unsigned long long *)(p), (unsigned long long)(v)))
 #define grain_wg_barrier() __syncthreads()
 #define grain_wg_rejoin() ((void)0)
 /* Between polls of a work-item that waits for the producer beside it (the
