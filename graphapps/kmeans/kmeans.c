@@ -158,20 +158,20 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     app_check(grain_malloc(g, own * row * sizeof *sums, (void **)&sums), "allocating the cluster sums");
     double *x = app_device_copy(g, pts->x + first * dims, local_n * dims * sizeof *x);
     double *dev_centres = app_device_copy(g, pts->x, k * dims * sizeof *dev_centres);
-    int32_t *old = app_malloc(local_n * sizeof *old); /* the clusters before this iteration; -1: none */
-    memset(old, 0xff, local_n * sizeof *old);
-    int32_t *dev_labels = app_device_copy(g, old, local_n * sizeof *dev_labels);
+    memset(labels, 0xff, local_n * sizeof *labels); /* no cluster yet: every point moves in the first step */
+    int32_t *dev_labels = app_device_copy(g, labels, local_n * sizeof *dev_labels);
+    uint64_t moved_zero = 0, *dev_moved = app_device_copy(g, &moved_zero, sizeof moved_zero);
 
     grain_program_t *prog;
     grain_kernel_t *kern;
     app_check(grain_program_create(g, kmeans_kernel_source, NULL, &prog), "building the kmeans kernel");
     app_check(grain_kernel_create(prog, "km_assign", &kern), "creating the kmeans kernel");
-    app_kernel_ptrs(kern, 1, 4, (void *const[]){sums, x, dev_centres, dev_labels});
-    app_check(grain_kernel_set_arg(kern, 5, sizeof local_n, &local_n), "setting kernel arguments");
-    app_check(grain_kernel_set_arg(kern, 6, sizeof dims, &dims), "setting kernel arguments");
-    app_check(grain_kernel_set_arg(kern, 7, sizeof k32, &k32), "setting kernel arguments");
-    app_check(grain_kernel_set_arg(kern, 8, sizeof ranks, &ranks), "setting kernel arguments");
-    app_check(grain_kernel_set_arg(kern, 9, sizeof scale, &scale), "setting kernel arguments");
+    app_kernel_ptrs(kern, 1, 5, (void *const[]){sums, x, dev_centres, dev_labels, dev_moved});
+    app_check(grain_kernel_set_arg(kern, 6, sizeof local_n, &local_n), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 7, sizeof dims, &dims), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 8, sizeof k32, &k32), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 9, sizeof ranks, &ranks), "setting kernel arguments");
+    app_check(grain_kernel_set_arg(kern, 10, sizeof scale, &scale), "setting kernel arguments");
     size_t wg = 256, global = app_grid(block, wg);
 
     int64_t *host_sums = app_malloc(own * row * sizeof *host_sums), *zeros = app_malloc(own * row * sizeof *zeros);
@@ -185,6 +185,7 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     while (r.iterations < max_iterations) {
         app_check(grain_memcpy(g, sums, zeros, own * row * sizeof *sums), "zeroing the cluster sums");
         app_check(grain_memcpy(g, dev_centres, centres, k * dims * sizeof *centres), "writing the centres");
+        app_check(grain_memcpy(g, dev_moved, &moved_zero, sizeof moved_zero), "zeroing the moved count");
         app_check(grain_barrier_all(g), "the barrier before an iteration"); /* every rank has zeroed its sums */
         app_check(grain_launch(kern, 1, &global, &wg), "launching kmeans");
         app_check(grain_barrier_all(g), "grain_barrier_all after kmeans");
@@ -199,17 +200,15 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
         }
         app_check(grain_allreduce(g, update, k * dims + k, GRAIN_DOUBLE, GRAIN_SUM), "sharing the centres");
         memcpy(centres, update, k * dims * sizeof *centres);
-        app_check(grain_memcpy(g, labels, dev_labels, local_n * sizeof *labels), "reading the clusters");
-        int64_t moved = 0;
-        for (uint64_t i = 0; i < local_n; i++)
-            moved += labels[i] != old[i];
-        memcpy(old, labels, local_n * sizeof *old);
+        int64_t moved;
+        app_check(grain_memcpy(g, &moved, dev_moved, sizeof moved), "reading the moved count");
         app_check(grain_allreduce(g, &moved, 1, GRAIN_INT64, GRAIN_SUM), "counting moved points");
         if (moved == 0) {
             r.converged = 1;
             break;
         }
     }
+    app_check(grain_memcpy(g, labels, dev_labels, local_n * sizeof *labels), "reading the clusters");
     r.timing = app_clock_stop(g, &clock);
     for (uint64_t i = 0; i < local_n; i++)
         for (uint32_t j = 0; j < dims; j++) {
@@ -221,9 +220,9 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
     free(update);
     free(zeros);
     free(host_sums);
-    free(old);
     grain_kernel_destroy(kern);
     grain_program_destroy(prog);
+    app_device_free(g, dev_moved);
     app_device_free(g, dev_labels);
     app_device_free(g, dev_centres);
     app_device_free(g, x);

@@ -6,16 +6,24 @@
  * that cluster's accumulators at the cluster's owner (cluster c lives on
  * rank c % ranks, slot c / ranks).  Every point sends dims + 1 messages, so
  * the loop is uniform; lanes past the rank's points send with active = 0.
+ *
+ * A work-group's points fall into at most k clusters, so its adds are
+ * combined before they leave (grain/device/combine.h): one add per cluster
+ * and coordinate, not one per point, to words every point of every rank
+ * adds to.  Each point's label stays on the device, where the step counts
+ * the points that changed cluster: the host reads one word, not the labels.
  */
 #include "grain/device.h"
 
 GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAIN_GLOBAL const double *x,
-                            GRAIN_GLOBAL const double *centres, GRAIN_GLOBAL grain_i32 *labels, grain_u64 local_n,
-                            grain_u32 dims, grain_u32 k, grain_u32 ranks, double scale)
+                            GRAIN_GLOBAL const double *centres, GRAIN_GLOBAL grain_i32 *labels,
+                            GRAIN_GLOBAL grain_u64 *moved, grain_u64 local_n, grain_u32 dims, grain_u32 k,
+                            grain_u32 ranks, double scale)
 {
     GRAIN_WG_BEGIN(wg);
+    GRAIN_COMBINE_DECL(comb);
     grain_u64 i = grain_global_linear_id();
-    int mine = i < local_n;
+    int mine = i < local_n, changed = 0;
     grain_u32 best = 0;
     if (mine) {
         double nearest = 0;
@@ -30,13 +38,17 @@ GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAI
                 best = c;
             }
         }
+        changed = labels[i] != (grain_i32)best;
         labels[i] = (grain_i32)best;
     }
+    grain_i64 group_moved = grain_wg_reduce_add(&wg, changed, mine);
+    if (grain_local_linear_id() == 0 && group_moved > 0)
+        grain_atomic_fetch_add_dev_u64(moved, (grain_u64)group_moved);
     grain_i32 pe = (grain_i32)(best % ranks);
     grain_u64 slot = (grain_u64)(best / ranks) * (dims + 1);
     for (grain_u32 j = 0; j < dims; j++) {
         double v = mine ? x[i * dims + j] * scale : 0.0;
-        grain_add64(&wg, &sums[slot + j], (grain_i64)floor(v + 0.5), pe, mine);
+        grain_add64_combined(&wg, &comb, &sums[slot + j], (grain_i64)floor(v + 0.5), pe, mine);
     }
-    grain_inc64(&wg, &sums[slot + dims], pe, mine);
+    grain_add64_combined(&wg, &comb, &sums[slot + dims], 1, pe, mine);
 }
