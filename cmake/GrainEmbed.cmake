@@ -73,10 +73,14 @@ function(grain_device_check abs symbol)
       list(APPEND stamps "${o}")
     endif()
     if(GRAIN_HAVE_HIP)
+      # hipcc leaves two empty folders in $TMPDIR a run: its own, removed after it.
       set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.hip${mode}.o")
+      set(tmp "${o}.tmp")
       add_custom_command(OUTPUT "${o}"
-        COMMAND ${GRAIN_HIPCC} -x hip --offload-arch=${GRAIN_HIP_CHECK_ARCH} --offload-device-only ${flags}
-                -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
+        COMMAND ${CMAKE_COMMAND} -E make_directory "${tmp}"
+        COMMAND ${CMAKE_COMMAND} -E env "TMPDIR=${tmp}" ${GRAIN_HIPCC} -x hip --offload-arch=${GRAIN_HIP_CHECK_ARCH}
+                --offload-device-only ${flags} -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
+        COMMAND ${CMAKE_COMMAND} -E rm -rf "${tmp}"
         DEPENDS "${abs}" ${grain_device_headers}
         COMMENT "Checking ${symbol} as HIP for ${GRAIN_HIP_CHECK_ARCH} (reserve ${mode})")
       list(APPEND stamps "${o}")
