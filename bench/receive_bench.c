@@ -214,11 +214,10 @@ static double replay(grain_t *g, unsigned n_bufs, uint64_t rounds)
     return t;
 }
 
-/* The baseline: the same bytes copied from receive memory into device
- * memory in one piece, `rounds` times; seconds. */
-/* Bytes a second of `rounds` copies of `bytes` from pinned memory to the
- * device, the median of three timings on one pair of buffers: making and
- * touching them each time took most of a small run. */
+/* The baseline: bytes a second of `rounds` copies of `bytes` from receive
+ * (pinned) memory into device memory in one piece, the median of three
+ * timings on one pair of buffers: making and touching them each time took
+ * most of a small run. */
 static double copy_ceiling(grain_t *g, size_t bytes, uint64_t rounds)
 {
     void *src, *dst;

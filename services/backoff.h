@@ -10,8 +10,9 @@
  * launch), and a rank's half-dozen threads woken every 70 us took most of
  * the cores of an oversubscribed node.  pagerank on 3 ranks of 2 cores
  * under AddressSanitizer, PoCL's cache empty, the ranks taking turns at
- * compiles (turns.h): 154 s with 20 us naps, 31 s with 1 ms ones.  A GPU's threads keep the short naps: there a device
- * message waits for the nap to end.
+ * compiles (turns.h): 154 s with 20 us naps, 31 s with 1 ms ones.  A GPU's
+ * threads keep the short naps: there a device message waits for the nap to
+ * end.
  */
 #ifndef GRAIN_SERVICES_BACKOFF_H
 #define GRAIN_SERVICES_BACKOFF_H
