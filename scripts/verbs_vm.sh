@@ -30,7 +30,7 @@ if [ "$disk_only" = 0 ] && [ $# -eq 0 ]; then
     # of a test compile the same one side by side: one rank of each of the
     # tests' programs first, two programs at a time, compiles each once into
     # PoCL's cache (below), from which the tests' ranks take it.
-    run1="mpirun --bind-to none -np 1 -x GRAIN_PEER=off"
+    run1="mpirun --bind-to none -np 1 --mca pml ob1 -x GRAIN_PEER=off" # ob1, as the tests name it
     bin=$repo/build-vm/bin
     warm="$run1 $bin/fetch & ($run1 $bin/gups --log2-table 10; $run1 -x GRAIN_EP_COLL_MESSAGES=1 $bin/ep_run 2) & wait;"
     warm+=" $run1 $bin/jacobi --n 130 --iterations 1 --agent host --chunk-size 1000 &"
