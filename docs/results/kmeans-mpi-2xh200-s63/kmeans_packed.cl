@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Prototype (not committed): the combined adds of all dims + 1 words of a
+/* A measurement, not one of the apps (README.md here): the combined adds of all dims + 1 words of a
  * work-group's clusters packed into as few sends as lanes allow. */
 #include "grain/device.h"
 #define KM_MAXW 9 /* dims + 1 at most, for the prototype */
