@@ -136,6 +136,18 @@ static grain_status_t take_device_error(grain_t *g)
                         "wait stores into this rank's grain_malloc memory); nothing was read",
                         item, g->my_pe, 8 * d->cmd, pe, value, (unsigned long long)g->config.heap_size);
         break;
+    case GRAIN_DEV_ERR_BAD_COMBINE:
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "a work-group of a kernel on rank %d (work-item %llu) began combined adds of %llu words a "
+                        "key, but its GRAIN_COMBINE_DECL holds 1 to %u; none of that call's adds was sent",
+                        g->my_pe, item, value, d->cmd);
+        break;
+    case GRAIN_DEV_ERR_BAD_COMBINE_WORD:
+        st = grain_fail(GRAIN_ERR_INVALID,
+                        "work-item %llu of a kernel on rank %d added into word %llu of a combined key of %u words "
+                        "(to PE %d); that add was not sent",
+                        item, g->my_pe, value, d->cmd, pe);
+        break;
     case GRAIN_DEV_ERR_BAD_WAIT:
         st = grain_fail(GRAIN_ERR_BAD_OFFSET,
                         "work-item %llu of a kernel on rank %d waited on (or tested) a %u-bit word at heap "

@@ -139,50 +139,94 @@ static void test_wg_prims_2d_3d(void **state)
     check_grid(3, g3b, l3b);
 }
 
-/* grain_add64_combined against the sums of every lane's adds: few words
- * (most lanes combine), as many as lanes (none do), several rounds a launch
- * (the table reused), partial and odd work-groups, lanes inactive. */
-static void test_combined_adds(void **state)
+enum { COMBINE_GROUPS = 3, COMBINE_LANES = COMBINE_GROUPS * 256, COMBINE_WORDS = 5 };
+
+/* One launch of combine_adds (words 1) or combine_keys; `bad` as
+ * combine_keys takes it.  What the sums must end as is computed here, lane
+ * by lane, without combining. */
+static void run_combine(const char *kernel, size_t local, uint32_t keys, uint32_t words, uint32_t stride,
+                        uint32_t rounds, int pattern, uint32_t bad, int64_t *sums, int64_t *values, int32_t *active,
+                        int64_t *want)
 {
-    enum { GROUPS = 3, MAX_LANES = GROUPS * 256 };
-    static const size_t sizes[] = {1, 7, 64, 256};
-    static const uint32_t shapes[][3] = {{3, 1, 4}, {MAX_LANES, 1, 2}, {5, 2, 3}}; /* words, stride, rounds */
-    static const int patterns[] = {ALL, RANDOM};
-    int64_t *sums, *values, want[MAX_LANES];
-    int32_t *active;
-    assert_int_equal(grain_malloc(g, MAX_LANES * sizeof *sums, (void **)&sums), GRAIN_OK);
-    assert_int_equal(grain_mem_alloc(g, MAX_LANES * sizeof *values, (void **)&values), GRAIN_OK);
-    assert_int_equal(grain_mem_alloc(g, MAX_LANES * sizeof *active, (void **)&active), GRAIN_OK);
+    size_t global = COMBINE_GROUPS * local, n = (size_t)keys * words;
+    int keyed = strcmp(kernel, "combine_keys") == 0;
     grain_kernel_t *k;
-    assert_int_equal(grain_kernel_create(prog, "combine_adds", &k), GRAIN_OK);
+    assert_int_equal(grain_kernel_create(prog, kernel, &k), GRAIN_OK);
+    memset(sums, 0, n * sizeof *sums);
+    memset(want, 0, n * sizeof *want);
+    for (size_t i = 0; i < global; i++) {
+        values[i] = (int64_t)((i * 7919u) % 201) - 100;
+        active[i] = pattern_active(pattern, (unsigned)(i % local), (unsigned)local, (unsigned)(i / local));
+        for (uint32_t r = 0; r < rounds && active[i] && bad != 1; r++) {
+            size_t key = (i * stride + r) % keys;
+            if (!keyed) {
+                want[key] += values[i] + r;
+                continue;
+            }
+            for (uint32_t j = 0; j < words; j++)
+                want[key * words + j] += values[i] * (j + 1);
+            want[key * words] += 1;
+        }
+    }
     grain_kernel_set_arg_ptr(k, 1, sums);
     grain_kernel_set_arg_ptr(k, 2, values);
     grain_kernel_set_arg_ptr(k, 3, active);
+    grain_kernel_set_arg(k, 4, sizeof keys, &keys);
+    grain_kernel_set_arg(k, 5, sizeof stride, &stride);
+    grain_kernel_set_arg(k, 6, sizeof rounds, &rounds);
+    if (keyed) {
+        grain_kernel_set_arg(k, 7, sizeof words, &words);
+        grain_kernel_set_arg(k, 8, sizeof bad, &bad);
+    }
+    assert_int_equal(grain_launch(k, 1, &global, &local), GRAIN_OK);
+    assert_int_equal(grain_quiet(g), bad ? GRAIN_ERR_INVALID : GRAIN_OK);
+    for (size_t w = 0; w < n; w++)
+        if (sums[w] != want[w])
+            fail_msg("%s: wg %zu, %u keys of %u words, stride %u, %u rounds, pattern %d, bad %u: word %zu is %lld, "
+                     "want %lld", kernel, local, keys, words, stride, rounds, pattern, bad, w, (long long)sums[w],
+                     (long long)want[w]);
+    grain_kernel_destroy(k);
+}
+
+/* Combined adds against the sums of every lane's adds: few keys (most lanes
+ * combine), as many as lanes (none do, and keys x words sums take several
+ * sends), several rounds a launch (the table reused), partial and odd
+ * work-groups, lanes inactive; one word a key (grain_add64_combined) and
+ * several (grain_combine_begin, add, end). */
+static void test_combined_adds(void **state)
+{
+    static const size_t sizes[] = {1, 7, 64, 256};
+    static const uint32_t shapes[][4] = {
+        {3, 1, 1, 4}, {COMBINE_LANES, 1, 2, 2}, {5, 1, 3, 3}, /* keys, words, stride, rounds */
+        {3, 5, 1, 2}, {COMBINE_LANES, 4, 1, 2}, {7, 2, 3, 1}, {2, 5, 1, 3},
+    };
+    static const int patterns[] = {ALL, RANDOM};
+    int64_t *sums, *values, *want = malloc(COMBINE_LANES * COMBINE_WORDS * sizeof *want);
+    int32_t *active;
+    assert_non_null(want);
+    assert_int_equal(grain_malloc(g, COMBINE_LANES * COMBINE_WORDS * sizeof *sums, (void **)&sums), GRAIN_OK);
+    assert_int_equal(grain_mem_alloc(g, COMBINE_LANES * sizeof *values, (void **)&values), GRAIN_OK);
+    assert_int_equal(grain_mem_alloc(g, COMBINE_LANES * sizeof *active, (void **)&active), GRAIN_OK);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (size_t h = 0; h < sizeof shapes / sizeof shapes[0]; h++)
             for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++) {
-                int pattern = patterns[p];
-                size_t local = sizes[s], global = GROUPS * local;
-                uint32_t words = shapes[h][0], stride = shapes[h][1], rounds = shapes[h][2];
-                memset(sums, 0, MAX_LANES * sizeof *sums);
-                memset(want, 0, sizeof want);
-                for (size_t i = 0; i < global; i++) {
-                    values[i] = (int64_t)((i * 7919u) % 201) - 100;
-                    active[i] = pattern_active(pattern, (unsigned)(i % local), (unsigned)local, (unsigned)(i / local));
-                    for (uint32_t r = 0; r < rounds && active[i]; r++)
-                        want[(i * stride + r) % words] += values[i] + r;
-                }
-                grain_kernel_set_arg(k, 4, sizeof words, &words);
-                grain_kernel_set_arg(k, 5, sizeof stride, &stride);
-                grain_kernel_set_arg(k, 6, sizeof rounds, &rounds);
-                assert_int_equal(grain_launch(k, 1, &global, &local), GRAIN_OK);
-                assert_int_equal(grain_quiet(g), GRAIN_OK);
-                for (uint32_t w = 0; w < words && w < MAX_LANES; w++)
-                    if (sums[w] != want[w])
-                        fail_msg("wg %zu, %u words, stride %u, %u rounds, pattern %d: word %u is %lld, want %lld",
-                                 local, words, stride, rounds, pattern, w, (long long)sums[w], (long long)want[w]);
+                const uint32_t *sh = shapes[h];
+                if (sh[1] == 1)
+                    run_combine("combine_adds", sizes[s], sh[0], 1, sh[2], sh[3], patterns[p], 0, sums, values,
+                                active, want);
+                run_combine("combine_keys", sizes[s], sh[0], sh[1], sh[2], sh[3], patterns[p], 0, sums, values,
+                            active, want);
             }
-    grain_kernel_destroy(k);
+    /* A call asking for more words than its table holds sends nothing; an
+     * add past the key's words is dropped, and the rest of the call sent. */
+    run_combine("combine_keys", 64, 3, 5, 1, 2, ALL, 1, sums, values, active, want);
+    assert_non_null(strstr(grain_error_message(g), "combined adds of 6 words a key, but its GRAIN_COMBINE_DECL "
+                                                    "holds 1 to 5"));
+    run_combine("combine_keys", 64, 3, 4, 1, 2, ALL, 2, sums, values, active, want);
+    const char *msg = grain_error_message(g);
+    if (strstr(msg, "work-item 37") == NULL || strstr(msg, "word 4 of a combined key of 4 words") == NULL)
+        fail_msg("\"%s\" does not name work-item 37 and word 4 of 4", msg);
+    free(want);
     grain_mem_free(g, values);
     grain_mem_free(g, active);
     assert_int_equal(grain_free(g, sums), GRAIN_OK);

@@ -40,11 +40,34 @@ GRAIN_KERNEL void combine_adds(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, G
                                grain_u32 rounds)
 {
     GRAIN_WG_BEGIN(wg);
-    GRAIN_COMBINE_DECL(comb);
+    GRAIN_COMBINE_DECL(comb, 1);
     grain_u64 g = grain_global_linear_id();
     for (grain_u32 r = 0; r < rounds; r++)
         grain_add64_combined(&wg, &comb, &sums[(g * stride + r) % words], values[g] + r, grain_my_pe(&wg),
                              active[g]);
+}
+
+/* The same through begin/add/end, with keys of `words` words (at most 5):
+ * in round r, lane g adds values[g] * (j + 1) to word j of key
+ * (g * stride + r) % keys, and 1 more to word 0.  `bad` 1: the call asks for
+ * 6 words a key; 2: lane 37 adds to word `words` as well. */
+GRAIN_KERNEL void combine_keys(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAIN_GLOBAL const grain_i64 *values,
+                               GRAIN_GLOBAL const grain_i32 *active, grain_u32 keys, grain_u32 stride,
+                               grain_u32 rounds, grain_u32 words, grain_u32 bad)
+{
+    GRAIN_WG_BEGIN(wg);
+    GRAIN_COMBINE_DECL(comb, 5);
+    grain_u64 g = grain_global_linear_id();
+    for (grain_u32 r = 0; r < rounds; r++) {
+        grain_u64 key = (g * stride + r) % keys;
+        grain_combine_begin(&wg, &comb, &sums[key * words], bad == 1 ? 6 : words, grain_my_pe(&wg), active[g]);
+        for (grain_u32 j = 0; j < words; j++)
+            grain_combine_add(&wg, &comb, j, values[g] * (j + 1));
+        grain_combine_add(&wg, &comb, 0, 1);
+        if (bad == 2 && g == 37)
+            grain_combine_add(&wg, &comb, words, 1000);
+        grain_combine_end(&wg, &comb);
+    }
 }
 
 /* One message per active lane to `dest`; lane `bad_lane` sends the kind of

@@ -77,6 +77,8 @@
 #define GRAIN_DEV_ERR_BAD_FETCH_PE 9u  /* a get or fetching atomic; cmd: the word's width; value: the PE */
 #define GRAIN_DEV_ERR_BAD_FETCH 10u    /* cmd: the word's width; value: its offset */
 #define GRAIN_DEV_ERR_BAD_GET_DEST 11u /* a get that does not wait; cmd: the width; value: the destination's offset */
+#define GRAIN_DEV_ERR_BAD_COMBINE 12u  /* grain_combine_begin; cmd: the words a key fits; value: the words asked */
+#define GRAIN_DEV_ERR_BAD_COMBINE_WORD 13u /* grain_combine_add; cmd: the key's words; value: the word */
 
 /* Where a kernel reports its first bad call; in host memory, which the host
  * reads after the kernel. */
