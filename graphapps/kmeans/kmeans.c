@@ -48,6 +48,11 @@ static void usage(FILE *out)
     app_config_usage(out);
 }
 
+/* Words of a combined key at most (kmeans.cl): up to 8 dims in one key.  Its table takes 2 KiB of local memory
+ * a word: at 64 dims, keys of 12 or 16 words made one GPU 20% slower than keys of 9 (fewer work-groups a
+ * compute unit; docs/results/kmeans-packed-2xh200-s64). */
+enum { KM_MAX_KEY_WORDS = 9 };
+
 enum { KM_POINTS, KM_BLOBS, KM_SEED, KM_K, KM_MAX_ITERATIONS, KM_CENTRES_OUT };
 
 static void take(void *state, int key, const char *option, const char *value)
@@ -164,7 +169,11 @@ static km_result_t run(grain_t *g, const app_points_t *pts, uint64_t k, uint64_t
 
     grain_program_t *prog;
     grain_kernel_t *kern;
-    app_check(grain_program_create(g, kmeans_kernel_source, NULL, &prog), "building the kmeans kernel");
+    /* A cluster's row split evenly into as few combined keys as KM_MAX_KEY_WORDS allows. */
+    uint64_t parts = (row + KM_MAX_KEY_WORDS - 1) / KM_MAX_KEY_WORDS;
+    char options[32];
+    snprintf(options, sizeof options, "-DKM_KEY_WORDS=%llu", (unsigned long long)((row + parts - 1) / parts));
+    app_check(grain_program_create(g, kmeans_kernel_source, options, &prog), "building the kmeans kernel");
     app_check(grain_kernel_create(prog, "km_assign", &kern), "creating the kmeans kernel");
     app_kernel_ptrs(kern, 1, 5, (void *const[]){sums, x, dev_centres, dev_labels, dev_moved});
     app_check(grain_kernel_set_arg(kern, 6, sizeof local_n, &local_n), "setting kernel arguments");

@@ -4,16 +4,23 @@
  * of its rank, finds the nearest centre (the first of equals, as numpy's
  * argmin) and adds the point's coordinates, in fixed point, and a count to
  * that cluster's accumulators at the cluster's owner (cluster c lives on
- * rank c % ranks, slot c / ranks).  Every point sends dims + 1 messages, so
- * the loop is uniform; lanes past the rank's points send with active = 0.
+ * rank c % ranks, slot c / ranks).  Every lane takes part in every send,
+ * so the loops are uniform; lanes past the rank's points with active = 0.
  *
  * A work-group's points fall into at most k clusters, so its adds are
  * combined before they leave (grain/device/combine.h): one add per cluster
  * and coordinate, not one per point, to words every point of every rank
- * adds to.  Each point's label stays on the device, where the step counts
- * the points that changed cluster: the host reads one word, not the labels.
+ * adds to, packed into as few sends as the work-group's lanes allow.  Each
+ * point's label stays on the device, where the step counts the points that
+ * changed cluster: the host reads one word, not the labels.
  */
 #include "grain/device.h"
+
+/* Words of a combined key: the host passes a cluster's row split evenly
+ * (kmeans.c); the default is for compiling the source alone. */
+#ifndef KM_KEY_WORDS
+#define KM_KEY_WORDS 9
+#endif
 
 GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAIN_GLOBAL const double *x,
                             GRAIN_GLOBAL const double *centres, GRAIN_GLOBAL grain_i32 *labels,
@@ -21,7 +28,7 @@ GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAI
                             grain_u32 ranks, double scale)
 {
     GRAIN_WG_BEGIN(wg);
-    GRAIN_COMBINE_DECL(comb);
+    GRAIN_COMBINE_DECL(comb, KM_KEY_WORDS);
     grain_u64 i = grain_global_linear_id();
     int mine = i < local_n, changed = 0;
     grain_u32 best = 0;
@@ -44,11 +51,17 @@ GRAIN_KERNEL void km_assign(GRAIN_KERNEL_CTX, GRAIN_GLOBAL grain_i64 *sums, GRAI
     grain_i64 group_moved = grain_wg_reduce_add(&wg, changed, mine);
     if (grain_local_linear_id() == 0 && group_moved > 0)
         grain_atomic_fetch_add_dev_u64(moved, (grain_u64)group_moved);
+    /* A cluster's dims + 1 words are one key: a work-group's clusters leave
+     * packed, 16 clusters of 8 dims in one send. */
     grain_i32 pe = (grain_i32)(best % ranks);
     grain_u64 slot = (grain_u64)(best / ranks) * (dims + 1);
-    for (grain_u32 j = 0; j < dims; j++) {
-        double v = mine ? x[i * dims + j] * scale : 0.0;
-        grain_add64_combined(&wg, &comb, &sums[slot + j], (grain_i64)floor(v + 0.5), pe, mine);
+    for (grain_u32 b = 0; b <= dims; b += KM_KEY_WORDS) {
+        grain_u32 words = dims + 1 - b < KM_KEY_WORDS ? dims + 1 - b : KM_KEY_WORDS;
+        grain_combine_begin(&wg, &comb, &sums[slot + b], words, pe, mine);
+        for (grain_u32 j = 0; j < words && mine; j++) {
+            grain_u32 d = b + j;
+            grain_combine_add(&wg, &comb, j, d < dims ? (grain_i64)floor(x[i * dims + d] * scale + 0.5) : 1);
+        }
+        grain_combine_end(&wg, &comb);
     }
-    grain_add64_combined(&wg, &comb, &sums[slot + dims], 1, pe, mine);
 }
