@@ -8,10 +8,10 @@
 
 #include <cublas_api.h>
 
+#include "backends/gpu/cuda_libs.h"
 #include "services/log.h"
 
-/* The soname of the cuBLAS whose headers this was built with, and the
- * toolkit's library folder, which the loader's path often lacks. */
+/* The soname of the cuBLAS whose headers this was built with. */
 #define CUBLAS_STR_(x) #x
 #define CUBLAS_STR(x) CUBLAS_STR_(x)
 #define CUBLAS_SONAME "libcublas.so." CUBLAS_STR(CUBLAS_VER_MAJOR)
@@ -37,22 +37,13 @@ struct grain_cublas {
     sgemm_fn sgemm;
 };
 
-static void *load(void)
-{
-    void *lib = dlopen(CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-#ifdef GRAIN_CUBLAS_DIR
-    if (lib == NULL)
-        lib = dlopen(GRAIN_CUBLAS_DIR "/" CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-#endif
-    return lib;
-}
-
 grain_cublas_t *grain_cublas_open(char *name, size_t size)
 {
     grain_cublas_t *h = calloc(1, sizeof *h);
-    if (h == NULL || (h->lib = load()) == NULL) {
+    char why[768] = "no memory";
+    if (h == NULL || (h->lib = grain_cuda_lib_open(CUBLAS_SONAME, why, sizeof why)) == NULL) {
         name[0] = '\0';
-        grain_info("cuda: no cuBLAS (%s): gemm tiles by grain's kernels", h == NULL ? "no memory" : dlerror());
+        grain_info("cuda: no cuBLAS (%s): gemm tiles by grain's kernels", why);
         free(h);
         return NULL;
     }

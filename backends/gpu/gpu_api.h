@@ -16,10 +16,10 @@
 #if defined(GRAIN_GPU_CUDA)
 
 #include <cuda_runtime_api.h>
-#include <nvrtc.h>
 
 #include "backends/gpu/cuda_blas.h"
 #include "backends/gpu/cuda_devrt.h"
+#include "backends/gpu/cuda_libs.h"
 
 #define GPU_NAME "cuda"
 #define GPU_VENDOR "CUDA"
@@ -246,17 +246,20 @@ static inline gpu_err_t gpuReserveDeviceLaunches(size_t n, int exactly)
     return cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, n);
 }
 
+/* NVRTC is loaded by the first build (cuda_libs.h): rtc_lib is its table. */
 typedef nvrtcProgram rtc_program_t;
 typedef nvrtcResult rtc_result_t;
+typedef grain_nvrtc_t rtc_lib_t;
 #define RTC_SUCCESS NVRTC_SUCCESS
-#define rtcCreateProgram nvrtcCreateProgram
-#define rtcCompileProgram nvrtcCompileProgram
-#define rtcGetProgramLogSize nvrtcGetProgramLogSize
-#define rtcGetProgramLog nvrtcGetProgramLog
-#define rtcGetCodeSize nvrtcGetCUBINSize
-#define rtcGetCode nvrtcGetCUBIN
-#define rtcDestroyProgram nvrtcDestroyProgram
-#define rtcGetErrorString nvrtcGetErrorString
+#define rtcLoad grain_nvrtc
+#define rtcCreateProgram rtc_lib->create
+#define rtcCompileProgram rtc_lib->compile
+#define rtcGetProgramLogSize rtc_lib->log_size
+#define rtcGetProgramLog rtc_lib->log
+#define rtcGetCodeSize rtc_lib->code_size
+#define rtcGetCode rtc_lib->code
+#define rtcDestroyProgram rtc_lib->destroy
+#define rtcGetErrorString rtc_lib->error_string
 
 #elif defined(GRAIN_GPU_HIP)
 
@@ -463,9 +466,17 @@ static inline gpu_err_t gpuReserveDeviceLaunches(size_t n, int exactly)
     return hipErrorNotSupported;
 }
 
+/* hiprtc comes with the HIP runtime, linked: nothing to load. */
 typedef hiprtcProgram rtc_program_t;
 typedef hiprtcResult rtc_result_t;
+typedef int rtc_lib_t;
 #define RTC_SUCCESS HIPRTC_SUCCESS
+
+static inline const rtc_lib_t *rtcLoad(void)
+{
+    static const rtc_lib_t linked = 1;
+    return &linked;
+}
 #define rtcCreateProgram hiprtcCreateProgram
 #define rtcCompileProgram hiprtcCompileProgram
 #define rtcGetProgramLogSize hiprtcGetProgramLogSize

@@ -392,6 +392,9 @@ static grain_status_t gpu_program_build(grain_backend_t *b, const char *source, 
     const char *argv[64];
     int argc = split_options(split, argv, 64);
 
+    const rtc_lib_t *rtc_lib = rtcLoad();
+    if (rtc_lib == NULL)
+        return GRAIN_ERR_NO_BACKEND;
     rtc_program_t rtc;
     rtc_result_t r = rtcCreateProgram(&rtc, source, "grain_program", 0, NULL, NULL);
     if (r != RTC_SUCCESS)
