@@ -64,7 +64,7 @@ fetch)
 chunks)
     need_device
     for put in 1 0; do
-        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_IB_PUT=$put "$JACOBI" --n 130 --iterations 20 --agent host \
+        out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_IB_PUT=$put "$JACOBI" --n 130 --iterations 6 --agent host \
               --chunk-size 1000 --verify --json) || { echo "FAILED: $out"; exit 1; }
         [ "$(field "$out" transport)" = '"verbs"' ] || { echo "FAILED: not over verbs: $out"; exit 1; }
         transfers "jacobi, host agent" $put "$(field "$out" verified)" "$(field "$out" bytes_written)" \
@@ -81,7 +81,7 @@ chunks)
     # GPUDirect RDMA would be) makes every rank send pieces, and says so.
     out=$("$@" -x GRAIN_TRANSPORT=verbs -x GRAIN_LOG_LEVEL=info sh -c \
           '[ "$OMPI_COMM_WORLD_RANK" != 1 ] || export GRAIN_IB_PUT=0; exec "$0" "$@"' \
-          "$JACOBI" --n 130 --iterations 20 --agent host --chunk-size 1000 --verify --json 2>&1) ||
+          "$JACOBI" --n 130 --iterations 6 --agent host --chunk-size 1000 --verify --json 2>&1) ||
         { echo "FAILED: $out"; exit 1; }
     echo "$out" | grep -q "rank 1 did not register its heap; chunks go through the receive rings" ||
         { echo "FAILED: no word of rank 1's heap: $out"; exit 1; }
