@@ -36,6 +36,9 @@ endif()
 # compiler see all a dialect error can be, and the host side's compile and
 # ptxas, which see none, took most of each check's time (CUDA 2.3 s against
 # 0.85, HIP 2.6 against 1.75, on a 2-core machine that runs 81 of each).
+# Without the optimizer (NVVM and the AMDGPU back end at -O0), for the same
+# reason: it finds no dialect error, and it took most of what was left
+# (tests/integration/fetch.cl: CUDA 3.2 s against 1.2, HIP 7.0 against 1.9).
 # Where clang is, also as OpenCL C 2.0 and 3.0 for SPIR with the launch
 # agent's device-side enqueue, which PoCL, the OpenCL the tests run on,
 # never compiles (it has no device-side enqueue).
@@ -75,7 +78,7 @@ function(grain_device_check abs symbol)
       set(o "${CMAKE_CURRENT_BINARY_DIR}/${symbol}.cuda${mode}.ptx")
       add_custom_command(OUTPUT "${o}"
         COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -x cu -arch=${GRAIN_CUDA_CHECK_ARCH} ${flags} ${cuda_flags}
-                -DGRAIN_RESERVE=${mode} -ptx "${abs}" -o "${o}"
+                -DGRAIN_RESERVE=${mode} -Xcicc -O0 -ptx "${abs}" -o "${o}"
         DEPENDS "${abs}" ${grain_device_headers}
         COMMENT "Checking ${symbol} as CUDA for ${GRAIN_CUDA_CHECK_ARCH} (reserve ${mode})")
       list(APPEND stamps "${o}")
@@ -87,7 +90,7 @@ function(grain_device_check abs symbol)
       add_custom_command(OUTPUT "${o}"
         COMMAND ${CMAKE_COMMAND} -E make_directory "${tmp}"
         COMMAND ${CMAKE_COMMAND} -E env "TMPDIR=${tmp}" ${GRAIN_HIPCC} -x hip --offload-arch=${GRAIN_HIP_CHECK_ARCH}
-                --offload-device-only ${flags} -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
+                --offload-device-only -O0 ${flags} -DGRAIN_RESERVE=${mode} -c "${abs}" -o "${o}"
         COMMAND ${CMAKE_COMMAND} -E rm -rf "${tmp}"
         DEPENDS "${abs}" ${grain_device_headers}
         COMMENT "Checking ${symbol} as HIP for ${GRAIN_HIP_CHECK_ARCH} (reserve ${mode})")
