@@ -477,6 +477,7 @@ static inline const rtc_lib_t *rtcLoad(void)
     static const rtc_lib_t linked = 1;
     return &linked;
 }
+
 #define rtcCreateProgram hiprtcCreateProgram
 #define rtcCompileProgram hiprtcCompileProgram
 #define rtcGetProgramLogSize hiprtcGetProgramLogSize
